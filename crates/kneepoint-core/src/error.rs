@@ -1,0 +1,202 @@
+//! The crate's error type: every way a request or a sink can fail, classified.
+
+use serde::{Deserialize, Serialize};
+
+/// A boxed error kept as the `source` of an [`Error`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a request (or a record sink) failed.
+///
+/// Transports return these; the runner turns each into an [`crate::ErrorRecord`] so that every
+/// request ends in exactly one record. Match on [`Error::kind`] rather than on the display text.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The connection could not be established (refused, DNS, TLS handshake).
+    #[error("connect to {target} failed: {message}")]
+    Connect {
+        /// Host and port (never credentials).
+        target: String,
+        /// A short description.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The server answered with a non-success HTTP status.
+    #[error("HTTP {status}: {body_excerpt}")]
+    Status {
+        /// The HTTP status code.
+        status: u16,
+        /// The first few hundred bytes of the body, lossily decoded.
+        body_excerpt: String,
+    },
+    /// A deadline passed.
+    #[error("timed out after {after_ms} ms ({phase})")]
+    Timeout {
+        /// Which deadline: `request`, `connect`, `first_byte`, `idle`.
+        phase: &'static str,
+        /// The configured deadline in milliseconds.
+        after_ms: u64,
+    },
+    /// The response body could not be understood (bad SSE framing, invalid JSON, invalid UTF-8).
+    #[error("malformed response: {message}")]
+    MalformedResponse {
+        /// What was wrong, with a short excerpt of the offending bytes.
+        message: String,
+        /// The underlying parse error, if any.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The server reported an error object (in the body or inside the stream).
+    #[error("server error{}: {message}", code.as_ref().map(|c| format!(" ({c})")).unwrap_or_default())]
+    Server {
+        /// The error's code or type, when the server gave one.
+        code: Option<String>,
+        /// The server's message.
+        message: String,
+    },
+    /// The connection broke while the body was being read.
+    #[error("connection lost while reading the response: {message}")]
+    Disconnected {
+        /// A short description.
+        message: String,
+        /// The underlying error.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The request could not be built (e.g. an invalid header value).
+    #[error("invalid request: {message}")]
+    InvalidRequest {
+        /// What was wrong.
+        message: String,
+    },
+    /// The request was cancelled before it finished (e.g. the run was interrupted).
+    #[error("cancelled")]
+    Cancelled,
+    /// A record sink failed to store a record.
+    #[error("record sink {sink} failed")]
+    Sink {
+        /// Which sink (e.g. a file path).
+        sink: String,
+        /// The I/O or encoding error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl Error {
+    /// The error's class, as recorded in exports.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Connect { .. } => ErrorKind::Connect,
+            Error::Status { .. } => ErrorKind::HttpStatus,
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::MalformedResponse { .. } => ErrorKind::MalformedResponse,
+            Error::Server { .. } => ErrorKind::Server,
+            Error::Disconnected { .. } => ErrorKind::Disconnected,
+            Error::InvalidRequest { .. } => ErrorKind::InvalidRequest,
+            Error::Cancelled => ErrorKind::Cancelled,
+            Error::Sink { .. } => ErrorKind::Sink,
+        }
+    }
+
+    /// The HTTP status code, for [`Error::Status`].
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Error::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// True for deadline failures.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
+    }
+
+    /// Shorthand for a [`Error::MalformedResponse`] without a source.
+    pub fn malformed(message: impl Into<String>) -> Self {
+        Error::MalformedResponse {
+            message: message.into(),
+            source: None,
+        }
+    }
+}
+
+/// The class of a failed request, as written to `profile_export.jsonl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// See [`Error::Connect`].
+    Connect,
+    /// See [`Error::Status`].
+    HttpStatus,
+    /// See [`Error::Timeout`].
+    Timeout,
+    /// See [`Error::MalformedResponse`].
+    MalformedResponse,
+    /// See [`Error::Server`].
+    Server,
+    /// See [`Error::Disconnected`].
+    Disconnected,
+    /// See [`Error::InvalidRequest`].
+    InvalidRequest,
+    /// See [`Error::Cancelled`].
+    Cancelled,
+    /// See [`Error::Sink`].
+    Sink,
+}
+
+impl ErrorKind {
+    /// The snake_case name used in exports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::MalformedResponse => "malformed_response",
+            ErrorKind::Server => "server",
+            ErrorKind::Disconnected => "disconnected",
+            ErrorKind::InvalidRequest => "invalid_request",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Sink => "sink",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_display() {
+        let e = Error::Status {
+            status: 503,
+            body_excerpt: "busy".into(),
+        };
+        assert_eq!(e.kind(), ErrorKind::HttpStatus);
+        assert_eq!(e.status(), Some(503));
+        assert_eq!(e.to_string(), "HTTP 503: busy");
+        let e = Error::Server {
+            code: Some("overloaded".into()),
+            message: "try later".into(),
+        };
+        assert_eq!(e.to_string(), "server error (overloaded): try later");
+        assert!(Error::Timeout {
+            phase: "request",
+            after_ms: 5
+        }
+        .is_timeout());
+        assert_eq!(
+            serde_json::to_string(&ErrorKind::MalformedResponse).unwrap(),
+            "\"malformed_response\""
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! What a transport yields while a response arrives.
+
+use serde::{Deserialize, Serialize};
+
+/// One event of a response, in arrival order. The runner stamps each with its arrival time.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ResponseEvent {
+    /// A chunk carrying generated tokens (content, reasoning, or both).
+    Chunk(Chunk),
+    /// Token usage reported by the server.
+    Usage(Usage),
+    /// The server said generation finished, with its reason (`stop`, `length`, ...).
+    Finish {
+        /// The finish reason, when given.
+        reason: Option<String>,
+    },
+}
+
+/// A token-bearing piece of a response.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Chunk {
+    /// Generated answer text.
+    pub text: String,
+    /// Generated reasoning text (`reasoning_content`), kept apart from `text`.
+    pub reasoning: String,
+    /// Tokens in this chunk, when the server says (most do not).
+    pub tokens: Option<u32>,
+}
+
+impl Chunk {
+    /// A chunk with answer text only.
+    pub fn content(text: impl Into<String>) -> Self {
+        Chunk {
+            text: text.into(),
+            ..Chunk::default()
+        }
+    }
+
+    /// A chunk with reasoning text only.
+    pub fn reasoning(text: impl Into<String>) -> Self {
+        Chunk {
+            reasoning: text.into(),
+            ..Chunk::default()
+        }
+    }
+
+    /// True when the chunk carries any generated text.
+    pub fn has_tokens(&self) -> bool {
+        !self.text.is_empty() || !self.reasoning.is_empty() || self.tokens.is_some_and(|t| t > 0)
+    }
+}
+
+/// Token usage as the server reports it (`usage` in OpenAI responses).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens counted by the server.
+    pub prompt_tokens: Option<u32>,
+    /// Generated tokens counted by the server (reasoning included).
+    pub completion_tokens: Option<u32>,
+}

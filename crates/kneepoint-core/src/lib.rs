@@ -1,0 +1,51 @@
+//! Domain types shared by every kneepoint crate: requests, response events, per-request records,
+//! the [`Transport`] trait, the [`RecordSink`] trait and the crate's [`Error`].
+//!
+//! This crate changes rarely and has light dependencies only. Downstream crates implement
+//! [`Transport`] to benchmark endpoints kneepoint does not speak natively.
+//!
+//! # Example: a toy transport
+//! ```
+//! use std::sync::Arc;
+//! use kneepoint_core::{async_trait, Chunk, Error, EventStream, Request, ResponseEvent, Transport};
+//!
+//! /// Echoes the prompt back as one chunk.
+//! struct Echo;
+//!
+//! #[async_trait]
+//! impl Transport for Echo {
+//!     async fn send(&self, request: &Request) -> Result<EventStream, Error> {
+//!         let text = request.prompt.text();
+//!         let events = vec![
+//!             Ok(ResponseEvent::Chunk(Chunk::content(text))),
+//!             Ok(ResponseEvent::Finish { reason: Some("stop".into()) }),
+//!         ];
+//!         Ok(Box::pin(kneepoint_core::iter_stream(events)))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let transport: Arc<dyn Transport> = Arc::new(Echo);
+//! let mut stream = transport.send(&Request::text(1, "hello world")).await.unwrap();
+//! use futures_util::StreamExt;
+//! let first = stream.next().await;
+//! assert!(matches!(first, Some(Ok(ResponseEvent::Chunk(_)))));
+//! # });
+//! ```
+
+mod error;
+mod event;
+mod record;
+mod request;
+mod sink;
+mod tokens;
+mod transport;
+
+pub use async_trait::async_trait;
+pub use error::{Error, ErrorKind};
+pub use event::{Chunk, ResponseEvent, Usage};
+pub use record::{ErrorRecord, Phase, RequestRecord, TokenSource};
+pub use request::{Message, Prompt, Request};
+pub use sink::{RecordSink, VecSink};
+pub use tokens::{approx_token_count, ApproxTokenCounter, TokenCounter};
+pub use transport::{iter_stream, EventStream, Transport};

@@ -1,0 +1,99 @@
+//! The one record every request ends in.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ErrorKind;
+
+/// Whether a request counts towards the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Warm-up: sent and recorded, excluded from metrics.
+    Warmup,
+    /// Measured.
+    Profiling,
+}
+
+/// Where an output token count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The server's `usage` field.
+    Usage,
+    /// A tokenizer's count of the whole text.
+    Tokenizer,
+    /// An approximation (whitespace words), used when neither of the above is available.
+    Estimate,
+    /// Per-chunk token counts reported by the server.
+    Chunks,
+}
+
+/// A failed request's error, as exported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorRecord {
+    /// The class of failure.
+    pub kind: ErrorKind,
+    /// The HTTP status, when the failure was one.
+    pub code: Option<u16>,
+    /// A human-readable message (never containing credentials).
+    pub message: String,
+}
+
+impl From<&crate::Error> for ErrorRecord {
+    fn from(e: &crate::Error) -> Self {
+        ErrorRecord {
+            kind: e.kind(),
+            code: e.status(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Everything measured about one request. Times are nanoseconds on the run's monotonic clock,
+/// relative to the level's origin; `origin_unix_ns` anchors them to wall-clock time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// The request's id.
+    pub request_id: u64,
+    /// Which closed-loop slot (worker) sent it.
+    pub worker: u32,
+    /// Warm-up or measured.
+    pub phase: Phase,
+    /// Wall-clock time of the level origin, in Unix nanoseconds.
+    pub origin_unix_ns: u64,
+    /// When the request was handed to the transport.
+    pub start_ns: u64,
+    /// When the response headers arrived (the transport's `send` resolved).
+    pub response_ns: Option<u64>,
+    /// Arrival times of the token-bearing chunks, in order.
+    pub chunk_ns: Vec<u64>,
+    /// Arrival of the first chunk with answer (non-reasoning) text.
+    pub first_content_ns: Option<u64>,
+    /// When the response ended (stream closed, or the failure was seen).
+    pub end_ns: u64,
+    /// Prompt tokens as counted by the client's workload.
+    pub input_tokens: Option<u32>,
+    /// Prompt tokens as counted by the server.
+    pub server_input_tokens: Option<u32>,
+    /// Output tokens: the server's count when present, else the client's.
+    pub output_tokens: Option<u32>,
+    /// Where `output_tokens` came from.
+    pub output_tokens_source: Option<TokenSource>,
+    /// The client's own count of the generated text (to cross-check the server).
+    pub client_output_tokens: Option<u32>,
+    /// Bytes of generated text (answer and reasoning).
+    pub output_bytes: u64,
+    /// The output length asked for.
+    pub requested_output_tokens: Option<u32>,
+    /// The server's finish reason.
+    pub finish_reason: Option<String>,
+    /// Set when the request failed.
+    pub error: Option<ErrorRecord>,
+}
+
+impl RequestRecord {
+    /// True when the request succeeded.
+    pub fn is_ok(&self) -> bool {
+        self.error.is_none()
+    }
+}

@@ -1,0 +1,111 @@
+//! What the runner asks a transport to send.
+
+use serde::{Deserialize, Serialize};
+
+/// The prompt of a request: plain text (completions) or chat messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Prompt {
+    /// A plain text prompt. Chat transports send it as one user message.
+    Text(String),
+    /// Chat messages. Completion transports join their contents with newlines.
+    Messages(Vec<Message>),
+}
+
+impl Prompt {
+    /// The prompt as one string (messages joined by newlines).
+    pub fn text(&self) -> String {
+        match self {
+            Prompt::Text(t) => t.clone(),
+            Prompt::Messages(m) => m
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
+    /// The prompt as chat messages (a text prompt becomes one user message).
+    pub fn messages(&self) -> Vec<Message> {
+        match self {
+            Prompt::Text(t) => vec![Message::user(t.clone())],
+            Prompt::Messages(m) => m.clone(),
+        }
+    }
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The message text.
+    pub content: String,
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Message {
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+
+    /// A system message.
+    pub fn system(content: impl Into<String>) -> Self {
+        Message {
+            role: "system".into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// One request, prepared before timing starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Unique within a run; also the record's id.
+    pub id: u64,
+    /// What to send.
+    pub prompt: Prompt,
+    /// The workload's count of prompt tokens, when known.
+    pub input_tokens: Option<u32>,
+    /// The output length to ask for (`max_tokens` or `max_completion_tokens`).
+    pub max_output_tokens: Option<u32>,
+    /// Minimum output length (`min_tokens`, for servers that support it).
+    pub min_output_tokens: Option<u32>,
+    /// Ask the server to ignore end-of-sequence so that exactly `max_output_tokens` are generated.
+    pub ignore_eos: bool,
+    /// Extra fields merged into the request body.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra_body: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Request {
+    /// A request with a text prompt and nothing else set.
+    pub fn text(id: u64, prompt: impl Into<String>) -> Self {
+        Request {
+            id,
+            prompt: Prompt::Text(prompt.into()),
+            input_tokens: None,
+            max_output_tokens: None,
+            min_output_tokens: None,
+            ignore_eos: false,
+            extra_body: serde_json::Map::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_views() {
+        let p = Prompt::Messages(vec![Message::system("be brief"), Message::user("hi")]);
+        assert_eq!(p.text(), "be brief\nhi");
+        assert_eq!(p.messages().len(), 2);
+        let t = Prompt::Text("hello".into());
+        assert_eq!(t.messages(), vec![Message::user("hello")]);
+    }
+}

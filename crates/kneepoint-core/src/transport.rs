@@ -1,0 +1,82 @@
+//! The one trait every endpoint protocol implements.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+
+use crate::{Error, Request, ResponseEvent};
+
+/// The events of one response. An `Err` item ends the response as failed; the stream ending
+/// (`None`) is the end of the response.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<ResponseEvent, Error>> + Send>>;
+
+/// Sends requests to an inference endpoint.
+///
+/// The runner reads its clock around these calls, never inside them: `send` resolves when the
+/// response has started (headers received), and each stream item is stamped when it is yielded.
+/// A transport therefore yields each event as soon as its bytes are parsed and does no waiting
+/// of its own. Implementations are shared across tasks (`Arc<dyn Transport>`).
+#[async_trait::async_trait]
+pub trait Transport: Send + Sync {
+    /// Sends one request and returns its event stream.
+    async fn send(&self, request: &Request) -> Result<EventStream, Error>;
+
+    /// The body this transport would send for `request`, for `inputs.json`. `None` when the
+    /// transport cannot show it.
+    fn payload(&self, request: &Request) -> Option<serde_json::Value> {
+        let _ = request;
+        None
+    }
+}
+
+/// A stream over already-known events (for tests and simple transports).
+pub fn iter_stream<I>(items: I) -> IterStream<I::IntoIter>
+where
+    I: IntoIterator<Item = Result<ResponseEvent, Error>>,
+{
+    IterStream(items.into_iter())
+}
+
+/// The stream returned by [`iter_stream`].
+#[derive(Debug)]
+pub struct IterStream<I>(I);
+
+impl<I> Stream for IterStream<I>
+where
+    I: Iterator<Item = Result<ResponseEvent, Error>> + Unpin,
+{
+    type Item = Result<ResponseEvent, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(self.0.next())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    // Object safety is checked at compile time.
+    fn _object_safe(_: Arc<dyn Transport>) {}
+
+    struct Fixed;
+
+    #[async_trait::async_trait]
+    impl Transport for Fixed {
+        async fn send(&self, _request: &Request) -> Result<EventStream, Error> {
+            Ok(Box::pin(iter_stream(vec![Err(Error::Cancelled)])))
+        }
+    }
+
+    #[tokio::test]
+    async fn default_payload_and_stream() {
+        use futures_util::StreamExt;
+        let t: Arc<dyn Transport> = Arc::new(Fixed);
+        assert!(t.payload(&Request::text(0, "x")).is_none());
+        let mut s = t.send(&Request::text(0, "x")).await.unwrap();
+        assert!(matches!(s.next().await, Some(Err(Error::Cancelled))));
+        assert!(s.next().await.is_none());
+    }
+}

@@ -1,0 +1,38 @@
+//! `kneepoint-sim`: a simulated LLM inference server with a continuous-batching engine model,
+//! speaking the OpenAI-compatible API (chat and completions, SSE streaming or whole responses)
+//! on loopback. It is kneepoint's embedded default target and the tests' ground truth.
+//!
+//! The engine ([`EngineModel`]) is pure and clock-free: a limit of concurrent sequences
+//! (`max_num_seqs`), a KV-cache token budget, chunked prefill with a per-token cost, a decode
+//! step whose duration grows with batch size and context, a FIFO queue when full, and optional
+//! jitter. [`SimServer`] drives it in real time (scaled by `time_scale`) on its own thread and
+//! records the server-side truth of every request ([`SimServer::truth`]).
+//! [`predict_closed_loop`] runs the same engine in virtual time.
+//!
+//! # Example
+//! ```
+//! use kneepoint_sim::{SimProfile, SimServer};
+//!
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+//! let server = SimServer::start_local(SimProfile::fast()).await.unwrap();
+//! assert!(server.base_url().starts_with("http://127.0.0.1:"));
+//! # });
+//! ```
+
+mod engine;
+mod error;
+mod live;
+mod predict;
+mod profile;
+mod render;
+mod request;
+mod server;
+mod truth;
+mod words;
+
+pub use engine::{Emission, EngineModel, Rejection, SeqSpec, Step};
+pub use error::Error;
+pub use predict::{predict_closed_loop, Prediction};
+pub use profile::SimProfile;
+pub use server::SimServer;
+pub use truth::{ServerTiming, TruthLog};

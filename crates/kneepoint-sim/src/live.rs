@@ -1,0 +1,154 @@
+//! The engine model driven in real time on its own OS thread.
+//!
+//! A dedicated thread with `std::thread::sleep` keeps step timing precise to tens of
+//! microseconds (Tokio's timer wheel rounds to milliseconds), and steps are scheduled on
+//! absolute deadlines so that sleep overshoot never accumulates.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::engine::{EngineModel, SeqSpec};
+use crate::truth::{ServerTiming, TruthLog};
+use crate::{Error, SimProfile};
+
+/// A token delivered to the connection that asked for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TokenMsg {
+    pub index: u32,
+    pub finished: bool,
+}
+
+pub(crate) struct Submission {
+    pub id: u64,
+    pub client_request_id: Option<String>,
+    pub spec: SeqSpec,
+    pub arrival: Instant,
+    pub tokens: UnboundedSender<TokenMsg>,
+}
+
+pub(crate) enum Command {
+    Submit(Submission),
+}
+
+struct Live {
+    client_request_id: Option<String>,
+    spec: SeqSpec,
+    arrival: Instant,
+    first: Option<Instant>,
+    tokens: UnboundedSender<TokenMsg>,
+}
+
+/// Handle to the engine thread; dropping every sender stops it.
+pub(crate) fn spawn_engine(
+    profile: SimProfile,
+    truth: Arc<Mutex<TruthLog>>,
+) -> Result<Sender<Command>, Error> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("kneepoint-sim-engine".into())
+        .spawn(move || run(profile, rx, truth))
+        .map_err(|source| Error::Thread { source })?;
+    Ok(tx)
+}
+
+fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>) {
+    let scale = profile.time_scale;
+    let mut engine = EngineModel::new(profile);
+    let mut live: std::collections::HashMap<u64, Live> = std::collections::HashMap::new();
+    let mut deadline = Instant::now();
+    loop {
+        // Take every command that has arrived; block only when idle.
+        loop {
+            let cmd = if engine.is_idle() {
+                match rx.recv_timeout(Duration::from_secs(3600)) {
+                    Ok(c) => {
+                        deadline = Instant::now();
+                        c
+                    }
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            } else {
+                match rx.try_recv() {
+                    Ok(c) => c,
+                    Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => return,
+                }
+            };
+            match cmd {
+                Command::Submit(s) => {
+                    // Rejections are handled by the server before submitting.
+                    if engine.submit(s.id, s.spec).is_ok() {
+                        live.insert(
+                            s.id,
+                            Live {
+                                client_request_id: s.client_request_id,
+                                spec: s.spec,
+                                arrival: s.arrival,
+                                first: None,
+                                tokens: s.tokens,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        let Some(step) = engine.step() else { continue };
+        deadline += Duration::from_secs_f64(step.duration_ms * scale / 1000.0);
+        let now = Instant::now();
+        if deadline > now {
+            std::thread::sleep(deadline - now);
+        } else if now - deadline > Duration::from_millis(50) {
+            // Far behind (machine overloaded): do not try to catch up in a burst.
+            deadline = now;
+        }
+        let emitted_at = Instant::now();
+        for e in step.emitted {
+            let Some(seq) = live.get_mut(&e.id) else { continue };
+            if e.index == 0 {
+                seq.first = Some(emitted_at);
+            }
+            let delivered = seq
+                .tokens
+                .send(TokenMsg {
+                    index: e.index,
+                    finished: e.finished,
+                })
+                .is_ok();
+            if !delivered {
+                engine.cancel(e.id);
+                live.remove(&e.id);
+                continue;
+            }
+            if e.finished {
+                if let Some(seq) = live.remove(&e.id) {
+                    let first = seq.first.unwrap_or(emitted_at);
+                    let n = seq.spec.output_tokens;
+                    let timing = ServerTiming {
+                        server_id: e.id,
+                        client_request_id: seq.client_request_id,
+                        prompt_tokens: seq.spec.prompt_tokens,
+                        output_tokens: n,
+                        ttft_ms: ms(first - seq.arrival),
+                        itl_ms: if n > 1 {
+                            Some(ms(emitted_at - first) / f64::from(n - 1))
+                        } else {
+                            None
+                        },
+                        latency_ms: ms(emitted_at - seq.arrival),
+                    };
+                    if let Ok(mut t) = truth.lock() {
+                        t.push(timing);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

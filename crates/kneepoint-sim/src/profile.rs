@@ -1,0 +1,161 @@
+//! Simulator profiles: the parameters of the modelled engine.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// Parameters of the simulated continuous-batching engine. Times are model (GPU) time; the
+/// server sleeps `time × time_scale` of wall time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimProfile {
+    /// The profile's name.
+    pub name: String,
+    /// The model name the server reports.
+    pub model: String,
+    /// The most sequences running at once (vLLM's `max_num_seqs`); the rest wait in a FIFO.
+    pub max_num_seqs: u32,
+    /// Tokens one engine step may process (decode tokens plus prefill chunks).
+    pub max_num_batched_tokens: u32,
+    /// KV-cache capacity in tokens; a sequence reserves prompt + output tokens on admission.
+    pub kv_cache_tokens: u64,
+    /// The longest prompt + output accepted (vLLM's `max_model_len`).
+    pub max_model_len: u32,
+    /// Fixed cost of one engine step, in ms.
+    pub step_base_ms: f64,
+    /// Added step cost per decoding sequence, in ms.
+    pub step_per_seq_ms: f64,
+    /// Added step cost per token of context held by decoding sequences, in µs.
+    pub step_per_context_token_us: f64,
+    /// Added step cost per prefilled prompt token, in µs.
+    pub prefill_per_token_us: f64,
+    /// Relative standard deviation of each step's duration (0 = deterministic).
+    pub jitter: f64,
+    /// Wall seconds slept per model second (0.1 runs ten times faster than the modelled GPU).
+    pub time_scale: f64,
+    /// Seed for output lengths and jitter.
+    pub seed: u64,
+    /// Output length when a request sets no maximum.
+    pub default_max_tokens: u32,
+    /// Mean of the "natural" output length (when the model would stop by itself without
+    /// `ignore_eos`); exponential, clamped to `[min_tokens, max_tokens]`.
+    pub natural_output_mean: u32,
+}
+
+impl Default for SimProfile {
+    fn default() -> Self {
+        Self::calibrated()
+    }
+}
+
+impl SimProfile {
+    /// A profile calibrated on the source documents' example (a 30B MoE model on one GPU,
+    /// ISL 1024 / OSL 256): output throughput rises to about 2.8k tokens/s near concurrency
+    /// 256 and is flat beyond it, while latency climbs. See `docs/simulator.md`.
+    pub fn calibrated() -> Self {
+        SimProfile {
+            name: "calibrated".into(),
+            model: "kneepoint-sim/nemotron-like-30b-a3b".into(),
+            max_num_seqs: 256,
+            max_num_batched_tokens: 8192,
+            kv_cache_tokens: 400_000,
+            max_model_len: 10_240,
+            step_base_ms: 27.5,
+            step_per_seq_ms: 0.12,
+            step_per_context_token_us: 0.06,
+            prefill_per_token_us: 15.0,
+            jitter: 0.03,
+            time_scale: 1.0,
+            seed: 0,
+            default_max_tokens: 256,
+            natural_output_mean: 200,
+        }
+    }
+
+    /// A small, quick profile for tests: 5 ms steps, 64 sequences, no jitter.
+    pub fn fast() -> Self {
+        SimProfile {
+            name: "fast".into(),
+            model: "kneepoint-sim/fast".into(),
+            max_num_seqs: 64,
+            max_num_batched_tokens: 4096,
+            kv_cache_tokens: 200_000,
+            max_model_len: 8192,
+            step_base_ms: 5.0,
+            step_per_seq_ms: 0.02,
+            step_per_context_token_us: 0.0,
+            prefill_per_token_us: 5.0,
+            jitter: 0.0,
+            time_scale: 1.0,
+            seed: 0,
+            default_max_tokens: 64,
+            natural_output_mean: 32,
+        }
+    }
+
+    /// A profile by name: `calibrated` or `fast`.
+    pub fn by_name(name: &str) -> Result<Self, Error> {
+        match name {
+            "calibrated" => Ok(Self::calibrated()),
+            "fast" => Ok(Self::fast()),
+            other => Err(Error::UnknownProfile {
+                name: other.to_owned(),
+            }),
+        }
+    }
+
+    /// Checks that every parameter is usable.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |field: &'static str, reason: &str| {
+            Err(Error::InvalidProfile {
+                field,
+                reason: reason.to_owned(),
+            })
+        };
+        if self.max_num_seqs == 0 {
+            return bad("max_num_seqs", "must be at least 1");
+        }
+        if self.max_num_batched_tokens == 0 {
+            return bad("max_num_batched_tokens", "must be at least 1");
+        }
+        if self.max_model_len == 0 || u64::from(self.max_model_len) > self.kv_cache_tokens {
+            return bad("max_model_len", "must be at least 1 and fit in kv_cache_tokens");
+        }
+        for (field, v) in [
+            ("step_base_ms", self.step_base_ms),
+            ("step_per_seq_ms", self.step_per_seq_ms),
+            ("step_per_context_token_us", self.step_per_context_token_us),
+            ("prefill_per_token_us", self.prefill_per_token_us),
+            ("jitter", self.jitter),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return bad(field, "must be a finite number ≥ 0");
+            }
+        }
+        if self.step_base_ms <= 0.0 {
+            return bad("step_base_ms", "must be > 0");
+        }
+        if !self.time_scale.is_finite() || self.time_scale <= 0.0 {
+            return bad("time_scale", "must be a finite number > 0");
+        }
+        if self.default_max_tokens == 0 || self.natural_output_mean == 0 {
+            return bad("default_max_tokens", "output lengths must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_are_valid() {
+        SimProfile::calibrated().validate().unwrap();
+        SimProfile::fast().validate().unwrap();
+        assert!(SimProfile::by_name("nope").is_err());
+        let mut p = SimProfile::fast();
+        p.time_scale = 0.0;
+        assert!(p.validate().is_err());
+    }
+}

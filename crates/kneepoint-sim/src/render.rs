@@ -1,0 +1,151 @@
+//! Rendering OpenAI-compatible response bodies (SSE chunks and whole responses).
+
+use bytes::Bytes;
+
+use crate::request::Api;
+use crate::words::token_text;
+
+/// What every chunk of one response shares.
+#[derive(Debug, Clone)]
+pub(crate) struct ResponseMeta {
+    pub api: Api,
+    pub id: u64,
+    /// The model name, already JSON-encoded (with quotes).
+    pub model_json: String,
+    pub created: u64,
+    pub prompt_tokens: u32,
+    pub output_tokens: u32,
+    pub finish_reason: &'static str,
+}
+
+impl ResponseMeta {
+    fn head(&self) -> String {
+        let object = match self.api {
+            Api::Chat => "chat.completion.chunk",
+            Api::Completions => "text_completion",
+        };
+        format!(
+            r#"{{"id":"cmpl-sim-{}","object":"{object}","created":{},"model":{}"#,
+            self.id, self.created, self.model_json
+        )
+    }
+
+    /// The chat role chunk vLLM sends first.
+    pub fn role_event(&self) -> Bytes {
+        Bytes::from(format!(
+            "data: {},\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"finish_reason\":null}}]}}\n\n",
+            self.head()
+        ))
+    }
+
+    /// The SSE event for token `index`.
+    pub fn token_event(&self, index: u32, finished: bool) -> Bytes {
+        let word = token_text(self.id, index);
+        let finish = if finished {
+            format!("\"{}\"", self.finish_reason)
+        } else {
+            "null".into()
+        };
+        let choice = match self.api {
+            Api::Chat => format!(
+                "{{\"index\":0,\"delta\":{{\"content\":\" {word}\"}},\"finish_reason\":{finish}}}"
+            ),
+            Api::Completions => {
+                format!("{{\"index\":0,\"text\":\" {word}\",\"finish_reason\":{finish}}}")
+            }
+        };
+        Bytes::from(format!("data: {},\"choices\":[{choice}]}}\n\n", self.head()))
+    }
+
+    fn usage_json(&self) -> String {
+        format!(
+            "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"total_tokens\":{}}}",
+            self.prompt_tokens,
+            self.output_tokens,
+            self.prompt_tokens + self.output_tokens
+        )
+    }
+
+    /// The final usage chunk (`stream_options.include_usage`).
+    pub fn usage_event(&self) -> Bytes {
+        Bytes::from(format!(
+            "data: {},\"choices\":[],\"usage\":{}}}\n\n",
+            self.head(),
+            self.usage_json()
+        ))
+    }
+
+    /// The whole (non-streaming) response.
+    pub fn whole(&self) -> Bytes {
+        let text: String = (0..self.output_tokens)
+            .map(|i| format!(" {}", token_text(self.id, i)))
+            .collect();
+        let text = serde_json::Value::String(text).to_string();
+        let (object, choice) = match self.api {
+            Api::Chat => (
+                "chat.completion",
+                format!(
+                    "{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":{text}}},\"finish_reason\":\"{}\"}}",
+                    self.finish_reason
+                ),
+            ),
+            Api::Completions => (
+                "text_completion",
+                format!(
+                    "{{\"index\":0,\"text\":{text},\"finish_reason\":\"{}\"}}",
+                    self.finish_reason
+                ),
+            ),
+        };
+        Bytes::from(format!(
+            r#"{{"id":"cmpl-sim-{}","object":"{object}","created":{},"model":{},"choices":[{choice}],"usage":{}}}"#,
+            self.id,
+            self.created,
+            self.model_json,
+            self.usage_json()
+        ))
+    }
+}
+
+/// `data: [DONE]`.
+pub(crate) const DONE: &[u8] = b"data: [DONE]\n\n";
+
+/// A vLLM-style error body.
+pub(crate) fn error_body(status: u16, kind: &str, message: &str) -> Bytes {
+    Bytes::from(
+        serde_json::json!({"object": "error", "message": message, "type": kind, "code": status})
+            .to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(api: Api) -> ResponseMeta {
+        ResponseMeta {
+            api,
+            id: 1,
+            model_json: "\"m\"".into(),
+            created: 5,
+            prompt_tokens: 3,
+            output_tokens: 2,
+            finish_reason: "length",
+        }
+    }
+
+    #[test]
+    fn chunks_are_valid_json() {
+        for api in [Api::Chat, Api::Completions] {
+            let m = meta(api);
+            for ev in [m.role_event(), m.token_event(0, false), m.token_event(1, true), m.usage_event()] {
+                let s = std::str::from_utf8(&ev).unwrap();
+                let json = s.strip_prefix("data: ").unwrap().trim_end();
+                let v: serde_json::Value = serde_json::from_str(json).unwrap();
+                assert_eq!(v["model"], "m");
+            }
+            let v: serde_json::Value = serde_json::from_slice(&m.whole()).unwrap();
+            assert_eq!(v["usage"]["completion_tokens"], 2);
+        }
+    }
+}

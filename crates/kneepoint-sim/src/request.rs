@@ -1,0 +1,114 @@
+//! Parsing an OpenAI-compatible request as the simulator needs it.
+
+use kneepoint_core::approx_token_count;
+use serde_json::Value;
+
+/// Which API a request came in on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    Chat,
+    Completions,
+}
+
+/// The fields of a generation request the simulator honours.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct GenRequest {
+    pub prompt_tokens: u32,
+    pub stream: bool,
+    pub include_usage: bool,
+    pub max_tokens: Option<u32>,
+    pub min_tokens: Option<u32>,
+    pub ignore_eos: bool,
+}
+
+/// Parses a request body; `Err` carries a message for a 400 answer.
+pub(crate) fn parse_request(api: Api, body: &[u8]) -> Result<GenRequest, String> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+    let obj = v.as_object().ok_or("the body must be a JSON object")?;
+    let prompt_tokens = match api {
+        Api::Chat => {
+            let msgs = obj
+                .get("messages")
+                .and_then(Value::as_array)
+                .ok_or("`messages` must be an array")?;
+            msgs.iter().map(message_tokens).sum::<Result<usize, String>>()?
+        }
+        Api::Completions => match obj.get("prompt") {
+            Some(Value::String(s)) => approx_token_count(s),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|p| p.as_str().map(approx_token_count).ok_or("`prompt` items must be strings"))
+                .sum::<Result<usize, &str>>()?,
+            _ => return Err("`prompt` must be a string".into()),
+        },
+    };
+    let uint = |name: &str| -> Result<Option<u32>, String> {
+        match obj.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| format!("`{name}` must be a non-negative integer")),
+        }
+    };
+    let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    Ok(GenRequest {
+        prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
+        stream,
+        include_usage: stream
+            && obj
+                .get("stream_options")
+                .and_then(|o| o.get("include_usage"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        max_tokens: match uint("max_tokens")? {
+            Some(n) => Some(n),
+            None => uint("max_completion_tokens")?,
+        },
+        min_tokens: uint("min_tokens")?,
+        ignore_eos: obj.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+fn message_tokens(m: &Value) -> Result<usize, String> {
+    match m.get("content") {
+        Some(Value::String(s)) => Ok(approx_token_count(s)),
+        Some(Value::Array(parts)) => Ok(parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .map(approx_token_count)
+            .sum()),
+        Some(Value::Null) | None => Ok(0),
+        _ => Err("message `content` must be a string or an array of parts".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_request() {
+        let r = parse_request(
+            Api::Chat,
+            br#"{"model":"m","messages":[{"role":"system","content":"a b"},{"role":"user","content":[{"type":"text","text":"c d e"}]}],
+                "stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":9,"min_tokens":9,"ignore_eos":true}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            GenRequest { prompt_tokens: 5, stream: true, include_usage: true, max_tokens: Some(9), min_tokens: Some(9), ignore_eos: true }
+        );
+    }
+
+    #[test]
+    fn completions_and_errors() {
+        let r = parse_request(Api::Completions, br#"{"prompt":"x y","max_tokens":3}"#).unwrap();
+        assert_eq!(r.prompt_tokens, 2);
+        assert!(!r.stream && !r.include_usage);
+        assert!(parse_request(Api::Completions, b"{").is_err());
+        assert!(parse_request(Api::Chat, br#"{"prompt":"x"}"#).is_err());
+        assert!(parse_request(Api::Completions, br#"{"prompt":"x","max_tokens":-1}"#).is_err());
+    }
+}

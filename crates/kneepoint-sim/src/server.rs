@@ -1,0 +1,339 @@
+//! The HTTP side of the simulator: an OpenAI-compatible server on hyper.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{Method, Response, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::task::JoinHandle;
+
+use crate::engine::SeqSpec;
+use crate::live::{spawn_engine, Command, Submission, TokenMsg};
+use crate::render::{error_body, ResponseMeta, DONE};
+use crate::request::{parse_request, Api, GenRequest};
+use crate::truth::{ServerTiming, TruthLog};
+use crate::{Error, SimProfile};
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+const MAX_REQUEST_BYTES: usize = 64 << 20;
+
+struct State {
+    profile: SimProfile,
+    model_json: String,
+    engine: Mutex<Sender<Command>>,
+    next_id: AtomicU64,
+    lengths: Mutex<StdRng>,
+}
+
+/// A running simulator. Dropping it stops accepting connections.
+#[derive(Debug)]
+pub struct SimServer {
+    addr: SocketAddr,
+    truth: Arc<Mutex<TruthLog>>,
+    accept: JoinHandle<()>,
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl SimServer {
+    /// Validates `profile`, binds `addr` (use `127.0.0.1:0` for a free port) and starts serving
+    /// on the current Tokio runtime.
+    pub async fn start(profile: SimProfile, addr: SocketAddr) -> Result<SimServer, Error> {
+        profile.validate()?;
+        let listener = TcpListener::bind(addr).await.map_err(|source| Error::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+        let truth = Arc::new(Mutex::new(TruthLog::new(1 << 20)));
+        let engine = spawn_engine(profile.clone(), truth.clone())?;
+        let state = Arc::new(State {
+            model_json: serde_json::Value::String(profile.model.clone()).to_string(),
+            lengths: Mutex::new(StdRng::seed_from_u64(profile.seed)),
+            profile,
+            engine: Mutex::new(engine),
+            next_id: AtomicU64::new(0),
+        });
+        let accept = tokio::spawn(accept_loop(listener, state));
+        Ok(SimServer {
+            addr,
+            truth,
+            accept,
+        })
+    }
+
+    /// Starts on `127.0.0.1` with a free port.
+    pub async fn start_local(profile: SimProfile) -> Result<SimServer, Error> {
+        Self::start(profile, SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`, the base URL for an OpenAI-compatible client.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The server-side timings of completed requests so far.
+    pub fn truth(&self) -> Vec<ServerTiming> {
+        self.truth.lock().map(|t| t.snapshot()).unwrap_or_default()
+    }
+
+    /// Forgets the timings recorded so far.
+    pub fn clear_truth(&self) {
+        if let Ok(mut t) = self.truth.lock() {
+            t.clear();
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, state: Arc<State>) {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let state = state.clone();
+                async move { Ok::<_, Infallible>(handle(state, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed_unsync()
+}
+
+fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn error(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
+    json_response(status, error_body(status.as_u16(), kind, message))
+}
+
+async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Body> {
+    let api = match (req.method(), req.uri().path()) {
+        (&Method::POST, "/v1/chat/completions") => Api::Chat,
+        (&Method::POST, "/v1/completions") => Api::Completions,
+        (&Method::GET, "/health") => return Response::new(full(Bytes::new())),
+        (&Method::GET, "/v1/models") => {
+            let body = format!(
+                r#"{{"object":"list","data":[{{"id":{},"object":"model","owned_by":"kneepoint-sim"}}]}}"#,
+                state.model_json
+            );
+            return json_response(StatusCode::OK, Bytes::from(body));
+        }
+        _ => return error(StatusCode::NOT_FOUND, "NotFoundError", "no such route"),
+    };
+    let client_request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return error(StatusCode::BAD_REQUEST, "BadRequestError", "unreadable body"),
+    };
+    let arrival = Instant::now();
+    let gen = match parse_request(api, &body) {
+        Ok(g) => g,
+        Err(m) => return error(StatusCode::BAD_REQUEST, "BadRequestError", &m),
+    };
+    let (output_tokens, finish_reason) = match output_length(&state, &gen) {
+        Ok(x) => x,
+        Err(m) => return error(StatusCode::BAD_REQUEST, "BadRequestError", &m),
+    };
+    let spec = SeqSpec {
+        prompt_tokens: gen.prompt_tokens,
+        output_tokens,
+    };
+    let total = u64::from(spec.prompt_tokens) + u64::from(spec.output_tokens);
+    if total > u64::from(state.profile.max_model_len) {
+        let m = crate::engine::Rejection::TooLong {
+            tokens: total,
+            max_model_len: state.profile.max_model_len,
+        };
+        return error(StatusCode::BAD_REQUEST, "BadRequestError", &m.to_string());
+    }
+    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = unbounded_channel();
+    let submitted = state.engine.lock().is_ok_and(|e| {
+        e.send(Command::Submit(Submission {
+            id,
+            client_request_id,
+            spec,
+            arrival,
+            tokens: tx,
+        }))
+        .is_ok()
+    });
+    if !submitted {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", "engine stopped");
+    }
+    let meta = ResponseMeta {
+        api,
+        id,
+        model_json: state.model_json.clone(),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        prompt_tokens: spec.prompt_tokens,
+        output_tokens,
+        finish_reason,
+    };
+    if gen.stream {
+        let mut r = Response::new(
+            SseBody {
+                rx,
+                meta,
+                include_usage: gen.include_usage,
+                phase: Phase::Start,
+            }
+            .boxed_unsync(),
+        );
+        r.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/event-stream"),
+        );
+        r
+    } else {
+        let mut rx = rx;
+        while let Some(t) = rx.recv().await {
+            if t.finished {
+                return json_response(StatusCode::OK, meta.whole());
+            }
+        }
+        error(StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError", "generation aborted")
+    }
+}
+
+/// Decides how many tokens to generate and the finish reason.
+fn output_length(state: &State, gen: &GenRequest) -> Result<(u32, &'static str), String> {
+    let max = gen.max_tokens.unwrap_or(state.profile.default_max_tokens);
+    if max == 0 {
+        return Err("max_tokens must be at least 1".into());
+    }
+    if let Some(min) = gen.min_tokens {
+        if min > max {
+            return Err(format!("min_tokens ({min}) must be ≤ max_tokens ({max})"));
+        }
+    }
+    if gen.ignore_eos {
+        return Ok((max, "length"));
+    }
+    let mean = f64::from(state.profile.natural_output_mean);
+    let natural = match (Exp::new(1.0 / mean), state.lengths.lock()) {
+        (Ok(d), Ok(mut rng)) => d.sample(&mut *rng).ceil().max(1.0) as u32,
+        _ => state.profile.natural_output_mean,
+    };
+    let n = natural.max(gen.min_tokens.unwrap_or(1)).min(max);
+    Ok((n, if n == max { "length" } else { "stop" }))
+}
+
+enum Phase {
+    Start,
+    Tokens,
+    Usage,
+    Done,
+    End,
+}
+
+/// Streams tokens as the engine emits them.
+struct SseBody {
+    rx: UnboundedReceiver<TokenMsg>,
+    meta: ResponseMeta,
+    include_usage: bool,
+    phase: Phase,
+}
+
+impl hyper::body::Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        let data = |b: Bytes| Poll::Ready(Some(Ok(Frame::data(b))));
+        match this.phase {
+            Phase::Start => {
+                this.phase = Phase::Tokens;
+                if this.meta.api == Api::Chat {
+                    return data(this.meta.role_event());
+                }
+                Pin::new(this).poll_frame(cx)
+            }
+            Phase::Tokens => match this.rx.poll_recv(cx) {
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(Some(t)) => {
+                    if t.finished {
+                        this.phase = if this.include_usage {
+                            Phase::Usage
+                        } else {
+                            Phase::Done
+                        };
+                    }
+                    data(this.meta.token_event(t.index, t.finished))
+                }
+                // The engine went away mid-stream: end the body without [DONE].
+                Poll::Ready(None) => Poll::Ready(None),
+            },
+            Phase::Usage => {
+                this.phase = Phase::Done;
+                data(this.meta.usage_event())
+            }
+            Phase::Done => {
+                this.phase = Phase::End;
+                data(Bytes::from_static(DONE))
+            }
+            Phase::End => Poll::Ready(None),
+        }
+    }
+}

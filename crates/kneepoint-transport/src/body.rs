@@ -1,0 +1,77 @@
+//! Request bodies for the OpenAI-compatible APIs.
+
+use kneepoint_core::Request;
+use serde_json::{json, Map, Value};
+
+use crate::config::{Api, OpenAiConfig};
+
+/// Builds the JSON body for `request` under `config`.
+pub fn request_body(config: &OpenAiConfig, request: &Request) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(config.model.clone()));
+    match config.api {
+        Api::Chat => {
+            let messages = request.prompt.messages();
+            body.insert("messages".into(), json!(messages));
+        }
+        Api::Completions => {
+            body.insert("prompt".into(), Value::String(request.prompt.text()));
+        }
+    }
+    body.insert("stream".into(), Value::Bool(config.streaming));
+    if config.streaming && config.include_usage {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if let Some(n) = request.max_output_tokens {
+        body.insert(config.max_tokens_field.as_str().into(), json!(n));
+    }
+    if let Some(n) = request.min_output_tokens {
+        body.insert("min_tokens".into(), json!(n));
+    }
+    if request.ignore_eos {
+        body.insert("ignore_eos".into(), Value::Bool(true));
+    }
+    for (k, v) in config.extra_body.iter().chain(request.extra_body.iter()) {
+        body.insert(k.clone(), v.clone());
+    }
+    Value::Object(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MaxTokensField;
+
+    #[test]
+    fn chat_streaming_body() {
+        let mut c = OpenAiConfig::new("http://x", "m1");
+        c.extra_body.insert("temperature".into(), json!(0.0));
+        let mut r = Request::text(3, "hi");
+        r.max_output_tokens = Some(16);
+        r.min_output_tokens = Some(16);
+        r.ignore_eos = true;
+        r.extra_body.insert("temperature".into(), json!(0.5));
+        let b = request_body(&c, &r);
+        assert_eq!(
+            b,
+            json!({"model":"m1","messages":[{"role":"user","content":"hi"}],"stream":true,
+                   "stream_options":{"include_usage":true},"max_tokens":16,"min_tokens":16,
+                   "ignore_eos":true,"temperature":0.5})
+        );
+    }
+
+    #[test]
+    fn completions_non_streaming_body() {
+        let mut c = OpenAiConfig::new("http://x", "m1");
+        c.api = Api::Completions;
+        c.streaming = false;
+        c.max_tokens_field = MaxTokensField::MaxCompletionTokens;
+        let mut r = Request::text(3, "hi");
+        r.max_output_tokens = Some(4);
+        let b = request_body(&c, &r);
+        assert_eq!(
+            b,
+            json!({"model":"m1","prompt":"hi","stream":false,"max_completion_tokens":4})
+        );
+    }
+}

@@ -1,0 +1,31 @@
+//! Errors raised while configuring a transport. Failures of individual requests are
+//! [`kneepoint_core::Error`]s instead, recorded per request.
+
+/// A transport could not be built from its configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The base URL or path does not form a valid http(s) URL.
+    #[error("invalid endpoint URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL as given (credentials are never part of it).
+        url: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// A header name or value is not valid HTTP.
+    #[error("invalid header {name:?}: {reason}")]
+    InvalidHeader {
+        /// The header name.
+        name: String,
+        /// Why it was rejected (the value is not echoed: it may be a secret).
+        reason: String,
+    },
+    /// The TLS configuration could not be built.
+    #[error("TLS setup failed")]
+    Tls {
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,35 @@
+//! Transports for kneepoint: the OpenAI-compatible client (chat and completions, SSE streaming or
+//! whole responses) on hyper 1 with hyper-util's pooled client and rustls (ring) for HTTPS.
+//!
+//! The transport never reads a clock: it yields each event as soon as its bytes are parsed, and
+//! the runner stamps arrival times around it.
+//!
+//! # Example
+//! ```
+//! use kneepoint_transport::{OpenAiConfig, OpenAiTransport, Api};
+//! use kneepoint_core::{Request, Transport};
+//!
+//! let mut config = OpenAiConfig::new("http://127.0.0.1:8000", "my-model");
+//! config.api = Api::Completions;
+//! let transport = OpenAiTransport::new(config).unwrap();
+//! let mut request = Request::text(1, "Hello");
+//! request.max_output_tokens = Some(32);
+//! let body = transport.payload(&request).unwrap();
+//! assert_eq!(body["prompt"], "Hello");
+//! assert_eq!(body["max_tokens"], 32);
+//! assert_eq!(body["stream_options"]["include_usage"], true);
+//! ```
+
+mod body;
+mod config;
+mod error;
+mod openai;
+mod parse;
+pub mod sse;
+mod stream;
+
+pub use body::request_body;
+pub use config::{Api, ApiKey, MaxTokensField, OpenAiConfig};
+pub use error::Error;
+pub use openai::OpenAiTransport;
+pub use parse::parse_body;

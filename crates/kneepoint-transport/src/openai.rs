@@ -1,0 +1,262 @@
+//! The OpenAI-compatible transport: `/v1/chat/completions` and `/v1/completions` over hyper.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::{HeaderMap, Method, Uri};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use kneepoint_core::{async_trait, Error as RequestError, EventStream, Request, Transport};
+
+use crate::body::request_body;
+use crate::config::OpenAiConfig;
+use crate::parse::parse_body;
+use crate::sse::excerpt;
+use crate::stream::SseStream;
+use crate::Error;
+
+/// The longest error-body excerpt kept in a record.
+const ERROR_EXCERPT_BYTES: usize = 512;
+
+/// A pooled hyper client speaking the OpenAI-compatible API (HTTP and HTTPS via rustls).
+#[derive(Clone)]
+pub struct OpenAiTransport {
+    config: OpenAiConfig,
+    uri: Uri,
+    target: String,
+    headers: HeaderMap,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+}
+
+impl std::fmt::Debug for OpenAiTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiTransport")
+            .field("uri", &self.uri)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiTransport {
+    /// Builds the transport, validating the URL and headers. Needs a Tokio runtime when used.
+    pub fn new(config: OpenAiConfig) -> Result<Self, Error> {
+        let url = config.url();
+        let uri: Uri = url.parse().map_err(|e: http::uri::InvalidUri| Error::InvalidUrl {
+            url: url.clone(),
+            reason: e.to_string(),
+        })?;
+        match uri.scheme_str() {
+            Some("http") | Some("https") => {}
+            _ => {
+                return Err(Error::InvalidUrl {
+                    url,
+                    reason: "the scheme must be http or https".into(),
+                })
+            }
+        }
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            return Err(Error::InvalidUrl {
+                url: "[redacted]".into(),
+                reason: "credentials in the URL are not supported; use an API key".into(),
+            });
+        }
+        let target = uri
+            .authority()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let headers = build_headers(&config)?;
+
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(config.connect_timeout);
+        let builder = hyper_rustls::HttpsConnectorBuilder::new();
+        let builder = match builder.with_native_roots() {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!("no native TLS roots ({e}); https endpoints will fail to verify");
+                hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(
+                    rustls::ClientConfig::builder()
+                        .with_root_certificates(rustls::RootCertStore::empty())
+                        .with_no_client_auth(),
+                )
+            }
+        };
+        let connector = builder
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_max_idle_per_host(usize::MAX)
+            .build(connector);
+        Ok(OpenAiTransport {
+            config,
+            uri,
+            target,
+            headers,
+            client,
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    fn http_request(&self, request: &Request) -> Result<http::Request<Full<Bytes>>, RequestError> {
+        let body = request_body(&self.config, request);
+        let bytes = serde_json::to_vec(&body).map_err(|e| RequestError::InvalidRequest {
+            message: format!("cannot encode the body: {e}"),
+        })?;
+        let mut builder = http::Request::builder()
+            .method(Method::POST)
+            .uri(self.uri.clone());
+        if let Some(h) = builder.headers_mut() {
+            h.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+            if let Ok(v) = HeaderValue::from_str(&request.id.to_string()) {
+                h.insert(HeaderName::from_static("x-request-id"), v);
+            }
+        }
+        builder
+            .body(Full::new(Bytes::from(bytes)))
+            .map_err(|e| RequestError::InvalidRequest {
+                message: e.to_string(),
+            })
+    }
+
+    fn send_error(&self, e: hyper_util::client::legacy::Error) -> RequestError {
+        let message = std::error::Error::source(&e)
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| e.to_string());
+        if e.is_connect() {
+            RequestError::Connect {
+                target: self.target.clone(),
+                message,
+                source: Some(Box::new(e)),
+            }
+        } else {
+            RequestError::Disconnected {
+                message,
+                source: Some(Box::new(e)),
+            }
+        }
+    }
+}
+
+fn build_headers(config: &OpenAiConfig) -> Result<HeaderMap, Error> {
+    let mut h = HeaderMap::new();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(
+        ACCEPT,
+        HeaderValue::from_static(if config.streaming {
+            "text/event-stream"
+        } else {
+            "application/json"
+        }),
+    );
+    if let Some(key) = &config.api_key {
+        let mut v = HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+            Error::InvalidHeader {
+                name: "authorization".into(),
+                reason: "the API key has characters not allowed in a header".into(),
+            }
+        })?;
+        v.set_sensitive(true);
+        h.insert(AUTHORIZATION, v);
+    }
+    for (name, value) in &config.headers {
+        let n = HeaderName::from_bytes(name.as_bytes()).map_err(|e| Error::InvalidHeader {
+            name: name.clone(),
+            reason: e.to_string(),
+        })?;
+        let mut v = HeaderValue::from_str(value).map_err(|_| Error::InvalidHeader {
+            name: name.clone(),
+            reason: "the value has characters not allowed in a header".into(),
+        })?;
+        v.set_sensitive(true);
+        h.insert(n, v);
+    }
+    Ok(h)
+}
+
+async fn read_limited(body: hyper::body::Incoming, limit: usize) -> Result<Bytes, RequestError> {
+    match Limited::new(body, limit).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) => {
+            if e.is::<http_body_util::LengthLimitError>() {
+                Err(RequestError::malformed(format!(
+                    "response body larger than {limit} bytes"
+                )))
+            } else {
+                Err(RequestError::Disconnected {
+                    message: e.to_string(),
+                    source: Some(e),
+                })
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Transport for OpenAiTransport {
+    async fn send(&self, request: &Request) -> Result<EventStream, RequestError> {
+        let req = self.http_request(request)?;
+        let resp = self
+            .client
+            .request(req)
+            .await
+            .map_err(|e| self.send_error(e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let body = resp.into_body();
+            let excerpt_text = match Limited::new(body, ERROR_EXCERPT_BYTES * 8).collect().await {
+                Ok(c) => excerpt(&c.to_bytes()[..]),
+                Err(_) => String::new(),
+            };
+            let cut: String = excerpt_text.chars().take(ERROR_EXCERPT_BYTES).collect();
+            return Err(RequestError::Status {
+                status: status.as_u16(),
+                body_excerpt: cut,
+            });
+        }
+        if self.config.streaming {
+            let is_sse = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_none_or(|v| v.starts_with("text/event-stream"));
+            if !is_sse {
+                // Some servers answer a streaming request with one JSON body; accept it.
+                return whole_body(resp.into_body(), self.config.max_body_bytes).await;
+            }
+            return Ok(Box::pin(SseStream::new(
+                resp.into_body(),
+                self.config.max_line_bytes,
+            )));
+        }
+        whole_body(resp.into_body(), self.config.max_body_bytes).await
+    }
+
+    fn payload(&self, request: &Request) -> Option<serde_json::Value> {
+        Some(request_body(&self.config, request))
+    }
+}
+
+async fn whole_body(
+    body: hyper::body::Incoming,
+    limit: usize,
+) -> Result<EventStream, RequestError> {
+    let bytes = read_limited(body, limit).await?;
+    let text = std::str::from_utf8(&bytes)
+        .map_err(|_| RequestError::malformed(format!("invalid UTF-8 body: {}", excerpt(&bytes))))?;
+    let mut events = Vec::new();
+    parse_body(text, &mut events)?;
+    Ok(Box::pin(kneepoint_core::iter_stream(
+        events.into_iter().map(Ok).collect::<Vec<_>>(),
+    )))
+}

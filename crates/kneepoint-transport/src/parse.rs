@@ -1,0 +1,174 @@
+//! Turning OpenAI-compatible JSON (stream chunks and whole responses) into response events.
+
+use kneepoint_core::{Chunk, Error, ResponseEvent, Usage};
+use serde::Deserialize;
+
+use crate::sse::excerpt;
+
+#[derive(Deserialize)]
+struct Body {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<UsageJson>,
+    error: Option<ErrorJson>,
+    object: Option<String>,
+    message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    delta: Option<Delta>,
+    message: Option<Delta>,
+    text: Option<String>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    content: Option<String>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct UsageJson {
+    prompt_tokens: Option<u32>,
+    completion_tokens: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ErrorJson {
+    Object {
+        message: Option<String>,
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        code: Option<serde_json::Value>,
+    },
+    Text(String),
+}
+
+/// Parses one JSON document (a stream chunk's data, or a whole non-streaming body) and appends
+/// its events to `out`. An error object becomes `Err(Error::Server)`.
+pub fn parse_body(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
+    let body: Body = serde_json::from_str(data).map_err(|e| Error::MalformedResponse {
+        message: format!("invalid JSON chunk: {}", excerpt(data.as_bytes())),
+        source: Some(Box::new(e)),
+    })?;
+    if let Some(err) = body.error {
+        return Err(match err {
+            ErrorJson::Object {
+                message,
+                kind,
+                code,
+            } => Error::Server {
+                code: code
+                    .map(|c| match c {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    })
+                    .or(kind),
+                message: message.unwrap_or_default(),
+            },
+            ErrorJson::Text(message) => Error::Server {
+                code: None,
+                message,
+            },
+        });
+    }
+    if body.object.as_deref() == Some("error") {
+        return Err(Error::Server {
+            code: None,
+            message: body.message.unwrap_or_default(),
+        });
+    }
+    let mut finish = None;
+    for choice in body.choices {
+        let mut chunk = Chunk::default();
+        if let Some(d) = choice.delta.or(choice.message) {
+            chunk.text = d.content.unwrap_or_default();
+            chunk.reasoning = d.reasoning_content.or(d.reasoning).unwrap_or_default();
+        }
+        if let Some(t) = choice.text {
+            chunk.text.push_str(&t);
+        }
+        if chunk.has_tokens() {
+            out.push(ResponseEvent::Chunk(chunk));
+        }
+        if choice.finish_reason.is_some() {
+            finish = choice.finish_reason;
+        }
+    }
+    if let Some(reason) = finish {
+        out.push(ResponseEvent::Finish {
+            reason: Some(reason),
+        });
+    }
+    if let Some(u) = body.usage {
+        out.push(ResponseEvent::Usage(Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+        }));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Vec<ResponseEvent>, Error> {
+        let mut v = Vec::new();
+        parse_body(s, &mut v).map(|_| v)
+    }
+
+    #[test]
+    fn chat_delta_with_reasoning() {
+        let ev = parse(r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":null}}]}"#).unwrap();
+        assert_eq!(ev, vec![ResponseEvent::Chunk(Chunk::reasoning("hmm"))]);
+    }
+
+    #[test]
+    fn role_only_delta_is_not_a_token() {
+        let ev = parse(r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#).unwrap();
+        assert!(ev.is_empty());
+    }
+
+    #[test]
+    fn finish_and_usage() {
+        let ev = parse(r#"{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#).unwrap();
+        assert_eq!(
+            ev,
+            vec![
+                ResponseEvent::Finish { reason: Some("length".into()) },
+                ResponseEvent::Usage(Usage { prompt_tokens: Some(5), completion_tokens: Some(7) })
+            ]
+        );
+        let ev = parse(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#).unwrap();
+        assert_eq!(ev.len(), 1);
+    }
+
+    #[test]
+    fn completions_text_and_whole_message() {
+        let ev = parse(r#"{"choices":[{"text":" hi","finish_reason":null}]}"#).unwrap();
+        assert_eq!(ev, vec![ResponseEvent::Chunk(Chunk::content(" hi"))]);
+        let ev = parse(r#"{"choices":[{"message":{"role":"assistant","content":"all of it"},"finish_reason":"stop"}]}"#).unwrap();
+        assert_eq!(ev[0], ResponseEvent::Chunk(Chunk::content("all of it")));
+    }
+
+    #[test]
+    fn error_objects() {
+        let e = parse(r#"{"error":{"message":"overloaded","type":"server_error","code":503}}"#).unwrap_err();
+        assert!(matches!(e, Error::Server { ref code, ref message } if code.as_deref() == Some("503") && message == "overloaded"));
+        let e = parse(r#"{"object":"error","message":"bad","type":"BadRequestError"}"#).unwrap_err();
+        assert!(matches!(e, Error::Server { .. }));
+        let e = parse(r#"{"error":"plain"}"#).unwrap_err();
+        assert!(matches!(e, Error::Server { ref message, .. } if message == "plain"));
+    }
+
+    #[test]
+    fn garbage_is_malformed() {
+        let e = parse("{not json").unwrap_err();
+        assert_eq!(e.kind(), kneepoint_core::ErrorKind::MalformedResponse);
+    }
+}
