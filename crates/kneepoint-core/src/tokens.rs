@@ -7,6 +7,10 @@ pub trait TokenCounter: Send + Sync {
     fn count(&self, text: &str) -> usize;
     /// A short name for reports (e.g. `approx-words`).
     fn name(&self) -> &str;
+    /// True when counts are exact for the model's tokenizer (false for approximations).
+    fn is_exact(&self) -> bool {
+        true
+    }
 }
 
 /// Counts whitespace-separated words: one word ≈ one token for the common English words the
@@ -21,6 +25,10 @@ impl TokenCounter for ApproxTokenCounter {
 
     fn name(&self) -> &str {
         "approx-words"
+    }
+
+    fn is_exact(&self) -> bool {
+        false
     }
 }
 

@@ -1,1 +1,33 @@
-//! placeholder
+//! The metrics core: per-request metrics from records, per-level aggregates with
+//! numpy-compatible percentiles, and AIPerf-compatible exports.
+//!
+//! # Example
+//! ```
+//! use kneepoint_core::{Phase, RequestRecord, TokenSource};
+//! use kneepoint_metrics::{GoodputSlo, LevelSummary};
+//!
+//! let ms = 1_000_000;
+//! let record = RequestRecord {
+//!     request_id: 0, worker: 0, phase: Phase::Profiling, origin_unix_ns: 0,
+//!     start_ns: 0, response_ns: Some(5 * ms),
+//!     chunk_ns: vec![50 * ms, 60 * ms, 70 * ms], first_content_ns: Some(50 * ms),
+//!     end_ns: 71 * ms, input_tokens: Some(128), server_input_tokens: Some(128),
+//!     output_tokens: Some(3), output_tokens_source: Some(TokenSource::Usage),
+//!     client_output_tokens: Some(3), output_bytes: 12, requested_output_tokens: Some(3),
+//!     finish_reason: Some("length".into()), error: None,
+//! };
+//! let summary = LevelSummary::from_records(1, &[record], &GoodputSlo::default());
+//! assert_eq!(summary.stat("time_to_first_token", "p50"), Some(50.0));
+//! assert_eq!(summary.stat("inter_token_latency", "avg"), Some(10.0));
+//! ```
+
+mod error;
+pub mod export;
+mod request_metrics;
+mod stats;
+mod summary;
+
+pub use error::Error;
+pub use request_metrics::RequestMetrics;
+pub use stats::{quantile_sorted, Stats, PERCENTILES};
+pub use summary::{ErrorGroup, GoodputSlo, LevelSummary, MetricSummary, RECORD_METRICS};

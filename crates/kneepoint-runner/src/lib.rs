@@ -1,1 +1,46 @@
-//! placeholder
+//! The kneepoint load engine. [`run_level`] drives one closed-loop concurrency level: exactly
+//! `concurrency` requests in flight until every prepared request has finished, each ending in
+//! exactly one [`RequestRecord`] (success or classified failure), streamed to the sinks as it
+//! finishes.
+//!
+//! Time is read once, here, with one monotonic clock (`std::time::Instant`) around the
+//! transport: before `send`, when `send` resolves (headers), and as each event is yielded.
+//!
+//! Closed-loop latency and coordinated omission: in a closed loop a slow response delays the
+//! next request of its slot, so the offered load adapts to the server. That is the intended
+//! model for "how many concurrent users can one instance carry"; open-loop arrivals (which
+//! measure from intended start times) are a separate mode.
+//!
+//! # Example
+//! ```
+//! use std::sync::Arc;
+//! use kneepoint_core::{async_trait, iter_stream, Chunk, Error, EventStream, Request, ResponseEvent, Transport};
+//! use kneepoint_runner::{run_level, LevelConfig};
+//!
+//! struct TwoTokens;
+//! #[async_trait]
+//! impl Transport for TwoTokens {
+//!     async fn send(&self, _r: &Request) -> Result<EventStream, Error> {
+//!         Ok(Box::pin(iter_stream(vec![
+//!             Ok(ResponseEvent::Chunk(Chunk::content(" a"))),
+//!             Ok(ResponseEvent::Chunk(Chunk::content(" b"))),
+//!         ])))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+//! let requests: Vec<Request> = (0..10).map(|i| Request::text(i, "hi")).collect();
+//! let run = run_level(Arc::new(TwoTokens), &LevelConfig::new(4), requests, Vec::new(), Vec::new(), None)
+//!     .await
+//!     .unwrap();
+//! assert_eq!(run.records.len(), 10);
+//! assert!(run.records.iter().all(|r| r.output_tokens == Some(2)));
+//! # });
+//! ```
+
+mod error;
+mod level;
+mod request;
+
+pub use error::Error;
+pub use level::{run_level, LevelConfig, LevelRun, RecordObserver};

@@ -1,0 +1,36 @@
+//! The metrics crate's error type.
+
+use std::path::PathBuf;
+
+/// An export could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Creating or writing a file failed.
+    #[error("cannot write {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Encoding JSON failed.
+    #[error("cannot encode {what} as JSON")]
+    Json {
+        /// What was being encoded.
+        what: &'static str,
+        /// The encoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+        move |source| Error::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}

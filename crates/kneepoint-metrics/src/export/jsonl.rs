@@ -1,0 +1,114 @@
+//! `profile_export.jsonl`: one line per request, appended and flushed as each finishes.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use kneepoint_core::{Phase, RecordSink, RequestRecord};
+use serde_json::{json, Map, Value};
+
+use crate::request_metrics::RequestMetrics;
+use crate::Error;
+
+/// One record as an AIPerf-style JSON line (`metadata`, `metrics`, `error`), with kneepoint's
+/// extra fields in `metadata`.
+pub fn record_json(r: &RequestRecord) -> Value {
+    let abs = |t: u64| r.origin_unix_ns + t;
+    let m = RequestMetrics::of(r);
+    let mut metrics = Map::new();
+    let mut put = |name: &str, v: Option<f64>, unit: &str| {
+        if let Some(v) = v {
+            metrics.insert(name.into(), json!({"value": v, "unit": unit}));
+        }
+    };
+    if r.is_ok() {
+        put("time_to_first_token", m.ttft_ms, "ms");
+        put("time_to_first_output_token", m.ttfo_ms, "ms");
+        put("time_to_second_token", m.ttst_ms, "ms");
+        put("request_latency", m.request_latency_ms, "ms");
+        put("stream_end_latency", Some(m.stream_end_latency_ms), "ms");
+        put("inter_token_latency", m.itl_ms, "ms");
+        put("output_token_throughput_per_user", m.tokens_per_s_per_user, "tokens/sec/user");
+        put("output_sequence_length", m.osl.map(f64::from), "tokens");
+        put("input_sequence_length", m.isl.map(f64::from), "tokens");
+        if !m.inter_chunk_ms.is_empty() {
+            metrics.insert(
+                "inter_chunk_latency".into(),
+                json!({"value": m.inter_chunk_ms, "unit": "ms"}),
+            );
+        }
+    } else {
+        put("error_isl", m.isl.map(f64::from), "tokens");
+    }
+    let cancelled = r
+        .error
+        .as_ref()
+        .is_some_and(|e| e.kind == kneepoint_core::ErrorKind::Cancelled);
+    json!({
+        "metadata": {
+            "session_num": r.request_id,
+            "x_request_id": r.request_id.to_string(),
+            "turn_index": 0,
+            "request_start_ns": abs(r.start_ns),
+            "request_ack_ns": r.response_ns.map(abs),
+            "request_end_ns": abs(r.end_ns),
+            "worker_id": format!("worker_{}", r.worker),
+            "benchmark_phase": match r.phase { Phase::Warmup => "warmup", Phase::Profiling => "profiling" },
+            "was_cancelled": cancelled,
+            "cancellation_time_ns": if cancelled { Some(abs(r.end_ns)) } else { None },
+            "output_tokens_source": r.output_tokens_source,
+            "client_output_tokens": r.client_output_tokens,
+            "server_input_tokens": r.server_input_tokens,
+            "requested_output_tokens": r.requested_output_tokens,
+            "finish_reason": r.finish_reason,
+            "chunk_count": r.chunk_ns.len(),
+        },
+        "metrics": if r.is_ok() || !metrics.is_empty() { Value::Object(metrics) } else { Value::Null },
+        "error": r.error.as_ref().map(|e| json!({
+            "code": e.code,
+            "type": e.kind,
+            "message": e.message,
+        })),
+    })
+}
+
+/// Appends one JSON line per record to a file and flushes it, so an interrupted run keeps every
+/// finished request.
+#[derive(Debug)]
+pub struct JsonlSink {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl JsonlSink {
+    /// Creates (truncates) `path`.
+    pub fn create(path: &Path) -> Result<Self, Error> {
+        let file = File::create(path).map_err(Error::io(path))?;
+        Ok(JsonlSink {
+            path: path.to_owned(),
+            out: BufWriter::new(file),
+        })
+    }
+
+    fn sink_error(&self, e: std::io::Error) -> kneepoint_core::Error {
+        kneepoint_core::Error::Sink {
+            sink: self.path.display().to_string(),
+            source: Box::new(e),
+        }
+    }
+}
+
+impl RecordSink for JsonlSink {
+    fn record(&mut self, record: &RequestRecord) -> Result<(), kneepoint_core::Error> {
+        let line = record_json(record).to_string();
+        self.out
+            .write_all(line.as_bytes())
+            .and_then(|_| self.out.write_all(b"\n"))
+            .and_then(|_| self.out.flush())
+            .map_err(|e| self.sink_error(e))
+    }
+
+    fn flush(&mut self) -> Result<(), kneepoint_core::Error> {
+        self.out.flush().map_err(|e| self.sink_error(e))
+    }
+}

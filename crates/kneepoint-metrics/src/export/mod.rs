@@ -1,0 +1,26 @@
+//! Files people and tools already read: AIPerf-style aggregates (JSON, CSV), per-request JSONL,
+//! `inputs.json`, and a text summary. Every file is written whole to a temporary name and
+//! renamed, except the JSONL, which is appended and flushed as each request finishes.
+
+mod aiperf;
+mod inputs;
+mod jsonl;
+mod text;
+mod time;
+
+pub use aiperf::{aiperf_csv, aiperf_json, write_aiperf_csv, write_aiperf_json, LevelInfo};
+pub use inputs::{write_inputs_json, InputEntry};
+pub use jsonl::{record_json, JsonlSink};
+pub use text::{summary_text, write_summary_text};
+pub use time::rfc3339;
+
+use std::path::Path;
+
+use crate::Error;
+
+/// Writes `bytes` to `path` atomically (temporary file, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).map_err(Error::io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(Error::io(path))
+}

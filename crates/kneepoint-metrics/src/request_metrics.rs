@@ -1,0 +1,134 @@
+//! Per-request metrics derived from a [`RequestRecord`], as `docs/metrics.md` defines them.
+
+use kneepoint_core::RequestRecord;
+
+const NS_PER_MS: f64 = 1e6;
+
+/// The metrics of one request (times in ms). `None` where a metric does not apply.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestMetrics {
+    /// First token-bearing chunk − start.
+    pub ttft_ms: Option<f64>,
+    /// First answer (non-reasoning) chunk − start.
+    pub ttfo_ms: Option<f64>,
+    /// Second token-bearing chunk − first.
+    pub ttst_ms: Option<f64>,
+    /// Last token-bearing chunk − start (end of response when no chunk arrived).
+    pub request_latency_ms: Option<f64>,
+    /// End of stream − start.
+    pub stream_end_latency_ms: f64,
+    /// (latency − TTFT) / (output tokens − 1); streaming, ≥ 2 tokens and ≥ 2 chunks.
+    pub itl_ms: Option<f64>,
+    /// Gaps between consecutive token-bearing chunks.
+    pub inter_chunk_ms: Vec<f64>,
+    /// Output tokens.
+    pub osl: Option<u32>,
+    /// Input tokens (client count, else the server's).
+    pub isl: Option<u32>,
+    /// 1000 / ITL.
+    pub tokens_per_s_per_user: Option<f64>,
+}
+
+impl RequestMetrics {
+    /// Computes the metrics of `r`.
+    pub fn of(r: &RequestRecord) -> RequestMetrics {
+        let rel = |t: u64| t.saturating_sub(r.start_ns) as f64 / NS_PER_MS;
+        let ttft = r.chunk_ns.first().map(|&t| rel(t));
+        let latency = r
+            .chunk_ns
+            .last()
+            .map(|&t| rel(t))
+            .or(Some(rel(r.end_ns)).filter(|_| r.is_ok()));
+        let osl = r.output_tokens;
+        let itl = match (ttft, latency, osl) {
+            (Some(f), Some(l), Some(n)) if n >= 2 && r.chunk_ns.len() >= 2 => {
+                Some((l - f) / f64::from(n - 1))
+            }
+            _ => None,
+        };
+        RequestMetrics {
+            ttft_ms: ttft,
+            ttfo_ms: r.first_content_ns.map(rel),
+            ttst_ms: match r.chunk_ns.as_slice() {
+                [a, b, ..] => Some(b.saturating_sub(*a) as f64 / NS_PER_MS),
+                _ => None,
+            },
+            request_latency_ms: latency,
+            stream_end_latency_ms: rel(r.end_ns),
+            itl_ms: itl,
+            inter_chunk_ms: r
+                .chunk_ns
+                .windows(2)
+                .map(|w| w[1].saturating_sub(w[0]) as f64 / NS_PER_MS)
+                .collect(),
+            osl,
+            isl: r.input_tokens.or(r.server_input_tokens),
+            tokens_per_s_per_user: itl.filter(|&x| x > 0.0).map(|x| 1000.0 / x),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kneepoint_core::{Phase, TokenSource};
+
+    pub(crate) fn record(start: u64, chunks: &[u64], end: u64, osl: u32) -> RequestRecord {
+        RequestRecord {
+            request_id: 0,
+            worker: 0,
+            phase: Phase::Profiling,
+            origin_unix_ns: 0,
+            start_ns: start,
+            response_ns: Some(start + 1),
+            chunk_ns: chunks.to_vec(),
+            first_content_ns: chunks.first().copied(),
+            end_ns: end,
+            input_tokens: Some(100),
+            server_input_tokens: Some(100),
+            output_tokens: Some(osl),
+            output_tokens_source: Some(TokenSource::Usage),
+            client_output_tokens: Some(osl),
+            output_bytes: 0,
+            requested_output_tokens: Some(osl),
+            finish_reason: Some("length".into()),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn streaming_request() {
+        // start 0, chunks at 100ms, 130ms, 160ms, 190ms; 4 tokens; stream end 195ms
+        let ms = 1_000_000;
+        let r = record(0, &[100 * ms, 130 * ms, 160 * ms, 190 * ms], 195 * ms, 4);
+        let m = RequestMetrics::of(&r);
+        assert_eq!(m.ttft_ms, Some(100.0));
+        assert_eq!(m.ttst_ms, Some(30.0));
+        assert_eq!(m.request_latency_ms, Some(190.0));
+        assert_eq!(m.stream_end_latency_ms, 195.0);
+        assert_eq!(m.itl_ms, Some(30.0));
+        assert_eq!(m.inter_chunk_ms, vec![30.0, 30.0, 30.0]);
+        assert!((m.tokens_per_s_per_user.unwrap() - 33.333333333).abs() < 1e-6);
+        assert_eq!(m.isl, Some(100));
+    }
+
+    #[test]
+    fn multi_token_chunks_use_token_count() {
+        // 2 chunks carrying 5 tokens: ITL = (200 - 100) / 4
+        let ms = 1_000_000;
+        let m = RequestMetrics::of(&record(0, &[100 * ms, 200 * ms], 200 * ms, 5));
+        assert_eq!(m.itl_ms, Some(25.0));
+    }
+
+    #[test]
+    fn non_streaming_and_single_token() {
+        let ms = 1_000_000;
+        let m = RequestMetrics::of(&record(0, &[80 * ms], 81 * ms, 10));
+        assert_eq!(m.itl_ms, None);
+        assert_eq!(m.ttst_ms, None);
+        assert_eq!(m.request_latency_ms, Some(80.0));
+        let m = RequestMetrics::of(&record(0, &[], 50 * ms, 0));
+        assert_eq!(m.ttft_ms, None);
+        assert_eq!(m.request_latency_ms, Some(50.0));
+    }
+}

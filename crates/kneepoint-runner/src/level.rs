@@ -1,0 +1,220 @@
+//! One closed-loop concurrency level.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kneepoint_core::{
+    ApproxTokenCounter, Phase, RecordSink, Request, RequestRecord, TokenCounter, Transport,
+};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::request::run_one;
+use crate::Error;
+
+/// Called for every finished record, off the request path (e.g. to advance a progress bar).
+pub type RecordObserver = Arc<dyn Fn(&RequestRecord) + Send + Sync>;
+
+/// How to run one level.
+#[derive(Clone)]
+pub struct LevelConfig {
+    /// Requests kept in flight.
+    pub concurrency: u32,
+    /// Deadline for a whole request (send to end of stream); `None` waits forever.
+    pub request_timeout: Option<Duration>,
+    /// Counts output tokens when the server reports no usage.
+    pub token_counter: Arc<dyn TokenCounter>,
+    /// Capacity of the queue between the request tasks and the sinks.
+    pub sink_queue: usize,
+}
+
+impl std::fmt::Debug for LevelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LevelConfig")
+            .field("concurrency", &self.concurrency)
+            .field("request_timeout", &self.request_timeout)
+            .field("token_counter", &self.token_counter.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LevelConfig {
+    /// `concurrency` in flight, no timeout, approximate token counting.
+    pub fn new(concurrency: u32) -> Self {
+        LevelConfig {
+            concurrency,
+            request_timeout: None,
+            token_counter: Arc::new(ApproxTokenCounter),
+            sink_queue: 4096,
+        }
+    }
+}
+
+/// What a level produced.
+#[derive(Debug)]
+pub struct LevelRun {
+    /// The measured records, in completion order (exactly one per measured request).
+    pub records: Vec<RequestRecord>,
+    /// Warm-up records (not sent to the sinks, not in `records`).
+    pub warmup_records: Vec<RequestRecord>,
+    /// Wall-clock time of the measured phase's start, Unix ns.
+    pub start_unix_ns: u64,
+    /// Wall-clock time when the last record arrived, Unix ns.
+    pub end_unix_ns: u64,
+    /// Sink failures (the run goes on; records stay in `records`).
+    pub sink_errors: Vec<String>,
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Runs `warmup` and then `requests` with `config.concurrency` in flight. Measured records go to
+/// every sink and to `observer` as they finish.
+pub async fn run_level(
+    transport: Arc<dyn Transport>,
+    config: &LevelConfig,
+    requests: Vec<Request>,
+    warmup: Vec<Request>,
+    sinks: Vec<Box<dyn RecordSink>>,
+    observer: Option<RecordObserver>,
+) -> Result<LevelRun, Error> {
+    if config.concurrency == 0 {
+        return Err(Error::ZeroConcurrency);
+    }
+    if requests.is_empty() {
+        return Err(Error::NoRequests);
+    }
+    let warmup_records = if warmup.is_empty() {
+        Vec::new()
+    } else {
+        let (tx, mut rx) = mpsc::channel(config.sink_queue.max(1));
+        let origin = Instant::now();
+        let origin_unix = unix_ns();
+        let collect = tokio::spawn(async move {
+            let mut v = Vec::new();
+            while let Some(r) = rx.recv().await {
+                v.push(r);
+            }
+            v
+        });
+        closed_loop(&transport, config, warmup, Phase::Warmup, origin, origin_unix, tx).await?;
+        collect.await.map_err(|e| Error::Worker {
+            message: e.to_string(),
+        })?
+    };
+
+    let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
+    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer));
+    let origin = Instant::now();
+    let start_unix_ns = unix_ns();
+    let result = closed_loop(&transport, config, requests, Phase::Profiling, origin, start_unix_ns, tx).await;
+    let (records, sink_errors) = sink_task.await.map_err(|e| Error::Worker {
+        message: e.to_string(),
+    })?;
+    result?;
+    Ok(LevelRun {
+        records,
+        warmup_records,
+        start_unix_ns,
+        end_unix_ns: unix_ns(),
+        sink_errors,
+    })
+}
+
+/// Keeps `concurrency` workers busy until every request has a record.
+async fn closed_loop(
+    transport: &Arc<dyn Transport>,
+    config: &LevelConfig,
+    requests: Vec<Request>,
+    phase: Phase,
+    origin: Instant,
+    origin_unix_ns: u64,
+    tx: mpsc::Sender<RequestRecord>,
+) -> Result<(), Error> {
+    let requests = Arc::new(requests);
+    let next = Arc::new(AtomicUsize::new(0));
+    let workers = (config.concurrency as usize).min(requests.len());
+    let mut set = JoinSet::new();
+    for worker in 0..workers {
+        let (transport, requests, next, tx) =
+            (transport.clone(), requests.clone(), next.clone(), tx.clone());
+        let counter = config.token_counter.clone();
+        let timeout = config.request_timeout;
+        set.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(request) = requests.get(i) else { break };
+                let record = run_one(
+                    &transport,
+                    &counter,
+                    request,
+                    worker as u32,
+                    phase,
+                    origin,
+                    origin_unix_ns,
+                    timeout,
+                )
+                .await;
+                if tx.send(record).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let mut failure = None;
+    while let Some(joined) = set.join_next().await {
+        if let Err(e) = joined {
+            failure.get_or_insert(Error::Worker {
+                message: e.to_string(),
+            });
+        }
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// The sink thread: every record goes to each sink, the observer and the returned list.
+fn drain(
+    mut rx: mpsc::Receiver<RequestRecord>,
+    mut sinks: Vec<Box<dyn RecordSink>>,
+    observer: Option<RecordObserver>,
+) -> (Vec<RequestRecord>, Vec<String>) {
+    let mut records = Vec::new();
+    let mut errors: Vec<String> = Vec::new();
+    let mut failed = vec![false; sinks.len()];
+    while let Some(record) = rx.blocking_recv() {
+        for (i, sink) in sinks.iter_mut().enumerate() {
+            if failed[i] {
+                continue;
+            }
+            if let Err(e) = sink.record(&record) {
+                tracing::error!("record sink failed: {e}");
+                errors.push(format!("{e}: {}", source_text(&e)));
+                failed[i] = true;
+            }
+        }
+        if let Some(o) = &observer {
+            o(&record);
+        }
+        records.push(record);
+    }
+    for (i, sink) in sinks.iter_mut().enumerate() {
+        if !failed[i] {
+            if let Err(e) = sink.flush() {
+                errors.push(e.to_string());
+            }
+        }
+    }
+    (records, errors)
+}
+
+fn source_text(e: &kneepoint_core::Error) -> String {
+    std::error::Error::source(e)
+        .map(|s| s.to_string())
+        .unwrap_or_default()
+}

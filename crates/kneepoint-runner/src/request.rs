@@ -1,0 +1,141 @@
+//! Driving one request through a transport and building its record.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use kneepoint_core::{
+    Error, ErrorRecord, Phase, Request, RequestRecord, ResponseEvent, TokenCounter, TokenSource,
+    Transport,
+};
+
+/// Everything one request accumulates while it runs; kept outside the timed future so that a
+/// timeout keeps what arrived before it.
+struct Progress {
+    response: Option<Instant>,
+    chunks: Vec<Instant>,
+    first_content: Option<Instant>,
+    text: String,
+    chunk_tokens: Option<u32>,
+    prompt_usage: Option<u32>,
+    completion_usage: Option<u32>,
+    finish: Option<String>,
+    error: Option<Error>,
+}
+
+async fn drive(transport: &dyn Transport, request: &Request, p: &mut Progress) {
+    let mut stream = match transport.send(request).await {
+        Ok(s) => s,
+        Err(e) => {
+            p.error = Some(e);
+            return;
+        }
+    };
+    p.response = Some(Instant::now());
+    while let Some(item) = stream.next().await {
+        let now = Instant::now();
+        match item {
+            Ok(ResponseEvent::Chunk(c)) => {
+                if !c.has_tokens() {
+                    continue;
+                }
+                p.chunks.push(now);
+                if !c.text.is_empty() && p.first_content.is_none() {
+                    p.first_content = Some(now);
+                }
+                if let Some(t) = c.tokens {
+                    *p.chunk_tokens.get_or_insert(0) += t;
+                }
+                p.text.push_str(&c.text);
+                p.text.push_str(&c.reasoning);
+            }
+            Ok(ResponseEvent::Usage(u)) => {
+                p.prompt_usage = u.prompt_tokens.or(p.prompt_usage);
+                p.completion_usage = u.completion_tokens.or(p.completion_usage);
+            }
+            Ok(ResponseEvent::Finish { reason }) => p.finish = reason.or(p.finish.take()),
+            Ok(_) => {}
+            Err(e) => {
+                p.error = Some(e);
+                return;
+            }
+        }
+    }
+}
+
+/// Sends `request`, times it against `origin`, and returns its one record.
+pub(crate) async fn run_one(
+    transport: &Arc<dyn Transport>,
+    counter: &Arc<dyn TokenCounter>,
+    request: &Request,
+    worker: u32,
+    phase: Phase,
+    origin: Instant,
+    origin_unix_ns: u64,
+    timeout: Option<Duration>,
+) -> RequestRecord {
+    let mut p = Progress {
+        response: None,
+        chunks: Vec::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize),
+        first_content: None,
+        text: String::new(),
+        chunk_tokens: None,
+        prompt_usage: None,
+        completion_usage: None,
+        finish: None,
+        error: None,
+    };
+    let start = Instant::now();
+    match timeout {
+        Some(limit) => {
+            if tokio::time::timeout(limit, drive(transport.as_ref(), request, &mut p))
+                .await
+                .is_err()
+            {
+                p.error = Some(Error::Timeout {
+                    phase: "request",
+                    after_ms: limit.as_millis() as u64,
+                });
+            }
+        }
+        None => drive(transport.as_ref(), request, &mut p).await,
+    }
+    let end = Instant::now();
+    let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
+
+    let client_count = u32::try_from(counter.count(&p.text)).unwrap_or(u32::MAX);
+    let (output_tokens, source) = if let Some(n) = p.completion_usage {
+        (Some(n), Some(TokenSource::Usage))
+    } else if let Some(n) = p.chunk_tokens {
+        (Some(n), Some(TokenSource::Chunks))
+    } else if counter.is_exact() {
+        (Some(client_count), Some(TokenSource::Tokenizer))
+    } else {
+        (Some(client_count), Some(TokenSource::Estimate))
+    };
+    if p.error.is_none() && p.chunks.is_empty() {
+        p.error = Some(Error::malformed("the response carried no generated tokens"));
+    }
+    RequestRecord {
+        request_id: request.id,
+        worker,
+        phase,
+        origin_unix_ns,
+        start_ns: ns(start),
+        response_ns: p.response.map(ns),
+        chunk_ns: p.chunks.iter().map(|&t| ns(t)).collect(),
+        first_content_ns: p.first_content.map(ns),
+        end_ns: ns(end),
+        input_tokens: request.input_tokens,
+        server_input_tokens: p.prompt_usage,
+        output_tokens,
+        output_tokens_source: source,
+        client_output_tokens: Some(client_count),
+        output_bytes: p.text.len() as u64,
+        requested_output_tokens: request
+            .max_output_tokens
+            .filter(|_| request.ignore_eos || request.min_output_tokens == request.max_output_tokens),
+        finish_reason: p.finish,
+        error: p.error.as_ref().map(ErrorRecord::from),
+    }
+}
