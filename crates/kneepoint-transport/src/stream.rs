@@ -18,7 +18,6 @@ pub(crate) struct SseStream {
     scratch: Vec<SseEvent>,
     events: Vec<ResponseEvent>,
     pending: VecDeque<Result<ResponseEvent, Error>>,
-    saw_done: bool,
     finished: bool,
 }
 
@@ -30,7 +29,6 @@ impl SseStream {
             scratch: Vec::new(),
             events: Vec::new(),
             pending: VecDeque::new(),
-            saw_done: false,
             finished: false,
         }
     }
@@ -45,7 +43,6 @@ impl SseStream {
             }
             let data = ev.data.trim();
             if data == "[DONE]" {
-                self.saw_done = true;
                 self.finished = true;
                 break;
             }
@@ -116,13 +113,5 @@ impl Stream for SseStream {
                 }
             }
         }
-    }
-}
-
-impl SseStream {
-    /// True once `[DONE]` was seen.
-    #[cfg(test)]
-    pub(crate) fn saw_done(&self) -> bool {
-        self.saw_done
     }
 }

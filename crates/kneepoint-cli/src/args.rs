@@ -1,0 +1,132 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Right-size LLM inference endpoints by measuring them.
+#[derive(Debug, Parser)]
+#[command(name = "kneepoint", version, about)]
+pub struct Cli {
+    /// More log output (-v info, -vv debug).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a concurrency sweep (against the built-in simulator unless --url is given).
+    Sweep(SweepArgs),
+    /// The built-in simulated inference server.
+    Sim(SimArgs),
+}
+
+/// `kneepoint sweep`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SweepArgs {
+    /// A TOML or JSON config file (SageMaker-style `sweep_params` and workload names accepted).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000. Without it the
+    /// built-in simulator is started on a loopback port.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// `chat` (/v1/chat/completions) or `completions` (/v1/completions).
+    #[arg(long, value_name = "chat|completions")]
+    pub endpoint_type: Option<String>,
+    /// Request path, overriding the endpoint type's default.
+    #[arg(long, value_name = "PATH")]
+    pub endpoint_path: Option<String>,
+    /// The `model` field sent.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key (default: OPENAI_API_KEY).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Extra header `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Extra JSON object merged into every request body.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// Concurrency levels, run one after another: e.g. 64,256,1024.
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    pub concurrency: Vec<u32>,
+    /// Measured requests per level.
+    #[arg(long, value_name = "N")]
+    pub request_count: Option<u32>,
+    /// Warm-up requests per level, excluded from metrics.
+    #[arg(long, value_name = "N")]
+    pub warmup_requests: Option<u32>,
+    /// Mean input tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub isl: Option<f64>,
+    /// Standard deviation of input tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub isl_stddev: Option<f64>,
+    /// Mean output tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub osl: Option<f64>,
+    /// Standard deviation of output tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub osl_stddev: Option<f64>,
+    /// Stream responses (SSE); needed for TTFT and ITL. `--streaming false` for whole responses.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub streaming: Option<bool>,
+    /// Body field for the output length: max_tokens or max_completion_tokens.
+    #[arg(long, value_name = "FIELD")]
+    pub max_tokens_field: Option<String>,
+    /// Do not send ignore_eos / min_tokens (for servers that reject them).
+    #[arg(long)]
+    pub no_output_control: bool,
+    /// Per-request deadline in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub request_timeout_s: Option<f64>,
+    /// Seed for the workload.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where results go (default: artifacts/sweep-<UTC time>).
+    #[arg(long, value_name = "DIR")]
+    pub artifact_dir: Option<PathBuf>,
+    /// Built-in simulator profile: calibrated or fast.
+    #[arg(long, value_name = "NAME")]
+    pub sim_profile: Option<String>,
+    /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
+    #[arg(long, value_name = "FACTOR")]
+    pub sim_time_scale: Option<f64>,
+    /// No progress bars.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `kneepoint sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// What to do with the simulator.
+    #[command(subcommand)]
+    pub command: SimCommand,
+}
+
+/// `kneepoint sim ...`.
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Serve the simulator until interrupted.
+    Serve {
+        /// Port on 127.0.0.1 (0 picks a free one).
+        #[arg(long, default_value_t = 8000)]
+        port: u16,
+        /// Profile: calibrated or fast.
+        #[arg(long, default_value = "calibrated")]
+        profile: String,
+        /// Wall seconds per modelled second.
+        #[arg(long)]
+        time_scale: Option<f64>,
+        /// Seed for output lengths and jitter.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+}

@@ -1,0 +1,406 @@
+//! The config file (TOML or JSON) and the resolved settings of a sweep. CLI flags win over the
+//! file; the file wins over defaults. SageMaker's names are accepted where they exist
+//! (`sweep_params.concurrency`, `sweep_params.request_count`, `prompt_input_tokens_mean`, ...).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use kneepoint_planner::SweepPlan;
+use kneepoint_sim::SimProfile;
+use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
+use kneepoint_workload::LengthDist;
+use serde::{Deserialize, Serialize};
+
+use crate::args::SweepArgs;
+
+/// Default levels: the source documents' sweep with a low level added.
+pub const DEFAULT_CONCURRENCY: [u32; 4] = [16, 64, 256, 1024];
+/// Default measured requests per level (SageMaker's example).
+pub const DEFAULT_REQUEST_COUNT: u32 = 1024;
+/// Default speed of the built-in simulator for `kneepoint sweep`.
+pub const DEFAULT_SIM_TIME_SCALE: f64 = 0.1;
+
+/// The whole config file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// The endpoint to benchmark; absent means the built-in simulator.
+    pub endpoint: Option<EndpointSection>,
+    /// What to send (SageMaker `CreateAIWorkloadConfig` names).
+    pub workload: Option<WorkloadSection>,
+    /// The levels (SageMaker `sweep_params`).
+    pub sweep_params: Option<SweepSection>,
+    /// The built-in simulator.
+    pub simulator: Option<SimulatorSection>,
+    /// Where results go.
+    pub artifact_dir: Option<PathBuf>,
+}
+
+/// `[endpoint]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSection {
+    /// Base URL.
+    pub url: Option<String>,
+    /// `chat` or `completions`.
+    #[serde(rename = "type")]
+    pub api: Option<Api>,
+    /// Request path override.
+    pub path: Option<String>,
+    /// The `model` field.
+    pub model: Option<String>,
+    /// Environment variable holding the API key (keys are never read from the file).
+    pub api_key_env: Option<String>,
+    /// Extra headers.
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Extra body fields.
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `max_tokens` or `max_completion_tokens`.
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// Per-request deadline, seconds.
+    pub request_timeout_s: Option<f64>,
+}
+
+/// `[workload]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSection {
+    /// Tokenizer id (accepted; tokenizer-exact prompts are not implemented yet).
+    pub tokenizer: Option<String>,
+    /// Stream responses.
+    pub streaming: Option<bool>,
+    /// Mean input tokens.
+    pub prompt_input_tokens_mean: Option<f64>,
+    /// Input tokens stddev.
+    pub prompt_input_tokens_stddev: Option<f64>,
+    /// Mean output tokens.
+    pub output_tokens_mean: Option<f64>,
+    /// Output tokens stddev.
+    pub output_tokens_stddev: Option<f64>,
+    /// Seed.
+    pub seed: Option<u64>,
+    /// Send `ignore_eos` and `min_tokens`.
+    pub output_control: Option<bool>,
+}
+
+/// `[sweep_params]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSection {
+    /// Levels.
+    pub concurrency: Option<Vec<u32>>,
+    /// Measured requests per level.
+    pub request_count: Option<u32>,
+    /// Warm-up requests per level.
+    pub warmup_request_count: Option<u32>,
+}
+
+/// `[simulator]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulatorSection {
+    /// `calibrated` or `fast`.
+    pub profile: Option<String>,
+    /// Wall seconds per modelled second.
+    pub time_scale: Option<f64>,
+    /// Seed.
+    pub seed: Option<u64>,
+}
+
+impl FileConfig {
+    /// Reads a `.toml` or `.json` file.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if is_json {
+            serde_json::from_str(&text)
+                .with_context(|| format!("parsing {} as JSON", path.display()))
+        } else {
+            toml::from_str(&text).with_context(|| format!("parsing {} as TOML", path.display()))
+        }
+    }
+}
+
+/// What the sweep runs against.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// The built-in simulator, started in-process.
+    Simulator(SimProfile),
+    /// An OpenAI-compatible endpoint.
+    OpenAi(OpenAiConfig),
+}
+
+/// Everything a sweep needs, resolved and validated.
+#[derive(Debug, Clone)]
+pub struct SweepSettings {
+    /// The target.
+    pub target: Target,
+    /// Chat or completions, path, headers...: the transport template (URL filled in for the
+    /// simulator once it is listening).
+    pub transport: OpenAiConfig,
+    /// The levels.
+    pub plan: SweepPlan,
+    /// Warm-up requests per level.
+    pub warmup_requests: u32,
+    /// Input lengths.
+    pub isl: LengthDist,
+    /// Output lengths.
+    pub osl: LengthDist,
+    /// Send `ignore_eos`/`min_tokens`.
+    pub output_control: bool,
+    /// Workload seed.
+    pub seed: u64,
+    /// Per-request deadline.
+    pub request_timeout: Option<Duration>,
+    /// Output directory.
+    pub artifact_dir: PathBuf,
+}
+
+fn dist(mean: f64, stddev: f64, what: &str) -> anyhow::Result<LengthDist> {
+    if !mean.is_finite() || mean < 1.0 {
+        bail!("{what} mean must be at least 1 token (got {mean})");
+    }
+    if !stddev.is_finite() || stddev < 0.0 {
+        bail!("{what} stddev must be ≥ 0 (got {stddev})");
+    }
+    Ok(LengthDist::mean_stddev(mean, stddev))
+}
+
+fn parse_header(h: &str) -> anyhow::Result<(String, String)> {
+    let Some((k, v)) = h.split_once(':') else {
+        bail!("header {h:?} must look like 'Name: value'");
+    };
+    Ok((k.trim().to_owned(), v.trim().to_owned()))
+}
+
+impl SweepSettings {
+    /// Merges the config file (if any) with the flags and validates the result.
+    pub fn resolve(args: &SweepArgs) -> anyhow::Result<Self> {
+        let file = match &args.config {
+            Some(p) => FileConfig::load(p)?,
+            None => FileConfig::default(),
+        };
+        let ep = file.endpoint.clone().unwrap_or_default();
+        let wl = file.workload.clone().unwrap_or_default();
+        let sw = file.sweep_params.clone().unwrap_or_default();
+        let sim = file.simulator.clone().unwrap_or_default();
+
+        if let Some(t) = &wl.tokenizer {
+            tracing::warn!(
+                "workload.tokenizer = {t:?}: tokenizer-exact prompts are not implemented yet; prompt lengths are approximate (one common word ≈ one token)"
+            );
+        }
+        let url = args.url.clone().or(ep.url.clone());
+        let api = match &args.endpoint_type {
+            Some(t) => match t.as_str() {
+                "chat" => Api::Chat,
+                "completions" => Api::Completions,
+                other => bail!("--endpoint-type must be chat or completions, not {other:?}"),
+            },
+            None => ep.api.unwrap_or_default(),
+        };
+        let streaming = args.streaming.or(wl.streaming).unwrap_or(true);
+        let max_tokens_field = match &args.max_tokens_field {
+            Some(f) => match f.as_str() {
+                "max_tokens" => MaxTokensField::MaxTokens,
+                "max_completion_tokens" => MaxTokensField::MaxCompletionTokens,
+                other => bail!("--max-tokens-field must be max_tokens or max_completion_tokens, not {other:?}"),
+            },
+            None => ep.max_tokens_field.unwrap_or_default(),
+        };
+        let sim_profile = {
+            let mut p = SimProfile::by_name(
+                args.sim_profile.as_deref().or(sim.profile.as_deref()).unwrap_or("calibrated"),
+            )?;
+            p.time_scale = args
+                .sim_time_scale
+                .or(sim.time_scale)
+                .unwrap_or(DEFAULT_SIM_TIME_SCALE);
+            if let Some(s) = sim.seed {
+                p.seed = s;
+            }
+            p.validate()?;
+            p
+        };
+        let model = args.model.clone().or(ep.model.clone());
+        let target = match &url {
+            Some(_) => {
+                if model.is_none() {
+                    bail!("--model is required with --url (the model name the server serves)");
+                }
+                None
+            }
+            None => Some(sim_profile),
+        };
+        let mut transport = OpenAiConfig::new(
+            url.clone().unwrap_or_else(|| "http://127.0.0.1:0".into()),
+            model.unwrap_or_else(|| target.as_ref().map(|p| p.model.clone()).unwrap_or_default()),
+        );
+        transport.api = api;
+        transport.path = args.endpoint_path.clone().or(ep.path.clone());
+        transport.streaming = streaming;
+        transport.max_tokens_field = max_tokens_field;
+        if let Some(b) = &ep.extra_body {
+            transport.extra_body = b.clone();
+        }
+        if let Some(b) = &args.extra_body {
+            let v: serde_json::Value =
+                serde_json::from_str(b).context("--extra-body must be a JSON object")?;
+            let serde_json::Value::Object(m) = v else {
+                bail!("--extra-body must be a JSON object");
+            };
+            transport.extra_body.extend(m);
+        }
+        transport.headers = ep.headers.clone().into_iter().collect();
+        for h in &args.headers {
+            transport.headers.push(parse_header(h)?);
+        }
+        let key_env = args
+            .api_key_env
+            .clone()
+            .or(ep.api_key_env.clone())
+            .unwrap_or_else(|| "OPENAI_API_KEY".into());
+        if url.is_some() {
+            if let Ok(k) = std::env::var(&key_env) {
+                if !k.is_empty() {
+                    transport.api_key = Some(ApiKey::new(k));
+                }
+            }
+        }
+        // Fail early on a bad URL or header.
+        kneepoint_transport::OpenAiTransport::new(transport.clone())?;
+
+        let concurrency = if !args.concurrency.is_empty() {
+            args.concurrency.clone()
+        } else {
+            sw.concurrency.clone().unwrap_or_else(|| DEFAULT_CONCURRENCY.to_vec())
+        };
+        let request_count = args
+            .request_count
+            .or(sw.request_count)
+            .unwrap_or(DEFAULT_REQUEST_COUNT);
+        let plan = SweepPlan::uniform(&concurrency, request_count)?;
+        let isl = dist(
+            args.isl.or(wl.prompt_input_tokens_mean).unwrap_or(1024.0),
+            args.isl_stddev.or(wl.prompt_input_tokens_stddev).unwrap_or(0.0),
+            "input length",
+        )?;
+        let osl = dist(
+            args.osl.or(wl.output_tokens_mean).unwrap_or(256.0),
+            args.osl_stddev.or(wl.output_tokens_stddev).unwrap_or(0.0),
+            "output length",
+        )?;
+        let timeout_s = args.request_timeout_s.or(ep.request_timeout_s).unwrap_or(600.0);
+        if !timeout_s.is_finite() || timeout_s <= 0.0 {
+            bail!("the request timeout must be a positive number of seconds");
+        }
+        let artifact_dir = args
+            .artifact_dir
+            .clone()
+            .or(file.artifact_dir.clone())
+            .unwrap_or_else(default_artifact_dir);
+        Ok(SweepSettings {
+            target: match target {
+                Some(p) => Target::Simulator(p),
+                None => Target::OpenAi(transport.clone()),
+            },
+            transport,
+            plan,
+            warmup_requests: args.warmup_requests.or(sw.warmup_request_count).unwrap_or(0),
+            isl,
+            osl,
+            output_control: !args.no_output_control && wl.output_control.unwrap_or(true),
+            seed: args.seed.or(wl.seed).unwrap_or(0),
+            request_timeout: Some(Duration::from_secs_f64(timeout_s)),
+            artifact_dir,
+        })
+    }
+
+    /// The settings as recorded in exports (no secrets: the API key and header values are
+    /// left out).
+    pub fn describe(&self) -> serde_json::Value {
+        let target = match &self.target {
+            Target::Simulator(p) => serde_json::json!({"kind": "simulator", "profile": p}),
+            Target::OpenAi(c) => serde_json::json!({"kind": "openai", "url": c.url()}),
+        };
+        serde_json::json!({
+            "target": target,
+            "endpoint": {
+                "type": self.transport.api,
+                "url": self.transport.url(),
+                "model": self.transport.model,
+                "streaming": self.transport.streaming,
+                "max_tokens_field": self.transport.max_tokens_field,
+                "header_names": self.transport.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                "api_key": self.transport.api_key.as_ref().map(|_| "[redacted]"),
+                "extra_body": self.transport.extra_body,
+            },
+            "workload": {
+                "isl": self.isl,
+                "osl": self.osl,
+                "output_control": self.output_control,
+                "seed": self.seed,
+                "prompts": "synthetic common words (approximate token counts)",
+            },
+            "sweep_params": {
+                "levels": self.plan.levels(),
+                "warmup_request_count": self.warmup_requests,
+                "request_timeout_s": self.request_timeout.map(|d| d.as_secs_f64()),
+            },
+        })
+    }
+}
+
+/// `artifacts/sweep-YYYYMMDDTHHMMSSZ`.
+fn default_artifact_dir() -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let stamp: String = kneepoint_metrics::export::rfc3339(now)
+        .chars()
+        .take(19)
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .collect();
+    PathBuf::from("artifacts").join(format!("sweep-{stamp}Z"))
+}
+
+/// A condensed per-level row of `sweep_summary.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LevelRow {
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// Measured requests recorded.
+    pub request_count: usize,
+    /// Failures.
+    pub error_count: usize,
+    /// failed / recorded.
+    pub error_rate: f64,
+    /// Seconds.
+    pub benchmark_duration_s: f64,
+    /// Successful requests / s.
+    pub request_throughput: f64,
+    /// Output tokens / s.
+    pub output_token_throughput: f64,
+    /// TTFT p50, ms.
+    pub ttft_p50_ms: Option<f64>,
+    /// TTFT p95, ms.
+    pub ttft_p95_ms: Option<f64>,
+    /// ITL p95, ms.
+    pub itl_p95_ms: Option<f64>,
+    /// Request latency p50, ms.
+    pub e2e_p50_ms: Option<f64>,
+    /// Request latency p90, ms.
+    pub e2e_p90_ms: Option<f64>,
+    /// Request latency p99, ms.
+    pub e2e_p99_ms: Option<f64>,
+    /// p99 − p50 of request latency, ms (a growing gap signals queueing).
+    pub e2e_spread_ms: Option<f64>,
+    /// True at the knee.
+    pub is_knee: bool,
+    /// This level's artifact folder, relative to the sweep's.
+    pub dir: String,
+}

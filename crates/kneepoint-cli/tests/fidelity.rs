@@ -1,0 +1,53 @@
+//! Measurement fidelity: at concurrency 1 the client's TTFT and ITL match the simulator's own
+//! server-side ground truth within 5 %.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kneepoint_core::Transport;
+use kneepoint_metrics::RequestMetrics;
+use kneepoint_runner::{run_level, LevelConfig};
+use kneepoint_sim::{SimProfile, SimServer};
+use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
+use kneepoint_workload::{LengthDist, SyntheticWorkload, Workload};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttft_and_itl_match_server_truth_at_concurrency_one() {
+    let mut p = SimProfile::fast();
+    p.step_base_ms = 10.0;
+    p.prefill_per_token_us = 40.0; // 256 prompt tokens: ~10 ms of prefill
+    let server = SimServer::start_local(p).await.unwrap();
+    let transport: Arc<dyn Transport> =
+        Arc::new(OpenAiTransport::new(OpenAiConfig::new(server.base_url(), "m")).unwrap());
+    let mut w = SyntheticWorkload::new(LengthDist::Fixed(256), LengthDist::Fixed(16), 3);
+    let warmup = w.requests(2).unwrap();
+    let requests = w.requests(25).unwrap();
+    let run = run_level(transport, &LevelConfig::new(1), requests, warmup, vec![], None)
+        .await
+        .unwrap();
+    assert_eq!(run.records.len(), 25);
+    let truth: HashMap<String, _> = server
+        .truth()
+        .into_iter()
+        .filter_map(|t| t.client_request_id.clone().map(|id| (id, t)))
+        .collect();
+    let (mut c_ttft, mut s_ttft, mut c_itl, mut s_itl) = (0.0, 0.0, 0.0, 0.0);
+    for r in &run.records {
+        assert!(r.is_ok(), "{:?}", r.error);
+        let m = RequestMetrics::of(r);
+        let t = &truth[&r.request_id.to_string()];
+        c_ttft += m.ttft_ms.unwrap();
+        s_ttft += t.ttft_ms;
+        c_itl += m.itl_ms.unwrap();
+        s_itl += t.itl_ms.unwrap();
+    }
+    let n = run.records.len() as f64;
+    let (c_ttft, s_ttft, c_itl, s_itl) = (c_ttft / n, s_ttft / n, c_itl / n, s_itl / n);
+    eprintln!("TTFT client {c_ttft:.3} ms vs server {s_ttft:.3} ms; ITL client {c_itl:.3} vs server {s_itl:.3}");
+    assert!((c_ttft - s_ttft).abs() / s_ttft < 0.05, "TTFT {c_ttft} vs {s_ttft}");
+    assert!((c_itl - s_itl).abs() / s_itl < 0.05, "ITL {c_itl} vs {s_itl}");
+    // and the truth itself is what the profile says: ~20 ms TTFT, ~10 ms per token
+    assert!((s_ttft - 20.24).abs() < 2.0, "{s_ttft}");
+    assert!((s_itl - 10.02).abs() < 1.0, "{s_itl}");
+}

@@ -1,0 +1,221 @@
+//! The closed-loop runner against in-process fake transports with known behaviour.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::stream;
+use kneepoint_core::{
+    async_trait, Chunk, Error, ErrorKind, EventStream, Phase, RecordSink, Request, RequestRecord,
+    ResponseEvent, TokenSource, Transport, Usage,
+};
+use kneepoint_runner::{run_level, LevelConfig};
+
+/// Streams `tokens` chunks `gap` apart after `ttft`, counting requests in flight.
+struct Paced {
+    ttft: Duration,
+    gap: Duration,
+    tokens: u32,
+    in_flight: Arc<AtomicUsize>,
+    max_in_flight: Arc<AtomicUsize>,
+    fail_every: Option<u64>,
+}
+
+impl Paced {
+    fn new(ttft_ms: u64, gap_ms: u64, tokens: u32) -> Self {
+        Paced {
+            ttft: Duration::from_millis(ttft_ms),
+            gap: Duration::from_millis(gap_ms),
+            tokens,
+            in_flight: Arc::default(),
+            max_in_flight: Arc::default(),
+            fail_every: None,
+        }
+    }
+}
+
+struct InFlight(Arc<AtomicUsize>);
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl Transport for Paced {
+    async fn send(&self, request: &Request) -> Result<EventStream, Error> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let guard = InFlight(self.in_flight.clone());
+        if self.fail_every.is_some_and(|n| request.id % n == 0) {
+            drop(guard);
+            return Err(Error::Status { status: 503, body_excerpt: "busy".into() });
+        }
+        let (ttft, gap, n) = (self.ttft, self.gap, self.tokens);
+        let s = stream::unfold((0u32, guard), move |(i, guard)| async move {
+            if i > n {
+                return None;
+            }
+            if i == n {
+                let ev = Ok(ResponseEvent::Usage(Usage { prompt_tokens: Some(3), completion_tokens: Some(n) }));
+                return Some((ev, (i + 1, guard)));
+            }
+            tokio::time::sleep(if i == 0 { ttft } else { gap }).await;
+            Some((Ok(ResponseEvent::Chunk(Chunk::content(" tok"))), (i + 1, guard)))
+        });
+        Ok(Box::pin(s))
+    }
+}
+
+fn requests(n: u64) -> Vec<Request> {
+    (0..n)
+        .map(|i| {
+            let mut r = Request::text(i, "a b c");
+            r.input_tokens = Some(3);
+            r
+        })
+        .collect()
+}
+
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<RequestRecord>>>);
+impl RecordSink for Shared {
+    fn record(&mut self, r: &RequestRecord) -> Result<(), Error> {
+        self.0.lock().unwrap().push(r.clone());
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keeps_exactly_n_in_flight_and_records_every_request() {
+    let t = Paced::new(5, 2, 4);
+    let max = t.max_in_flight.clone();
+    let sink = Shared::default();
+    let seen = Arc::new(AtomicUsize::new(0));
+    let observer = {
+        let seen = seen.clone();
+        Arc::new(move |_: &RequestRecord| {
+            seen.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    let run = run_level(
+        Arc::new(t),
+        &LevelConfig::new(8),
+        requests(100),
+        requests(4),
+        vec![Box::new(sink.clone())],
+        Some(observer),
+    )
+    .await
+    .unwrap();
+    assert_eq!(max.load(Ordering::SeqCst), 8);
+    assert_eq!(run.records.len(), 100);
+    assert_eq!(run.warmup_records.len(), 4);
+    assert!(run.warmup_records.iter().all(|r| r.phase == Phase::Warmup));
+    assert_eq!(sink.0.lock().unwrap().len(), 100);
+    assert_eq!(seen.load(Ordering::SeqCst), 100);
+    let mut ids: Vec<u64> = run.records.iter().map(|r| r.request_id).collect();
+    ids.sort();
+    assert_eq!(ids, (0..100).collect::<Vec<_>>());
+    for r in &run.records {
+        assert!(r.is_ok());
+        assert_eq!(r.chunk_ns.len(), 4);
+        assert_eq!(r.output_tokens, Some(4));
+        assert_eq!(r.output_tokens_source, Some(TokenSource::Usage));
+        assert_eq!(r.client_output_tokens, Some(4));
+        assert_eq!(r.server_input_tokens, Some(3));
+        let ttft = (r.chunk_ns[0] - r.start_ns) as f64 / 1e6;
+        assert!(ttft >= 5.0, "ttft {ttft}");
+        assert!(r.chunk_ns.windows(2).all(|w| w[1] >= w[0] + 2_000_000));
+    }
+}
+
+#[tokio::test]
+async fn concurrency_above_request_count_sends_each_once() {
+    let t = Paced::new(1, 1, 2);
+    let max = t.max_in_flight.clone();
+    let run = run_level(Arc::new(t), &LevelConfig::new(64), requests(10), vec![], vec![], None)
+        .await
+        .unwrap();
+    assert_eq!(run.records.len(), 10);
+    assert_eq!(max.load(Ordering::SeqCst), 10);
+}
+
+#[tokio::test]
+async fn failures_are_classified_and_counted() {
+    let mut t = Paced::new(1, 1, 2);
+    t.fail_every = Some(3);
+    let run = run_level(Arc::new(t), &LevelConfig::new(4), requests(30), vec![], vec![], None)
+        .await
+        .unwrap();
+    let failed: Vec<_> = run.records.iter().filter(|r| !r.is_ok()).collect();
+    assert_eq!(run.records.len(), 30);
+    assert_eq!(failed.len(), 10);
+    for f in failed {
+        let e = f.error.as_ref().unwrap();
+        assert_eq!(e.kind, ErrorKind::HttpStatus);
+        assert_eq!(e.code, Some(503));
+        assert_eq!(f.request_id % 3, 0);
+    }
+}
+
+#[tokio::test]
+async fn timeout_keeps_the_chunks_that_arrived() {
+    let t = Paced::new(5, 50, 10);
+    let mut cfg = LevelConfig::new(2);
+    cfg.request_timeout = Some(Duration::from_millis(80));
+    let run = run_level(Arc::new(t), &cfg, requests(2), vec![], vec![], None).await.unwrap();
+    for r in &run.records {
+        let e = r.error.as_ref().unwrap();
+        assert_eq!(e.kind, ErrorKind::Timeout);
+        assert!(!r.chunk_ns.is_empty() && r.chunk_ns.len() < 10, "{}", r.chunk_ns.len());
+        assert!(r.end_ns - r.start_ns >= 80_000_000);
+    }
+}
+
+struct Empty;
+#[async_trait]
+impl Transport for Empty {
+    async fn send(&self, _: &Request) -> Result<EventStream, Error> {
+        Ok(Box::pin(stream::iter(vec![Ok(ResponseEvent::Finish { reason: Some("stop".into()) })])))
+    }
+}
+
+#[tokio::test]
+async fn a_response_without_tokens_is_a_failure() {
+    let run = run_level(Arc::new(Empty), &LevelConfig::new(1), requests(1), vec![], vec![], None)
+        .await
+        .unwrap();
+    assert_eq!(run.records[0].error.as_ref().unwrap().kind, ErrorKind::MalformedResponse);
+}
+
+struct FailingSink;
+impl RecordSink for FailingSink {
+    fn record(&mut self, _: &RequestRecord) -> Result<(), Error> {
+        Err(Error::Sink { sink: "disk".into(), source: "full".into() })
+    }
+}
+
+#[tokio::test]
+async fn a_failing_sink_loses_no_records() {
+    let run = run_level(
+        Arc::new(Paced::new(1, 1, 2)),
+        &LevelConfig::new(2),
+        requests(6),
+        vec![],
+        vec![Box::new(FailingSink)],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(run.records.len(), 6);
+    assert_eq!(run.sink_errors.len(), 1);
+}
+
+#[tokio::test]
+async fn invalid_levels_are_errors() {
+    let t: Arc<dyn Transport> = Arc::new(Empty);
+    assert!(run_level(t.clone(), &LevelConfig::new(0), requests(1), vec![], vec![], None).await.is_err());
+    assert!(run_level(t, &LevelConfig::new(1), vec![], vec![], vec![], None).await.is_err());
+}

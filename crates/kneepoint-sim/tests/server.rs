@@ -1,0 +1,100 @@
+//! The simulator over HTTP, driven by kneepoint's own OpenAI transport.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use futures_util::StreamExt;
+use kneepoint_core::{Request, ResponseEvent, Transport};
+use kneepoint_sim::{SimProfile, SimServer};
+use kneepoint_transport::{Api, OpenAiConfig, OpenAiTransport};
+
+fn request(id: u64, words: usize, max: Option<u32>, ignore_eos: bool) -> Request {
+    let mut r = Request::text(id, vec!["word"; words].join(" "));
+    r.max_output_tokens = max;
+    r.ignore_eos = ignore_eos;
+    r
+}
+
+async fn run(t: &OpenAiTransport, r: &Request) -> (String, Option<u32>, Option<u32>, Option<String>) {
+    let mut s = t.send(r).await.unwrap();
+    let (mut text, mut prompt, mut completion, mut finish) = (String::new(), None, None, None);
+    while let Some(ev) = s.next().await {
+        match ev.unwrap() {
+            ResponseEvent::Chunk(c) => text.push_str(&c.text),
+            ResponseEvent::Usage(u) => {
+                prompt = u.prompt_tokens;
+                completion = u.completion_tokens;
+            }
+            ResponseEvent::Finish { reason } => finish = reason,
+            _ => {}
+        }
+    }
+    (text, prompt, completion, finish)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn honours_max_tokens_ignore_eos_and_reports_usage() {
+    let server = SimServer::start_local(SimProfile::fast()).await.unwrap();
+    for (api, streaming) in [(Api::Chat, true), (Api::Completions, true), (Api::Chat, false), (Api::Completions, false)] {
+        let mut c = OpenAiConfig::new(server.base_url(), "m");
+        c.api = api;
+        c.streaming = streaming;
+        let t = OpenAiTransport::new(c).unwrap();
+        let (text, prompt, completion, finish) = run(&t, &request(1, 40, Some(12), true)).await;
+        assert_eq!(text.split_whitespace().count(), 12, "{api:?} {streaming}");
+        assert_eq!(prompt, Some(40));
+        assert_eq!(completion, Some(12));
+        assert_eq!(finish.as_deref(), Some("length"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn natural_lengths_respect_min_and_max_tokens() {
+    let server = SimServer::start_local(SimProfile::fast()).await.unwrap();
+    let t = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), "m")).unwrap();
+    let mut lengths = Vec::new();
+    for id in 0..30 {
+        let mut r = request(id, 5, Some(20), false);
+        r.min_output_tokens = Some(3);
+        let (_, _, completion, finish) = run(&t, &r).await;
+        let n = completion.unwrap();
+        assert!((3..=20).contains(&n), "{n}");
+        assert_eq!(finish.as_deref() == Some("length"), n == 20);
+        lengths.push(n);
+    }
+    // not all the same: the model "stops by itself" at different points
+    assert!(lengths.iter().any(|&n| n != lengths[0]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejects_what_vllm_rejects() {
+    let mut p = SimProfile::fast();
+    p.max_model_len = 100;
+    let server = SimServer::start_local(p).await.unwrap();
+    let t = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), "m")).unwrap();
+    let e = t.send(&request(1, 90, Some(20), true)).await.err().unwrap();
+    assert_eq!(e.status(), Some(400));
+    assert!(e.to_string().contains("maximum context length"), "{e}");
+    let e = t.send(&request(2, 5, Some(0), true)).await.err().unwrap();
+    assert_eq!(e.status(), Some(400));
+    let mut c = OpenAiConfig::new(server.base_url(), "m");
+    c.path = Some("/nope".into());
+    let e = OpenAiTransport::new(c).unwrap().send(&request(3, 1, Some(1), true)).await.err().unwrap();
+    assert_eq!(e.status(), Some(404));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truth_log_joins_on_request_id() {
+    let server = SimServer::start_local(SimProfile::fast()).await.unwrap();
+    let t = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), "m")).unwrap();
+    run(&t, &request(77, 10, Some(4), true)).await;
+    let truth = server.truth();
+    assert_eq!(truth.len(), 1);
+    assert_eq!(truth[0].client_request_id.as_deref(), Some("77"));
+    assert_eq!(truth[0].output_tokens, 4);
+    assert_eq!(truth[0].prompt_tokens, 10);
+    // fast profile: first token after one 5 ms step (plus 10 prompt tokens of prefill)
+    assert!(truth[0].ttft_ms >= 5.0, "{}", truth[0].ttft_ms);
+    let itl = truth[0].itl_ms.unwrap();
+    assert!((4.9..6.5).contains(&itl), "{itl}");
+    server.clear_truth();
+    assert!(server.truth().is_empty());
+}
