@@ -20,7 +20,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a concurrency sweep (against the built-in simulator unless --url is given).
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// The built-in simulated inference server.
     Sim(SimArgs),
 }

@@ -114,7 +114,9 @@ impl FileConfig {
     pub fn load(path: &Path) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading config file {}", path.display()))?;
-        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
         if is_json {
             serde_json::from_str(&text)
                 .with_context(|| format!("parsing {} as JSON", path.display()))
@@ -207,13 +209,18 @@ impl SweepSettings {
             Some(f) => match f.as_str() {
                 "max_tokens" => MaxTokensField::MaxTokens,
                 "max_completion_tokens" => MaxTokensField::MaxCompletionTokens,
-                other => bail!("--max-tokens-field must be max_tokens or max_completion_tokens, not {other:?}"),
+                other => bail!(
+                    "--max-tokens-field must be max_tokens or max_completion_tokens, not {other:?}"
+                ),
             },
             None => ep.max_tokens_field.unwrap_or_default(),
         };
         let sim_profile = {
             let mut p = SimProfile::by_name(
-                args.sim_profile.as_deref().or(sim.profile.as_deref()).unwrap_or("calibrated"),
+                args.sim_profile
+                    .as_deref()
+                    .or(sim.profile.as_deref())
+                    .unwrap_or("calibrated"),
             )?;
             p.time_scale = args
                 .sim_time_scale
@@ -276,7 +283,9 @@ impl SweepSettings {
         let concurrency = if !args.concurrency.is_empty() {
             args.concurrency.clone()
         } else {
-            sw.concurrency.clone().unwrap_or_else(|| DEFAULT_CONCURRENCY.to_vec())
+            sw.concurrency
+                .clone()
+                .unwrap_or_else(|| DEFAULT_CONCURRENCY.to_vec())
         };
         let request_count = args
             .request_count
@@ -285,7 +294,9 @@ impl SweepSettings {
         let plan = SweepPlan::uniform(&concurrency, request_count)?;
         let isl = dist(
             args.isl.or(wl.prompt_input_tokens_mean).unwrap_or(1024.0),
-            args.isl_stddev.or(wl.prompt_input_tokens_stddev).unwrap_or(0.0),
+            args.isl_stddev
+                .or(wl.prompt_input_tokens_stddev)
+                .unwrap_or(0.0),
             "input length",
         )?;
         let osl = dist(
@@ -293,7 +304,10 @@ impl SweepSettings {
             args.osl_stddev.or(wl.output_tokens_stddev).unwrap_or(0.0),
             "output length",
         )?;
-        let timeout_s = args.request_timeout_s.or(ep.request_timeout_s).unwrap_or(600.0);
+        let timeout_s = args
+            .request_timeout_s
+            .or(ep.request_timeout_s)
+            .unwrap_or(600.0);
         if !timeout_s.is_finite() || timeout_s <= 0.0 {
             bail!("the request timeout must be a positive number of seconds");
         }
@@ -309,7 +323,10 @@ impl SweepSettings {
             },
             transport,
             plan,
-            warmup_requests: args.warmup_requests.or(sw.warmup_request_count).unwrap_or(0),
+            warmup_requests: args
+                .warmup_requests
+                .or(sw.warmup_request_count)
+                .unwrap_or(0),
             isl,
             osl,
             output_control: !args.no_output_control && wl.output_control.unwrap_or(true),

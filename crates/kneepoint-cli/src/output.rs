@@ -19,8 +19,16 @@ fn ms(v: Option<f64>) -> String {
 pub(crate) fn table(rows: &[LevelRow]) -> String {
     let mut out = format!(
         "{:>11} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7}\n",
-        "concurrency", "req/s", "out tok/s", "TTFT p50", "TTFT p95", "ITL p95", "e2e p50", "e2e p99",
-        "p99-p50", "err %"
+        "concurrency",
+        "req/s",
+        "out tok/s",
+        "TTFT p50",
+        "TTFT p95",
+        "ITL p95",
+        "e2e p50",
+        "e2e p99",
+        "p99-p50",
+        "err %"
     );
     for r in rows {
         out.push_str(&format!(

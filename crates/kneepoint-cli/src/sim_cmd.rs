@@ -33,7 +33,9 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
                 server.base_url()
             );
             println!("OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health");
-            tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+            tokio::signal::ctrl_c()
+                .await
+                .context("waiting for Ctrl-C")?;
             Ok(())
         }
     }

@@ -89,7 +89,10 @@ fn write_sweep_summary(
         "levels": rows,
         "knee": knee,
     });
-    write_atomic(&dir.join("sweep_summary.json"), &serde_json::to_vec_pretty(&doc)?)?;
+    write_atomic(
+        &dir.join("sweep_summary.json"),
+        &serde_json::to_vec_pretty(&doc)?,
+    )?;
     Ok(())
 }
 
@@ -188,7 +191,11 @@ pub async fn run_sweep(settings: &SweepSettings, progress: bool) -> anyhow::Resu
             input_config,
             partial: false,
         };
-        write_aiperf_json(&level_dir.join("profile_export_aiperf.json"), &summary, &info)?;
+        write_aiperf_json(
+            &level_dir.join("profile_export_aiperf.json"),
+            &summary,
+            &info,
+        )?;
         write_aiperf_csv(&level_dir.join("profile_export_aiperf.csv"), &summary)?;
         write_summary_text(&level_dir.join("benchmark_summary.txt"), &summary, &info)?;
         rows.push(row(&summary, level_dir_name));

@@ -1,6 +1,6 @@
 //! Measurement fidelity: at concurrency 1 the client's TTFT and ITL match the simulator's own
 //! server-side ground truth within 5 %.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,9 +23,16 @@ async fn ttft_and_itl_match_server_truth_at_concurrency_one() {
     let mut w = SyntheticWorkload::new(LengthDist::Fixed(256), LengthDist::Fixed(16), 3);
     let warmup = w.requests(2).unwrap();
     let requests = w.requests(25).unwrap();
-    let run = run_level(transport, &LevelConfig::new(1), requests, warmup, vec![], None)
-        .await
-        .unwrap();
+    let run = run_level(
+        transport,
+        &LevelConfig::new(1),
+        requests,
+        warmup,
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(run.records.len(), 25);
     let truth: HashMap<String, _> = server
         .truth()
@@ -45,8 +52,14 @@ async fn ttft_and_itl_match_server_truth_at_concurrency_one() {
     let n = run.records.len() as f64;
     let (c_ttft, s_ttft, c_itl, s_itl) = (c_ttft / n, s_ttft / n, c_itl / n, s_itl / n);
     eprintln!("TTFT client {c_ttft:.3} ms vs server {s_ttft:.3} ms; ITL client {c_itl:.3} vs server {s_itl:.3}");
-    assert!((c_ttft - s_ttft).abs() / s_ttft < 0.05, "TTFT {c_ttft} vs {s_ttft}");
-    assert!((c_itl - s_itl).abs() / s_itl < 0.05, "ITL {c_itl} vs {s_itl}");
+    assert!(
+        (c_ttft - s_ttft).abs() / s_ttft < 0.05,
+        "TTFT {c_ttft} vs {s_ttft}"
+    );
+    assert!(
+        (c_itl - s_itl).abs() / s_itl < 0.05,
+        "ITL {c_itl} vs {s_itl}"
+    );
     // and the truth itself is what the profile says: ~20 ms TTFT, ~10 ms per token
     assert!((s_ttft - 20.24).abs() < 2.0, "{s_ttft}");
     assert!((s_itl - 10.02).abs() < 1.0, "{s_itl}");

@@ -1,17 +1,26 @@
 //! `kneepoint sweep` in-process against the built-in simulator: every artifact is written, and
 //! every request sent has exactly one record.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use clap::Parser;
 use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
 
 fn settings(extra: &[&str], dir: &std::path::Path) -> SweepSettings {
-    let mut args = vec!["kneepoint", "sweep", "--sim-profile", "fast", "--sim-time-scale", "1"];
+    let mut args = vec![
+        "kneepoint",
+        "sweep",
+        "--sim-profile",
+        "fast",
+        "--sim-time-scale",
+        "1",
+    ];
     args.extend_from_slice(extra);
     let dir = dir.to_str().unwrap().to_owned();
     args.extend_from_slice(&["--artifact-dir", &dir]);
     let cli = Cli::try_parse_from(args).unwrap();
-    let Command::Sweep(a) = cli.command else { panic!("not a sweep") };
+    let Command::Sweep(a) = cli.command else {
+        panic!("not a sweep")
+    };
     SweepSettings::resolve(&a).unwrap()
 }
 
@@ -19,7 +28,18 @@ fn settings(extra: &[&str], dir: &std::path::Path) -> SweepSettings {
 async fn sweep_writes_every_artifact_and_one_record_per_request() {
     let tmp = tempfile::tempdir().unwrap();
     let s = settings(
-        &["--concurrency", "1,4,16", "--request-count", "24", "--warmup-requests", "2", "--isl", "64", "--osl", "8"],
+        &[
+            "--concurrency",
+            "1,4,16",
+            "--request-count",
+            "24",
+            "--warmup-requests",
+            "2",
+            "--isl",
+            "64",
+            "--osl",
+            "8",
+        ],
         tmp.path(),
     );
     let out = run_sweep(&s, false).await.unwrap();
@@ -42,8 +62,10 @@ async fn sweep_writes_every_artifact_and_one_record_per_request() {
         assert_eq!(summary.ok_count + summary.error_count, 24);
         assert_eq!(summary.error_count, 0, "{:?}", summary.error_summary);
         let jsonl = std::fs::read_to_string(dir.join("profile_export.jsonl")).unwrap();
-        let lines: Vec<serde_json::Value> =
-            jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<serde_json::Value> = jsonl
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 24);
         for l in &lines {
             assert_eq!(l["metadata"]["benchmark_phase"], "profiling");
@@ -57,11 +79,12 @@ async fn sweep_writes_every_artifact_and_one_record_per_request() {
         assert_eq!(data.len(), 24);
         assert_eq!(data[0]["payloads"][0]["max_tokens"], 8);
         assert_eq!(data[0]["payloads"][0]["stream"], true);
-        let agg: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(dir.join("profile_export_aiperf.json")).unwrap(),
-        )
-        .unwrap();
-        for key in ["unit", "avg", "min", "max", "p1", "p50", "p90", "p99", "std", "count"] {
+        let agg: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("profile_export_aiperf.json")).unwrap())
+                .unwrap();
+        for key in [
+            "unit", "avg", "min", "max", "p1", "p50", "p90", "p99", "std", "count",
+        ] {
             assert!(agg["time_to_first_token"].get(key).is_some(), "{key}");
         }
         assert_eq!(agg["time_to_first_token"]["unit"], "ms");
@@ -93,17 +116,32 @@ async fn an_unreachable_endpoint_gives_failed_records_not_a_crash() {
     let url = format!("http://127.0.0.1:{port}");
     let dir = tmp.path().to_str().unwrap().to_owned();
     let cli = Cli::try_parse_from([
-        "kneepoint", "sweep", "--url", &url, "--model", "m", "--concurrency", "2",
-        "--request-count", "5", "--artifact-dir", &dir,
+        "kneepoint",
+        "sweep",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--concurrency",
+        "2",
+        "--request-count",
+        "5",
+        "--artifact-dir",
+        &dir,
     ])
     .unwrap();
-    let Command::Sweep(a) = cli.command else { panic!() };
-    let out = run_sweep(&SweepSettings::resolve(&a).unwrap(), false).await.unwrap();
+    let Command::Sweep(a) = cli.command else {
+        panic!()
+    };
+    let out = run_sweep(&SweepSettings::resolve(&a).unwrap(), false)
+        .await
+        .unwrap();
     let s = &out.summaries[0];
     assert_eq!(s.request_count, 5);
     assert_eq!(s.error_count, 5);
     assert_eq!(s.errors_by_kind["connect"], 5);
     assert_eq!(s.error_rate, 1.0);
-    let jsonl = std::fs::read_to_string(tmp.path().join("concurrency_2/profile_export.jsonl")).unwrap();
+    let jsonl =
+        std::fs::read_to_string(tmp.path().join("concurrency_2/profile_export.jsonl")).unwrap();
     assert_eq!(jsonl.lines().count(), 5);
 }

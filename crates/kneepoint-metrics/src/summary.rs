@@ -49,13 +49,21 @@ pub struct MetricSummary {
 /// The per-request metrics summarised, with their AIPerf names and units, in report order.
 pub const RECORD_METRICS: [(&str, &str, &str); 10] = [
     ("time_to_first_token", "Time To First Token", "ms"),
-    ("time_to_first_output_token", "Time To First Output Token", "ms"),
+    (
+        "time_to_first_output_token",
+        "Time To First Output Token",
+        "ms",
+    ),
     ("time_to_second_token", "Time To Second Token", "ms"),
     ("request_latency", "Request Latency", "ms"),
     ("stream_end_latency", "Stream End Latency", "ms"),
     ("inter_token_latency", "Inter Token Latency", "ms"),
     ("inter_chunk_latency", "Inter Chunk Latency", "ms"),
-    ("output_token_throughput_per_user", "Output Token Throughput Per User", "tokens/sec/user"),
+    (
+        "output_token_throughput_per_user",
+        "Output Token Throughput Per User",
+        "tokens/sec/user",
+    ),
     ("output_sequence_length", "Output Sequence Length", "tokens"),
     ("input_sequence_length", "Input Sequence Length", "tokens"),
 ];
@@ -117,12 +125,20 @@ pub struct ErrorGroup {
 impl LevelSummary {
     /// Summarises the measured (non-warm-up) records of one level.
     pub fn from_records(concurrency: u32, records: &[RequestRecord], slo: &GoodputSlo) -> Self {
-        let measured: Vec<&RequestRecord> =
-            records.iter().filter(|r| r.phase == Phase::Profiling).collect();
+        let measured: Vec<&RequestRecord> = records
+            .iter()
+            .filter(|r| r.phase == Phase::Profiling)
+            .collect();
         let start = measured.iter().map(|r| r.start_ns).min().unwrap_or(0);
         let end = measured.iter().map(|r| r.end_ns).max().unwrap_or(0);
         let duration_s = end.saturating_sub(start) as f64 / 1e9;
-        let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+        let per_s = |x: f64| {
+            if duration_s > 0.0 {
+                x / duration_s
+            } else {
+                0.0
+            }
+        };
 
         let mut cols: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
         let mut ok = 0usize;
@@ -185,7 +201,13 @@ impl LevelSummary {
             .iter()
             .filter_map(|(name, _, unit)| {
                 let stats = Stats::of(cols.get(name)?)?;
-                Some((name.to_string(), MetricSummary { unit: unit.to_string(), stats }))
+                Some((
+                    name.to_string(),
+                    MetricSummary {
+                        unit: unit.to_string(),
+                        stats,
+                    },
+                ))
             })
             .collect();
         let mut error_summary: Vec<ErrorGroup> = groups
@@ -197,7 +219,7 @@ impl LevelSummary {
                 count,
             })
             .collect();
-        error_summary.sort_by(|a, b| b.count.cmp(&a.count));
+        error_summary.sort_by_key(|g| std::cmp::Reverse(g.count));
         error_summary.truncate(20);
         let n = measured.len();
         let errors = n - ok;

@@ -127,9 +127,9 @@ pub fn find_knee(points: &[LevelPoint], rule: &KneeRule) -> Result<KneeEstimate,
             }
         })
         .collect();
-    let hit = steps
-        .iter()
-        .find(|s| s.elasticity < rule.min_elasticity && s.latency_growth >= rule.min_latency_growth);
+    let hit = steps.iter().find(|s| {
+        s.elasticity < rule.min_elasticity && s.latency_growth >= rule.min_latency_growth
+    });
     let (knee, reason) = match (hit, pts.last()) {
         (Some(s), _) => (
             Some(s.from),
@@ -162,7 +162,9 @@ mod tests {
     use super::*;
 
     fn pts(v: &[(u32, f64, f64)]) -> Vec<LevelPoint> {
-        v.iter().map(|&(c, t, l)| LevelPoint::new(c, t, l)).collect()
+        v.iter()
+            .map(|&(c, t, l)| LevelPoint::new(c, t, l))
+            .collect()
     }
 
     #[test]

@@ -71,10 +71,25 @@ mod tests {
     fn validation() {
         let p = SweepPlan::uniform(&[64, 256, 1024], 1024).unwrap();
         assert_eq!(p.levels().len(), 3);
-        assert_eq!(p.levels()[1], SweepLevel { concurrency: 256, request_count: 1024 });
+        assert_eq!(
+            p.levels()[1],
+            SweepLevel {
+                concurrency: 256,
+                request_count: 1024
+            }
+        );
         assert_eq!(SweepPlan::uniform(&[], 1), Err(Error::EmptyPlan));
-        assert_eq!(SweepPlan::uniform(&[1, 0], 1), Err(Error::ZeroConcurrency { index: 1 }));
-        assert_eq!(SweepPlan::uniform(&[4], 0), Err(Error::ZeroRequests { concurrency: 4 }));
-        assert_eq!(SweepPlan::uniform(&[4, 4], 1), Err(Error::DuplicateLevel { concurrency: 4 }));
+        assert_eq!(
+            SweepPlan::uniform(&[1, 0], 1),
+            Err(Error::ZeroConcurrency { index: 1 })
+        );
+        assert_eq!(
+            SweepPlan::uniform(&[4], 0),
+            Err(Error::ZeroRequests { concurrency: 4 })
+        );
+        assert_eq!(
+            SweepPlan::uniform(&[4, 4], 1),
+            Err(Error::DuplicateLevel { concurrency: 4 })
+        );
     }
 }

@@ -10,7 +10,7 @@ use kneepoint_core::{
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::request::run_one;
+use crate::request::{run_one, Ctx};
 use crate::Error;
 
 /// Called for every finished record, off the request path (e.g. to advance a progress bar).
@@ -89,6 +89,14 @@ pub async fn run_level(
     if requests.is_empty() {
         return Err(Error::NoRequests);
     }
+    let ctx = |phase, origin, origin_unix_ns| Ctx {
+        transport: transport.clone(),
+        counter: config.token_counter.clone(),
+        phase,
+        origin,
+        origin_unix_ns,
+        timeout: config.request_timeout,
+    };
     let warmup_records = if warmup.is_empty() {
         Vec::new()
     } else {
@@ -102,7 +110,13 @@ pub async fn run_level(
             }
             v
         });
-        closed_loop(&transport, config, warmup, Phase::Warmup, origin, origin_unix, tx).await?;
+        closed_loop(
+            ctx(Phase::Warmup, origin, origin_unix),
+            config.concurrency,
+            warmup,
+            tx,
+        )
+        .await?;
         collect.await.map_err(|e| Error::Worker {
             message: e.to_string(),
         })?
@@ -112,7 +126,13 @@ pub async fn run_level(
     let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer));
     let origin = Instant::now();
     let start_unix_ns = unix_ns();
-    let result = closed_loop(&transport, config, requests, Phase::Profiling, origin, start_unix_ns, tx).await;
+    let result = closed_loop(
+        ctx(Phase::Profiling, origin, start_unix_ns),
+        config.concurrency,
+        requests,
+        tx,
+    )
+    .await;
     let (records, sink_errors) = sink_task.await.map_err(|e| Error::Worker {
         message: e.to_string(),
     })?;
@@ -128,38 +148,25 @@ pub async fn run_level(
 
 /// Keeps `concurrency` workers busy until every request has a record.
 async fn closed_loop(
-    transport: &Arc<dyn Transport>,
-    config: &LevelConfig,
+    ctx: Ctx,
+    concurrency: u32,
     requests: Vec<Request>,
-    phase: Phase,
-    origin: Instant,
-    origin_unix_ns: u64,
     tx: mpsc::Sender<RequestRecord>,
 ) -> Result<(), Error> {
+    let ctx = Arc::new(ctx);
     let requests = Arc::new(requests);
     let next = Arc::new(AtomicUsize::new(0));
-    let workers = (config.concurrency as usize).min(requests.len());
+    let workers = (concurrency as usize).min(requests.len());
     let mut set = JoinSet::new();
     for worker in 0..workers {
-        let (transport, requests, next, tx) =
-            (transport.clone(), requests.clone(), next.clone(), tx.clone());
-        let counter = config.token_counter.clone();
-        let timeout = config.request_timeout;
+        let (ctx, requests, next, tx) = (ctx.clone(), requests.clone(), next.clone(), tx.clone());
         set.spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(request) = requests.get(i) else { break };
-                let record = run_one(
-                    &transport,
-                    &counter,
-                    request,
-                    worker as u32,
-                    phase,
-                    origin,
-                    origin_unix_ns,
-                    timeout,
-                )
-                .await;
+                let Some(request) = requests.get(i) else {
+                    break;
+                };
+                let record = run_one(&ctx, request, worker as u32).await;
                 if tx.send(record).await.is_err() {
                     break;
                 }

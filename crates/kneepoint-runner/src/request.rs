@@ -63,17 +63,28 @@ async fn drive(transport: &dyn Transport, request: &Request, p: &mut Progress) {
     }
 }
 
-/// Sends `request`, times it against `origin`, and returns its one record.
-pub(crate) async fn run_one(
-    transport: &Arc<dyn Transport>,
-    counter: &Arc<dyn TokenCounter>,
-    request: &Request,
-    worker: u32,
-    phase: Phase,
-    origin: Instant,
-    origin_unix_ns: u64,
-    timeout: Option<Duration>,
-) -> RequestRecord {
+/// What every request of a phase shares.
+pub(crate) struct Ctx {
+    pub transport: Arc<dyn Transport>,
+    pub counter: Arc<dyn TokenCounter>,
+    pub phase: Phase,
+    /// The level's clock origin.
+    pub origin: Instant,
+    pub origin_unix_ns: u64,
+    pub timeout: Option<Duration>,
+}
+
+/// Sends `request`, times it against the origin, and returns its one record.
+pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> RequestRecord {
+    let Ctx {
+        transport,
+        counter,
+        phase,
+        origin,
+        origin_unix_ns,
+        timeout,
+    } = ctx;
+    let (phase, origin, origin_unix_ns, timeout) = (*phase, *origin, *origin_unix_ns, *timeout);
     let mut p = Progress {
         response: None,
         chunks: Vec::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize),
@@ -132,9 +143,9 @@ pub(crate) async fn run_one(
         output_tokens_source: source,
         client_output_tokens: Some(client_count),
         output_bytes: p.text.len() as u64,
-        requested_output_tokens: request
-            .max_output_tokens
-            .filter(|_| request.ignore_eos || request.min_output_tokens == request.max_output_tokens),
+        requested_output_tokens: request.max_output_tokens.filter(|_| {
+            request.ignore_eos || request.min_output_tokens == request.max_output_tokens
+        }),
         finish_reason: p.finish,
         error: p.error.as_ref().map(ErrorRecord::from),
     }

@@ -1,5 +1,5 @@
 //! The closed-loop runner against in-process fake transports with known behaviour.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,7 +50,10 @@ impl Transport for Paced {
         let guard = InFlight(self.in_flight.clone());
         if self.fail_every.is_some_and(|n| request.id % n == 0) {
             drop(guard);
-            return Err(Error::Status { status: 503, body_excerpt: "busy".into() });
+            return Err(Error::Status {
+                status: 503,
+                body_excerpt: "busy".into(),
+            });
         }
         let (ttft, gap, n) = (self.ttft, self.gap, self.tokens);
         let s = stream::unfold((0u32, guard), move |(i, guard)| async move {
@@ -58,11 +61,17 @@ impl Transport for Paced {
                 return None;
             }
             if i == n {
-                let ev = Ok(ResponseEvent::Usage(Usage { prompt_tokens: Some(3), completion_tokens: Some(n) }));
+                let ev = Ok(ResponseEvent::Usage(Usage {
+                    prompt_tokens: Some(3),
+                    completion_tokens: Some(n),
+                }));
                 return Some((ev, (i + 1, guard)));
             }
             tokio::time::sleep(if i == 0 { ttft } else { gap }).await;
-            Some((Ok(ResponseEvent::Chunk(Chunk::content(" tok"))), (i + 1, guard)))
+            Some((
+                Ok(ResponseEvent::Chunk(Chunk::content(" tok"))),
+                (i + 1, guard),
+            ))
         });
         Ok(Box::pin(s))
     }
@@ -135,9 +144,16 @@ async fn keeps_exactly_n_in_flight_and_records_every_request() {
 async fn concurrency_above_request_count_sends_each_once() {
     let t = Paced::new(1, 1, 2);
     let max = t.max_in_flight.clone();
-    let run = run_level(Arc::new(t), &LevelConfig::new(64), requests(10), vec![], vec![], None)
-        .await
-        .unwrap();
+    let run = run_level(
+        Arc::new(t),
+        &LevelConfig::new(64),
+        requests(10),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(run.records.len(), 10);
     assert_eq!(max.load(Ordering::SeqCst), 10);
 }
@@ -146,9 +162,16 @@ async fn concurrency_above_request_count_sends_each_once() {
 async fn failures_are_classified_and_counted() {
     let mut t = Paced::new(1, 1, 2);
     t.fail_every = Some(3);
-    let run = run_level(Arc::new(t), &LevelConfig::new(4), requests(30), vec![], vec![], None)
-        .await
-        .unwrap();
+    let run = run_level(
+        Arc::new(t),
+        &LevelConfig::new(4),
+        requests(30),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
     let failed: Vec<_> = run.records.iter().filter(|r| !r.is_ok()).collect();
     assert_eq!(run.records.len(), 30);
     assert_eq!(failed.len(), 10);
@@ -165,11 +188,17 @@ async fn timeout_keeps_the_chunks_that_arrived() {
     let t = Paced::new(5, 50, 10);
     let mut cfg = LevelConfig::new(2);
     cfg.request_timeout = Some(Duration::from_millis(80));
-    let run = run_level(Arc::new(t), &cfg, requests(2), vec![], vec![], None).await.unwrap();
+    let run = run_level(Arc::new(t), &cfg, requests(2), vec![], vec![], None)
+        .await
+        .unwrap();
     for r in &run.records {
         let e = r.error.as_ref().unwrap();
         assert_eq!(e.kind, ErrorKind::Timeout);
-        assert!(!r.chunk_ns.is_empty() && r.chunk_ns.len() < 10, "{}", r.chunk_ns.len());
+        assert!(
+            !r.chunk_ns.is_empty() && r.chunk_ns.len() < 10,
+            "{}",
+            r.chunk_ns.len()
+        );
         assert!(r.end_ns - r.start_ns >= 80_000_000);
     }
 }
@@ -178,22 +207,37 @@ struct Empty;
 #[async_trait]
 impl Transport for Empty {
     async fn send(&self, _: &Request) -> Result<EventStream, Error> {
-        Ok(Box::pin(stream::iter(vec![Ok(ResponseEvent::Finish { reason: Some("stop".into()) })])))
+        Ok(Box::pin(stream::iter(vec![Ok(ResponseEvent::Finish {
+            reason: Some("stop".into()),
+        })])))
     }
 }
 
 #[tokio::test]
 async fn a_response_without_tokens_is_a_failure() {
-    let run = run_level(Arc::new(Empty), &LevelConfig::new(1), requests(1), vec![], vec![], None)
-        .await
-        .unwrap();
-    assert_eq!(run.records[0].error.as_ref().unwrap().kind, ErrorKind::MalformedResponse);
+    let run = run_level(
+        Arc::new(Empty),
+        &LevelConfig::new(1),
+        requests(1),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        run.records[0].error.as_ref().unwrap().kind,
+        ErrorKind::MalformedResponse
+    );
 }
 
 struct FailingSink;
 impl RecordSink for FailingSink {
     fn record(&mut self, _: &RequestRecord) -> Result<(), Error> {
-        Err(Error::Sink { sink: "disk".into(), source: "full".into() })
+        Err(Error::Sink {
+            sink: "disk".into(),
+            source: "full".into(),
+        })
     }
 }
 
@@ -216,6 +260,19 @@ async fn a_failing_sink_loses_no_records() {
 #[tokio::test]
 async fn invalid_levels_are_errors() {
     let t: Arc<dyn Transport> = Arc::new(Empty);
-    assert!(run_level(t.clone(), &LevelConfig::new(0), requests(1), vec![], vec![], None).await.is_err());
-    assert!(run_level(t, &LevelConfig::new(1), vec![], vec![], vec![], None).await.is_err());
+    assert!(run_level(
+        t.clone(),
+        &LevelConfig::new(0),
+        requests(1),
+        vec![],
+        vec![],
+        None
+    )
+    .await
+    .is_err());
+    assert!(
+        run_level(t, &LevelConfig::new(1), vec![], vec![], vec![], None)
+            .await
+            .is_err()
+    );
 }

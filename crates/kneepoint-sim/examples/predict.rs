@@ -12,7 +12,10 @@ fn pct(v: &[f64], q: f64) -> f64 {
 
 fn main() {
     let p = SimProfile::calibrated();
-    let spec = SeqSpec { prompt_tokens: 1024, output_tokens: 256 };
+    let spec = SeqSpec {
+        prompt_tokens: 1024,
+        output_tokens: 256,
+    };
     println!("concurrency  tok/s   ttft_p95_ms  e2e_p50_ms  e2e_p99_ms");
     for c in [16, 32, 64, 128, 256, 320, 512, 1024] {
         let r = predict_closed_loop(&p, c, 1024.max(c * 4), spec);

@@ -252,10 +252,24 @@ mod tests {
     fn single_sequence_timeline() {
         let p = quiet(SimProfile::fast());
         let mut e = EngineModel::new(p.clone());
-        e.submit(1, SeqSpec { prompt_tokens: 100, output_tokens: 3 }).unwrap();
+        e.submit(
+            1,
+            SeqSpec {
+                prompt_tokens: 100,
+                output_tokens: 3,
+            },
+        )
+        .unwrap();
         let s1 = e.step().unwrap();
         assert_eq!(s1.admitted, vec![1]);
-        assert_eq!(s1.emitted, vec![Emission { id: 1, index: 0, finished: false }]);
+        assert_eq!(
+            s1.emitted,
+            vec![Emission {
+                id: 1,
+                index: 0,
+                finished: false
+            }]
+        );
         let expect = p.step_base_ms + p.prefill_per_token_us * 100.0 / 1000.0;
         assert!((s1.duration_ms - expect).abs() < 1e-9);
         let s2 = e.step().unwrap();
@@ -271,11 +285,25 @@ mod tests {
         let mut p = quiet(SimProfile::fast());
         p.max_num_batched_tokens = 1000;
         let mut e = EngineModel::new(p);
-        e.submit(1, SeqSpec { prompt_tokens: 2500, output_tokens: 1 }).unwrap();
+        e.submit(
+            1,
+            SeqSpec {
+                prompt_tokens: 2500,
+                output_tokens: 1,
+            },
+        )
+        .unwrap();
         assert!(e.step().unwrap().emitted.is_empty());
         assert!(e.step().unwrap().emitted.is_empty());
         let last = e.step().unwrap();
-        assert_eq!(last.emitted, vec![Emission { id: 1, index: 0, finished: true }]);
+        assert_eq!(
+            last.emitted,
+            vec![Emission {
+                id: 1,
+                index: 0,
+                finished: true
+            }]
+        );
     }
 
     #[test]
@@ -284,7 +312,14 @@ mod tests {
         p.max_num_seqs = 2;
         let mut e = EngineModel::new(p);
         for id in 0..4 {
-            e.submit(id, SeqSpec { prompt_tokens: 10, output_tokens: 2 }).unwrap();
+            e.submit(
+                id,
+                SeqSpec {
+                    prompt_tokens: 10,
+                    output_tokens: 2,
+                },
+            )
+            .unwrap();
         }
         let s = e.step().unwrap();
         assert_eq!(s.admitted, vec![0, 1]);
@@ -301,16 +336,45 @@ mod tests {
         p.kv_cache_tokens = 250;
         p.max_model_len = 200;
         let mut e = EngineModel::new(p);
-        e.submit(1, SeqSpec { prompt_tokens: 100, output_tokens: 50 }).unwrap();
-        e.submit(2, SeqSpec { prompt_tokens: 100, output_tokens: 50 }).unwrap();
+        e.submit(
+            1,
+            SeqSpec {
+                prompt_tokens: 100,
+                output_tokens: 50,
+            },
+        )
+        .unwrap();
+        e.submit(
+            2,
+            SeqSpec {
+                prompt_tokens: 100,
+                output_tokens: 50,
+            },
+        )
+        .unwrap();
         assert_eq!(e.step().unwrap().admitted, vec![1]);
         e.cancel(1);
         assert_eq!(e.step().unwrap().admitted, vec![2]);
         assert!(matches!(
-            e.submit(3, SeqSpec { prompt_tokens: 190, output_tokens: 20 }),
+            e.submit(
+                3,
+                SeqSpec {
+                    prompt_tokens: 190,
+                    output_tokens: 20
+                }
+            ),
             Err(Rejection::TooLong { .. })
         ));
-        assert_eq!(e.submit(4, SeqSpec { prompt_tokens: 1, output_tokens: 0 }), Err(Rejection::NoOutput));
+        assert_eq!(
+            e.submit(
+                4,
+                SeqSpec {
+                    prompt_tokens: 1,
+                    output_tokens: 0
+                }
+            ),
+            Err(Rejection::NoOutput)
+        );
     }
 
     #[test]
@@ -318,12 +382,26 @@ mod tests {
         let p = quiet(SimProfile::calibrated());
         let mut e = EngineModel::new(p);
         for id in 0..64 {
-            e.submit(id, SeqSpec { prompt_tokens: 64, output_tokens: 10 }).unwrap();
+            e.submit(
+                id,
+                SeqSpec {
+                    prompt_tokens: 64,
+                    output_tokens: 10,
+                },
+            )
+            .unwrap();
         }
         e.step().unwrap();
         let small = {
             let mut e1 = EngineModel::new(quiet(SimProfile::calibrated()));
-            e1.submit(0, SeqSpec { prompt_tokens: 64, output_tokens: 10 }).unwrap();
+            e1.submit(
+                0,
+                SeqSpec {
+                    prompt_tokens: 64,
+                    output_tokens: 10,
+                },
+            )
+            .unwrap();
             e1.step().unwrap();
             e1.step().unwrap().duration_ms
         };

@@ -107,7 +107,9 @@ fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>) 
         }
         let emitted_at = Instant::now();
         for e in step.emitted {
-            let Some(seq) = live.get_mut(&e.id) else { continue };
+            let Some(seq) = live.get_mut(&e.id) else {
+                continue;
+            };
             if e.index == 0 {
                 seq.first = Some(emitted_at);
             }

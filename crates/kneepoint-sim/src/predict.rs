@@ -92,8 +92,18 @@ mod tests {
     #[test]
     fn calibrated_profile_matches_the_source_curve() {
         let p = SimProfile::calibrated();
-        let spec = SeqSpec { prompt_tokens: 1024, output_tokens: 256 };
-        let source = [(16, 492.5), (32, 904.2), (64, 1433.4), (128, 2066.8), (256, 2823.4), (512, 2782.3)];
+        let spec = SeqSpec {
+            prompt_tokens: 1024,
+            output_tokens: 256,
+        };
+        let source = [
+            (16, 492.5),
+            (32, 904.2),
+            (64, 1433.4),
+            (128, 2066.8),
+            (256, 2823.4),
+            (512, 2782.3),
+        ];
         let mut p99s = Vec::new();
         for (c, want) in source {
             let pred = predict_closed_loop(&p, c, 1024.max(c * 4), spec);

@@ -119,7 +119,10 @@ impl SimProfile {
             return bad("max_num_batched_tokens", "must be at least 1");
         }
         if self.max_model_len == 0 || u64::from(self.max_model_len) > self.kv_cache_tokens {
-            return bad("max_model_len", "must be at least 1 and fit in kv_cache_tokens");
+            return bad(
+                "max_model_len",
+                "must be at least 1 and fit in kv_cache_tokens",
+            );
         }
         for (field, v) in [
             ("step_base_ms", self.step_base_ms),

@@ -54,7 +54,10 @@ impl ResponseMeta {
                 format!("{{\"index\":0,\"text\":\" {word}\",\"finish_reason\":{finish}}}")
             }
         };
-        Bytes::from(format!("data: {},\"choices\":[{choice}]}}\n\n", self.head()))
+        Bytes::from(format!(
+            "data: {},\"choices\":[{choice}]}}\n\n",
+            self.head()
+        ))
     }
 
     fn usage_json(&self) -> String {
@@ -138,7 +141,12 @@ mod tests {
     fn chunks_are_valid_json() {
         for api in [Api::Chat, Api::Completions] {
             let m = meta(api);
-            for ev in [m.role_event(), m.token_event(0, false), m.token_event(1, true), m.usage_event()] {
+            for ev in [
+                m.role_event(),
+                m.token_event(0, false),
+                m.token_event(1, true),
+                m.usage_event(),
+            ] {
                 let s = std::str::from_utf8(&ev).unwrap();
                 let json = s.strip_prefix("data: ").unwrap().trim_end();
                 let v: serde_json::Value = serde_json::from_str(json).unwrap();

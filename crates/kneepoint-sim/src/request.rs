@@ -31,13 +31,19 @@ pub(crate) fn parse_request(api: Api, body: &[u8]) -> Result<GenRequest, String>
                 .get("messages")
                 .and_then(Value::as_array)
                 .ok_or("`messages` must be an array")?;
-            msgs.iter().map(message_tokens).sum::<Result<usize, String>>()?
+            msgs.iter()
+                .map(message_tokens)
+                .sum::<Result<usize, String>>()?
         }
         Api::Completions => match obj.get("prompt") {
             Some(Value::String(s)) => approx_token_count(s),
             Some(Value::Array(a)) => a
                 .iter()
-                .map(|p| p.as_str().map(approx_token_count).ok_or("`prompt` items must be strings"))
+                .map(|p| {
+                    p.as_str()
+                        .map(approx_token_count)
+                        .ok_or("`prompt` items must be strings")
+                })
                 .sum::<Result<usize, &str>>()?,
             _ => return Err("`prompt` must be a string".into()),
         },
@@ -67,7 +73,10 @@ pub(crate) fn parse_request(api: Api, body: &[u8]) -> Result<GenRequest, String>
             None => uint("max_completion_tokens")?,
         },
         min_tokens: uint("min_tokens")?,
-        ignore_eos: obj.get("ignore_eos").and_then(Value::as_bool).unwrap_or(false),
+        ignore_eos: obj
+            .get("ignore_eos")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     })
 }
 
@@ -98,7 +107,14 @@ mod tests {
         .unwrap();
         assert_eq!(
             r,
-            GenRequest { prompt_tokens: 5, stream: true, include_usage: true, max_tokens: Some(9), min_tokens: Some(9), ignore_eos: true }
+            GenRequest {
+                prompt_tokens: 5,
+                stream: true,
+                include_usage: true,
+                max_tokens: Some(9),
+                min_tokens: Some(9),
+                ignore_eos: true
+            }
         );
     }
 

@@ -61,10 +61,12 @@ impl SimServer {
     /// on the current Tokio runtime.
     pub async fn start(profile: SimProfile, addr: SocketAddr) -> Result<SimServer, Error> {
         profile.validate()?;
-        let listener = TcpListener::bind(addr).await.map_err(|source| Error::Bind {
-            addr: addr.to_string(),
-            source,
-        })?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: addr.to_string(),
+                source,
+            })?;
         let addr = listener.local_addr().map_err(|source| Error::Bind {
             addr: addr.to_string(),
             source,
@@ -175,9 +177,18 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Bo
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES).collect().await {
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
         Ok(b) => b.to_bytes(),
-        Err(_) => return error(StatusCode::BAD_REQUEST, "BadRequestError", "unreadable body"),
+        Err(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                "unreadable body",
+            )
+        }
     };
     let arrival = Instant::now();
     let gen = match parse_request(api, &body) {
@@ -213,7 +224,11 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Bo
         .is_ok()
     });
     if !submitted {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", "engine stopped");
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            "engine stopped",
+        );
     }
     let meta = ResponseMeta {
         api,
@@ -249,7 +264,11 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Bo
                 return json_response(StatusCode::OK, meta.whole());
             }
         }
-        error(StatusCode::INTERNAL_SERVER_ERROR, "InternalServerError", "generation aborted")
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "generation aborted",
+        )
     }
 }
 

@@ -1,5 +1,5 @@
 //! The simulator over HTTP, driven by kneepoint's own OpenAI transport.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use futures_util::StreamExt;
 use kneepoint_core::{Request, ResponseEvent, Transport};
@@ -13,7 +13,10 @@ fn request(id: u64, words: usize, max: Option<u32>, ignore_eos: bool) -> Request
     r
 }
 
-async fn run(t: &OpenAiTransport, r: &Request) -> (String, Option<u32>, Option<u32>, Option<String>) {
+async fn run(
+    t: &OpenAiTransport,
+    r: &Request,
+) -> (String, Option<u32>, Option<u32>, Option<String>) {
     let mut s = t.send(r).await.unwrap();
     let (mut text, mut prompt, mut completion, mut finish) = (String::new(), None, None, None);
     while let Some(ev) = s.next().await {
@@ -33,7 +36,12 @@ async fn run(t: &OpenAiTransport, r: &Request) -> (String, Option<u32>, Option<u
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn honours_max_tokens_ignore_eos_and_reports_usage() {
     let server = SimServer::start_local(SimProfile::fast()).await.unwrap();
-    for (api, streaming) in [(Api::Chat, true), (Api::Completions, true), (Api::Chat, false), (Api::Completions, false)] {
+    for (api, streaming) in [
+        (Api::Chat, true),
+        (Api::Completions, true),
+        (Api::Chat, false),
+        (Api::Completions, false),
+    ] {
         let mut c = OpenAiConfig::new(server.base_url(), "m");
         c.api = api;
         c.streaming = streaming;
@@ -77,7 +85,12 @@ async fn rejects_what_vllm_rejects() {
     assert_eq!(e.status(), Some(400));
     let mut c = OpenAiConfig::new(server.base_url(), "m");
     c.path = Some("/nope".into());
-    let e = OpenAiTransport::new(c).unwrap().send(&request(3, 1, Some(1), true)).await.err().unwrap();
+    let e = OpenAiTransport::new(c)
+        .unwrap()
+        .send(&request(3, 1, Some(1), true))
+        .await
+        .err()
+        .unwrap();
     assert_eq!(e.status(), Some(404));
 }
 

@@ -45,10 +45,12 @@ impl OpenAiTransport {
     /// Builds the transport, validating the URL and headers. Needs a Tokio runtime when used.
     pub fn new(config: OpenAiConfig) -> Result<Self, Error> {
         let url = config.url();
-        let uri: Uri = url.parse().map_err(|e: http::uri::InvalidUri| Error::InvalidUrl {
-            url: url.clone(),
-            reason: e.to_string(),
-        })?;
+        let uri: Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| Error::InvalidUrl {
+                url: url.clone(),
+                reason: e.to_string(),
+            })?;
         match uri.scheme_str() {
             Some("http") | Some("https") => {}
             _ => {
@@ -64,10 +66,7 @@ impl OpenAiTransport {
                 reason: "credentials in the URL are not supported; use an API key".into(),
             });
         }
-        let target = uri
-            .authority()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
+        let target = uri.authority().map(|a| a.to_string()).unwrap_or_default();
         let headers = build_headers(&config)?;
 
         let mut http = HttpConnector::new();
@@ -86,10 +85,7 @@ impl OpenAiTransport {
                 )
             }
         };
-        let connector = builder
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
+        let connector = builder.https_or_http().enable_http1().wrap_connector(http);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(usize::MAX)

@@ -124,7 +124,10 @@ mod tests {
 
     #[test]
     fn chat_delta_with_reasoning() {
-        let ev = parse(r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":null}}]}"#).unwrap();
+        let ev = parse(
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":null}}]}"#,
+        )
+        .unwrap();
         assert_eq!(ev, vec![ResponseEvent::Chunk(Chunk::reasoning("hmm"))]);
     }
 
@@ -140,11 +143,17 @@ mod tests {
         assert_eq!(
             ev,
             vec![
-                ResponseEvent::Finish { reason: Some("length".into()) },
-                ResponseEvent::Usage(Usage { prompt_tokens: Some(5), completion_tokens: Some(7) })
+                ResponseEvent::Finish {
+                    reason: Some("length".into())
+                },
+                ResponseEvent::Usage(Usage {
+                    prompt_tokens: Some(5),
+                    completion_tokens: Some(7)
+                })
             ]
         );
-        let ev = parse(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#).unwrap();
+        let ev =
+            parse(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#).unwrap();
         assert_eq!(ev.len(), 1);
     }
 
@@ -158,9 +167,13 @@ mod tests {
 
     #[test]
     fn error_objects() {
-        let e = parse(r#"{"error":{"message":"overloaded","type":"server_error","code":503}}"#).unwrap_err();
-        assert!(matches!(e, Error::Server { ref code, ref message } if code.as_deref() == Some("503") && message == "overloaded"));
-        let e = parse(r#"{"object":"error","message":"bad","type":"BadRequestError"}"#).unwrap_err();
+        let e = parse(r#"{"error":{"message":"overloaded","type":"server_error","code":503}}"#)
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::Server { ref code, ref message } if code.as_deref() == Some("503") && message == "overloaded")
+        );
+        let e =
+            parse(r#"{"object":"error","message":"bad","type":"BadRequestError"}"#).unwrap_err();
         assert!(matches!(e, Error::Server { .. }));
         let e = parse(r#"{"error":"plain"}"#).unwrap_err();
         assert!(matches!(e, Error::Server { ref message, .. } if message == "plain"));

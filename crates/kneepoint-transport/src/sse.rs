@@ -35,7 +35,9 @@ impl std::fmt::Display for SseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SseError::LineTooLong { limit } => write!(f, "SSE line longer than {limit} bytes"),
-            SseError::InvalidUtf8 { excerpt } => write!(f, "invalid UTF-8 in SSE event: {excerpt:?}"),
+            SseError::InvalidUtf8 { excerpt } => {
+                write!(f, "invalid UTF-8 in SSE event: {excerpt:?}")
+            }
         }
     }
 }
@@ -229,11 +231,18 @@ mod tests {
         let whole = b"data: {\"x\": \"h\xc3\xa9llo\"}\r\n\r\ndata: two\r\n\r\n";
         for cut in 0..whole.len() {
             let ev = parse_all(&[&whole[..cut], &whole[cut..]]);
-            assert_eq!(datas(&ev), vec!["{\"x\": \"héllo\"}", "two"], "cut at {cut}");
+            assert_eq!(
+                datas(&ev),
+                vec!["{\"x\": \"héllo\"}", "two"],
+                "cut at {cut}"
+            );
         }
         // one byte at a time
         let pieces: Vec<&[u8]> = whole.chunks(1).collect();
-        assert_eq!(datas(&parse_all(&pieces)), vec!["{\"x\": \"héllo\"}", "two"]);
+        assert_eq!(
+            datas(&parse_all(&pieces)),
+            vec!["{\"x\": \"héllo\"}", "two"]
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The OpenAI transport against scripted raw-TCP servers on 127.0.0.1:0: well-formed streams
 //! split every which way, and servers that misbehave.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
 
@@ -129,7 +129,8 @@ fn texts(events: &[Result<ResponseEvent, Error>]) -> String {
 async fn well_formed_stream_split_across_writes() {
     let body = [
         ": keep-alive\n\n".to_string(),
-        "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\r\n\r\n".into(),
+        "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\r\n\r\n"
+            .into(),
         delta(" a"),
         delta(" b") + &delta(" c"),
         "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"think\"}}]}\n\n".into(),
@@ -149,16 +150,30 @@ async fn well_formed_stream_split_across_writes() {
     let ev = collect(serve(script).await, Api::Chat).await;
     assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
     assert_eq!(texts(&ev), " a b c");
-    assert!(ev.iter().any(|e| matches!(e, Ok(ResponseEvent::Chunk(c)) if c == &Chunk::reasoning("think"))));
-    assert!(ev.iter().any(|e| matches!(e, Ok(ResponseEvent::Finish { reason: Some(r) }) if r == "length")));
-    assert!(ev.iter().any(|e| matches!(e, Ok(ResponseEvent::Usage(Usage { completion_tokens: Some(4), .. })))));
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, Ok(ResponseEvent::Chunk(c)) if c == &Chunk::reasoning("think"))));
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, Ok(ResponseEvent::Finish { reason: Some(r) }) if r == "length")));
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        Ok(ResponseEvent::Usage(Usage {
+            completion_tokens: Some(4),
+            ..
+        }))
+    )));
 }
 
 #[tokio::test]
 async fn error_object_in_stream_fails_the_request() {
     let body = delta(" a")
         + "data: {\"error\":{\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}}\n\n";
-    let script = vec![Write(SSE_HEAD.to_vec()), Write(chunk(body.as_bytes())), Write(END.to_vec())];
+    let script = vec![
+        Write(SSE_HEAD.to_vec()),
+        Write(chunk(body.as_bytes())),
+        Write(END.to_vec()),
+    ];
     let ev = collect(serve(script).await, Api::Chat).await;
     assert_eq!(texts(&ev), " a");
     let err = ev.last().unwrap().as_ref().unwrap_err();
@@ -174,7 +189,10 @@ async fn garbage_body_is_malformed() {
         Write(END.to_vec()),
     ];
     let ev = collect(serve(script).await, Api::Chat).await;
-    assert_eq!(ev.last().unwrap().as_ref().unwrap_err().kind(), ErrorKind::MalformedResponse);
+    assert_eq!(
+        ev.last().unwrap().as_ref().unwrap_err().kind(),
+        ErrorKind::MalformedResponse
+    );
 
     let script = vec![Write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n".to_vec()), Close];
     let ev = collect(serve(script).await, Api::Chat).await;
@@ -185,11 +203,16 @@ async fn garbage_body_is_malformed() {
 async fn invalid_utf8_is_malformed() {
     let script = vec![
         Write(SSE_HEAD.to_vec()),
-        Write(chunk(b"data: {\"choices\":[{\"delta\":{\"content\":\"\xff\xfe\"}}]}\n\n")),
+        Write(chunk(
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"\xff\xfe\"}}]}\n\n",
+        )),
         Write(END.to_vec()),
     ];
     let ev = collect(serve(script).await, Api::Chat).await;
-    assert_eq!(ev.last().unwrap().as_ref().unwrap_err().kind(), ErrorKind::MalformedResponse);
+    assert_eq!(
+        ev.last().unwrap().as_ref().unwrap_err().kind(),
+        ErrorKind::MalformedResponse
+    );
 }
 
 #[tokio::test]
@@ -202,12 +225,19 @@ async fn dropped_connection_mid_stream() {
     ];
     let ev = collect(serve(script).await, Api::Chat).await;
     assert_eq!(texts(&ev), " a");
-    assert_eq!(ev.last().unwrap().as_ref().unwrap_err().kind(), ErrorKind::Disconnected);
+    assert_eq!(
+        ev.last().unwrap().as_ref().unwrap_err().kind(),
+        ErrorKind::Disconnected
+    );
 }
 
 #[tokio::test]
 async fn clean_end_without_done_is_flagged() {
-    let script = vec![Write(SSE_HEAD.to_vec()), Write(chunk(delta(" a").as_bytes())), Write(END.to_vec())];
+    let script = vec![
+        Write(SSE_HEAD.to_vec()),
+        Write(chunk(delta(" a").as_bytes())),
+        Write(END.to_vec()),
+    ];
     let ev = collect(serve(script).await, Api::Chat).await;
     let err = ev.last().unwrap().as_ref().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::MalformedResponse);
@@ -239,7 +269,12 @@ async fn non_streaming_completions() {
     c.api = Api::Completions;
     c.streaming = false;
     let t = OpenAiTransport::new(c).unwrap();
-    let ev: Vec<_> = t.send(&Request::text(1, "x")).await.unwrap().collect().await;
+    let ev: Vec<_> = t
+        .send(&Request::text(1, "x"))
+        .await
+        .unwrap()
+        .collect()
+        .await;
     assert_eq!(texts(&ev), " hello world");
     assert_eq!(ev.len(), 3);
 }

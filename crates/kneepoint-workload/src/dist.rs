@@ -35,7 +35,9 @@ impl LengthDist {
                 mean,
                 stddev,
                 min: 1,
-                max: (mean + 10.0 * stddev).ceil().clamp(1.0, f64::from(u32::MAX)) as u32,
+                max: (mean + 10.0 * stddev)
+                    .ceil()
+                    .clamp(1.0, f64::from(u32::MAX)) as u32,
             }
         }
     }

@@ -49,7 +49,10 @@ pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
             root.insert(name.into(), Value::Object(block));
         }
     }
-    root.insert("request_throughput".into(), scalar("requests/sec", s.request_throughput));
+    root.insert(
+        "request_throughput".into(),
+        scalar("requests/sec", s.request_throughput),
+    );
     root.insert(
         "output_token_throughput".into(),
         scalar("tokens/sec", s.output_token_throughput),
@@ -57,11 +60,26 @@ pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
     if let Some(g) = s.goodput {
         root.insert("goodput".into(), scalar("requests/sec", g));
     }
-    root.insert("benchmark_duration".into(), scalar("sec", s.benchmark_duration_s));
-    root.insert("request_count".into(), scalar("requests", s.ok_count as f64));
-    root.insert("error_request_count".into(), scalar("requests", s.error_count as f64));
-    root.insert("total_output_tokens".into(), scalar("tokens", s.total_output_tokens as f64));
-    root.insert("total_isl".into(), scalar("tokens", s.total_input_tokens as f64));
+    root.insert(
+        "benchmark_duration".into(),
+        scalar("sec", s.benchmark_duration_s),
+    );
+    root.insert(
+        "request_count".into(),
+        scalar("requests", s.ok_count as f64),
+    );
+    root.insert(
+        "error_request_count".into(),
+        scalar("requests", s.error_count as f64),
+    );
+    root.insert(
+        "total_output_tokens".into(),
+        scalar("tokens", s.total_output_tokens as f64),
+    );
+    root.insert(
+        "total_isl".into(),
+        scalar("tokens", s.total_input_tokens as f64),
+    );
     root.insert("input_config".into(), info.input_config.clone());
     root.insert(
         "error_summary".into(),
@@ -103,7 +121,13 @@ pub fn aiperf_csv(s: &LevelSummary) -> String {
     for (name, title, unit) in RECORD_METRICS {
         if let Some(m) = s.metrics.get(name) {
             let st = &m.stats;
-            let _ = write!(out, "{title} ({unit}),{},{},{}", f(st.avg), f(st.min), f(st.max));
+            let _ = write!(
+                out,
+                "{title} ({unit}),{},{},{}",
+                f(st.avg),
+                f(st.min),
+                f(st.max)
+            );
             for (label, _) in PERCENTILES {
                 let _ = write!(out, ",{}", f(st.get(label).unwrap_or(f64::NAN)));
             }
@@ -115,7 +139,10 @@ pub fn aiperf_csv(s: &LevelSummary) -> String {
         let _ = writeln!(out, "{k},{}", f(v));
     };
     row("Request Throughput (requests/sec)", s.request_throughput);
-    row("Output Token Throughput (tokens/sec)", s.output_token_throughput);
+    row(
+        "Output Token Throughput (tokens/sec)",
+        s.output_token_throughput,
+    );
     if let Some(g) = s.goodput {
         row("Goodput (requests/sec)", g);
     }
@@ -143,8 +170,10 @@ fn f(v: f64) -> String {
 
 /// Writes `profile_export_aiperf.json`.
 pub fn write_aiperf_json(path: &Path, s: &LevelSummary, info: &LevelInfo) -> Result<(), Error> {
-    let bytes = serde_json::to_vec_pretty(&aiperf_json(s, info))
-        .map_err(|source| Error::Json { what: "aggregates", source })?;
+    let bytes = serde_json::to_vec_pretty(&aiperf_json(s, info)).map_err(|source| Error::Json {
+        what: "aggregates",
+        source,
+    })?;
     write_atomic(path, &bytes)
 }
 

@@ -22,7 +22,10 @@ pub fn write_inputs_json(path: &Path, entries: &[InputEntry]) -> Result<(), Erro
     struct File<'a> {
         data: &'a [InputEntry],
     }
-    let bytes = serde_json::to_vec_pretty(&File { data: entries })
-        .map_err(|source| Error::Json { what: "inputs", source })?;
+    let bytes =
+        serde_json::to_vec_pretty(&File { data: entries }).map_err(|source| Error::Json {
+            what: "inputs",
+            source,
+        })?;
     write_atomic(path, &bytes)
 }

@@ -28,7 +28,11 @@ pub fn record_json(r: &RequestRecord) -> Value {
         put("request_latency", m.request_latency_ms, "ms");
         put("stream_end_latency", Some(m.stream_end_latency_ms), "ms");
         put("inter_token_latency", m.itl_ms, "ms");
-        put("output_token_throughput_per_user", m.tokens_per_s_per_user, "tokens/sec/user");
+        put(
+            "output_token_throughput_per_user",
+            m.tokens_per_s_per_user,
+            "tokens/sec/user",
+        );
         put("output_sequence_length", m.osl.map(f64::from), "tokens");
         put("input_sequence_length", m.isl.map(f64::from), "tokens");
         if !m.inter_chunk_ms.is_empty() {

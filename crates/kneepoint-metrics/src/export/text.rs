@@ -12,7 +12,10 @@ pub fn summary_text(s: &LevelSummary, info: &LevelInfo) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "kneepoint level summary: concurrency {}", s.concurrency);
     if info.partial {
-        let _ = writeln!(o, "PARTIAL: the level was interrupted before all requests finished");
+        let _ = writeln!(
+            o,
+            "PARTIAL: the level was interrupted before all requests finished"
+        );
     }
     let _ = writeln!(
         o,
@@ -23,8 +26,16 @@ pub fn summary_text(s: &LevelSummary, info: &LevelInfo) -> String {
         s.error_rate * 100.0
     );
     let _ = writeln!(o, "duration: {:.3} s", s.benchmark_duration_s);
-    let _ = writeln!(o, "request throughput: {:.3} requests/s", s.request_throughput);
-    let _ = writeln!(o, "output token throughput: {:.1} tokens/s", s.output_token_throughput);
+    let _ = writeln!(
+        o,
+        "request throughput: {:.3} requests/s",
+        s.request_throughput
+    );
+    let _ = writeln!(
+        o,
+        "output token throughput: {:.1} tokens/s",
+        s.output_token_throughput
+    );
     if let Some(g) = s.goodput {
         let _ = writeln!(o, "goodput: {g:.3} requests/s");
     }
