@@ -41,7 +41,7 @@ pub struct SweepArgs {
     /// Request path, overriding the endpoint type's default.
     #[arg(long, value_name = "PATH")]
     pub endpoint_path: Option<String>,
-    /// The `model` field sent.
+    /// The `model` field sent (default with --url: the first model GET /v1/models lists).
     #[arg(long)]
     pub model: Option<String>,
     /// Name of the environment variable holding the API key (default: OPENAI_API_KEY).

@@ -233,13 +233,10 @@ impl SweepSettings {
             p
         };
         let model = args.model.clone().or(ep.model.clone());
+        // Without --model, a URL target's model is asked of the server (GET /v1/models) when
+        // the sweep starts.
         let target = match &url {
-            Some(_) => {
-                if model.is_none() {
-                    bail!("--model is required with --url (the model name the server serves)");
-                }
-                None
-            }
+            Some(_) => None,
             None => Some(sim_profile),
         };
         let mut transport = OpenAiConfig::new(

@@ -2,10 +2,16 @@
 //! run the same code in-process (`run(Cli::try_parse_from([...]))`).
 //!
 //! # Example
-//! ```no_run
+//! ```
 //! use clap::Parser;
-//! let cli = kneepoint_cli::Cli::try_parse_from(["kneepoint", "sweep", "--concurrency", "1,4"]).unwrap();
+//! let dir = std::env::temp_dir().join("kneepoint-doc-example");
+//! let cli = kneepoint_cli::Cli::try_parse_from([
+//!     "kneepoint", "sweep", "--sim-profile", "fast", "--concurrency", "1,4",
+//!     "--request-count", "8", "--isl", "32", "--osl", "4", "--quiet",
+//!     "--artifact-dir", dir.to_str().unwrap(),
+//! ]).unwrap();
 //! kneepoint_cli::run(cli).unwrap();
+//! assert!(dir.join("concurrency_4/profile_export_aiperf.json").is_file());
 //! ```
 
 mod args;
@@ -67,7 +73,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         match cli.command {
             Command::Sweep(args) => {
                 let settings = SweepSettings::resolve(&args)?;
-                run_sweep(&settings, !args.quiet).await.map(|_| ())
+                let outcome = run_sweep(&settings, !args.quiet).await?;
+                output::print_table(&outcome);
+                Ok(())
             }
             Command::Sim(args) => sim_cmd::run(args).await,
         }

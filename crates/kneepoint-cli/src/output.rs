@@ -1,11 +1,8 @@
 //! The table printed at the end of a sweep.
 
-use std::path::Path;
-
-use kneepoint_metrics::LevelSummary;
-use kneepoint_planner::KneeEstimate;
-
 use crate::config::LevelRow;
+use crate::SweepOutcome;
+use std::io::Write as _;
 
 fn ms(v: Option<f64>) -> String {
     match v {
@@ -49,21 +46,25 @@ pub(crate) fn table(rows: &[LevelRow]) -> String {
     out
 }
 
-pub(crate) fn print_table(
-    rows: &[LevelRow],
-    knee: &KneeEstimate,
-    summaries: &[LevelSummary],
-    dir: &Path,
-) {
-    println!("\nlatencies in ms unless marked s\n{}", table(rows));
+/// Prints the table, the knee, warnings and where the files are.
+pub(crate) fn print_table(outcome: &SweepOutcome) {
+    let (rows, knee, summaries, dir) = (
+        &outcome.rows,
+        &outcome.knee,
+        &outcome.summaries,
+        &outcome.artifact_dir,
+    );
+    let mut text = format!("\nlatencies in ms unless marked s\n{}", table(rows));
     match knee.knee {
-        Some(k) => println!("knee: concurrency {k} ({})", knee.reason),
-        None => println!("knee: not found ({})", knee.reason),
+        Some(k) => text.push_str(&format!("knee: concurrency {k} ({})\n", knee.reason)),
+        None => text.push_str(&format!("knee: not found ({})\n", knee.reason)),
     }
     for s in summaries {
         for w in &s.warnings {
-            println!("warning (concurrency {}): {w}", s.concurrency);
+            text.push_str(&format!("warning (concurrency {}): {w}\n", s.concurrency));
         }
     }
-    println!("artifacts: {}", dir.display());
+    text.push_str(&format!("artifacts: {}\n", dir.display()));
+    // A closed stdout must not turn a finished sweep into a crash: the files are written.
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }

@@ -1,5 +1,6 @@
 //! `kneepoint sim serve`.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 
 use anyhow::Context;
@@ -25,14 +26,19 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             let server = SimServer::start(p.clone(), SocketAddr::from(([127, 0, 0, 1], port)))
                 .await
                 .context("starting the simulator")?;
-            println!(
+            // A closed stdout (e.g. piped into `head`) must not stop the server.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
                 "kneepoint-sim ({} profile, model {:?}, time scale {}) listening on {}",
                 p.name,
                 p.model,
                 p.time_scale,
                 server.base_url()
             );
-            println!("OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health");
+            let _ = writeln!(out, "OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health");
+            let _ = out.flush();
+            drop(out);
             tokio::signal::ctrl_c()
                 .await
                 .context("waiting for Ctrl-C")?;

@@ -20,7 +20,6 @@ use kneepoint_workload::{SyntheticWorkload, Workload};
 use serde_json::json;
 
 use crate::config::{LevelRow, SweepSettings, Target};
-use crate::output::print_table;
 
 /// What a sweep produced.
 #[derive(Debug)]
@@ -111,7 +110,26 @@ fn progress_bar(show: bool, concurrency: u32, total: u64) -> ProgressBar {
     bar
 }
 
-/// Runs the sweep described by `settings`, writing every artifact, and prints the table.
+/// Asks the server which model it serves; also fails fast when the endpoint is unreachable.
+async fn detect_model(config: &kneepoint_transport::OpenAiConfig) -> anyhow::Result<String> {
+    let probe = OpenAiTransport::new(config.clone())?;
+    let models = tokio::time::timeout(std::time::Duration::from_secs(30), probe.models())
+        .await
+        .map_err(|_| anyhow::anyhow!("GET /v1/models did not answer within 30 s"))?
+        .with_context(|| {
+            format!(
+                "no --model given, and asking {} for its models failed",
+                config.base_url
+            )
+        })?;
+    models
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("the server lists no models; pass --model"))
+}
+
+/// Runs the sweep described by `settings` and writes every artifact. `progress` shows a bar per
+/// level on stderr.
 pub async fn run_sweep(settings: &SweepSettings, progress: bool) -> anyhow::Result<SweepOutcome> {
     let dir = settings.artifact_dir.clone();
     std::fs::create_dir_all(&dir)
@@ -135,6 +153,12 @@ pub async fn run_sweep(settings: &SweepSettings, progress: bool) -> anyhow::Resu
         }
         Target::OpenAi(_) => None,
     };
+    if transport_config.model.is_empty() {
+        transport_config.model = detect_model(&transport_config).await?;
+        if progress {
+            eprintln!("model: {} (from GET /v1/models)", transport_config.model);
+        }
+    }
     let transport: Arc<dyn Transport> = Arc::new(OpenAiTransport::new(transport_config)?);
     let mut workload = SyntheticWorkload::new(settings.isl, settings.osl, settings.seed)
         .with_output_control(settings.output_control, settings.output_control);
@@ -208,7 +232,6 @@ pub async fn run_sweep(settings: &SweepSettings, progress: bool) -> anyhow::Resu
         r.is_knee = knee.knee == Some(r.concurrency);
     }
     write_sweep_summary(&dir, settings, &rows, &knee, true)?;
-    print_table(&rows, &knee, &summaries, &dir);
     Ok(SweepOutcome {
         rows,
         summaries,

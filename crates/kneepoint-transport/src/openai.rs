@@ -104,6 +104,64 @@ impl OpenAiTransport {
         &self.config
     }
 
+    /// The model ids the server lists at `GET /v1/models` (relative to the base URL), in order.
+    /// Doubles as a readiness check before a run.
+    pub async fn models(&self) -> Result<Vec<String>, RequestError> {
+        let base = self.config.base_url.trim_end_matches('/');
+        let url = if base.ends_with("/v1") {
+            format!("{base}/models")
+        } else {
+            format!("{base}/v1/models")
+        };
+        let uri: Uri =
+            url.parse()
+                .map_err(|e: http::uri::InvalidUri| RequestError::InvalidRequest {
+                    message: e.to_string(),
+                })?;
+        let mut builder = http::Request::builder().method(Method::GET).uri(uri);
+        if let Some(h) = builder.headers_mut() {
+            h.extend(
+                self.headers
+                    .iter()
+                    .filter(|(k, _)| *k != CONTENT_TYPE && *k != ACCEPT)
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+        let req =
+            builder
+                .body(Full::new(Bytes::new()))
+                .map_err(|e| RequestError::InvalidRequest {
+                    message: e.to_string(),
+                })?;
+        let resp = self
+            .client
+            .request(req)
+            .await
+            .map_err(|e| self.send_error(e))?;
+        let status = resp.status();
+        let bytes = read_limited(resp.into_body(), self.config.max_body_bytes).await?;
+        if !status.is_success() {
+            return Err(RequestError::Status {
+                status: status.as_u16(),
+                body_excerpt: excerpt(&bytes),
+            });
+        }
+        #[derive(serde::Deserialize)]
+        struct List {
+            data: Vec<Model>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Model {
+            id: String,
+        }
+        let list: List =
+            serde_json::from_slice(&bytes).map_err(|e| RequestError::MalformedResponse {
+                message: format!("unexpected /v1/models body: {}", excerpt(&bytes)),
+                source: Some(Box::new(e)),
+            })?;
+        Ok(list.data.into_iter().map(|m| m.id).collect())
+    }
+
     fn http_request(&self, request: &Request) -> Result<http::Request<Full<Bytes>>, RequestError> {
         let body = request_body(&self.config, request);
         let bytes = serde_json::to_vec(&body).map_err(|e| RequestError::InvalidRequest {

@@ -1,0 +1,148 @@
+//! Config files with SageMaker's names, flag precedence, and clear errors for bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use clap::Parser;
+use kneepoint_cli::{Cli, Command, SweepSettings, Target};
+use kneepoint_workload::LengthDist;
+
+fn resolve(args: &[&str]) -> anyhow::Result<SweepSettings> {
+    let mut v = vec!["kneepoint", "sweep"];
+    v.extend_from_slice(args);
+    let cli = Cli::try_parse_from(v)?;
+    let Command::Sweep(a) = cli.command else {
+        panic!()
+    };
+    SweepSettings::resolve(&a)
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn sagemaker_names_in_toml() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        &d,
+        "c.toml",
+        r#"
+[endpoint]
+url = "http://127.0.0.1:9"
+model = "nemotron"
+type = "completions"
+headers = { "X-Team" = "infra" }
+
+[workload]
+tokenizer = "nvidia/some-model"
+streaming = true
+prompt_input_tokens_mean = 512
+prompt_input_tokens_stddev = 20
+output_tokens_mean = 128
+
+[sweep_params]
+concurrency = [64, 256, 1024]
+request_count = 1024
+"#,
+    );
+    let s = resolve(&["--config", &f]).unwrap();
+    let levels: Vec<(u32, u32)> = s
+        .plan
+        .levels()
+        .iter()
+        .map(|l| (l.concurrency, l.request_count))
+        .collect();
+    assert_eq!(levels, vec![(64, 1024), (256, 1024), (1024, 1024)]);
+    assert!(matches!(s.target, Target::OpenAi(_)));
+    assert_eq!(s.transport.model, "nemotron");
+    assert_eq!(s.transport.url(), "http://127.0.0.1:9/v1/completions");
+    assert_eq!(
+        s.transport.headers,
+        vec![("X-Team".to_owned(), "infra".to_owned())]
+    );
+    assert!(
+        matches!(s.isl, LengthDist::Normal { mean, stddev, .. } if mean == 512.0 && stddev == 20.0)
+    );
+    assert_eq!(s.osl, LengthDist::Fixed(128));
+    // flags win over the file
+    let s = resolve(&[
+        "--config",
+        &f,
+        "--concurrency",
+        "8",
+        "--request-count",
+        "10",
+        "--osl",
+        "64",
+    ])
+    .unwrap();
+    assert_eq!(s.plan.levels().len(), 1);
+    assert_eq!(s.plan.levels()[0].request_count, 10);
+    assert_eq!(s.osl, LengthDist::Fixed(64));
+}
+
+#[test]
+fn json_config_and_simulator_section() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        &d,
+        "c.json",
+        r#"{"sweep_params": {"concurrency": [1, 2], "request_count": 3},
+            "simulator": {"profile": "fast", "time_scale": 0.5}}"#,
+    );
+    let s = resolve(&["--config", &f]).unwrap();
+    let Target::Simulator(p) = &s.target else {
+        panic!("expected the simulator")
+    };
+    assert_eq!(p.name, "fast");
+    assert_eq!(p.time_scale, 0.5);
+    assert_eq!(s.plan.levels().len(), 2);
+}
+
+#[test]
+fn bad_input_gives_clear_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let unknown = write(&d, "u.toml", "[sweep_params]\nconcurrencies = [1]\n");
+    let e = format!("{:#}", resolve(&["--config", &unknown]).unwrap_err());
+    assert!(
+        e.contains("unknown field") && e.contains("concurrencies"),
+        "{e}"
+    );
+    let broken = write(&d, "b.json", "{\"sweep_params\": ");
+    assert!(format!("{:#}", resolve(&["--config", &broken]).unwrap_err()).contains("JSON"));
+    let missing = format!(
+        "{:#}",
+        resolve(&["--config", "/nonexistent/k.toml"]).unwrap_err()
+    );
+    assert!(missing.contains("/nonexistent/k.toml"), "{missing}");
+    let e = format!("{:#}", resolve(&["--concurrency", "0"]).unwrap_err());
+    assert!(e.contains("concurrency must be at least 1"), "{e}");
+    let e = format!("{:#}", resolve(&["--concurrency", "4,4"]).unwrap_err());
+    assert!(e.contains("more than once"), "{e}");
+    assert!(format!("{:#}", resolve(&["--isl-stddev=-1"]).unwrap_err()).contains("stddev"));
+    assert!(format!(
+        "{:#}",
+        resolve(&["--url", "ftp://x", "--model", "m"]).unwrap_err()
+    )
+    .contains("scheme"));
+    assert!(format!(
+        "{:#}",
+        resolve(&["--endpoint-type", "embeddings"]).unwrap_err()
+    )
+    .contains("chat or completions"));
+    assert!(
+        format!("{:#}", resolve(&["--sim-profile", "huge"]).unwrap_err())
+            .contains("unknown simulator profile")
+    );
+    assert!(
+        format!("{:#}", resolve(&["--sim-time-scale", "0"]).unwrap_err()).contains("time_scale")
+    );
+    assert!(
+        format!("{:#}", resolve(&["--header", "no-colon"]).unwrap_err()).contains("Name: value")
+    );
+    assert!(
+        format!("{:#}", resolve(&["--extra-body", "[1]"]).unwrap_err()).contains("JSON object")
+    );
+    assert!(resolve(&["--request-count", "-5"]).is_err());
+}
