@@ -33,4 +33,28 @@ pub enum Error {
         /// The offending field.
         field: &'static str,
     },
+    /// An SLA is malformed.
+    #[error("invalid SLA {sla:?}: {reason}")]
+    InvalidSla {
+        /// The SLA as written.
+        sla: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// A search parameter is out of range or inconsistent.
+    #[error("invalid search parameter {field}: {reason}")]
+    InvalidSearch {
+        /// The parameter (SageMaker's name where there is one).
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// `observe` was called for a level the planner did not ask for.
+    #[error("observed concurrency {got}, but the pending probe is {expected:?}")]
+    UnexpectedObservation {
+        /// The concurrency observed.
+        got: u32,
+        /// The pending probe's concurrency, if any.
+        expected: Option<u32>,
+    },
 }

@@ -1,7 +1,24 @@
-//! Pure decision logic for kneepoint: sweep plans and saturation-knee detection. No I/O, no
-//! clock, no async runtime: callers run the levels however they like and hand the numbers in.
+//! Pure decision logic for kneepoint: sweep plans, the `max-concurrency-under-sla` search,
+//! knee detection. No I/O, no clock, no async runtime: callers run the levels however they like
+//! and hand the numbers in.
 //!
-//! # Example
+//! # Example: a search driven by a scripted curve
+//! ```
+//! use kneepoint_planner::{Measurement, Search, SearchConfig, Sla};
+//!
+//! let mut search = Search::new(SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()])).unwrap();
+//! while let Some(probe) = search.next_probe() {
+//!     // p99 latency that crosses 50 s at 330 concurrent requests
+//!     let p99_ms = 100.0 * f64::from(probe.concurrency) + 17_000.0;
+//!     let m = Measurement::new(0.0).with("request_latency", "p99", p99_ms);
+//!     search.observe(probe.concurrency, &m).unwrap();
+//! }
+//! let outcome = search.outcome();
+//! assert!(outcome.feasible_max.unwrap() <= 330);
+//! assert!(outcome.feasible_max.unwrap() as f64 >= 330.0 * 0.95);
+//! ```
+//!
+//! # Example: the knee of a sweep
 //! ```
 //! use kneepoint_planner::{find_knee, KneeRule, LevelPoint};
 //!
@@ -14,8 +31,15 @@
 
 mod error;
 mod knee;
+mod search;
+mod sla;
 mod sweep;
 
 pub use error::Error;
 pub use knee::{find_knee, KneeEstimate, KneeRule, LevelPoint, Step};
+pub use search::{
+    roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig,
+    SlaCheck, StopReason,
+};
+pub use sla::{Measurement, Op, Sla};
 pub use sweep::{SweepLevel, SweepPlan};

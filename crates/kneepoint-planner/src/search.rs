@@ -1,0 +1,646 @@
+//! The `max-concurrency-under-sla` search as a state machine: [`Search::next_probe`] says which
+//! level to run, [`Search::observe`] takes what it measured, [`Search::outcome`] reports. No I/O,
+//! no clock: callers run probes however they like.
+//!
+//! The algorithm (`docs/search.md` has the reasoning):
+//! 1. **Bracket**: probe `concurrency_min`, then double until an SLA breaks or
+//!    `concurrency_max` passes (above `search_initial_points`, when given, the step is ×4).
+//! 2. **Narrow** the bracket [highest pass, lowest fail]: interpolate each breached SLA's margin
+//!    linearly in concurrency between the bracket's ends, take the lowest predicted crossing,
+//!    and probe just on one side of it (the side that cuts the bracket most), within the
+//!    stated precision; a prediction that a verdict contradicts is followed by a bisection.
+//!    Probes are the "roundest" integers in the target range (320 rather than 317).
+//! 3. **Stop** when `(fail − pass) ≤ precision × fail`, or at `search_max_iterations`.
+//!    A passing answer whose smallest SLA margin is under `confirm_margin` is probed once more
+//!    (a close call near a noisy boundary); a level passes only if every observation passes.
+//!
+//! Non-monotone data (a pass above a fail, as in the source's 320-pass / 284-fail) is read
+//! conservatively: the answer is the highest pass below the lowest fail, and it is flagged.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sla::{Measurement, Sla};
+use crate::Error;
+
+/// Parameters of the search (SageMaker's `search_params` names in the comments).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchConfig {
+    /// Every SLA must hold at the answer.
+    pub slas: Vec<Sla>,
+    /// `concurrency_min` (default 16).
+    pub concurrency_min: u32,
+    /// `concurrency_max` (default 4096).
+    pub concurrency_max: u32,
+    /// `search_max_iterations`: probes in all, confirmations included (default 10).
+    pub max_iterations: u32,
+    /// `request_count` per probe (default 1024).
+    pub request_count: u32,
+    /// `search_initial_points`: the doubling phase grows ×4 above this level (optional).
+    pub initial_points: Option<u32>,
+    /// Relative width at which the bracket counts as converged (default 0.05).
+    pub precision: f64,
+    /// A passing answer with a smaller relative SLA margin is probed again (default 0.05; 0
+    /// disables confirmation).
+    pub confirm_margin: f64,
+    /// Whether responses are streamed (TTFT/TPOT SLAs need it).
+    pub streaming: bool,
+}
+
+impl SearchConfig {
+    /// Defaults of the source documents' recipe with the given SLAs.
+    pub fn new(slas: Vec<Sla>) -> Self {
+        SearchConfig {
+            slas,
+            concurrency_min: 16,
+            concurrency_max: 4096,
+            max_iterations: 10,
+            request_count: 1024,
+            initial_points: None,
+            precision: 0.05,
+            confirm_margin: 0.05,
+            streaming: true,
+        }
+    }
+
+    /// Checks the configuration.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |field: &'static str, reason: String| Err(Error::InvalidSearch { field, reason });
+        if self.slas.is_empty() {
+            return bad(
+                "slas",
+                "give at least one SLA (ttft_sla_ms, tpot_sla_ms, e2e_sla_ms, error_rate_sla or metric:stat:op:threshold)".into(),
+            );
+        }
+        if self.concurrency_min == 0 {
+            return bad("concurrency_min", "must be at least 1".into());
+        }
+        if self.concurrency_min > self.concurrency_max {
+            return bad(
+                "concurrency_min",
+                format!(
+                    "{} is greater than concurrency_max {}",
+                    self.concurrency_min, self.concurrency_max
+                ),
+            );
+        }
+        if self.max_iterations == 0 {
+            return bad("search_max_iterations", "must be at least 1".into());
+        }
+        if self.request_count == 0 {
+            return bad("request_count", "must be at least 1".into());
+        }
+        if !(self.precision > 0.0 && self.precision < 1.0) {
+            return bad("precision", "must be between 0 and 1 (exclusive)".into());
+        }
+        if !(self.confirm_margin >= 0.0 && self.confirm_margin.is_finite()) {
+            return bad("confirm_margin", "must be a finite number ≥ 0".into());
+        }
+        if !self.streaming {
+            if let Some(s) = self.slas.iter().find(|s| s.requires_streaming()) {
+                return bad(
+                    "streaming",
+                    format!(
+                        "{} needs streaming responses ({} is measured per token)",
+                        s.name, s.metric
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a probe was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbePhase {
+    /// Growing from `concurrency_min` until an SLA breaks.
+    Bracket,
+    /// Aimed at the predicted SLA crossing.
+    Narrow,
+    /// The middle of the bracket (after a missed prediction, or without one).
+    Bisect,
+    /// A repeat of a close call.
+    Confirm,
+}
+
+/// A level the planner wants measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// 1-based probe number.
+    pub iteration: u32,
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// Requests to measure.
+    pub request_count: u32,
+    /// Why.
+    pub phase: ProbePhase,
+    /// The verdict the planner expects (None when it has no prediction).
+    pub expect_pass: Option<bool>,
+}
+
+/// One SLA checked at one probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlaCheck {
+    /// The SLA's name.
+    pub sla: String,
+    /// `metric`.
+    pub metric: String,
+    /// `stat`.
+    pub stat: String,
+    /// The threshold.
+    pub threshold: f64,
+    /// The measured value (None when the metric was not measured, e.g. every request failed).
+    pub value: Option<f64>,
+    /// Relative margin (≥ 0 holds).
+    pub margin: Option<f64>,
+    /// Whether the SLA held.
+    pub holds: bool,
+}
+
+/// One probe and its verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRecord {
+    /// The probe.
+    pub probe: Probe,
+    /// Output tokens per second measured.
+    pub throughput: f64,
+    /// Every SLA's check.
+    pub checks: Vec<SlaCheck>,
+    /// True when every SLA held.
+    pub pass: bool,
+    /// The first SLA (in configuration order) that failed.
+    pub first_breach: Option<String>,
+}
+
+/// Why the search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The bracket is narrower than the precision.
+    Converged,
+    /// `search_max_iterations` probes were used.
+    MaxIterations,
+    /// An SLA failed already at `concurrency_min`.
+    InfeasibleAtMin,
+    /// Every SLA held at `concurrency_max`: the limit is higher than the range searched.
+    FeasibleAtMax,
+}
+
+/// How far to trust the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// Converged, with a clear margin or a confirmed close call, on monotone data.
+    High,
+    /// Converged, but a close call went unconfirmed or the data was not monotone.
+    Medium,
+    /// Not converged (budget spent), or no boundary inside the range.
+    Low,
+}
+
+/// What the search found so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The answer: the highest concurrency that met every SLA (below the lowest failure).
+    pub feasible_max: Option<u32>,
+    /// The lowest concurrency that failed an SLA.
+    pub infeasible_min: Option<u32>,
+    /// The first SLA breached at `infeasible_min`.
+    pub first_breach: Option<String>,
+    /// Why the search stopped (None while it runs).
+    pub stop_reason: Option<StopReason>,
+    /// Output tokens per second at the answer.
+    pub throughput_at_answer: Option<f64>,
+    /// Probes run.
+    pub probes: u32,
+    /// (infeasible_min − feasible_max) / infeasible_min.
+    pub bracket_width: Option<f64>,
+    /// The smallest SLA margin at the answer (over all its observations).
+    pub margin_at_answer: Option<f64>,
+    /// The answer was observed more than once, passing every time.
+    pub confirmed: bool,
+    /// Noisy verdicts: a level passed and failed when repeated, or passed above a failure.
+    pub non_monotone: bool,
+    /// How far to trust the answer.
+    pub confidence: Confidence,
+    /// One paragraph for people.
+    pub explanation: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LevelVerdict {
+    pass: bool,
+    any_pass: bool,
+    min_margin: f64,
+    observations: u32,
+}
+
+/// The search state machine.
+#[derive(Debug, Clone)]
+pub struct Search {
+    config: SearchConfig,
+    history: Vec<ProbeRecord>,
+    pending: Option<Probe>,
+    stop: Option<StopReason>,
+    missed_prediction: bool,
+}
+
+impl Search {
+    /// A new search; fails on an invalid configuration.
+    pub fn new(config: SearchConfig) -> Result<Self, Error> {
+        config.validate()?;
+        Ok(Search {
+            config,
+            history: Vec::new(),
+            pending: None,
+            stop: None,
+            missed_prediction: false,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SearchConfig {
+        &self.config
+    }
+
+    /// Every probe so far, in order.
+    pub fn history(&self) -> &[ProbeRecord] {
+        &self.history
+    }
+
+    /// The next level to measure, or `None` when the search is done. Until it is observed, the
+    /// same probe is returned again.
+    pub fn next_probe(&mut self) -> Option<Probe> {
+        if let Some(p) = self.pending {
+            return Some(p);
+        }
+        if self.stop.is_some() {
+            return None;
+        }
+        let probe = self.choose();
+        self.pending = probe;
+        probe
+    }
+
+    /// Records what the pending probe measured.
+    pub fn observe(&mut self, concurrency: u32, m: &Measurement) -> Result<(), Error> {
+        let probe = match self.pending {
+            Some(p) if p.concurrency == concurrency => p,
+            other => {
+                return Err(Error::UnexpectedObservation {
+                    got: concurrency,
+                    expected: other.map(|p| p.concurrency),
+                })
+            }
+        };
+        let checks: Vec<SlaCheck> = self
+            .config
+            .slas
+            .iter()
+            .map(|s| {
+                let value = m.get(&s.metric, &s.stat).filter(|v| v.is_finite());
+                SlaCheck {
+                    sla: s.name.clone(),
+                    metric: s.metric.clone(),
+                    stat: s.stat.clone(),
+                    threshold: s.threshold,
+                    value,
+                    margin: value.map(|v| s.margin(v)),
+                    holds: value.is_some_and(|v| s.holds(v)),
+                }
+            })
+            .collect();
+        let pass = checks.iter().all(|c| c.holds);
+        if let Some(expected) = probe.expect_pass {
+            self.missed_prediction = expected != pass;
+        }
+        self.history.push(ProbeRecord {
+            probe,
+            throughput: m.throughput,
+            first_breach: checks.iter().find(|c| !c.holds).map(|c| c.sla.clone()),
+            checks,
+            pass,
+        });
+        self.pending = None;
+        Ok(())
+    }
+
+    fn verdicts(&self) -> BTreeMap<u32, LevelVerdict> {
+        let mut v: BTreeMap<u32, LevelVerdict> = BTreeMap::new();
+        for r in &self.history {
+            let margin = r
+                .checks
+                .iter()
+                .map(|c| c.margin.unwrap_or(f64::NEG_INFINITY))
+                .fold(f64::INFINITY, f64::min);
+            let e = v.entry(r.probe.concurrency).or_insert(LevelVerdict {
+                pass: true,
+                any_pass: false,
+                min_margin: f64::INFINITY,
+                observations: 0,
+            });
+            e.pass &= r.pass;
+            e.any_pass |= r.pass;
+            e.min_margin = e.min_margin.min(margin);
+            e.observations += 1;
+        }
+        v
+    }
+
+    /// (highest pass below the lowest fail, lowest fail, noisy verdicts: a level both passed and
+    /// failed, or a pass lies above the lowest fail)
+    fn bracket(&self) -> (Option<u32>, Option<u32>, bool) {
+        let v = self.verdicts();
+        let hi = v.iter().find(|(_, l)| !l.pass).map(|(c, _)| *c);
+        let lo = v
+            .iter()
+            .filter(|(c, l)| l.pass && hi.is_none_or(|h| **c < h))
+            .map(|(c, _)| *c)
+            .next_back();
+        let non_monotone = v.values().any(|l| l.any_pass && !l.pass)
+            || hi.is_some_and(|h| v.iter().any(|(c, l)| *c > h && l.pass));
+        (lo, hi, non_monotone)
+    }
+
+    fn converged(&self, lo: u32, hi: u32) -> bool {
+        hi - lo <= 1 || f64::from(hi - lo) <= self.config.precision * f64::from(hi)
+    }
+
+    fn probe(
+        &self,
+        concurrency: u32,
+        phase: ProbePhase,
+        expect_pass: Option<bool>,
+    ) -> Option<Probe> {
+        Some(Probe {
+            iteration: self.history.len() as u32 + 1,
+            concurrency,
+            request_count: self.config.request_count,
+            phase,
+            expect_pass,
+        })
+    }
+
+    fn choose(&mut self) -> Option<Probe> {
+        let c = &self.config;
+        let (lo, hi, _) = self.bracket();
+        let decided = match (lo, hi) {
+            (None, Some(_)) => Some(StopReason::InfeasibleAtMin),
+            (Some(l), None) if l >= c.concurrency_max => Some(StopReason::FeasibleAtMax),
+            (Some(l), Some(h)) if self.converged(l, h) => {
+                let v = self.verdicts();
+                let close = v
+                    .get(&l)
+                    .is_some_and(|x| x.observations == 1 && x.min_margin < c.confirm_margin);
+                if close && (self.history.len() as u32) < c.max_iterations {
+                    return self.probe(l, ProbePhase::Confirm, Some(true));
+                }
+                Some(StopReason::Converged)
+            }
+            _ => None,
+        };
+        if let Some(reason) = decided {
+            self.stop = Some(reason);
+            return None;
+        }
+        if self.history.len() as u32 >= c.max_iterations {
+            self.stop = Some(StopReason::MaxIterations);
+            return None;
+        }
+        match (lo, hi) {
+            (None, None) => self.probe(c.concurrency_min, ProbePhase::Bracket, None),
+            (Some(l), None) => {
+                let factor = if c.initial_points.is_some_and(|p| l >= p) {
+                    4
+                } else {
+                    2
+                };
+                let next = l.saturating_mul(factor).min(c.concurrency_max);
+                self.probe(next, ProbePhase::Bracket, None)
+            }
+            (Some(l), Some(h)) => self.narrow(l, h),
+            (None, Some(_)) => None,
+        }
+    }
+
+    fn narrow(&mut self, lo: u32, hi: u32) -> Option<Probe> {
+        let bisect = |s: &Self| {
+            let w = f64::from(hi - lo);
+            let a = (f64::from(lo) + w / 3.0).ceil() as u32;
+            let b = (f64::from(hi) - w / 3.0).floor() as u32;
+            let c = roundest_in(a.max(lo + 1), b.min(hi - 1)).unwrap_or(lo + (hi - lo) / 2);
+            s.probe(c, ProbePhase::Bisect, None)
+        };
+        if std::mem::take(&mut self.missed_prediction) {
+            return bisect(self);
+        }
+        let Some(star) = self.predict(lo, hi) else {
+            return bisect(self);
+        };
+        let half = (self.config.precision * star / 2.0).max(0.5);
+        let (below, above) = (star - f64::from(lo), f64::from(hi) - star);
+        let (range, expect_pass) = if below >= above {
+            (((star - half).ceil(), star.floor()), true)
+        } else {
+            ((star.ceil(), (star + half).floor()), false)
+        };
+        let a = (range.0.max(0.0) as u32).max(lo + 1);
+        let b = (range.1.max(0.0) as u32).min(hi - 1);
+        match roundest_in(a, b) {
+            Some(c) => self.probe(c, ProbePhase::Narrow, Some(expect_pass)),
+            None => bisect(self),
+        }
+    }
+
+    /// The lowest predicted SLA crossing between `lo` and `hi` (linear in concurrency).
+    fn predict(&self, lo: u32, hi: u32) -> Option<f64> {
+        let margin_at = |c: u32, sla: &str| -> Option<f64> {
+            self.history
+                .iter()
+                .filter(|r| r.probe.concurrency == c)
+                .filter_map(|r| r.checks.iter().find(|k| k.sla == sla)?.margin)
+                .reduce(f64::min)
+        };
+        self.config
+            .slas
+            .iter()
+            .filter_map(|s| {
+                let (m_lo, m_hi) = (margin_at(lo, &s.name)?, margin_at(hi, &s.name)?);
+                (m_lo >= 0.0 && m_hi < 0.0 && m_hi.is_finite())
+                    .then(|| f64::from(lo) + f64::from(hi - lo) * m_lo / (m_lo - m_hi))
+            })
+            .reduce(f64::min)
+    }
+
+    /// What the search found so far.
+    pub fn outcome(&self) -> Outcome {
+        let (lo, hi, non_monotone) = self.bracket();
+        let v = self.verdicts();
+        let at = |c: Option<u32>| c.and_then(|c| v.get(&c).copied());
+        let answer = at(lo);
+        let throughput_at_answer = lo.and_then(|l| {
+            self.history
+                .iter()
+                .rev()
+                .find(|r| r.probe.concurrency == l)
+                .map(|r| r.throughput)
+        });
+        let first_breach = hi.and_then(|h| {
+            self.history
+                .iter()
+                .find(|r| r.probe.concurrency == h && !r.pass)
+                .and_then(|r| r.first_breach.clone())
+        });
+        let bracket_width = lo.zip(hi).map(|(l, h)| f64::from(h - l) / f64::from(h));
+        let confirmed = answer.is_some_and(|a| a.observations > 1 && a.pass);
+        let margin_at_answer = answer.map(|a| a.min_margin);
+        let close = margin_at_answer.is_some_and(|m| m < self.config.confirm_margin);
+        let confidence = match self.stop {
+            Some(StopReason::Converged) if !non_monotone && (confirmed || !close) => {
+                Confidence::High
+            }
+            Some(StopReason::Converged) => Confidence::Medium,
+            _ => Confidence::Low,
+        };
+        let explanation = explain(
+            self.stop,
+            lo,
+            hi,
+            &first_breach,
+            non_monotone,
+            confirmed,
+            close,
+        );
+        Outcome {
+            feasible_max: lo,
+            infeasible_min: hi,
+            first_breach,
+            stop_reason: self.stop,
+            throughput_at_answer,
+            probes: self.history.len() as u32,
+            bracket_width,
+            margin_at_answer: margin_at_answer.filter(|m| m.is_finite()),
+            confirmed,
+            non_monotone,
+            confidence,
+            explanation,
+        }
+    }
+}
+
+fn explain(
+    stop: Option<StopReason>,
+    lo: Option<u32>,
+    hi: Option<u32>,
+    breach: &Option<String>,
+    non_monotone: bool,
+    confirmed: bool,
+    close: bool,
+) -> String {
+    let mut s = match (stop, lo, hi) {
+        (None, _, _) => "the search is still running".to_owned(),
+        (Some(StopReason::InfeasibleAtMin), _, Some(h)) => format!(
+            "an SLA ({}) already fails at the minimum concurrency {h}; lower concurrency_min or relax the SLAs",
+            breach.as_deref().unwrap_or("?")
+        ),
+        (Some(StopReason::FeasibleAtMax), Some(l), _) => format!(
+            "every SLA holds up to concurrency_max = {l}; the real limit is higher (raise concurrency_max)"
+        ),
+        (Some(r), Some(l), Some(h)) => format!(
+            "{l} concurrent requests meet every SLA; {h} breaks {} ({})",
+            breach.as_deref().unwrap_or("an SLA"),
+            if r == StopReason::Converged {
+                "the boundary is located within the requested precision"
+            } else {
+                "stopped by search_max_iterations before the precision was reached"
+            }
+        ),
+        (Some(_), l, h) => format!("stopped with feasible {l:?}, infeasible {h:?}"),
+    };
+    if non_monotone {
+        s.push_str("; verdicts near the boundary disagreed (noise): the failing reading is kept");
+    }
+    if confirmed {
+        s.push_str("; the answer was re-measured and passed again");
+    } else if close && lo.is_some() {
+        s.push_str("; the answer passed by a small margin and was not re-measured");
+    }
+    s
+}
+
+/// The "roundest" integer in `[a, b]`: the one divisible by the largest power of two.
+pub fn roundest_in(a: u32, b: u32) -> Option<u32> {
+    if a > b {
+        return None;
+    }
+    (0..32).rev().find_map(|k| {
+        let step = 1u64 << k;
+        let m = u64::from(a).div_ceil(step) * step;
+        (m <= u64::from(b)).then_some(m as u32)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundest() {
+        assert_eq!(roundest_in(312, 320), Some(320));
+        assert_eq!(roundest_in(300, 330), Some(320));
+        assert_eq!(roundest_in(81, 83), Some(82));
+        assert_eq!(roundest_in(7, 7), Some(7));
+        assert_eq!(roundest_in(0, 0), Some(0));
+        assert_eq!(roundest_in(5, 4), None);
+        assert_eq!(roundest_in(1, u32::MAX), Some(1 << 31));
+    }
+
+    #[test]
+    fn validation() {
+        let ok = SearchConfig::new(vec![Sla::e2e_ms(1000.0).unwrap()]);
+        ok.validate().unwrap();
+        let mut c = ok.clone();
+        c.slas.clear();
+        assert!(matches!(
+            c.validate(),
+            Err(Error::InvalidSearch { field: "slas", .. })
+        ));
+        let mut c = ok.clone();
+        c.concurrency_min = 100;
+        c.concurrency_max = 10;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("greater than concurrency_max"));
+        let mut c = ok.clone();
+        c.slas.push(Sla::ttft_ms(100.0).unwrap());
+        c.streaming = false;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("needs streaming"));
+        let mut c = ok;
+        c.precision = 0.0;
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn observe_must_match_the_pending_probe() {
+        let mut s = Search::new(SearchConfig::new(vec![Sla::e2e_ms(1.0).unwrap()])).unwrap();
+        assert!(s.observe(16, &Measurement::new(1.0)).is_err());
+        let p = s.next_probe().unwrap();
+        assert_eq!(s.next_probe(), Some(p));
+        assert!(matches!(
+            s.observe(17, &Measurement::new(1.0)),
+            Err(Error::UnexpectedObservation {
+                got: 17,
+                expected: Some(16)
+            })
+        ));
+    }
+}

@@ -1,0 +1,252 @@
+//! Service-level agreements and what a probe measured.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// How a measured value is compared with a threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// value ≤ threshold.
+    Le,
+    /// value < threshold.
+    Lt,
+    /// value ≥ threshold.
+    Ge,
+    /// value > threshold.
+    Gt,
+}
+
+impl Op {
+    fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "le" | "<=" => Op::Le,
+            "lt" | "<" => Op::Lt,
+            "ge" | ">=" => Op::Ge,
+            "gt" | ">" => Op::Gt,
+            _ => return None,
+        })
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            Op::Le => "<=",
+            Op::Lt => "<",
+            Op::Ge => ">=",
+            Op::Gt => ">",
+        }
+    }
+}
+
+/// Metrics that only exist for streamed responses.
+const STREAMING_ONLY: [&str; 6] = [
+    "time_to_first_token",
+    "time_to_first_output_token",
+    "time_to_second_token",
+    "inter_token_latency",
+    "inter_chunk_latency",
+    "output_token_throughput_per_user",
+];
+
+/// One SLA: `metric:stat op threshold`, e.g. `request_latency:p99 <= 50000`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sla {
+    /// A short name for reports (`e2e_sla_ms`, or the general form as written).
+    pub name: String,
+    /// The metric (kneepoint/AIPerf name, e.g. `time_to_first_token`, or `error_rate`).
+    pub metric: String,
+    /// The statistic (`p95`, `p99`, `avg`, ...).
+    pub stat: String,
+    /// The comparison.
+    pub op: Op,
+    /// The threshold, in the metric's unit.
+    pub threshold: f64,
+}
+
+impl Sla {
+    fn new(name: &str, metric: &str, stat: &str, op: Op, threshold: f64) -> Result<Sla, Error> {
+        if !threshold.is_finite() {
+            return Err(Error::InvalidSla {
+                sla: name.to_owned(),
+                reason: "the threshold must be a finite number".into(),
+            });
+        }
+        Ok(Sla {
+            name: name.to_owned(),
+            metric: metric.to_owned(),
+            stat: stat.to_owned(),
+            op,
+            threshold,
+        })
+    }
+
+    /// `ttft_sla_ms`: p95 time to first token ≤ `ms`.
+    pub fn ttft_ms(ms: f64) -> Result<Sla, Error> {
+        Self::new("ttft_sla_ms", "time_to_first_token", "p95", Op::Le, ms)
+    }
+
+    /// `tpot_sla_ms`: p95 inter-token latency ≤ `ms`.
+    pub fn tpot_ms(ms: f64) -> Result<Sla, Error> {
+        Self::new("tpot_sla_ms", "inter_token_latency", "p95", Op::Le, ms)
+    }
+
+    /// `e2e_sla_ms`: p99 request latency ≤ `ms`.
+    pub fn e2e_ms(ms: f64) -> Result<Sla, Error> {
+        Self::new("e2e_sla_ms", "request_latency", "p99", Op::Le, ms)
+    }
+
+    /// `error_rate_sla`: mean error rate (a fraction) ≤ `fraction`.
+    pub fn error_rate(fraction: f64) -> Result<Sla, Error> {
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(Error::InvalidSla {
+                sla: "error_rate_sla".into(),
+                reason: format!("must be a fraction between 0 and 1, not {fraction}"),
+            });
+        }
+        Self::new("error_rate_sla", "error_rate", "avg", Op::Le, fraction)
+    }
+
+    /// The general form `metric:stat:op:threshold`, e.g. `time_to_first_token:p99:le:800`
+    /// (`op` is `le`, `lt`, `ge`, `gt` or `<=`, `<`, `>=`, `>`).
+    pub fn parse(spec: &str) -> Result<Sla, Error> {
+        let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
+        let bad = |reason: &str| Error::InvalidSla {
+            sla: spec.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let [metric, stat, op, threshold] = parts.as_slice() else {
+            return Err(bad("expected metric:stat:op:threshold"));
+        };
+        if metric.is_empty() || stat.is_empty() {
+            return Err(bad("metric and stat must not be empty"));
+        }
+        let op = Op::parse(op).ok_or_else(|| bad("op must be le, lt, ge or gt"))?;
+        let threshold: f64 = threshold
+            .parse()
+            .map_err(|_| bad("the threshold must be a number"))?;
+        Self::new(spec, metric, stat, op, threshold)
+    }
+
+    /// True when the metric only exists for streamed responses.
+    pub fn requires_streaming(&self) -> bool {
+        STREAMING_ONLY.contains(&self.metric.as_str())
+    }
+
+    /// The relative margin of `value`: ≥ 0 when the SLA holds (for strict ops, > 0), negative
+    /// when breached; `(threshold − value) / |threshold|` for upper limits.
+    pub fn margin(&self, value: f64) -> f64 {
+        let scale = if self.threshold.abs() > f64::EPSILON {
+            self.threshold.abs()
+        } else {
+            1.0
+        };
+        match self.op {
+            Op::Le | Op::Lt => (self.threshold - value) / scale,
+            Op::Ge | Op::Gt => (value - self.threshold) / scale,
+        }
+    }
+
+    /// Whether `value` satisfies the SLA.
+    pub fn holds(&self, value: f64) -> bool {
+        match self.op {
+            Op::Le => value <= self.threshold,
+            Op::Lt => value < self.threshold,
+            Op::Ge => value >= self.threshold,
+            Op::Gt => value > self.threshold,
+        }
+    }
+}
+
+impl std::fmt::Display for Sla {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} {} {}",
+            self.metric,
+            self.stat,
+            self.op.symbol(),
+            self.threshold
+        )
+    }
+}
+
+/// What one probe measured: any `metric:stat` values the SLAs need, and the output throughput.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Output tokens per second at the probe.
+    pub throughput: f64,
+    /// Values keyed `metric:stat` (e.g. `request_latency:p99`, `error_rate:avg`).
+    pub values: BTreeMap<String, f64>,
+}
+
+impl Measurement {
+    /// A measurement with throughput only.
+    pub fn new(throughput: f64) -> Self {
+        Measurement {
+            throughput,
+            values: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a value (builder style).
+    pub fn with(mut self, metric: &str, stat: &str, value: f64) -> Self {
+        self.values.insert(format!("{metric}:{stat}"), value);
+        self
+    }
+
+    /// A value, if measured.
+    pub fn get(&self, metric: &str, stat: &str) -> Option<f64> {
+        self.values.get(&format!("{metric}:{stat}")).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_slas_and_margins() {
+        let e2e = Sla::e2e_ms(50_000.0).unwrap();
+        assert_eq!(
+            (e2e.metric.as_str(), e2e.stat.as_str()),
+            ("request_latency", "p99")
+        );
+        assert!(!e2e.requires_streaming());
+        assert!((e2e.margin(40_000.0) - 0.2).abs() < 1e-12);
+        assert!(e2e.holds(50_000.0) && !e2e.holds(50_001.0));
+        let ttft = Sla::ttft_ms(1500.0).unwrap();
+        assert!(ttft.requires_streaming());
+        assert_eq!(Sla::tpot_ms(50.0).unwrap().metric, "inter_token_latency");
+        assert!(Sla::error_rate(1.5).is_err());
+        assert_eq!(Sla::error_rate(0.01).unwrap().stat, "avg");
+    }
+
+    #[test]
+    fn general_form() {
+        let s = Sla::parse("output_token_throughput_per_user:p50:ge:20").unwrap();
+        assert_eq!(s.op, Op::Ge);
+        assert!(s.holds(25.0) && !s.holds(19.0));
+        assert!((s.margin(30.0) - 0.5).abs() < 1e-12);
+        assert_eq!(Sla::parse("request_latency:p90:<:100").unwrap().op, Op::Lt);
+        for bad in [
+            "a:b:c",
+            "a:p9:xx:1",
+            "a:p9:le:abc",
+            ":p9:le:1",
+            "a:p9:le:inf",
+        ] {
+            assert!(Sla::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(s.to_string(), "output_token_throughput_per_user p50 >= 20");
+    }
+
+    #[test]
+    fn measurement_lookup() {
+        let m = Measurement::new(10.0).with("request_latency", "p99", 5.0);
+        assert_eq!(m.get("request_latency", "p99"), Some(5.0));
+        assert_eq!(m.get("request_latency", "p50"), None);
+    }
+}

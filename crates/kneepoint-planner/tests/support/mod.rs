@@ -1,0 +1,2 @@
+//! Test support.
+pub mod curves;
