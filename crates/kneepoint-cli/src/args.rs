@@ -21,6 +21,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a concurrency sweep (against the built-in simulator unless --url is given).
     Sweep(Box<SweepArgs>),
+    /// Find the highest concurrency that meets every SLA (max-concurrency-under-sla).
+    Search(Box<SearchArgs>),
     /// The built-in simulated inference server.
     Sim(SimArgs),
 }
@@ -28,6 +30,81 @@ pub enum Command {
 /// `kneepoint sweep`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SweepArgs {
+    /// Target, workload and output options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Optional SLAs: levels are marked pass/fail and the SLA breaking point is reported.
+    #[command(flatten)]
+    pub sla: SlaArgs,
+    /// Concurrency levels, run one after another: e.g. 64,256,1024.
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    pub concurrency: Vec<u32>,
+    /// Peak concurrent requests to serve: prints the fleet size.
+    #[arg(long, value_name = "N")]
+    pub peak_concurrency: Option<f64>,
+    /// Peak requests per second to serve: prints the fleet size.
+    #[arg(long, value_name = "RPS")]
+    pub peak_rps: Option<f64>,
+    /// Peak output tokens per second to serve: prints the fleet size.
+    #[arg(long, value_name = "TOKENS")]
+    pub peak_output_tokens_per_s: Option<f64>,
+    /// Capacity held in reserve on each instance when sizing the fleet (0.2 = plan at 80 %).
+    #[arg(long, value_name = "FRACTION")]
+    pub headroom: Option<f64>,
+}
+
+/// `kneepoint search`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SearchArgs {
+    /// Target, workload and output options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The SLAs the answer must meet (at least one).
+    #[command(flatten)]
+    pub sla: SlaArgs,
+    /// Lowest concurrency probed (default 16).
+    #[arg(long, value_name = "N")]
+    pub concurrency_min: Option<u32>,
+    /// Highest concurrency probed (default 4096).
+    #[arg(long, value_name = "N")]
+    pub concurrency_max: Option<u32>,
+    /// Probes in all, confirmations included (default 10).
+    #[arg(long, value_name = "N")]
+    pub search_max_iterations: Option<u32>,
+    /// Above this level the bracketing phase grows x4 instead of x2.
+    #[arg(long, value_name = "N")]
+    pub search_initial_points: Option<u32>,
+    /// Relative width of the final bracket (default 0.05).
+    #[arg(long, value_name = "FRACTION")]
+    pub precision: Option<f64>,
+    /// Re-measure an answer whose smallest SLA margin is below this (default 0.05; 0 = never).
+    #[arg(long, value_name = "FRACTION")]
+    pub confirm_margin: Option<f64>,
+}
+
+/// SLA thresholds (SageMaker's names).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SlaArgs {
+    /// Maximum p95 time to first token, ms (needs streaming).
+    #[arg(long, value_name = "MS")]
+    pub ttft_sla_ms: Option<f64>,
+    /// Maximum p95 time per output token (ITL), ms (needs streaming).
+    #[arg(long, value_name = "MS")]
+    pub tpot_sla_ms: Option<f64>,
+    /// Maximum p99 end-to-end latency, ms.
+    #[arg(long, value_name = "MS")]
+    pub e2e_sla_ms: Option<f64>,
+    /// Maximum fraction of failed requests (0.01 = 1 %).
+    #[arg(long, value_name = "FRACTION")]
+    pub error_rate_sla: Option<f64>,
+    /// Any SLA as metric:stat:op:threshold, e.g. time_to_first_token:p99:le:800 (repeatable).
+    #[arg(long = "sla", value_name = "SPEC")]
+    pub slas: Vec<String>,
+}
+
+/// Options shared by every command that sends load.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CommonArgs {
     /// A TOML or JSON config file (SageMaker-style `sweep_params` and workload names accepted).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -53,9 +130,6 @@ pub struct SweepArgs {
     /// Extra JSON object merged into every request body.
     #[arg(long, value_name = "JSON")]
     pub extra_body: Option<String>,
-    /// Concurrency levels, run one after another: e.g. 64,256,1024.
-    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
-    pub concurrency: Vec<u32>,
     /// Measured requests per level.
     #[arg(long, value_name = "N")]
     pub request_count: Option<u32>,

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use kneepoint_planner::SweepPlan;
+use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
 use kneepoint_sim::SimProfile;
 use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
 use kneepoint_workload::LengthDist;
 use serde::{Deserialize, Serialize};
 
-use crate::args::SweepArgs;
+use crate::args::{CommonArgs, SearchArgs, SlaArgs, SweepArgs};
 
 /// Default levels: the source documents' sweep with a low level added.
 pub const DEFAULT_CONCURRENCY: [u32; 4] = [16, 64, 256, 1024];
@@ -31,10 +31,61 @@ pub struct FileConfig {
     pub workload: Option<WorkloadSection>,
     /// The levels (SageMaker `sweep_params`).
     pub sweep_params: Option<SweepSection>,
+    /// The SLA search (SageMaker `search_params`); its SLAs also mark a sweep's levels.
+    pub search_params: Option<SearchSection>,
+    /// Fleet sizing for a sweep.
+    pub fleet: Option<FleetSection>,
     /// The built-in simulator.
     pub simulator: Option<SimulatorSection>,
     /// Where results go.
     pub artifact_dir: Option<PathBuf>,
+}
+
+/// `[search_params]` (SageMaker's names).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSection {
+    /// Only `max-concurrency-under-sla` is known.
+    pub search_recipe: Option<String>,
+    /// p95 TTFT limit, ms.
+    pub ttft_sla_ms: Option<f64>,
+    /// p95 ITL limit, ms.
+    pub tpot_sla_ms: Option<f64>,
+    /// p99 end-to-end limit, ms.
+    pub e2e_sla_ms: Option<f64>,
+    /// Mean error-rate limit (fraction).
+    pub error_rate_sla: Option<f64>,
+    /// General SLAs, `metric:stat:op:threshold`.
+    #[serde(default)]
+    pub slas: Vec<String>,
+    /// Lowest concurrency probed.
+    pub concurrency_min: Option<u32>,
+    /// Highest concurrency probed.
+    pub concurrency_max: Option<u32>,
+    /// Probe budget.
+    pub search_max_iterations: Option<u32>,
+    /// Above this the bracketing phase grows x4.
+    pub search_initial_points: Option<u32>,
+    /// Requests per probe.
+    pub request_count: Option<u32>,
+    /// Final bracket width.
+    pub precision: Option<f64>,
+    /// Close-call margin.
+    pub confirm_margin: Option<f64>,
+}
+
+/// `[fleet]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSection {
+    /// Peak concurrent requests.
+    pub peak_concurrency: Option<f64>,
+    /// Peak requests per second.
+    pub peak_rps: Option<f64>,
+    /// Peak output tokens per second.
+    pub peak_output_tokens_per_s: Option<f64>,
+    /// Reserved capacity fraction (default 0.2).
+    pub headroom: Option<f64>,
 }
 
 /// `[endpoint]`.
@@ -135,16 +186,16 @@ pub enum Target {
     OpenAi(OpenAiConfig),
 }
 
-/// Everything a sweep needs, resolved and validated.
+/// What every load-sending command needs, resolved and validated.
 #[derive(Debug, Clone)]
-pub struct SweepSettings {
+pub struct CommonSettings {
     /// The target.
     pub target: Target,
     /// Chat or completions, path, headers...: the transport template (URL filled in for the
     /// simulator once it is listening).
     pub transport: OpenAiConfig,
-    /// The levels.
-    pub plan: SweepPlan,
+    /// Measured requests per level (sweep) or probe (search).
+    pub request_count: u32,
     /// Warm-up requests per level.
     pub warmup_requests: u32,
     /// Input lengths.
@@ -178,13 +229,14 @@ fn parse_header(h: &str) -> anyhow::Result<(String, String)> {
     Ok((k.trim().to_owned(), v.trim().to_owned()))
 }
 
-impl SweepSettings {
-    /// Merges the config file (if any) with the flags and validates the result.
-    pub fn resolve(args: &SweepArgs) -> anyhow::Result<Self> {
-        let file = match &args.config {
-            Some(p) => FileConfig::load(p)?,
-            None => FileConfig::default(),
-        };
+impl CommonSettings {
+    /// Merges `file` with the flags and validates the result. `request_count` is the file's
+    /// count for this command (sweep or search).
+    pub fn resolve(
+        args: &CommonArgs,
+        file: &FileConfig,
+        request_count: Option<u32>,
+    ) -> anyhow::Result<Self> {
         let ep = file.endpoint.clone().unwrap_or_default();
         let wl = file.workload.clone().unwrap_or_default();
         let sw = file.sweep_params.clone().unwrap_or_default();
@@ -277,18 +329,13 @@ impl SweepSettings {
         // Fail early on a bad URL or header.
         kneepoint_transport::OpenAiTransport::new(transport.clone())?;
 
-        let concurrency = if !args.concurrency.is_empty() {
-            args.concurrency.clone()
-        } else {
-            sw.concurrency
-                .clone()
-                .unwrap_or_else(|| DEFAULT_CONCURRENCY.to_vec())
-        };
         let request_count = args
             .request_count
-            .or(sw.request_count)
+            .or(request_count)
             .unwrap_or(DEFAULT_REQUEST_COUNT);
-        let plan = SweepPlan::uniform(&concurrency, request_count)?;
+        if request_count == 0 {
+            bail!("request_count must be at least 1");
+        }
         let isl = dist(
             args.isl.or(wl.prompt_input_tokens_mean).unwrap_or(1024.0),
             args.isl_stddev
@@ -313,13 +360,13 @@ impl SweepSettings {
             .clone()
             .or(file.artifact_dir.clone())
             .unwrap_or_else(default_artifact_dir);
-        Ok(SweepSettings {
+        Ok(CommonSettings {
             target: match target {
                 Some(p) => Target::Simulator(p),
                 None => Target::OpenAi(transport.clone()),
             },
             transport,
-            plan,
+            request_count,
             warmup_requests: args
                 .warmup_requests
                 .or(sw.warmup_request_count)
@@ -359,12 +406,175 @@ impl SweepSettings {
                 "seed": self.seed,
                 "prompts": "synthetic common words (approximate token counts)",
             },
-            "sweep_params": {
-                "levels": self.plan.levels(),
+            "requests": {
+                "request_count": self.request_count,
                 "warmup_request_count": self.warmup_requests,
                 "request_timeout_s": self.request_timeout.map(|d| d.as_secs_f64()),
             },
         })
+    }
+}
+
+fn load(path: &Option<PathBuf>) -> anyhow::Result<FileConfig> {
+    match path {
+        Some(p) => FileConfig::load(p),
+        None => Ok(FileConfig::default()),
+    }
+}
+
+/// SLAs from the flags, else from the file's `search_params`.
+fn slas(args: &SlaArgs, file: &SearchSection) -> anyhow::Result<Vec<Sla>> {
+    let flags_given = args.ttft_sla_ms.is_some()
+        || args.tpot_sla_ms.is_some()
+        || args.e2e_sla_ms.is_some()
+        || args.error_rate_sla.is_some()
+        || !args.slas.is_empty();
+    let (ttft, tpot, e2e, err, general) = if flags_given {
+        (
+            args.ttft_sla_ms,
+            args.tpot_sla_ms,
+            args.e2e_sla_ms,
+            args.error_rate_sla,
+            &args.slas,
+        )
+    } else {
+        (
+            file.ttft_sla_ms,
+            file.tpot_sla_ms,
+            file.e2e_sla_ms,
+            file.error_rate_sla,
+            &file.slas,
+        )
+    };
+    let mut out = Vec::new();
+    for (v, make) in [
+        (
+            ttft,
+            Sla::ttft_ms as fn(f64) -> Result<Sla, kneepoint_planner::Error>,
+        ),
+        (tpot, Sla::tpot_ms),
+        (e2e, Sla::e2e_ms),
+        (err, Sla::error_rate),
+    ] {
+        if let Some(v) = v {
+            if v < 0.0 {
+                bail!("SLA thresholds must be ≥ 0 (got {v})");
+            }
+            out.push(make(v)?);
+        }
+    }
+    for g in general {
+        out.push(Sla::parse(g)?);
+    }
+    Ok(out)
+}
+
+/// Everything a sweep needs.
+#[derive(Debug, Clone)]
+pub struct SweepSettings {
+    /// Target, workload, output.
+    pub common: CommonSettings,
+    /// The levels.
+    pub plan: SweepPlan,
+    /// SLAs that mark each level pass/fail (may be empty).
+    pub slas: Vec<Sla>,
+    /// Peak traffic to size a fleet for.
+    pub peak: Option<PeakTraffic>,
+    /// Reserved capacity fraction for fleet sizing.
+    pub headroom: f64,
+}
+
+impl SweepSettings {
+    /// Merges the config file (if any) with the flags and validates the result.
+    pub fn resolve(args: &SweepArgs) -> anyhow::Result<Self> {
+        let file = load(&args.common.config)?;
+        let sw = file.sweep_params.clone().unwrap_or_default();
+        let common = CommonSettings::resolve(&args.common, &file, sw.request_count)?;
+        let concurrency = if !args.concurrency.is_empty() {
+            args.concurrency.clone()
+        } else {
+            sw.concurrency
+                .clone()
+                .unwrap_or_else(|| DEFAULT_CONCURRENCY.to_vec())
+        };
+        let plan = SweepPlan::uniform(&concurrency, common.request_count)?;
+        let slas = slas(&args.sla, &file.search_params.clone().unwrap_or_default())?;
+        if !common.transport.streaming {
+            if let Some(s) = slas.iter().find(|s| s.requires_streaming()) {
+                bail!("{} needs streaming responses", s.name);
+            }
+        }
+        let fleet = file.fleet.clone().unwrap_or_default();
+        let peaks = [
+            args.peak_concurrency
+                .or(fleet.peak_concurrency)
+                .map(PeakTraffic::Concurrency),
+            args.peak_rps
+                .or(fleet.peak_rps)
+                .map(PeakTraffic::RequestsPerSecond),
+            args.peak_output_tokens_per_s
+                .or(fleet.peak_output_tokens_per_s)
+                .map(PeakTraffic::OutputTokensPerSecond),
+        ];
+        let given: Vec<PeakTraffic> = peaks.into_iter().flatten().collect();
+        if given.len() > 1 {
+            bail!("give one of --peak-concurrency, --peak-rps, --peak-output-tokens-per-s");
+        }
+        let headroom = args.headroom.or(fleet.headroom).unwrap_or(0.2);
+        if !(0.0..1.0).contains(&headroom) {
+            bail!("--headroom must be at least 0 and below 1");
+        }
+        Ok(SweepSettings {
+            common,
+            plan,
+            slas,
+            peak: given.first().copied(),
+            headroom,
+        })
+    }
+}
+
+/// Everything a search needs.
+#[derive(Debug, Clone)]
+pub struct SearchSettings {
+    /// Target, workload, output.
+    pub common: CommonSettings,
+    /// The search's parameters and SLAs.
+    pub search: SearchConfig,
+}
+
+impl SearchSettings {
+    /// Merges the config file (if any) with the flags and validates the result.
+    pub fn resolve(args: &SearchArgs) -> anyhow::Result<Self> {
+        let file = load(&args.common.config)?;
+        let sp = file.search_params.clone().unwrap_or_default();
+        if let Some(r) = &sp.search_recipe {
+            if r != "max-concurrency-under-sla" {
+                bail!("search_recipe {r:?} is not known (only max-concurrency-under-sla)");
+            }
+        }
+        let common = CommonSettings::resolve(&args.common, &file, sp.request_count)?;
+        let mut search = SearchConfig::new(slas(&args.sla, &sp)?);
+        search.request_count = common.request_count;
+        search.streaming = common.transport.streaming;
+        if let Some(v) = args.concurrency_min.or(sp.concurrency_min) {
+            search.concurrency_min = v;
+        }
+        if let Some(v) = args.concurrency_max.or(sp.concurrency_max) {
+            search.concurrency_max = v;
+        }
+        if let Some(v) = args.search_max_iterations.or(sp.search_max_iterations) {
+            search.max_iterations = v;
+        }
+        search.initial_points = args.search_initial_points.or(sp.search_initial_points);
+        if let Some(v) = args.precision.or(sp.precision) {
+            search.precision = v;
+        }
+        if let Some(v) = args.confirm_margin.or(sp.confirm_margin) {
+            search.confirm_margin = v;
+        }
+        search.validate()?;
+        Ok(SearchSettings { common, search })
     }
 }
 
@@ -413,6 +623,10 @@ pub struct LevelRow {
     pub e2e_p99_ms: Option<f64>,
     /// p99 − p50 of request latency, ms (a growing gap signals queueing).
     pub e2e_spread_ms: Option<f64>,
+    /// Whether every SLA held (None when no SLA was given).
+    pub meets_slas: Option<bool>,
+    /// The first SLA that failed.
+    pub first_breach: Option<String>,
     /// True at the knee.
     pub is_knee: bool,
     /// This level's artifact folder, relative to the sweep's.

@@ -17,15 +17,18 @@
 mod args;
 mod config;
 mod output;
+mod search_cmd;
+mod session;
 mod sim_cmd;
 mod sweep;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-pub use args::{Cli, Command, SimArgs, SimCommand, SweepArgs};
+pub use args::{Cli, Command, CommonArgs, SearchArgs, SimArgs, SimCommand, SlaArgs, SweepArgs};
 use clap::Parser;
-pub use config::{FileConfig, SweepSettings, Target};
+pub use config::{CommonSettings, FileConfig, LevelRow, SearchSettings, SweepSettings, Target};
+pub use search_cmd::{run_search, SearchOutcome};
 pub use sweep::{run_sweep, SweepOutcome};
 
 /// Parses `args`, runs the command and maps errors to an exit code.
@@ -73,8 +76,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         match cli.command {
             Command::Sweep(args) => {
                 let settings = SweepSettings::resolve(&args)?;
-                let outcome = run_sweep(&settings, !args.quiet).await?;
-                output::print_table(&outcome);
+                let outcome = run_sweep(&settings, !args.common.quiet).await?;
+                output::print_sweep(&outcome);
+                Ok(())
+            }
+            Command::Search(args) => {
+                let settings = SearchSettings::resolve(&args)?;
+                let outcome = run_search(&settings, !args.common.quiet).await?;
+                output::print_search(&outcome);
                 Ok(())
             }
             Command::Sim(args) => sim_cmd::run(args).await,

@@ -1,8 +1,12 @@
-//! The table printed at the end of a sweep.
+//! What the commands print at the end (stdout) and per probe (stderr).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+use kneepoint_planner::{OperatingZone, ProbeRecord, SlaCheck};
 
 use crate::config::LevelRow;
-use crate::SweepOutcome;
-use std::io::Write as _;
+use crate::{SearchOutcome, SweepOutcome};
 
 fn ms(v: Option<f64>) -> String {
     match v {
@@ -12,7 +16,39 @@ fn ms(v: Option<f64>) -> String {
     }
 }
 
-/// The per-level table as text.
+fn value(c: &SlaCheck) -> String {
+    let v = match c.value {
+        Some(v) if c.metric == "error_rate" => format!("{:.2} %", v * 100.0),
+        Some(v) => ms(Some(v)),
+        None => "not measured".into(),
+    };
+    format!("{} {} {}", c.metric, c.stat, v)
+}
+
+/// One line per probe: what was measured and the verdict.
+pub(crate) fn probe_line(r: &ProbeRecord) -> String {
+    let verdict = if r.pass { "pass" } else { "FAIL" };
+    let mut s = format!(
+        "probe {:>2} ({}): concurrency {:>5} -> {verdict}  {:>9.1} tok/s",
+        r.probe.iteration,
+        serde_json::to_value(r.probe.phase)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        r.probe.concurrency,
+        r.throughput
+    );
+    for c in &r.checks {
+        let margin = c
+            .margin
+            .map(|m| format!("{:+.1} %", m * 100.0))
+            .unwrap_or_default();
+        let _ = write!(s, " | {}: {} ({margin})", c.sla, value(c));
+    }
+    s
+}
+
+/// The per-level table of a sweep.
 pub(crate) fn table(rows: &[LevelRow]) -> String {
     let mut out = format!(
         "{:>11} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7}\n",
@@ -28,8 +64,16 @@ pub(crate) fn table(rows: &[LevelRow]) -> String {
         "err %"
     );
     for r in rows {
-        out.push_str(&format!(
-            "{:>11} {:>8.2} {:>11.1} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7.2}{}\n",
+        let mut marks = Vec::new();
+        if r.is_knee {
+            marks.push("knee".to_owned());
+        }
+        if let Some(b) = &r.first_breach {
+            marks.push(format!("fails {b}"));
+        }
+        let _ = writeln!(
+            out,
+            "{:>11} {:>8.2} {:>11.1} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7.2}{}",
             r.concurrency,
             r.request_throughput,
             r.output_token_throughput,
@@ -40,31 +84,109 @@ pub(crate) fn table(rows: &[LevelRow]) -> String {
             ms(r.e2e_p99_ms),
             ms(r.e2e_spread_ms),
             r.error_rate * 100.0,
-            if r.is_knee { "  <- knee" } else { "" }
-        ));
+            if marks.is_empty() {
+                String::new()
+            } else {
+                format!("  <- {}", marks.join(", "))
+            }
+        );
     }
     out
 }
 
-/// Prints the table, the knee, warnings and where the files are.
-pub(crate) fn print_table(outcome: &SweepOutcome) {
-    let (rows, knee, summaries, dir) = (
-        &outcome.rows,
-        &outcome.knee,
-        &outcome.summaries,
-        &outcome.artifact_dir,
-    );
-    let mut text = format!("\nlatencies in ms unless marked s\n{}", table(rows));
-    match knee.knee {
-        Some(k) => text.push_str(&format!("knee: concurrency {k} ({})\n", knee.reason)),
-        None => text.push_str(&format!("knee: not found ({})\n", knee.reason)),
-    }
-    for s in summaries {
-        for w in &s.warnings {
-            text.push_str(&format!("warning (concurrency {}): {w}\n", s.concurrency));
+fn zone_text(zone: &OperatingZone) -> String {
+    let mut t = String::new();
+    match zone.knee.knee {
+        Some(k) => {
+            let _ = writeln!(t, "knee: concurrency {k} ({})", zone.knee.reason);
+        }
+        None => {
+            let _ = writeln!(t, "knee: not found ({})", zone.knee.reason);
         }
     }
-    text.push_str(&format!("artifacts: {}\n", dir.display()));
-    // A closed stdout must not turn a finished sweep into a crash: the files are written.
+    if let Some(b) = zone.sla_breaking_point {
+        let _ = writeln!(t, "SLA breaking point: concurrency {b}");
+    }
+    let _ = writeln!(t, "operating zone: {}", zone.summary);
+    t
+}
+
+/// A closed stdout (e.g. piped into `head`) must not turn finished work into a crash: the
+/// files are already written.
+fn emit(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Prints a sweep's table, zone, fleet, warnings and where the files are.
+pub(crate) fn print_sweep(o: &SweepOutcome) {
+    let mut text = format!("\nlatencies in ms unless marked s\n{}", table(&o.rows));
+    text.push_str(&zone_text(&o.zone));
+    if let Some(f) = &o.fleet {
+        let _ = writeln!(text, "fleet: {}", f.explanation);
+    }
+    for s in &o.summaries {
+        for w in &s.warnings {
+            let _ = writeln!(text, "warning (concurrency {}): {w}", s.concurrency);
+        }
+    }
+    let _ = writeln!(text, "artifacts: {}", o.artifact_dir.display());
+    emit(&text);
+}
+
+/// Prints a search's probes (by concurrency), the answer and where the files are.
+pub(crate) fn print_search(o: &SearchOutcome) {
+    let mut rows: Vec<&ProbeRecord> = o.history.iter().collect();
+    rows.sort_by_key(|r| (r.probe.concurrency, r.probe.iteration));
+    let mut text = String::from("\n  probe  concurrency  verdict   out tok/s  SLA values\n");
+    for r in rows {
+        let values: Vec<String> = r
+            .checks
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    c.sla,
+                    c.value.map_or("-".into(), |v| format!("{v:.4}"))
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            text,
+            "  {:>5}  {:>11}  {:>7}  {:>10.1}  {}",
+            r.probe.iteration,
+            r.probe.concurrency,
+            if r.pass { "pass" } else { "FAIL" },
+            r.throughput,
+            values.join("  ")
+        );
+    }
+    let b = &o.outcome;
+    let _ = writeln!(text);
+    match b.feasible_max {
+        Some(c) => {
+            let _ = writeln!(
+                text,
+                "answer: {c} concurrent requests meet every SLA ({:.1} output tokens/s)",
+                b.throughput_at_answer.unwrap_or(0.0)
+            );
+        }
+        None => {
+            let _ = writeln!(text, "answer: no concurrency in range meets every SLA");
+        }
+    }
+    if let Some(h) = b.infeasible_min {
+        let _ = writeln!(
+            text,
+            "breaks at: {h} ({})",
+            b.first_breach.as_deref().unwrap_or("an SLA")
+        );
+    }
+    let _ = writeln!(
+        text,
+        "stopped: {:?} after {} probes; confidence {:?}: {}",
+        b.stop_reason, b.probes, b.confidence, b.explanation
+    );
+    text.push_str(&zone_text(&o.zone));
+    let _ = writeln!(text, "artifacts: {}", o.artifact_dir.display());
+    emit(&text);
 }

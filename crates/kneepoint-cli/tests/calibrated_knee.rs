@@ -53,7 +53,7 @@ async fn calibrated_sweep_flattens_and_marks_the_knee_at_256() {
     // Flat beyond it, while p99 latency climbs.
     assert!((t[3] - t[2]).abs() / t[2] < 0.10, "{t:?}");
     assert!(p99[3] > p99[2] * 2.0, "{p99:?}");
-    assert_eq!(out.knee.knee, Some(256));
+    assert_eq!(out.zone.knee.knee, Some(256));
     assert!(out.rows[2].is_knee);
     let sweep: serde_json::Value =
         serde_json::from_slice(&std::fs::read(tmp.path().join("sweep_summary.json")).unwrap())

@@ -54,17 +54,20 @@ request_count = 1024
         .map(|l| (l.concurrency, l.request_count))
         .collect();
     assert_eq!(levels, vec![(64, 1024), (256, 1024), (1024, 1024)]);
-    assert!(matches!(s.target, Target::OpenAi(_)));
-    assert_eq!(s.transport.model, "nemotron");
-    assert_eq!(s.transport.url(), "http://127.0.0.1:9/v1/completions");
+    assert!(matches!(s.common.target, Target::OpenAi(_)));
+    assert_eq!(s.common.transport.model, "nemotron");
     assert_eq!(
-        s.transport.headers,
+        s.common.transport.url(),
+        "http://127.0.0.1:9/v1/completions"
+    );
+    assert_eq!(
+        s.common.transport.headers,
         vec![("X-Team".to_owned(), "infra".to_owned())]
     );
     assert!(
-        matches!(s.isl, LengthDist::Normal { mean, stddev, .. } if mean == 512.0 && stddev == 20.0)
+        matches!(s.common.isl, LengthDist::Normal { mean, stddev, .. } if mean == 512.0 && stddev == 20.0)
     );
-    assert_eq!(s.osl, LengthDist::Fixed(128));
+    assert_eq!(s.common.osl, LengthDist::Fixed(128));
     // flags win over the file
     let s = resolve(&[
         "--config",
@@ -79,7 +82,7 @@ request_count = 1024
     .unwrap();
     assert_eq!(s.plan.levels().len(), 1);
     assert_eq!(s.plan.levels()[0].request_count, 10);
-    assert_eq!(s.osl, LengthDist::Fixed(64));
+    assert_eq!(s.common.osl, LengthDist::Fixed(64));
 }
 
 #[test]
@@ -92,7 +95,7 @@ fn json_config_and_simulator_section() {
             "simulator": {"profile": "fast", "time_scale": 0.5}}"#,
     );
     let s = resolve(&["--config", &f]).unwrap();
-    let Target::Simulator(p) = &s.target else {
+    let Target::Simulator(p) = &s.common.target else {
         panic!("expected the simulator")
     };
     assert_eq!(p.name, "fast");

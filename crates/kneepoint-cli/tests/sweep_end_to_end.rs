@@ -145,3 +145,46 @@ async fn an_unreachable_endpoint_gives_failed_records_not_a_crash() {
         std::fs::read_to_string(tmp.path().join("concurrency_2/profile_export.jsonl")).unwrap();
     assert_eq!(jsonl.lines().count(), 5);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweep_with_slas_reports_zone_and_fleet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = settings(
+        &[
+            "--concurrency",
+            "16,64,128",
+            "--request-count",
+            "128",
+            "--isl",
+            "32",
+            "--osl",
+            "16",
+            "--e2e-sla-ms",
+            "150",
+            "--peak-concurrency",
+            "1000",
+            "--headroom",
+            "0.2",
+        ],
+        tmp.path(),
+    );
+    let out = run_sweep(&s, false).await.unwrap();
+    let verdicts: Vec<Option<bool>> = out.rows.iter().map(|r| r.meets_slas).collect();
+    assert_eq!(
+        verdicts,
+        vec![Some(true), Some(true), Some(false)],
+        "{:?}",
+        out.rows
+    );
+    assert_eq!(out.rows[2].first_breach.as_deref(), Some("e2e_sla_ms"));
+    assert_eq!(out.zone.sla_breaking_point, Some(128));
+    assert_eq!(out.zone.ideal_balance, Some(64));
+    let fleet = out.fleet.as_ref().unwrap();
+    assert_eq!(fleet.instances, 20, "ceil(1000 / (64 x 0.8))");
+    let sweep: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("sweep_summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(sweep["zone"]["ideal_balance"], 64);
+    assert_eq!(sweep["fleet"]["instances"], 20);
+    assert_eq!(sweep["peak"]["concurrency"], 1000.0);
+}

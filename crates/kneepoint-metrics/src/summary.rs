@@ -242,6 +242,12 @@ impl LevelSummary {
         if n > 0 && ok == 0 {
             warnings.push("every request failed".into());
         }
+        if n > 0 && (n as f64) < 2.0 * f64::from(concurrency) {
+            warnings.push(format!(
+                "only {:.1} requests per slot: ramp-up and drain dominate this level; use a request count of at least 4x the concurrency for steady-state figures",
+                n as f64 / f64::from(concurrency.max(1))
+            ));
+        }
         LevelSummary {
             concurrency,
             request_count: n,
@@ -326,7 +332,7 @@ mod tests {
         let mut warm = rec(3, 0, 5, 5, 3);
         warm.phase = Phase::Warmup;
         warm.end_ns = 99_000_000_000;
-        let s = LevelSummary::from_records(4, &[a, b, failed, warm], &GoodputSlo::default());
+        let s = LevelSummary::from_records(1, &[a, b, failed, warm], &GoodputSlo::default());
         assert_eq!(s.request_count, 3);
         assert_eq!(s.ok_count, 2);
         assert_eq!(s.error_count, 1);
@@ -357,7 +363,7 @@ mod tests {
             ttft_ms: Some(500.0),
             ..GoodputSlo::default()
         };
-        let s = LevelSummary::from_records(2, &[a, b], &slo);
+        let s = LevelSummary::from_records(1, &[a, b], &slo);
         // duration 0..990 ms; one good request
         assert!((s.goodput.unwrap() - 1.0 / 0.99).abs() < 1e-9);
         assert_eq!(s.osl_mismatches, 1);

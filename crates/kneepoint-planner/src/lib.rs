@@ -1,5 +1,5 @@
 //! Pure decision logic for kneepoint: sweep plans, the `max-concurrency-under-sla` search,
-//! knee detection. No I/O, no clock, no async runtime: callers run the levels however they like
+//! knee detection, the operating zone and fleet sizing. No I/O, no clock, no async runtime: callers run the levels however they like
 //! and hand the numbers in.
 //!
 //! # Example: a search driven by a scripted curve
@@ -30,16 +30,20 @@
 //! ```
 
 mod error;
+mod fleet;
 mod knee;
 mod search;
 mod sla;
 mod sweep;
+mod zone;
 
 pub use error::Error;
+pub use fleet::{fleet_size, FleetPlan, InstanceCapacity, PeakTraffic};
 pub use knee::{find_knee, KneeEstimate, KneeRule, LevelPoint, Step};
 pub use search::{
     roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig,
-    SlaCheck, StopReason,
+    StopReason,
 };
-pub use sla::{Measurement, Op, Sla};
+pub use sla::{check_all, Measurement, Op, Sla, SlaCheck};
 pub use sweep::{SweepLevel, SweepPlan};
+pub use zone::{operating_zone, OperatingZone, ZonePoint};

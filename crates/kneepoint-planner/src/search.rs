@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sla::{Measurement, Sla};
+use crate::sla::{check_all, Measurement, Sla, SlaCheck};
 use crate::Error;
 
 /// Parameters of the search (SageMaker's `search_params` names in the comments).
@@ -35,7 +35,7 @@ pub struct SearchConfig {
     pub concurrency_max: u32,
     /// `search_max_iterations`: probes in all, confirmations included (default 10).
     pub max_iterations: u32,
-    /// `request_count` per probe (default 1024).
+    /// `request_count` per probe (default 1024); a probe sends at least one request per slot.
     pub request_count: u32,
     /// `search_initial_points`: the doubling phase grows ×4 above this level (optional).
     pub initial_points: Option<u32>,
@@ -139,25 +139,6 @@ pub struct Probe {
     pub phase: ProbePhase,
     /// The verdict the planner expects (None when it has no prediction).
     pub expect_pass: Option<bool>,
-}
-
-/// One SLA checked at one probe.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SlaCheck {
-    /// The SLA's name.
-    pub sla: String,
-    /// `metric`.
-    pub metric: String,
-    /// `stat`.
-    pub stat: String,
-    /// The threshold.
-    pub threshold: f64,
-    /// The measured value (None when the metric was not measured, e.g. every request failed).
-    pub value: Option<f64>,
-    /// Relative margin (≥ 0 holds).
-    pub margin: Option<f64>,
-    /// Whether the SLA held.
-    pub holds: bool,
 }
 
 /// One probe and its verdict.
@@ -296,23 +277,7 @@ impl Search {
                 })
             }
         };
-        let checks: Vec<SlaCheck> = self
-            .config
-            .slas
-            .iter()
-            .map(|s| {
-                let value = m.get(&s.metric, &s.stat).filter(|v| v.is_finite());
-                SlaCheck {
-                    sla: s.name.clone(),
-                    metric: s.metric.clone(),
-                    stat: s.stat.clone(),
-                    threshold: s.threshold,
-                    value,
-                    margin: value.map(|v| s.margin(v)),
-                    holds: value.is_some_and(|v| s.holds(v)),
-                }
-            })
-            .collect();
+        let checks = check_all(&self.config.slas, m);
         let pass = checks.iter().all(|c| c.holds);
         if let Some(expected) = probe.expect_pass {
             self.missed_prediction = expected != pass;
@@ -378,7 +343,8 @@ impl Search {
         Some(Probe {
             iteration: self.history.len() as u32 + 1,
             concurrency,
-            request_count: self.config.request_count,
+            // Every slot sends at least once, or the level would not reach its concurrency.
+            request_count: self.config.request_count.max(concurrency),
             phase,
             expect_pass,
         })

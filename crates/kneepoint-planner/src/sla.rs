@@ -203,6 +203,44 @@ impl Measurement {
     }
 }
 
+/// One SLA checked at one probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlaCheck {
+    /// The SLA's name.
+    pub sla: String,
+    /// `metric`.
+    pub metric: String,
+    /// `stat`.
+    pub stat: String,
+    /// The threshold.
+    pub threshold: f64,
+    /// The measured value (None when the metric was not measured, e.g. every request failed).
+    pub value: Option<f64>,
+    /// Relative margin (≥ 0 holds).
+    pub margin: Option<f64>,
+    /// Whether the SLA held.
+    pub holds: bool,
+}
+
+/// Checks every SLA against `m`. A metric that was not measured (e.g. every request failed)
+/// counts as a breach.
+pub fn check_all(slas: &[Sla], m: &Measurement) -> Vec<SlaCheck> {
+    slas.iter()
+        .map(|s| {
+            let value = m.get(&s.metric, &s.stat).filter(|v| v.is_finite());
+            SlaCheck {
+                sla: s.name.clone(),
+                metric: s.metric.clone(),
+                stat: s.stat.clone(),
+                threshold: s.threshold,
+                value,
+                margin: value.map(|v| s.margin(v)),
+                holds: value.is_some_and(|v| s.holds(v)),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,14 +20,21 @@ pub struct SweepPlan {
 }
 
 impl SweepPlan {
-    /// Every concurrency with the same `request_count` (SageMaker's `sweep_params`).
+    /// Every concurrency with the same `request_count` (SageMaker's `sweep_params`), raised to
+    /// the level's concurrency where it is lower: a level with fewer requests than slots would
+    /// never have `concurrency` requests in flight.
     pub fn uniform(concurrency: &[u32], request_count: u32) -> Result<Self, Error> {
+        if request_count == 0 {
+            return Err(Error::ZeroRequests {
+                concurrency: concurrency.first().copied().unwrap_or(0),
+            });
+        }
         Self::new(
             concurrency
                 .iter()
                 .map(|&c| SweepLevel {
                     concurrency: c,
-                    request_count,
+                    request_count: request_count.max(c),
                 })
                 .collect(),
         )

@@ -41,6 +41,8 @@
 mod error;
 mod level;
 mod request;
+mod search;
 
 pub use error::Error;
 pub use level::{run_level, LevelConfig, LevelRun, RecordObserver};
+pub use search::drive_search;

@@ -1,0 +1,197 @@
+//! What every load-sending command shares: the target (starting the built-in simulator when
+//! there is no URL), the transport, the workload, and running one level with all its files.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use kneepoint_core::{RecordSink, Transport};
+use kneepoint_metrics::export::{
+    write_aiperf_csv, write_aiperf_json, write_inputs_json, write_summary_text, InputEntry,
+    JsonlSink, LevelInfo,
+};
+use kneepoint_metrics::{GoodputSlo, LevelSummary, PERCENTILES};
+use kneepoint_planner::Measurement;
+use kneepoint_runner::{run_level, LevelConfig, RecordObserver};
+use kneepoint_sim::SimServer;
+use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
+use kneepoint_workload::{SyntheticWorkload, Workload};
+use serde_json::{json, Value};
+
+use crate::config::{CommonSettings, Target};
+
+/// A connected target and a workload, ready to run levels.
+pub(crate) struct Session {
+    transport: Arc<dyn Transport>,
+    workload: SyntheticWorkload,
+    settings: CommonSettings,
+    description: Value,
+    progress: bool,
+    // Keeps the built-in simulator alive for the session.
+    _server: Option<SimServer>,
+}
+
+/// Asks the server which model it serves; also fails fast when the endpoint is unreachable.
+async fn detect_model(config: &OpenAiConfig) -> anyhow::Result<String> {
+    let probe = OpenAiTransport::new(config.clone())?;
+    let models = tokio::time::timeout(std::time::Duration::from_secs(30), probe.models())
+        .await
+        .map_err(|_| anyhow::anyhow!("GET /v1/models did not answer within 30 s"))?
+        .with_context(|| {
+            format!(
+                "no --model given, and asking {} for its models failed",
+                config.base_url
+            )
+        })?;
+    models
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("the server lists no models; pass --model"))
+}
+
+fn progress_bar(show: bool, label: &str, total: u64) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template(
+        "{prefix:>22} [{bar:32}] {pos}/{len} requests  {elapsed_precise} (eta {eta})",
+    )
+    .map(|s| s.progress_chars("=> "))
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_prefix(label.to_owned());
+    bar
+}
+
+impl Session {
+    /// Creates the artifact directory, starts the simulator if needed, and builds the transport.
+    pub(crate) async fn start(settings: &CommonSettings, progress: bool) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&settings.artifact_dir).with_context(|| {
+            format!(
+                "creating artifact directory {}",
+                settings.artifact_dir.display()
+            )
+        })?;
+        let mut transport_config = settings.transport.clone();
+        let server = match &settings.target {
+            Target::Simulator(profile) => {
+                let server = SimServer::start_local(profile.clone())
+                    .await
+                    .context("starting the built-in simulator")?;
+                transport_config.base_url = server.base_url();
+                if progress {
+                    eprintln!(
+                        "built-in simulator ({} profile, {}x real time) on {}",
+                        profile.name,
+                        1.0 / profile.time_scale,
+                        server.base_url()
+                    );
+                }
+                Some(server)
+            }
+            Target::OpenAi(_) => None,
+        };
+        if transport_config.model.is_empty() {
+            transport_config.model = detect_model(&transport_config).await?;
+            if progress {
+                eprintln!("model: {} (from GET /v1/models)", transport_config.model);
+            }
+        }
+        let mut resolved = settings.clone();
+        resolved.transport = transport_config.clone();
+        let transport: Arc<dyn Transport> = Arc::new(OpenAiTransport::new(transport_config)?);
+        let workload = SyntheticWorkload::new(settings.isl, settings.osl, settings.seed)
+            .with_output_control(settings.output_control, settings.output_control);
+        Ok(Session {
+            transport,
+            workload,
+            description: resolved.describe(),
+            settings: resolved,
+            progress,
+            _server: server,
+        })
+    }
+
+    /// The resolved settings as recorded in exports.
+    pub(crate) fn description(&self) -> &Value {
+        &self.description
+    }
+
+    /// Runs one level into `dir` (created), writing every per-level file, and summarises it.
+    pub(crate) async fn run_level(
+        &mut self,
+        dir: &Path,
+        concurrency: u32,
+        request_count: u32,
+        label: &str,
+    ) -> anyhow::Result<LevelSummary> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let warmup = self
+            .workload
+            .requests(self.settings.warmup_requests as usize)?;
+        let requests = self.workload.requests(request_count as usize)?;
+        let inputs: Vec<InputEntry> = requests
+            .iter()
+            .map(|r| InputEntry {
+                session_id: r.id.to_string(),
+                payloads: self.transport.payload(r).into_iter().collect(),
+            })
+            .collect();
+        write_inputs_json(&dir.join("inputs.json"), &inputs)?;
+        let sink: Box<dyn RecordSink> =
+            Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
+        let bar = progress_bar(self.progress, label, requests.len() as u64);
+        let observer: RecordObserver = {
+            let bar = bar.clone();
+            Arc::new(move |_| bar.inc(1))
+        };
+        let mut config = LevelConfig::new(concurrency);
+        config.request_timeout = self.settings.request_timeout;
+        let run = run_level(
+            self.transport.clone(),
+            &config,
+            requests,
+            warmup,
+            vec![sink],
+            Some(observer),
+        )
+        .await?;
+        bar.finish_and_clear();
+        for e in &run.sink_errors {
+            eprintln!("warning: {e}");
+        }
+        let summary = LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default());
+        let mut input_config = self.description.clone();
+        input_config["level"] = json!({"concurrency": concurrency, "request_count": request_count});
+        let info = LevelInfo {
+            start_unix_ns: run.start_unix_ns,
+            end_unix_ns: run.end_unix_ns,
+            input_config,
+            partial: false,
+        };
+        write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
+        write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
+        write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
+        Ok(summary)
+    }
+}
+
+/// Every statistic of a level, keyed `metric:stat`, for the planner's SLA checks.
+pub(crate) fn measurement(s: &LevelSummary) -> Measurement {
+    let mut m = Measurement::new(s.output_token_throughput);
+    for (name, ms) in &s.metrics {
+        for stat in ["avg", "std", "min", "max"]
+            .into_iter()
+            .chain(PERCENTILES.iter().map(|(label, _)| *label))
+        {
+            if let Some(v) = ms.stats.get(stat) {
+                m = m.with(name, stat, v);
+            }
+        }
+    }
+    m.with("error_rate", "avg", s.error_rate)
+        .with("request_throughput", "avg", s.request_throughput)
+        .with("output_token_throughput", "avg", s.output_token_throughput)
+}

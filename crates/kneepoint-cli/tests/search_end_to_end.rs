@@ -1,0 +1,140 @@
+//! `kneepoint search` in-process against the built-in simulator: the answer meets the SLA, the
+//! level above it does not, and every probe leaves its files and a line in search_history.json.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use clap::Parser;
+use kneepoint_cli::{run_search, Cli, Command, SearchSettings};
+use kneepoint_planner::StopReason;
+
+fn settings(extra: &[&str], dir: &std::path::Path) -> SearchSettings {
+    let mut args = vec![
+        "kneepoint",
+        "search",
+        "--sim-profile",
+        "fast",
+        "--sim-time-scale",
+        "1",
+        "--isl",
+        "32",
+        "--osl",
+        "16",
+        "--request-count",
+        "64",
+        "--concurrency-min",
+        "4",
+        "--concurrency-max",
+        "512",
+    ];
+    args.extend_from_slice(extra);
+    let dir = dir.to_str().unwrap().to_owned();
+    args.extend_from_slice(&["--artifact-dir", &dir]);
+    let Command::Search(a) = Cli::try_parse_from(args).unwrap().command else {
+        panic!()
+    };
+    SearchSettings::resolve(&a).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_finds_the_boundary_and_writes_its_history() {
+    // fast profile: 64 sequence slots, ~5 ms steps; 16 output tokens take ~90 ms, so p99
+    // end-to-end latency passes 150 ms once requests queue beyond the 64 slots.
+    let tmp = tempfile::tempdir().unwrap();
+    let s = settings(
+        &["--e2e-sla-ms", "150", "--search-max-iterations", "12"],
+        tmp.path(),
+    );
+    let out = run_search(&s, false).await.unwrap();
+    let o = &out.outcome;
+    eprintln!("{o:#?}");
+    let answer = o.feasible_max.expect("an answer");
+    let fail = o.infeasible_min.expect("a failing level");
+    assert!(answer < fail);
+    assert!((32..=160).contains(&answer), "{answer}");
+    assert_eq!(o.first_breach.as_deref(), Some("e2e_sla_ms"));
+    assert!(matches!(
+        o.stop_reason,
+        Some(StopReason::Converged | StopReason::MaxIterations)
+    ));
+    // The verdicts agree with the measured levels.
+    for (r, s) in out.history.iter().zip(&out.summaries) {
+        let p99 = s.stat("request_latency", "p99").unwrap();
+        assert_eq!(
+            r.pass,
+            p99 <= 150.0,
+            "probe {} p99 {p99}",
+            r.probe.concurrency
+        );
+        assert_eq!(s.request_count as u32, r.probe.request_count);
+    }
+    let hist: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("search_history.json")).unwrap())
+            .unwrap();
+    assert_eq!(hist["complete"], true);
+    assert_eq!(hist["recipe"], "max-concurrency-under-sla");
+    let probes = hist["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), out.history.len());
+    for p in probes {
+        let dir = tmp.path().join(p["dir"].as_str().unwrap());
+        assert!(dir.join("profile_export_aiperf.json").is_file());
+        assert!(p["checks"][0]["margin"].is_number());
+    }
+    assert_eq!(hist["boundary"]["feasible_max"], answer);
+    assert_eq!(hist["search_params"]["slas"][0]["name"], "e2e_sla_ms");
+}
+
+#[test]
+fn search_settings_validate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let parse = |extra: &[&str]| {
+        let mut args = vec!["kneepoint", "search"];
+        args.extend_from_slice(extra);
+        let dir = tmp.path().to_str().unwrap().to_owned();
+        args.extend_from_slice(&["--artifact-dir", &dir]);
+        let Command::Search(a) = Cli::try_parse_from(args).unwrap().command else {
+            panic!()
+        };
+        SearchSettings::resolve(&a).map_err(|e| format!("{e:#}"))
+    };
+    assert!(parse(&[]).unwrap_err().contains("at least one SLA"));
+    assert!(parse(&[
+        "--e2e-sla-ms",
+        "1",
+        "--concurrency-min",
+        "9",
+        "--concurrency-max",
+        "8"
+    ])
+    .unwrap_err()
+    .contains("greater than concurrency_max"));
+    assert!(parse(&["--ttft-sla-ms", "1", "--streaming", "false"])
+        .unwrap_err()
+        .contains("needs streaming"));
+    assert!(parse(&["--sla", "request_latency:p99:le"])
+        .unwrap_err()
+        .contains("metric:stat:op:threshold"));
+    let ok = parse(&[
+        "--sla",
+        "request_latency:p90:le:900",
+        "--error-rate-sla",
+        "0.01",
+    ])
+    .unwrap();
+    assert_eq!(ok.search.slas.len(), 2);
+    // SageMaker's search_params in a config file
+    let f = tmp.path().join("s.json");
+    std::fs::write(
+        &f,
+        r#"{"search_params": {"search_recipe": "max-concurrency-under-sla", "e2e_sla_ms": 50000,
+            "ttft_sla_ms": 1500, "concurrency_min": 16, "concurrency_max": 4096,
+            "search_max_iterations": 10, "search_initial_points": 512, "request_count": 1024}}"#,
+    )
+    .unwrap();
+    let s = parse(&["--config", f.to_str().unwrap()]).unwrap();
+    assert_eq!(s.search.slas.len(), 2);
+    assert_eq!(s.search.initial_points, Some(512));
+    assert_eq!(s.search.request_count, 1024);
+    std::fs::write(&f, r#"{"search_params": {"search_recipe": "min-cost"}}"#).unwrap();
+    assert!(parse(&["--config", f.to_str().unwrap()])
+        .unwrap_err()
+        .contains("not known"));
+}
