@@ -136,6 +136,20 @@ pub struct CommonArgs {
     /// Warm-up requests per level, excluded from metrics.
     #[arg(long, value_name = "N")]
     pub warmup_requests: Option<u32>,
+    /// Tokenizer for prompt lengths: `builtin` (o200k_base, default), a tokenizer.json path, or
+    /// a Hugging Face model id found in the local cache.
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    /// Tokens of a system prompt shared by every request (prefix caching), inside the ISL.
+    #[arg(long, value_name = "TOKENS")]
+    pub shared_prefix_tokens: Option<u32>,
+    /// Distinct shared prefixes; each request uses one at random (default 1).
+    #[arg(long, value_name = "N")]
+    pub shared_prefix_pool: Option<u32>,
+    /// A weighted mixture of (input, output) lengths instead of --isl/--osl:
+    /// ISL:OSL:WEIGHT,... e.g. 1024:256:0.7,128:1024:0.3.
+    #[arg(long, value_name = "MIX")]
+    pub mix: Option<String>,
     /// Mean input tokens.
     #[arg(long, value_name = "TOKENS")]
     pub isl: Option<f64>,

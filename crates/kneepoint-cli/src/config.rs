@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
 use kneepoint_sim::SimProfile;
 use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
-use kneepoint_workload::LengthDist;
+use kneepoint_workload::{LengthDist, Lengths, MixEntry, SharedPrefix};
 use serde::{Deserialize, Serialize};
 
 use crate::args::{CommonArgs, SearchArgs, SlaArgs, SweepArgs};
@@ -118,8 +118,14 @@ pub struct EndpointSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSection {
-    /// Tokenizer id (accepted; tokenizer-exact prompts are not implemented yet).
+    /// Tokenizer: `builtin`, a tokenizer.json path, or a Hugging Face model id (local cache).
     pub tokenizer: Option<String>,
+    /// Tokens of a shared system prompt inside each input.
+    pub shared_prefix_tokens: Option<u32>,
+    /// Distinct shared prefixes.
+    pub shared_prefix_pool: Option<u32>,
+    /// Weighted (isl, osl) pairs instead of the means.
+    pub mixture: Option<Vec<MixEntry>>,
     /// Stream responses.
     pub streaming: Option<bool>,
     /// Mean input tokens.
@@ -198,10 +204,16 @@ pub struct CommonSettings {
     pub request_count: u32,
     /// Warm-up requests per level.
     pub warmup_requests: u32,
+    /// Tokenizer spec (`builtin`, a path, a model id).
+    pub tokenizer: String,
     /// Input lengths.
     pub isl: LengthDist,
     /// Output lengths.
     pub osl: LengthDist,
+    /// A weighted mixture of (isl, osl) pairs that replaces `isl`/`osl`.
+    pub mixture: Option<Lengths>,
+    /// Shared prefixes.
+    pub prefix: Option<SharedPrefix>,
     /// Send `ignore_eos`/`min_tokens`.
     pub output_control: bool,
     /// Workload seed.
@@ -242,11 +254,6 @@ impl CommonSettings {
         let sw = file.sweep_params.clone().unwrap_or_default();
         let sim = file.simulator.clone().unwrap_or_default();
 
-        if let Some(t) = &wl.tokenizer {
-            tracing::warn!(
-                "workload.tokenizer = {t:?}: tokenizer-exact prompts are not implemented yet; prompt lengths are approximate (one common word ≈ one token)"
-            );
-        }
         let url = args.url.clone().or(ep.url.clone());
         let api = match &args.endpoint_type {
             Some(t) => match t.as_str() {
@@ -371,8 +378,32 @@ impl CommonSettings {
                 .warmup_requests
                 .or(sw.warmup_request_count)
                 .unwrap_or(0),
+            tokenizer: args
+                .tokenizer
+                .clone()
+                .or(wl.tokenizer.clone())
+                .unwrap_or_else(|| "builtin".into()),
             isl,
             osl,
+            mixture: match (&args.mix, &wl.mixture) {
+                (Some(m), _) => Some(Lengths::parse_mixture(m)?),
+                (None, Some(entries)) => {
+                    let l = Lengths::Mixture(entries.clone());
+                    l.validate()?;
+                    Some(l)
+                }
+                (None, None) => None,
+            },
+            prefix: match args.shared_prefix_tokens.or(wl.shared_prefix_tokens) {
+                None | Some(0) => None,
+                Some(tokens) => Some(SharedPrefix {
+                    tokens,
+                    pool: args
+                        .shared_prefix_pool
+                        .or(wl.shared_prefix_pool)
+                        .unwrap_or(1),
+                }),
+            },
             output_control: !args.no_output_control && wl.output_control.unwrap_or(true),
             seed: args.seed.or(wl.seed).unwrap_or(0),
             request_timeout: Some(Duration::from_secs_f64(timeout_s)),
@@ -400,11 +431,14 @@ impl CommonSettings {
                 "extra_body": self.transport.extra_body,
             },
             "workload": {
+                "tokenizer": self.tokenizer,
                 "isl": self.isl,
                 "osl": self.osl,
+                "mixture": self.mixture,
+                "shared_prefix": self.prefix,
                 "output_control": self.output_control,
                 "seed": self.seed,
-                "prompts": "synthetic common words (approximate token counts)",
+                "prompts": "built-in corpus, exact token counts",
             },
             "requests": {
                 "request_count": self.request_count,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use kneepoint_core::{RecordSink, Transport};
+use kneepoint_core::{RecordSink, TokenCounter, Transport};
 use kneepoint_metrics::export::{
     write_aiperf_csv, write_aiperf_json, write_inputs_json, write_summary_text, InputEntry,
     JsonlSink, LevelInfo,
@@ -16,7 +16,9 @@ use kneepoint_planner::Measurement;
 use kneepoint_runner::{run_level, LevelConfig, RecordObserver};
 use kneepoint_sim::SimServer;
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
-use kneepoint_workload::{SyntheticWorkload, Workload};
+use kneepoint_workload::{
+    load_tokenizer, SyntheticConfig, SyntheticWorkload, TokenizerCounter, Workload,
+};
 use serde_json::{json, Value};
 
 use crate::config::{CommonSettings, Target};
@@ -25,6 +27,7 @@ use crate::config::{CommonSettings, Target};
 pub(crate) struct Session {
     transport: Arc<dyn Transport>,
     workload: SyntheticWorkload,
+    counter: Arc<dyn TokenCounter>,
     settings: CommonSettings,
     description: Value,
     progress: bool,
@@ -75,9 +78,13 @@ impl Session {
             )
         })?;
         let mut transport_config = settings.transport.clone();
+        let tokenizer = load_tokenizer(&settings.tokenizer)
+            .with_context(|| format!("loading tokenizer {:?}", settings.tokenizer))?;
+        let counter: Arc<dyn TokenCounter> = Arc::new(TokenizerCounter(tokenizer.clone()));
         let server = match &settings.target {
             Target::Simulator(profile) => {
-                let server = SimServer::start_local(profile.clone())
+                let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+                let server = SimServer::start_with_counter(profile.clone(), addr, counter.clone())
                     .await
                     .context("starting the built-in simulator")?;
                 transport_config.base_url = server.base_url();
@@ -102,11 +109,18 @@ impl Session {
         let mut resolved = settings.clone();
         resolved.transport = transport_config.clone();
         let transport: Arc<dyn Transport> = Arc::new(OpenAiTransport::new(transport_config)?);
-        let workload = SyntheticWorkload::new(settings.isl, settings.osl, settings.seed)
-            .with_output_control(settings.output_control, settings.output_control);
+        let mut config = SyntheticConfig::new(settings.isl, settings.osl, settings.seed);
+        if let Some(m) = &settings.mixture {
+            config.lengths = m.clone();
+        }
+        config.prefix = settings.prefix;
+        config.ignore_eos = settings.output_control;
+        config.min_tokens = settings.output_control;
+        let workload = SyntheticWorkload::from_config(tokenizer, config)?;
         Ok(Session {
             transport,
             workload,
+            counter,
             description: resolved.describe(),
             settings: resolved,
             progress,
@@ -149,6 +163,7 @@ impl Session {
         };
         let mut config = LevelConfig::new(concurrency);
         config.request_timeout = self.settings.request_timeout;
+        config.token_counter = self.counter.clone();
         let run = run_level(
             self.transport.clone(),
             &config,

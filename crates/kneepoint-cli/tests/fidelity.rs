@@ -17,10 +17,16 @@ async fn ttft_and_itl_match_server_truth_at_concurrency_one() {
     let mut p = SimProfile::fast();
     p.step_base_ms = 10.0;
     p.prefill_per_token_us = 40.0; // 256 prompt tokens: ~10 ms of prefill
-    let server = SimServer::start_local(p).await.unwrap();
+    let tok = kneepoint_workload::load_tokenizer("builtin").unwrap();
+    let counter = std::sync::Arc::new(kneepoint_workload::TokenizerCounter(tok.clone()));
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = SimServer::start_with_counter(p, addr, counter)
+        .await
+        .unwrap();
     let transport: Arc<dyn Transport> =
         Arc::new(OpenAiTransport::new(OpenAiConfig::new(server.base_url(), "m")).unwrap());
-    let mut w = SyntheticWorkload::new(LengthDist::Fixed(256), LengthDist::Fixed(16), 3);
+    let mut w =
+        SyntheticWorkload::new(tok, LengthDist::Fixed(256), LengthDist::Fixed(16), 3).unwrap();
     let warmup = w.requests(2).unwrap();
     let requests = w.requests(25).unwrap();
     let run = run_level(
@@ -48,6 +54,9 @@ async fn ttft_and_itl_match_server_truth_at_concurrency_one() {
         s_ttft += t.ttft_ms;
         c_itl += m.itl_ms.unwrap();
         s_itl += t.itl_ms.unwrap();
+        // the server counted the prompt with the same tokenizer
+        assert_eq!(t.prompt_tokens, 256);
+        assert_eq!(r.server_input_tokens, Some(256));
     }
     let n = run.records.len() as f64;
     let (c_ttft, s_ttft, c_itl, s_itl) = (c_ttft / n, s_ttft / n, c_itl / n, s_itl / n);

@@ -61,6 +61,13 @@ async fn sweep_writes_every_artifact_and_one_record_per_request() {
         assert_eq!(summary.request_count, 24);
         assert_eq!(summary.ok_count + summary.error_count, 24);
         assert_eq!(summary.error_count, 0, "{:?}", summary.error_summary);
+        // ignore_eos makes the simulator generate exactly the requested output, and the
+        // client's own count (same tokenizer) agrees with the server's usage
+        assert_eq!(summary.stat("output_sequence_length", "avg"), Some(8.0));
+        assert_eq!(summary.stat("input_sequence_length", "max"), Some(64.0));
+        assert_eq!(summary.osl_mismatches, 0);
+        assert_eq!(summary.osl_source_disagreements, 0);
+        assert_eq!(summary.osl_sources.get("usage"), Some(&24));
         let jsonl = std::fs::read_to_string(dir.join("profile_export.jsonl")).unwrap();
         let lines: Vec<serde_json::Value> = jsonl
             .lines()
@@ -187,4 +194,35 @@ async fn sweep_with_slas_reports_zone_and_fleet() {
     assert_eq!(sweep["zone"]["ideal_balance"], 64);
     assert_eq!(sweep["fleet"]["instances"], 20);
     assert_eq!(sweep["peak"]["concurrency"], 1000.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_seed_gives_byte_identical_inputs() {
+    let run = |seed: &'static str| async move {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = settings(
+            &[
+                "--concurrency",
+                "2",
+                "--request-count",
+                "6",
+                "--isl",
+                "48",
+                "--isl-stddev",
+                "10",
+                "--osl",
+                "4",
+                "--seed",
+                seed,
+                "--shared-prefix-tokens",
+                "16",
+            ],
+            tmp.path(),
+        );
+        run_sweep(&s, false).await.unwrap();
+        std::fs::read(tmp.path().join("concurrency_2/inputs.json")).unwrap()
+    };
+    let (a, b, c) = (run("7").await, run("7").await, run("8").await);
+    assert_eq!(a, b, "same seed, same bytes");
+    assert_ne!(a, c, "another seed, other prompts");
 }

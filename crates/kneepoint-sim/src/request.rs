@@ -1,6 +1,6 @@
 //! Parsing an OpenAI-compatible request as the simulator needs it.
 
-use kneepoint_core::approx_token_count;
+use kneepoint_core::TokenCounter;
 use serde_json::Value;
 
 /// Which API a request came in on.
@@ -22,7 +22,11 @@ pub(crate) struct GenRequest {
 }
 
 /// Parses a request body; `Err` carries a message for a 400 answer.
-pub(crate) fn parse_request(api: Api, body: &[u8]) -> Result<GenRequest, String> {
+pub(crate) fn parse_request(
+    api: Api,
+    body: &[u8],
+    counter: &dyn TokenCounter,
+) -> Result<GenRequest, String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
     let obj = v.as_object().ok_or("the body must be a JSON object")?;
     let prompt_tokens = match api {
@@ -32,16 +36,16 @@ pub(crate) fn parse_request(api: Api, body: &[u8]) -> Result<GenRequest, String>
                 .and_then(Value::as_array)
                 .ok_or("`messages` must be an array")?;
             msgs.iter()
-                .map(message_tokens)
+                .map(|m| message_tokens(m, counter))
                 .sum::<Result<usize, String>>()?
         }
         Api::Completions => match obj.get("prompt") {
-            Some(Value::String(s)) => approx_token_count(s),
+            Some(Value::String(s)) => counter.count(s),
             Some(Value::Array(a)) => a
                 .iter()
                 .map(|p| {
                     p.as_str()
-                        .map(approx_token_count)
+                        .map(|t| counter.count(t))
                         .ok_or("`prompt` items must be strings")
                 })
                 .sum::<Result<usize, &str>>()?,
@@ -80,13 +84,13 @@ pub(crate) fn parse_request(api: Api, body: &[u8]) -> Result<GenRequest, String>
     })
 }
 
-fn message_tokens(m: &Value) -> Result<usize, String> {
+fn message_tokens(m: &Value, counter: &dyn TokenCounter) -> Result<usize, String> {
     match m.get("content") {
-        Some(Value::String(s)) => Ok(approx_token_count(s)),
+        Some(Value::String(s)) => Ok(counter.count(s)),
         Some(Value::Array(parts)) => Ok(parts
             .iter()
             .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .map(approx_token_count)
+            .map(|t| counter.count(t))
             .sum()),
         Some(Value::Null) | None => Ok(0),
         _ => Err("message `content` must be a string or an array of parts".into()),
@@ -96,6 +100,7 @@ fn message_tokens(m: &Value) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kneepoint_core::ApproxTokenCounter;
 
     #[test]
     fn chat_request() {
@@ -103,6 +108,7 @@ mod tests {
             Api::Chat,
             br#"{"model":"m","messages":[{"role":"system","content":"a b"},{"role":"user","content":[{"type":"text","text":"c d e"}]}],
                 "stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":9,"min_tokens":9,"ignore_eos":true}"#,
+            &ApproxTokenCounter,
         )
         .unwrap();
         assert_eq!(
@@ -120,11 +126,12 @@ mod tests {
 
     #[test]
     fn completions_and_errors() {
-        let r = parse_request(Api::Completions, br#"{"prompt":"x y","max_tokens":3}"#).unwrap();
+        let c = &ApproxTokenCounter;
+        let r = parse_request(Api::Completions, br#"{"prompt":"x y","max_tokens":3}"#, c).unwrap();
         assert_eq!(r.prompt_tokens, 2);
         assert!(!r.stream && !r.include_usage);
-        assert!(parse_request(Api::Completions, b"{").is_err());
-        assert!(parse_request(Api::Chat, br#"{"prompt":"x"}"#).is_err());
-        assert!(parse_request(Api::Completions, br#"{"prompt":"x","max_tokens":-1}"#).is_err());
+        assert!(parse_request(Api::Completions, b"{", c).is_err());
+        assert!(parse_request(Api::Chat, br#"{"prompt":"x"}"#, c).is_err());
+        assert!(parse_request(Api::Completions, br#"{"prompt":"x","max_tokens":-1}"#, c).is_err());
     }
 }

@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Frame, Incoming};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use kneepoint_core::{ApproxTokenCounter, TokenCounter};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
@@ -36,6 +37,7 @@ const MAX_REQUEST_BYTES: usize = 64 << 20;
 
 struct State {
     profile: SimProfile,
+    counter: Arc<dyn TokenCounter>,
     model_json: String,
     engine: Mutex<Sender<Command>>,
     next_id: AtomicU64,
@@ -58,8 +60,18 @@ impl Drop for SimServer {
 
 impl SimServer {
     /// Validates `profile`, binds `addr` (use `127.0.0.1:0` for a free port) and starts serving
-    /// on the current Tokio runtime.
+    /// on the current Tokio runtime. Prompt tokens are counted as whitespace words.
     pub async fn start(profile: SimProfile, addr: SocketAddr) -> Result<SimServer, Error> {
+        Self::start_with_counter(profile, addr, Arc::new(ApproxTokenCounter)).await
+    }
+
+    /// Like [`SimServer::start`], counting prompt tokens with `counter` (give it the client's
+    /// tokenizer so that `usage.prompt_tokens` matches the workload's input lengths).
+    pub async fn start_with_counter(
+        profile: SimProfile,
+        addr: SocketAddr,
+        counter: Arc<dyn TokenCounter>,
+    ) -> Result<SimServer, Error> {
         profile.validate()?;
         let listener = TcpListener::bind(addr)
             .await
@@ -77,6 +89,7 @@ impl SimServer {
             model_json: serde_json::Value::String(profile.model.clone()).to_string(),
             lengths: Mutex::new(StdRng::seed_from_u64(profile.seed)),
             profile,
+            counter,
             engine: Mutex::new(engine),
             next_id: AtomicU64::new(0),
         });
@@ -191,7 +204,7 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Bo
         }
     };
     let arrival = Instant::now();
-    let gen = match parse_request(api, &body) {
+    let gen = match parse_request(api, &body, state.counter.as_ref()) {
         Ok(g) => g,
         Err(m) => return error(StatusCode::BAD_REQUEST, "BadRequestError", &m),
     };

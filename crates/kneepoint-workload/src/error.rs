@@ -1,5 +1,7 @@
 //! The workload crate's error type.
 
+use std::path::PathBuf;
+
 /// A workload could not be configured or produce requests.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -7,8 +9,38 @@ pub enum Error {
     /// A length distribution parameter is out of range.
     #[error("invalid {what} distribution: {reason}")]
     InvalidDistribution {
-        /// `input length` or `output length`.
+        /// `input length`, `output length` or `mixture`.
         what: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// A tokenizer failed to load, encode or decode.
+    #[error("tokenizer {name}: {reason}")]
+    Tokenizer {
+        /// The tokenizer (name or path).
+        name: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A model id was not found in the local Hugging Face cache.
+    #[error("no tokenizer.json for {spec:?} in the local Hugging Face cache; tried: {}", tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    TokenizerNotFound {
+        /// The model id.
+        spec: String,
+        /// Every snapshots folder looked in.
+        tried: Vec<PathBuf>,
+    },
+    /// No prompt of exactly the asked length could be built.
+    #[error("cannot build a prompt of exactly {target} tokens: {reason}")]
+    ExactLength {
+        /// The target.
+        target: u32,
+        /// Why.
+        reason: String,
+    },
+    /// A shared-prefix setting is impossible.
+    #[error("invalid shared prefix: {reason}")]
+    InvalidPrefix {
         /// Why.
         reason: String,
     },

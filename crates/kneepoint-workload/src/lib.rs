@@ -1,31 +1,37 @@
 //! Workloads for kneepoint: what to send at each level.
 //!
-//! This first version generates synthetic prompts from common English words, one word per
-//! token as the built-in approximate counter ([`kneepoint_core::ApproxTokenCounter`]) and the
-//! simulator count them, with input and output lengths drawn from fixed or normal
-//! distributions under a seed. Against a real model the prompt length in that model's tokens is
-//! approximate; tokenizer-exact prompts replace the text generator behind the same
-//! [`Workload`] trait.
+//! - [`Tokenizer`]s: the built-in offline `o200k_base` (tiktoken, the default) and Hugging Face
+//!   `tokenizer.json` files from a path or the local cache ([`load_tokenizer`]).
+//! - Prompts of an **exact** token count ([`PromptBuilder`]): windows of a built-in corpus,
+//!   re-encoded the way they are sent (no special tokens) and adjusted until exact.
+//! - Input/output lengths from fixed values, truncated normals or weighted mixtures
+//!   ([`Lengths`]), optional shared prefixes ([`SharedPrefix`]), deterministic under a seed.
 //!
 //! # Example
 //! ```
-//! use kneepoint_workload::{LengthDist, SyntheticWorkload, Workload};
+//! use kneepoint_workload::{load_tokenizer, LengthDist, SyntheticWorkload, Workload};
 //!
-//! let mut w = SyntheticWorkload::new(LengthDist::Fixed(128), LengthDist::Fixed(16), 7);
+//! let tok = load_tokenizer("builtin").unwrap();
+//! let mut w = SyntheticWorkload::new(tok.clone(), LengthDist::Fixed(128), LengthDist::Fixed(16), 7).unwrap();
 //! let reqs = w.requests(3).unwrap();
-//! assert_eq!(reqs.len(), 3);
-//! assert_eq!(reqs[0].input_tokens, Some(128));
+//! assert_eq!(tok.count(&reqs[0].prompt.text()).unwrap(), 128);
 //! assert_eq!(reqs[0].max_output_tokens, Some(16));
 //! assert_ne!(reqs[0].prompt, reqs[1].prompt);
 //! ```
 
+mod corpus;
 mod dist;
 mod error;
+mod prompt;
 mod synthetic;
+pub mod tokenizer;
 
-pub use dist::LengthDist;
+pub use corpus::corpus;
+pub use dist::{LengthDist, Lengths, MixEntry};
 pub use error::Error;
-pub use synthetic::SyntheticWorkload;
+pub use prompt::PromptBuilder;
+pub use synthetic::{SharedPrefix, SyntheticConfig, SyntheticWorkload};
+pub use tokenizer::{load_tokenizer, Tokenizer, TokenizerCounter};
 
 use kneepoint_core::Request;
 

@@ -1,155 +1,110 @@
-//! Synthetic prompts of (approximately) a given token length.
+//! Synthetic requests: exact-length prompts, lengths from distributions, optional shared
+//! prefixes, all deterministic under a seed.
+
+use std::sync::Arc;
 
 use kneepoint_core::Request;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 
-use crate::{Error, LengthDist, Workload};
+use crate::prompt::PromptBuilder;
+use crate::tokenizer::Tokenizer;
+use crate::{Error, LengthDist, Lengths, Workload};
 
-/// Common English words that are one token in the usual BPE vocabularies.
-const WORDS: &[&str] = &[
-    "time",
-    "year",
-    "people",
-    "way",
-    "day",
-    "man",
-    "thing",
-    "woman",
-    "life",
-    "child",
-    "world",
-    "school",
-    "state",
-    "family",
-    "student",
-    "group",
-    "country",
-    "problem",
-    "hand",
-    "part",
-    "place",
-    "case",
-    "week",
-    "company",
-    "system",
-    "program",
-    "question",
-    "work",
-    "government",
-    "number",
-    "night",
-    "point",
-    "home",
-    "water",
-    "room",
-    "mother",
-    "area",
-    "money",
-    "story",
-    "fact",
-    "month",
-    "lot",
-    "right",
-    "study",
-    "book",
-    "eye",
-    "job",
-    "word",
-    "business",
-    "issue",
-    "side",
-    "kind",
-    "head",
-    "house",
-    "service",
-    "friend",
-    "father",
-    "power",
-    "hour",
-    "game",
-    "line",
-    "end",
-    "member",
-    "law",
-    "car",
-    "city",
-    "name",
-    "team",
-    "minute",
-    "idea",
-    "kid",
-    "body",
-    "information",
-    "back",
-    "parent",
-    "face",
-    "others",
-    "level",
-    "office",
-    "door",
-    "health",
-    "person",
-    "art",
-    "war",
-    "history",
-    "party",
-    "result",
-    "change",
-    "morning",
-    "reason",
-    "research",
-    "girl",
-    "guy",
-    "moment",
-    "air",
-    "teacher",
-    "force",
-    "education",
-    "river",
-    "stone",
-    "light",
-    "green",
-    "small",
-];
+/// Shared prefixes (a system prompt repeated across requests, which servers with prefix
+/// caching reuse). Counted inside each request's input length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedPrefix {
+    /// Tokens in each prefix (the prefix ends with a blank line).
+    pub tokens: u32,
+    /// Distinct prefixes; each request uses one, chosen at random (1 = all share one).
+    pub pool: u32,
+}
 
-/// Prompts of random common words with lengths from distributions, deterministic under a seed.
-#[derive(Debug, Clone)]
+/// How to generate requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyntheticConfig {
+    /// Input and output lengths.
+    pub lengths: Lengths,
+    /// Optional shared prefixes.
+    pub prefix: Option<SharedPrefix>,
+    /// Seed for lengths, prompt text and prefix choice.
+    pub seed: u64,
+    /// Send `ignore_eos` so the server generates exactly the requested output.
+    pub ignore_eos: bool,
+    /// Send `min_tokens` equal to the requested output.
+    pub min_tokens: bool,
+}
+
+impl SyntheticConfig {
+    /// Independent input/output lengths, no prefix, output control on.
+    pub fn new(isl: LengthDist, osl: LengthDist, seed: u64) -> Self {
+        SyntheticConfig {
+            lengths: Lengths::Independent { isl, osl },
+            prefix: None,
+            seed,
+            ignore_eos: true,
+            min_tokens: true,
+        }
+    }
+}
+
+/// Requests with prompts of exactly the sampled input length in the workload's tokenizer.
 pub struct SyntheticWorkload {
-    isl: LengthDist,
-    osl: LengthDist,
-    ignore_eos: bool,
-    set_min_tokens: bool,
+    config: SyntheticConfig,
+    builder: PromptBuilder,
+    prefixes: Vec<String>,
     rng: StdRng,
     next_id: u64,
 }
 
+impl std::fmt::Debug for SyntheticWorkload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyntheticWorkload")
+            .field("config", &self.config)
+            .field("builder", &self.builder)
+            .finish_non_exhaustive()
+    }
+}
+
 impl SyntheticWorkload {
-    /// Input lengths from `isl`, requested output lengths from `osl`. By default requests ask
-    /// the server to ignore end-of-sequence and set `min_tokens` so that exactly the requested
-    /// output is generated.
-    pub fn new(isl: LengthDist, osl: LengthDist, seed: u64) -> Self {
-        SyntheticWorkload {
-            isl,
-            osl,
-            ignore_eos: true,
-            set_min_tokens: true,
-            rng: StdRng::seed_from_u64(seed),
-            next_id: 0,
+    /// Independent lengths from `isl` and `osl`.
+    pub fn new(
+        tokenizer: Arc<dyn Tokenizer>,
+        isl: LengthDist,
+        osl: LengthDist,
+        seed: u64,
+    ) -> Result<Self, Error> {
+        Self::from_config(tokenizer, SyntheticConfig::new(isl, osl, seed))
+    }
+
+    /// Validates `config`, tokenizes the corpus and builds the shared prefixes.
+    pub fn from_config(
+        tokenizer: Arc<dyn Tokenizer>,
+        config: SyntheticConfig,
+    ) -> Result<Self, Error> {
+        config.lengths.validate()?;
+        let mut builder = PromptBuilder::new(tokenizer)?;
+        let mut prefixes = Vec::new();
+        if let Some(p) = config.prefix {
+            if p.tokens == 0 || p.pool == 0 {
+                return Err(Error::InvalidPrefix {
+                    reason: "tokens and pool must be at least 1".into(),
+                });
+            }
+            let mut rng = StdRng::seed_from_u64(config.seed ^ 0x7072_6566_6978);
+            for _ in 0..p.pool {
+                prefixes.push(prefix_text(&mut builder, p.tokens, &mut rng)?);
+            }
         }
-    }
-
-    /// Validates both distributions.
-    pub fn validate(&self) -> Result<(), Error> {
-        self.isl.validate("input length")?;
-        self.osl.validate("output length")
-    }
-
-    /// Whether to send `ignore_eos` and `min_tokens` (for servers that reject them).
-    pub fn with_output_control(mut self, ignore_eos: bool, min_tokens: bool) -> Self {
-        self.ignore_eos = ignore_eos;
-        self.set_min_tokens = min_tokens;
-        self
+        Ok(SyntheticWorkload {
+            rng: StdRng::seed_from_u64(config.seed),
+            config,
+            builder,
+            prefixes,
+            next_id: 0,
+        })
     }
 
     /// Starts ids at `id` (e.g. to keep warm-up and measured ids apart).
@@ -158,74 +113,63 @@ impl SyntheticWorkload {
         self
     }
 
-    fn prompt(&mut self, tokens: u32) -> String {
-        let mut s = String::with_capacity(tokens as usize * 7);
-        for i in 0..tokens {
-            if i > 0 {
-                s.push(' ');
-            }
-            s.push_str(WORDS[self.rng.random_range(0..WORDS.len())]);
-        }
-        s
+    /// The shared prefixes (empty without one).
+    pub fn prefixes(&self) -> &[String] {
+        &self.prefixes
     }
+
+    /// The tokenizer prompts are counted with.
+    pub fn tokenizer(&self) -> &Arc<dyn Tokenizer> {
+        self.builder.tokenizer()
+    }
+}
+
+/// A prefix of exactly `tokens` tokens that ends with a blank line, so that what follows it
+/// starts a new pre-token and the prefix's tokens stay the same in every prompt.
+fn prefix_text<R: Rng + ?Sized>(
+    b: &mut PromptBuilder,
+    tokens: u32,
+    rng: &mut R,
+) -> Result<String, Error> {
+    let tok = b.tokenizer().clone();
+    for sep_tokens in 1..=3u32 {
+        if tokens <= sep_tokens {
+            break;
+        }
+        for _ in 0..8 {
+            let body = b.exact("", tokens - sep_tokens, rng)?;
+            let text = format!("{}\n\n", body.trim_end());
+            if tok.count(&text)? == tokens as usize {
+                return Ok(text);
+            }
+        }
+    }
+    // Very short prefixes: any exact text.
+    b.exact("", tokens, rng)
 }
 
 impl Workload for SyntheticWorkload {
     fn requests(&mut self, count: usize) -> Result<Vec<Request>, Error> {
-        self.validate()?;
         let mut out = Vec::with_capacity(count);
+        let prefix_tokens = self.config.prefix.map_or(0, |p| p.tokens);
         for _ in 0..count {
-            let isl = self.isl.sample(&mut self.rng);
-            let osl = self.osl.sample(&mut self.rng);
-            let mut r = Request::text(self.next_id, self.prompt(isl));
+            let (isl, osl) = self.config.lengths.sample(&mut self.rng);
+            let isl = isl.max(prefix_tokens);
+            let prefix = if self.prefixes.is_empty() {
+                String::new()
+            } else {
+                let i = self.rng.random_range(0..self.prefixes.len());
+                self.prefixes[i].clone()
+            };
+            let body = self.builder.exact(&prefix, isl, &mut self.rng)?;
+            let mut r = Request::text(self.next_id, format!("{prefix}{body}"));
             self.next_id += 1;
             r.input_tokens = Some(isl);
             r.max_output_tokens = Some(osl);
-            r.ignore_eos = self.ignore_eos;
-            r.min_output_tokens = self.set_min_tokens.then_some(osl);
+            r.ignore_eos = self.config.ignore_eos;
+            r.min_output_tokens = self.config.min_tokens.then_some(osl);
             out.push(r);
         }
         Ok(out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kneepoint_core::approx_token_count;
-
-    #[test]
-    fn lengths_ids_and_determinism() {
-        let mk = || {
-            SyntheticWorkload::new(
-                LengthDist::mean_stddev(300.0, 30.0),
-                LengthDist::Fixed(8),
-                42,
-            )
-        };
-        let a = mk().requests(50).unwrap();
-        let b = mk().requests(50).unwrap();
-        assert_eq!(a, b);
-        for (i, r) in a.iter().enumerate() {
-            assert_eq!(r.id, i as u64);
-            assert_eq!(
-                approx_token_count(&r.prompt.text()) as u32,
-                r.input_tokens.unwrap()
-            );
-            assert_eq!(r.min_output_tokens, Some(8));
-            assert!(r.ignore_eos);
-        }
-        let c = SyntheticWorkload::new(LengthDist::Fixed(300), LengthDist::Fixed(8), 43)
-            .requests(1)
-            .unwrap();
-        assert_ne!(c[0].prompt, a[0].prompt);
-        let mut w = mk().with_first_id(1000);
-        assert_eq!(w.requests(2).unwrap()[1].id, 1001);
-    }
-
-    #[test]
-    fn invalid_config_is_an_error() {
-        let mut w = SyntheticWorkload::new(LengthDist::Fixed(0), LengthDist::Fixed(8), 1);
-        assert!(w.requests(1).is_err());
     }
 }

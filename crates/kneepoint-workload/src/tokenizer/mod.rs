@@ -1,0 +1,72 @@
+//! Tokenizers: the built-in offline one (tiktoken's `o200k_base`, as AIPerf's `builtin`) and
+//! Hugging Face `tokenizer.json` files, loaded from a path or resolved offline from the local
+//! Hugging Face cache. Prompts are counted the way they are sent: no special tokens.
+
+mod builtin;
+mod hf;
+
+use std::sync::Arc;
+
+pub use builtin::BuiltinTokenizer;
+pub use hf::{hf_cache_candidates, HfTokenizer};
+
+use crate::Error;
+
+/// Encodes and decodes text without special tokens.
+pub trait Tokenizer: Send + Sync {
+    /// Token ids of `text`.
+    fn encode(&self, text: &str) -> Result<Vec<u32>, Error>;
+    /// Text of `ids`.
+    fn decode(&self, ids: &[u32]) -> Result<String, Error>;
+    /// A short name for reports (`builtin:o200k_base`, a path, a model id).
+    fn name(&self) -> &str;
+    /// Tokens in `text`.
+    fn count(&self, text: &str) -> Result<usize, Error> {
+        Ok(self.encode(text)?.len())
+    }
+}
+
+/// Loads a tokenizer from a spec: `builtin` (or empty) for tiktoken's `o200k_base`, a path to a
+/// `tokenizer.json` (or a directory holding one), or a Hugging Face model id (`org/name`)
+/// resolved offline from the local cache (`HF_HUB_CACHE`, `HF_HOME/hub`,
+/// `~/.cache/huggingface/hub`).
+pub fn load_tokenizer(spec: &str) -> Result<Arc<dyn Tokenizer>, Error> {
+    let spec = spec.trim();
+    if spec.is_empty() || spec == "builtin" || spec == "o200k_base" {
+        return Ok(Arc::new(BuiltinTokenizer::o200k_base()?));
+    }
+    let path = std::path::Path::new(spec);
+    if path.is_file() {
+        return Ok(Arc::new(HfTokenizer::from_file(path)?));
+    }
+    if path.is_dir() {
+        return Ok(Arc::new(HfTokenizer::from_file(
+            &path.join("tokenizer.json"),
+        )?));
+    }
+    Ok(Arc::new(HfTokenizer::from_cache(spec)?))
+}
+
+/// Adapts a [`Tokenizer`] to the runner's [`kneepoint_core::TokenCounter`], so output text is
+/// counted with the same tokenizer as the prompts.
+#[derive(Clone)]
+pub struct TokenizerCounter(pub Arc<dyn Tokenizer>);
+
+impl std::fmt::Debug for TokenizerCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TokenizerCounter({})", self.0.name())
+    }
+}
+
+impl kneepoint_core::TokenCounter for TokenizerCounter {
+    fn count(&self, text: &str) -> usize {
+        // A text the tokenizer cannot encode falls back to the word estimate.
+        self.0
+            .count(text)
+            .unwrap_or_else(|_| kneepoint_core::approx_token_count(text))
+    }
+
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+}
