@@ -88,6 +88,9 @@ impl Session {
                     .await
                     .context("starting the built-in simulator")?;
                 transport_config.base_url = server.base_url();
+                // Our own simulator takes the prompt length from the client instead of
+                // tokenizing every prompt on the CPU the client needs.
+                transport_config.send_input_token_hint = true;
                 if progress {
                     eprintln!(
                         "built-in simulator ({} profile, {}x real time) on {}",

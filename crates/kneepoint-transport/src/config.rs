@@ -98,6 +98,10 @@ pub struct OpenAiConfig {
     pub max_line_bytes: usize,
     /// The largest non-streaming body (or error body) read, in bytes.
     pub max_body_bytes: usize,
+    /// Send the workload's prompt token count as `x-kneepoint-input-tokens` (for kneepoint's
+    /// own simulator, which then need not tokenize every prompt on a CPU it shares with the
+    /// client). Off by default.
+    pub send_input_token_hint: bool,
 }
 
 impl OpenAiConfig {
@@ -117,6 +121,7 @@ impl OpenAiConfig {
             connect_timeout: Some(Duration::from_secs(10)),
             max_line_bytes: 1 << 20,
             max_body_bytes: 16 << 20,
+            send_input_token_hint: false,
         }
     }
 

@@ -175,6 +175,14 @@ impl OpenAiTransport {
             if let Ok(v) = HeaderValue::from_str(&request.id.to_string()) {
                 h.insert(HeaderName::from_static("x-request-id"), v);
             }
+            if self.config.send_input_token_hint {
+                if let Some(n) = request.input_tokens {
+                    h.insert(
+                        HeaderName::from_static("x-kneepoint-input-tokens"),
+                        HeaderValue::from(n),
+                    );
+                }
+            }
         }
         builder
             .body(Full::new(Bytes::from(bytes)))
