@@ -150,6 +150,19 @@ pub struct CommonArgs {
     /// ISL:OSL:WEIGHT,... e.g. 1024:256:0.7,128:1024:0.3.
     #[arg(long, value_name = "MIX")]
     pub mix: Option<String>,
+    /// Requests from a dataset instead of synthetic prompts: single-turn JSONL, ShareGPT JSON,
+    /// or a trace JSONL (timestamp, input_length, output_length, hash_ids).
+    #[arg(long, value_name = "FILE")]
+    pub dataset: Option<PathBuf>,
+    /// The dataset's format: jsonl, sharegpt or trace (default: detected).
+    #[arg(long, value_name = "FORMAT")]
+    pub dataset_format: Option<String>,
+    /// Order of dataset records: sequential, random or shuffle.
+    #[arg(long, value_name = "ORDER")]
+    pub sampling: Option<String>,
+    /// Tokens per trace block (hash_ids), default 512.
+    #[arg(long, value_name = "TOKENS")]
+    pub trace_block_tokens: Option<u32>,
     /// Mean input tokens.
     #[arg(long, value_name = "TOKENS")]
     pub isl: Option<f64>,

@@ -9,7 +9,9 @@ use anyhow::{bail, Context};
 use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
 use kneepoint_sim::SimProfile;
 use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
-use kneepoint_workload::{LengthDist, Lengths, MixEntry, SharedPrefix};
+use kneepoint_workload::{
+    DatasetConfig, DatasetFormat, LengthDist, Lengths, MixEntry, Sampling, SharedPrefix,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::args::{CommonArgs, SearchArgs, SlaArgs, SweepArgs};
@@ -126,6 +128,14 @@ pub struct WorkloadSection {
     pub shared_prefix_pool: Option<u32>,
     /// Weighted (isl, osl) pairs instead of the means.
     pub mixture: Option<Vec<MixEntry>>,
+    /// A dataset file instead of synthetic prompts.
+    pub dataset: Option<PathBuf>,
+    /// `jsonl`, `sharegpt` or `trace`.
+    pub dataset_format: Option<String>,
+    /// `sequential`, `random` or `shuffle`.
+    pub sampling: Option<String>,
+    /// Tokens per trace block.
+    pub trace_block_tokens: Option<u32>,
     /// Stream responses.
     pub streaming: Option<bool>,
     /// Mean input tokens.
@@ -214,6 +224,8 @@ pub struct CommonSettings {
     pub mixture: Option<Lengths>,
     /// Shared prefixes.
     pub prefix: Option<SharedPrefix>,
+    /// A dataset instead of synthetic prompts (lengths then come from the records).
+    pub dataset: Option<DatasetConfig>,
     /// Send `ignore_eos`/`min_tokens`.
     pub output_control: bool,
     /// Workload seed.
@@ -404,6 +416,33 @@ impl CommonSettings {
                         .unwrap_or(1),
                 }),
             },
+            dataset: match args.dataset.clone().or(wl.dataset.clone()) {
+                None => None,
+                Some(path) => {
+                    let mut d = DatasetConfig::new(path);
+                    if let Some(f) = args.dataset_format.as_ref().or(wl.dataset_format.as_ref()) {
+                        d.format = Some(DatasetFormat::parse(f).ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "dataset format must be jsonl, sharegpt or trace, not {f:?}"
+                            )
+                        })?);
+                    }
+                    if let Some(o) = args.sampling.as_ref().or(wl.sampling.as_ref()) {
+                        d.sampling = Sampling::parse(o).ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "sampling must be sequential, random or shuffle, not {o:?}"
+                            )
+                        })?;
+                    }
+                    if let Some(b) = args.trace_block_tokens.or(wl.trace_block_tokens) {
+                        d.trace_block_tokens = b;
+                    }
+                    d.seed = args.seed.or(wl.seed).unwrap_or(0);
+                    d.default_output_tokens = osl.mean().round().max(1.0) as u32;
+                    d.output_control = !args.no_output_control && wl.output_control.unwrap_or(true);
+                    Some(d)
+                }
+            },
             output_control: !args.no_output_control && wl.output_control.unwrap_or(true),
             seed: args.seed.or(wl.seed).unwrap_or(0),
             request_timeout: Some(Duration::from_secs_f64(timeout_s)),
@@ -436,6 +475,7 @@ impl CommonSettings {
                 "osl": self.osl,
                 "mixture": self.mixture,
                 "shared_prefix": self.prefix,
+                "dataset": self.dataset,
                 "output_control": self.output_control,
                 "seed": self.seed,
                 "prompts": "built-in corpus, exact token counts",

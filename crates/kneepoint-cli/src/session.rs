@@ -17,7 +17,7 @@ use kneepoint_runner::{run_level, LevelConfig, RecordObserver};
 use kneepoint_sim::SimServer;
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
 use kneepoint_workload::{
-    load_tokenizer, SyntheticConfig, SyntheticWorkload, TokenizerCounter, Workload,
+    load_tokenizer, DatasetWorkload, SyntheticConfig, SyntheticWorkload, TokenizerCounter, Workload,
 };
 use serde_json::{json, Value};
 
@@ -26,7 +26,7 @@ use crate::config::{CommonSettings, Target};
 /// A connected target and a workload, ready to run levels.
 pub(crate) struct Session {
     transport: Arc<dyn Transport>,
-    workload: SyntheticWorkload,
+    workload: Box<dyn Workload>,
     counter: Arc<dyn TokenCounter>,
     settings: CommonSettings,
     description: Value,
@@ -112,14 +112,22 @@ impl Session {
         let mut resolved = settings.clone();
         resolved.transport = transport_config.clone();
         let transport: Arc<dyn Transport> = Arc::new(OpenAiTransport::new(transport_config)?);
-        let mut config = SyntheticConfig::new(settings.isl, settings.osl, settings.seed);
-        if let Some(m) = &settings.mixture {
-            config.lengths = m.clone();
-        }
-        config.prefix = settings.prefix;
-        config.ignore_eos = settings.output_control;
-        config.min_tokens = settings.output_control;
-        let workload = SyntheticWorkload::from_config(tokenizer, config)?;
+        let workload: Box<dyn Workload> = match &settings.dataset {
+            Some(d) => Box::new(
+                DatasetWorkload::load(tokenizer, d.clone())
+                    .with_context(|| format!("loading dataset {}", d.path.display()))?,
+            ),
+            None => {
+                let mut config = SyntheticConfig::new(settings.isl, settings.osl, settings.seed);
+                if let Some(m) = &settings.mixture {
+                    config.lengths = m.clone();
+                }
+                config.prefix = settings.prefix;
+                config.ignore_eos = settings.output_control;
+                config.min_tokens = settings.output_control;
+                Box::new(SyntheticWorkload::from_config(tokenizer, config)?)
+            }
+        };
         Ok(Session {
             transport,
             workload,

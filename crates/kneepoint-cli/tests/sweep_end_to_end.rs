@@ -226,3 +226,40 @@ async fn the_same_seed_gives_byte_identical_inputs() {
     assert_eq!(a, b, "same seed, same bytes");
     assert_ne!(a, c, "another seed, other prompts");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweep_from_a_dataset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("d.jsonl");
+    let lines: String = (0..5)
+        .map(|i| {
+            format!(
+                "{{\"text\": \"Describe harbor number {i} in detail.\", \"output_length\": {}}}\n",
+                4 + i
+            )
+        })
+        .collect();
+    std::fs::write(&data, lines).unwrap();
+    let out_dir = tmp.path().join("out");
+    let s = settings(
+        &[
+            "--concurrency",
+            "2",
+            "--request-count",
+            "10",
+            "--dataset",
+            data.to_str().unwrap(),
+            "--sampling",
+            "sequential",
+        ],
+        &out_dir,
+    );
+    let out = run_sweep(&s, false).await.unwrap();
+    let sum = &out.summaries[0];
+    assert_eq!(sum.ok_count, 10);
+    // output lengths 4..=8 twice each, generated exactly
+    assert_eq!(sum.total_output_tokens, 2 * (4 + 5 + 6 + 7 + 8));
+    assert_eq!(sum.osl_mismatches, 0);
+    let inputs = std::fs::read_to_string(out_dir.join("concurrency_2/inputs.json")).unwrap();
+    assert!(inputs.contains("Describe harbor number 3 in detail."));
+}

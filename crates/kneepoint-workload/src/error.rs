@@ -38,6 +38,16 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A dataset file could not be read or has a malformed record.
+    #[error("{}{}: {reason}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Dataset {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line, for line formats (for JSON, where the parser stopped).
+        line: Option<usize>,
+        /// What is wrong.
+        reason: String,
+    },
     /// A shared-prefix setting is impossible.
     #[error("invalid shared prefix: {reason}")]
     InvalidPrefix {

@@ -6,6 +6,8 @@
 //!   re-encoded the way they are sent (no special tokens) and adjusted until exact.
 //! - Input/output lengths from fixed values, truncated normals or weighted mixtures
 //!   ([`Lengths`]), optional shared prefixes ([`SharedPrefix`]), deterministic under a seed.
+//! - Datasets ([`DatasetWorkload`]): single-turn JSONL, ShareGPT, and traces whose `hash_ids`
+//!   become shared blocks of text.
 //!
 //! # Example
 //! ```
@@ -20,6 +22,7 @@
 //! ```
 
 mod corpus;
+pub mod dataset;
 mod dist;
 mod error;
 mod prompt;
@@ -27,6 +30,7 @@ mod synthetic;
 pub mod tokenizer;
 
 pub use corpus::corpus;
+pub use dataset::{DatasetConfig, DatasetFormat, DatasetWorkload, Sampling};
 pub use dist::{LengthDist, Lengths, MixEntry};
 pub use error::Error;
 pub use prompt::PromptBuilder;

@@ -1,0 +1,287 @@
+//! Datasets: single-turn JSONL, ShareGPT JSON, and timestamped trace JSONL (lengths and shared
+//! blocks, prompts generated to match), sampled sequentially, at random or shuffled under a seed.
+
+mod parse;
+mod trace;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kneepoint_core::{Prompt, Request};
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+pub use parse::{parse_jsonl, parse_sharegpt, parse_trace, DatasetEntry, TraceEntry};
+
+use crate::prompt::PromptBuilder;
+use crate::tokenizer::Tokenizer;
+use crate::{Error, Workload};
+
+/// The file formats understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetFormat {
+    /// One JSON object per line: `text` or `messages`, optional `output_length`, `extra`.
+    Jsonl,
+    /// A JSON array of `{"conversations": [{"from": "human"|"gpt"|"system", "value"}]}`.
+    ShareGpt,
+    /// One JSON object per line: `timestamp` (ms), `input_length`, `output_length`, optional
+    /// `hash_ids` (blocks shared by every request that lists the same id).
+    Trace,
+}
+
+impl DatasetFormat {
+    /// Parses `jsonl`, `sharegpt` or `trace`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "jsonl" | "single_turn" | "single-turn" => DatasetFormat::Jsonl,
+            "sharegpt" | "share_gpt" => DatasetFormat::ShareGpt,
+            "trace" | "mooncake_trace" => DatasetFormat::Trace,
+            _ => return None,
+        })
+    }
+
+    /// A guess from the file: `.json` is ShareGPT; a JSONL whose first record has
+    /// `input_length` is a trace; other JSONL is single-turn.
+    pub fn detect(path: &Path) -> Result<Self, Error> {
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        {
+            return Ok(DatasetFormat::ShareGpt);
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Dataset {
+            path: path.to_owned(),
+            line: None,
+            reason: e.to_string(),
+        })?;
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        Ok(if first.contains("\"input_length\"") {
+            DatasetFormat::Trace
+        } else {
+            DatasetFormat::Jsonl
+        })
+    }
+}
+
+/// In which order entries are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sampling {
+    /// In file order, wrapping around.
+    #[default]
+    Sequential,
+    /// Uniformly at random, with replacement.
+    Random,
+    /// A fresh random permutation for every pass over the file.
+    Shuffle,
+}
+
+impl Sampling {
+    /// Parses `sequential`, `random` or `shuffle`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "sequential" => Sampling::Sequential,
+            "random" => Sampling::Random,
+            "shuffle" => Sampling::Shuffle,
+            _ => return None,
+        })
+    }
+}
+
+/// How to read and use a dataset.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetConfig {
+    /// The file.
+    pub path: PathBuf,
+    /// Its format (None: detect).
+    pub format: Option<DatasetFormat>,
+    /// Entry order.
+    pub sampling: Sampling,
+    /// Seed for sampling and generated trace prompts.
+    pub seed: u64,
+    /// Output length for entries without one.
+    pub default_output_tokens: u32,
+    /// Tokens per trace block (`hash_ids`); AIPerf's default is 512.
+    pub trace_block_tokens: u32,
+    /// Send `ignore_eos` (and `min_tokens`) when an entry gives its output length.
+    pub output_control: bool,
+}
+
+impl DatasetConfig {
+    /// Defaults: detect the format, sequential, 256 output tokens, 512-token trace blocks.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        DatasetConfig {
+            path: path.into(),
+            format: None,
+            sampling: Sampling::Sequential,
+            seed: 0,
+            default_output_tokens: 256,
+            trace_block_tokens: 512,
+            output_control: true,
+        }
+    }
+}
+
+/// Prepared entries: prompts ready to send.
+#[derive(Debug, Clone, PartialEq)]
+struct Prepared {
+    prompt: Prompt,
+    input_tokens: u32,
+    output_tokens: Option<u32>,
+    extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Requests drawn from a dataset.
+pub struct DatasetWorkload {
+    config: DatasetConfig,
+    entries: Vec<Prepared>,
+    order: Vec<usize>,
+    cursor: usize,
+    rng: StdRng,
+    next_id: u64,
+    format: DatasetFormat,
+}
+
+impl std::fmt::Debug for DatasetWorkload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatasetWorkload")
+            .field("config", &self.config)
+            .field("entries", &self.entries.len())
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DatasetWorkload {
+    /// Reads and prepares the whole dataset (trace prompts are generated here, before any
+    /// timing). A malformed record is an error naming the file and line.
+    pub fn load(tokenizer: Arc<dyn Tokenizer>, config: DatasetConfig) -> Result<Self, Error> {
+        let format = match config.format {
+            Some(f) => f,
+            None => DatasetFormat::detect(&config.path)?,
+        };
+        let text = std::fs::read_to_string(&config.path).map_err(|e| Error::Dataset {
+            path: config.path.clone(),
+            line: None,
+            reason: e.to_string(),
+        })?;
+        let entries: Vec<Prepared> = match format {
+            DatasetFormat::Jsonl | DatasetFormat::ShareGpt => {
+                let raw = if format == DatasetFormat::Jsonl {
+                    parse_jsonl(&config.path, &text)?
+                } else {
+                    parse_sharegpt(&config.path, &text, tokenizer.as_ref())?
+                };
+                raw.into_iter()
+                    .map(|e| {
+                        let n = e
+                            .prompt
+                            .messages()
+                            .iter()
+                            .map(|m| tokenizer.count(&m.content))
+                            .sum::<Result<usize, Error>>()?;
+                        Ok(Prepared {
+                            prompt: e.prompt,
+                            input_tokens: u32::try_from(n).unwrap_or(u32::MAX),
+                            output_tokens: e.output_length,
+                            extra: e.extra,
+                        })
+                    })
+                    .collect::<Result<_, Error>>()?
+            }
+            DatasetFormat::Trace => {
+                let raw = parse_trace(&config.path, &text)?;
+                let mut builder = PromptBuilder::new(tokenizer)?;
+                trace::prompts(&mut builder, &raw, config.trace_block_tokens, config.seed)?
+                    .into_iter()
+                    .zip(raw)
+                    .map(|(text, e)| Prepared {
+                        prompt: Prompt::Text(text),
+                        input_tokens: e.input_length,
+                        output_tokens: Some(e.output_length),
+                        extra: serde_json::Map::new(),
+                    })
+                    .collect()
+            }
+        };
+        if entries.is_empty() {
+            return Err(Error::Dataset {
+                path: config.path.clone(),
+                line: None,
+                reason: "no usable records".into(),
+            });
+        }
+        let order = (0..entries.len()).collect();
+        let mut w = DatasetWorkload {
+            rng: StdRng::seed_from_u64(config.seed),
+            config,
+            entries,
+            order,
+            cursor: 0,
+            next_id: 0,
+            format,
+        };
+        if w.config.sampling == Sampling::Shuffle {
+            w.order.shuffle(&mut w.rng);
+        }
+        Ok(w)
+    }
+
+    /// Records in the dataset.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the dataset has no records (never, once loaded).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The format read.
+    pub fn format(&self) -> DatasetFormat {
+        self.format
+    }
+
+    fn next_index(&mut self) -> usize {
+        match self.config.sampling {
+            Sampling::Random => self.rng.random_range(0..self.entries.len()),
+            Sampling::Sequential | Sampling::Shuffle => {
+                if self.cursor == self.order.len() {
+                    self.cursor = 0;
+                    if self.config.sampling == Sampling::Shuffle {
+                        self.order.shuffle(&mut self.rng);
+                    }
+                }
+                let i = self.order[self.cursor];
+                self.cursor += 1;
+                i
+            }
+        }
+    }
+}
+
+impl Workload for DatasetWorkload {
+    fn requests(&mut self, count: usize) -> Result<Vec<Request>, Error> {
+        let mut out = Vec::with_capacity(count);
+        for _ in 0..count {
+            let i = self.next_index();
+            let e = self.entries[i].clone();
+            let mut r = Request::text(self.next_id, "");
+            self.next_id += 1;
+            r.prompt = e.prompt;
+            r.input_tokens = Some(e.input_tokens);
+            r.max_output_tokens =
+                Some(e.output_tokens.unwrap_or(self.config.default_output_tokens));
+            if e.output_tokens.is_some() && self.config.output_control {
+                r.ignore_eos = true;
+                r.min_output_tokens = e.output_tokens;
+            }
+            r.extra_body = e.extra;
+            out.push(r);
+        }
+        Ok(out)
+    }
+}

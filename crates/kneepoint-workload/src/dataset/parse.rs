@@ -1,0 +1,173 @@
+//! Parsing dataset files. Every error names the file and, for line formats, the line.
+
+use std::path::Path;
+
+use kneepoint_core::{Message, Prompt};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::tokenizer::Tokenizer;
+use crate::Error;
+
+/// A single-turn record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetEntry {
+    /// The prompt.
+    pub prompt: Prompt,
+    /// The output length to ask for, if the record gives one.
+    pub output_length: Option<u32>,
+    /// Extra body fields for this request.
+    pub extra: Map<String, Value>,
+}
+
+/// A trace record.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceEntry {
+    /// When the request was sent, ms from the trace start.
+    pub timestamp: u64,
+    /// Input tokens.
+    pub input_length: u32,
+    /// Output tokens.
+    pub output_length: u32,
+    /// Ids of the prompt's blocks; equal ids are equal content.
+    #[serde(default)]
+    pub hash_ids: Vec<u64>,
+}
+
+fn err(path: &Path, line: Option<usize>, reason: impl Into<String>) -> Error {
+    Error::Dataset {
+        path: path.to_owned(),
+        line,
+        reason: reason.into(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonlRecord {
+    text: Option<String>,
+    messages: Option<Vec<Message>>,
+    output_length: Option<u32>,
+    #[serde(default)]
+    extra: Map<String, Value>,
+}
+
+/// Single-turn JSONL: `{"text": ...}` or `{"messages": [...]}`, optional `output_length` and
+/// `extra`. Blank lines are skipped.
+pub fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<DatasetEntry>, Error> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: JsonlRecord =
+            serde_json::from_str(line).map_err(|e| err(path, Some(n), e.to_string()))?;
+        let prompt = match (r.text, r.messages) {
+            (Some(t), None) => Prompt::Text(t),
+            (None, Some(m)) if !m.is_empty() => Prompt::Messages(m),
+            (Some(_), Some(_)) => {
+                return Err(err(path, Some(n), "give `text` or `messages`, not both"))
+            }
+            _ => {
+                return Err(err(
+                    path,
+                    Some(n),
+                    "a record needs `text` or a non-empty `messages`",
+                ))
+            }
+        };
+        if r.output_length == Some(0) {
+            return Err(err(path, Some(n), "`output_length` must be at least 1"));
+        }
+        out.push(DatasetEntry {
+            prompt,
+            output_length: r.output_length,
+            extra: r.extra,
+        });
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+struct ShareGptConversation {
+    #[serde(default)]
+    conversations: Vec<ShareGptTurn>,
+}
+
+#[derive(Deserialize)]
+struct ShareGptTurn {
+    from: String,
+    value: String,
+}
+
+/// ShareGPT JSON: the first human turn is the prompt (after any system turn), and the reply
+/// that follows it sets the output length (counted with `tokenizer`). Conversations without a
+/// human turn are skipped.
+pub fn parse_sharegpt(
+    path: &Path,
+    text: &str,
+    tokenizer: &dyn Tokenizer,
+) -> Result<Vec<DatasetEntry>, Error> {
+    let convs: Vec<ShareGptConversation> =
+        serde_json::from_str(text).map_err(|e| err(path, Some(e.line()), e.to_string()))?;
+    let mut out = Vec::new();
+    for c in convs {
+        let Some(h) = c
+            .conversations
+            .iter()
+            .position(|t| t.from == "human" || t.from == "user")
+        else {
+            continue;
+        };
+        let mut messages = Vec::new();
+        if let Some(s) = c.conversations[..h].iter().find(|t| t.from == "system") {
+            messages.push(Message::system(s.value.clone()));
+        }
+        messages.push(Message::user(c.conversations[h].value.clone()));
+        let reply = c
+            .conversations
+            .get(h + 1)
+            .filter(|t| t.from == "gpt" || t.from == "assistant");
+        let output_length = match reply {
+            Some(r) => Some(
+                u32::try_from(tokenizer.count(&r.value)?)
+                    .unwrap_or(u32::MAX)
+                    .max(1),
+            ),
+            None => None,
+        };
+        out.push(DatasetEntry {
+            prompt: if messages.len() == 1 {
+                Prompt::Text(c.conversations[h].value.clone())
+            } else {
+                Prompt::Messages(messages)
+            },
+            output_length,
+            extra: Map::new(),
+        });
+    }
+    Ok(out)
+}
+
+/// Trace JSONL (`timestamp`, `input_length`, `output_length`, optional `hash_ids`).
+pub fn parse_trace(path: &Path, text: &str) -> Result<Vec<TraceEntry>, Error> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let e: TraceEntry =
+            serde_json::from_str(line).map_err(|e| err(path, Some(i + 1), e.to_string()))?;
+        if e.input_length == 0 || e.output_length == 0 {
+            return Err(err(
+                path,
+                Some(i + 1),
+                "input_length and output_length must be at least 1",
+            ));
+        }
+        out.push(e);
+    }
+    Ok(out)
+}
