@@ -187,6 +187,15 @@ pub struct CommonArgs {
     /// Per-request deadline in seconds.
     #[arg(long, value_name = "SECONDS")]
     pub request_timeout_s: Option<f64>,
+    /// Deadline for the response headers, seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub response_timeout_s: Option<f64>,
+    /// Deadline for the first token, from the request's start, seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub first_token_timeout_s: Option<f64>,
+    /// Longest gap between two streamed events after the first token, seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_timeout_s: Option<f64>,
     /// Seed for the workload.
     #[arg(long)]
     pub seed: Option<u64>,

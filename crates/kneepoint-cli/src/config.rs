@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
+use kneepoint_runner::Deadlines;
 use kneepoint_sim::SimProfile;
 use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
 use kneepoint_workload::{
@@ -114,6 +115,12 @@ pub struct EndpointSection {
     pub max_tokens_field: Option<MaxTokensField>,
     /// Per-request deadline, seconds.
     pub request_timeout_s: Option<f64>,
+    /// Response-headers deadline, seconds.
+    pub response_timeout_s: Option<f64>,
+    /// First-token deadline, seconds.
+    pub first_token_timeout_s: Option<f64>,
+    /// Idle-gap deadline, seconds.
+    pub idle_timeout_s: Option<f64>,
 }
 
 /// `[workload]`.
@@ -230,8 +237,8 @@ pub struct CommonSettings {
     pub output_control: bool,
     /// Workload seed.
     pub seed: u64,
-    /// Per-request deadline.
-    pub request_timeout: Option<Duration>,
+    /// Per-request deadlines (whole request, response headers, first token, idle gap).
+    pub deadlines: Deadlines,
     /// Output directory.
     pub artifact_dir: PathBuf,
 }
@@ -244,6 +251,14 @@ fn dist(mean: f64, stddev: f64, what: &str) -> anyhow::Result<LengthDist> {
         bail!("{what} stddev must be ≥ 0 (got {stddev})");
     }
     Ok(LengthDist::mean_stddev(mean, stddev))
+}
+
+fn seconds(what: &str, v: Option<f64>) -> anyhow::Result<Option<Duration>> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => bail!("the {what} must be a positive number of seconds, not {s}"),
+    }
 }
 
 fn parse_header(h: &str) -> anyhow::Result<(String, String)> {
@@ -445,7 +460,18 @@ impl CommonSettings {
             },
             output_control: !args.no_output_control && wl.output_control.unwrap_or(true),
             seed: args.seed.or(wl.seed).unwrap_or(0),
-            request_timeout: Some(Duration::from_secs_f64(timeout_s)),
+            deadlines: Deadlines {
+                request: Some(Duration::from_secs_f64(timeout_s)),
+                response: seconds(
+                    "response timeout",
+                    args.response_timeout_s.or(ep.response_timeout_s),
+                )?,
+                first_token: seconds(
+                    "first-token timeout",
+                    args.first_token_timeout_s.or(ep.first_token_timeout_s),
+                )?,
+                idle: seconds("idle timeout", args.idle_timeout_s.or(ep.idle_timeout_s))?,
+            },
             artifact_dir,
         })
     }
@@ -483,7 +509,10 @@ impl CommonSettings {
             "requests": {
                 "request_count": self.request_count,
                 "warmup_request_count": self.warmup_requests,
-                "request_timeout_s": self.request_timeout.map(|d| d.as_secs_f64()),
+                "request_timeout_s": self.deadlines.request.map(|d| d.as_secs_f64()),
+                "response_timeout_s": self.deadlines.response.map(|d| d.as_secs_f64()),
+                "first_token_timeout_s": self.deadlines.first_token.map(|d| d.as_secs_f64()),
+                "idle_timeout_s": self.deadlines.idle.map(|d| d.as_secs_f64()),
             },
         })
     }

@@ -25,11 +25,13 @@ mod sweep;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+use kneepoint_runner::CancelToken;
+
 pub use args::{Cli, Command, CommonArgs, SearchArgs, SimArgs, SimCommand, SlaArgs, SweepArgs};
 use clap::Parser;
 pub use config::{CommonSettings, FileConfig, LevelRow, SearchSettings, SweepSettings, Target};
-pub use search_cmd::{run_search, SearchOutcome};
-pub use sweep::{run_sweep, SweepOutcome};
+pub use search_cmd::{run_search, run_search_with, Interrupted, SearchOutcome};
+pub use sweep::{run_sweep, run_sweep_with, SweepOutcome};
 
 /// Parses `args`, runs the command and maps errors to an exit code.
 pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
@@ -47,6 +49,10 @@ pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     init_tracing(cli.verbose);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Interrupted>() => {
+            eprintln!("interrupted: everything measured so far is written; the last level is marked partial");
+            ExitCode::from(130)
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
@@ -67,6 +73,48 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
+/// A token cancelled by the first Ctrl-C (SIGINT) or SIGTERM; a second one exits at once.
+fn on_signals() -> CancelToken {
+    let cancel = CancelToken::new();
+    let token = cancel.clone();
+    tokio::spawn(async move {
+        for n in 0.. {
+            if !next_signal().await {
+                return;
+            }
+            if n == 0 {
+                eprintln!("\ninterrupt: cancelling in-flight requests and writing what was measured (again to quit at once)");
+                token.cancel();
+            } else {
+                std::process::exit(130);
+            }
+        }
+    });
+    cancel
+}
+
+/// Waits for SIGINT or SIGTERM; false when signals cannot be watched.
+async fn next_signal() -> bool {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return false;
+        };
+        tokio::select! {
+            _ = int.recv() => true,
+            _ = term.recv() => true,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await.is_ok()
+    }
+}
+
 /// Runs a parsed command on a new Tokio runtime.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -76,14 +124,22 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         match cli.command {
             Command::Sweep(args) => {
                 let settings = SweepSettings::resolve(&args)?;
-                let outcome = run_sweep(&settings, !args.common.quiet).await?;
+                let cancel = on_signals();
+                let outcome = run_sweep_with(&settings, !args.common.quiet, &cancel).await?;
                 output::print_sweep(&outcome);
+                if outcome.interrupted {
+                    return Err(Interrupted.into());
+                }
                 Ok(())
             }
             Command::Search(args) => {
                 let settings = SearchSettings::resolve(&args)?;
-                let outcome = run_search(&settings, !args.common.quiet).await?;
+                let cancel = on_signals();
+                let outcome = run_search_with(&settings, !args.common.quiet, &cancel).await?;
                 output::print_search(&outcome);
+                if outcome.interrupted {
+                    return Err(Interrupted.into());
+                }
                 Ok(())
             }
             Command::Sim(args) => sim_cmd::run(args).await,

@@ -129,6 +129,12 @@ pub(crate) fn print_sweep(o: &SweepOutcome) {
             let _ = writeln!(text, "warning (concurrency {}): {w}", s.concurrency);
         }
     }
+    if o.interrupted {
+        let _ = writeln!(
+            text,
+            "INTERRUPTED: the last level is partial; later levels did not run"
+        );
+    }
     let _ = writeln!(text, "artifacts: {}", o.artifact_dir.display());
     emit(&text);
 }
@@ -187,6 +193,12 @@ pub(crate) fn print_search(o: &SearchOutcome) {
         b.stop_reason, b.probes, b.confidence, b.explanation
     );
     text.push_str(&zone_text(&o.zone));
+    if o.interrupted {
+        let _ = writeln!(
+            text,
+            "INTERRUPTED: the probe in progress is partial and was not counted"
+        );
+    }
     let _ = writeln!(text, "artifacts: {}", o.artifact_dir.display());
     emit(&text);
 }

@@ -16,7 +16,10 @@ use tokio::sync::Mutex;
 
 use crate::config::SearchSettings;
 use crate::output::probe_line;
+use kneepoint_runner::CancelToken;
+
 use crate::session::{measurement, Session};
+use crate::sweep::RunState;
 
 /// What a search produced.
 #[derive(Debug)]
@@ -31,6 +34,8 @@ pub struct SearchOutcome {
     pub summaries: Vec<LevelSummary>,
     /// Where the files are.
     pub artifact_dir: PathBuf,
+    /// True when the search was interrupted before it finished.
+    pub interrupted: bool,
 }
 
 fn zone_of(history: &[ProbeRecord], summaries: &[LevelSummary]) -> anyhow::Result<OperatingZone> {
@@ -60,10 +65,32 @@ fn probe_dir(p: &Probe) -> String {
     format!("probe_{:02}_concurrency_{}", p.iteration, p.concurrency)
 }
 
+/// The run stopped because it was interrupted (Ctrl-C or SIGTERM).
+#[derive(Debug, Clone, Copy)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// Runs the search described by `settings`, writing every artifact.
 pub async fn run_search(
     settings: &SearchSettings,
     progress: bool,
+) -> anyhow::Result<SearchOutcome> {
+    run_search_with(settings, progress, &CancelToken::new()).await
+}
+
+/// [`run_search`] that stops when `cancel` fires: the probe in progress is written and marked
+/// partial (and not fed to the planner), and the history is marked interrupted.
+pub async fn run_search_with(
+    settings: &SearchSettings,
+    progress: bool,
+    cancel: &CancelToken,
 ) -> anyhow::Result<SearchOutcome> {
     let dir = settings.common.artifact_dir.clone();
     let session = Arc::new(Mutex::new(
@@ -73,7 +100,7 @@ pub async fn run_search(
     let mut search = Search::new(settings.search.clone())?;
     let description = session.lock().await.description().clone();
     let write_history =
-        |search: &Search, summaries: &[LevelSummary], done: bool| -> anyhow::Result<()> {
+        |search: &Search, summaries: &[LevelSummary], state: RunState| -> anyhow::Result<()> {
             let probes: Vec<_> = search
                 .history()
                 .iter()
@@ -87,7 +114,8 @@ pub async fn run_search(
             let doc = json!({
                 "kneepoint_version": env!("CARGO_PKG_VERSION"),
                 "recipe": "max-concurrency-under-sla",
-                "complete": done,
+                "complete": state == RunState::Complete,
+                "interrupted": state == RunState::Interrupted,
                 "settings": description,
                 "search_params": search.config(),
                 "probes": probes,
@@ -102,17 +130,17 @@ pub async fn run_search(
         };
     let measure = |p: Probe| {
         let (session, summaries, dir) = (session.clone(), summaries.clone(), dir.clone());
+        let cancel = cancel.clone();
         async move {
             let mut s = session.lock().await;
             let label = format!("probe {} @ {}", p.iteration, p.concurrency);
-            let summary = s
-                .run_level(
-                    &dir.join(probe_dir(&p)),
-                    p.concurrency,
-                    p.request_count,
-                    &label,
-                )
+            let dir = dir.join(probe_dir(&p));
+            let (summary, cancelled) = s
+                .run_level(&dir, p.concurrency, p.request_count, &label, &cancel)
                 .await?;
+            if cancelled {
+                return Err(anyhow::Error::new(Interrupted));
+            }
             let m = measurement(&summary);
             summaries.lock().await.push(summary);
             Ok::<_, anyhow::Error>(m)
@@ -123,16 +151,26 @@ pub async fn run_search(
             eprintln!("{}", probe_line(r));
         }
         let done = summaries.try_lock().map(|s| s.clone()).unwrap_or_default();
-        write_history(search, &done, false)
+        write_history(search, &done, RunState::Running)
     };
-    drive_search(&mut search, measure, after).await?;
+    let interrupted = match drive_search(&mut search, measure, after).await {
+        Ok(_) => false,
+        Err(e) if e.is::<Interrupted>() => true,
+        Err(e) => return Err(e),
+    };
     let summaries = std::mem::take(&mut *summaries.lock().await);
-    write_history(&search, &summaries, true)?;
+    let state = if interrupted {
+        RunState::Interrupted
+    } else {
+        RunState::Complete
+    };
+    write_history(&search, &summaries, state)?;
     Ok(SearchOutcome {
         history: search.history().to_vec(),
         outcome: search.outcome(),
         zone: zone_of(search.history(), &summaries)?,
         summaries,
         artifact_dir: dir,
+        interrupted,
     })
 }

@@ -13,7 +13,7 @@ use kneepoint_metrics::export::{
 };
 use kneepoint_metrics::{GoodputSlo, LevelSummary, PERCENTILES};
 use kneepoint_planner::Measurement;
-use kneepoint_runner::{run_level, LevelConfig, RecordObserver};
+use kneepoint_runner::{run_level, CancelToken, LevelConfig, RecordObserver};
 use kneepoint_sim::SimServer;
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
 use kneepoint_workload::{
@@ -145,13 +145,16 @@ impl Session {
     }
 
     /// Runs one level into `dir` (created), writing every per-level file, and summarises it.
+    /// When `cancel` fires, in-flight requests are recorded as cancelled and the level's files
+    /// are written and marked partial; the returned flag says so.
     pub(crate) async fn run_level(
         &mut self,
         dir: &Path,
         concurrency: u32,
         request_count: u32,
         label: &str,
-    ) -> anyhow::Result<LevelSummary> {
+        cancel: &CancelToken,
+    ) -> anyhow::Result<(LevelSummary, bool)> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let warmup = self
             .workload
@@ -173,7 +176,8 @@ impl Session {
             Arc::new(move |_| bar.inc(1))
         };
         let mut config = LevelConfig::new(concurrency);
-        config.request_timeout = self.settings.request_timeout;
+        config.deadlines = self.settings.deadlines;
+        config.cancel = cancel.clone();
         config.token_counter = self.counter.clone();
         let run = run_level(
             self.transport.clone(),
@@ -195,12 +199,12 @@ impl Session {
             start_unix_ns: run.start_unix_ns,
             end_unix_ns: run.end_unix_ns,
             input_config,
-            partial: false,
+            partial: run.cancelled,
         };
         write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
         write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
         write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
-        Ok(summary)
+        Ok((summary, run.cancelled))
     }
 }
 

@@ -12,6 +12,8 @@ use kneepoint_planner::{
 use serde_json::json;
 
 use crate::config::{LevelRow, SweepSettings};
+use kneepoint_runner::CancelToken;
+
 use crate::session::{measurement, Session};
 
 /// What a sweep produced.
@@ -29,6 +31,8 @@ pub struct SweepOutcome {
     pub artifact_dir: PathBuf,
     /// Requests sent per level (measured), to check against records.
     pub sent: Vec<usize>,
+    /// True when the sweep was interrupted (the last level is partial, later ones not run).
+    pub interrupted: bool,
 }
 
 fn row(s: &LevelSummary, dir: String, checks: &[SlaCheck]) -> LevelRow {
@@ -79,11 +83,12 @@ fn write_sweep_summary(
     rows: &[LevelRow],
     zone: &OperatingZone,
     fleet: Option<&FleetPlan>,
-    complete: bool,
+    state: RunState,
 ) -> anyhow::Result<()> {
     let doc = json!({
         "kneepoint_version": env!("CARGO_PKG_VERSION"),
-        "complete": complete,
+        "complete": state == RunState::Complete,
+        "interrupted": state == RunState::Interrupted,
         "settings": session.description(),
         "levels_planned": settings.plan.levels(),
         "slas": settings.slas,
@@ -100,9 +105,27 @@ fn write_sweep_summary(
     Ok(())
 }
 
+/// Where a sweep or search is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunState {
+    Running,
+    Complete,
+    Interrupted,
+}
+
 /// Runs the sweep described by `settings` and writes every artifact. `progress` shows a bar per
 /// level on stderr.
 pub async fn run_sweep(settings: &SweepSettings, progress: bool) -> anyhow::Result<SweepOutcome> {
+    run_sweep_with(settings, progress, &CancelToken::new()).await
+}
+
+/// [`run_sweep`] that stops when `cancel` fires: the current level's in-flight requests are
+/// recorded as cancelled, its files are written and marked partial, and no further level runs.
+pub async fn run_sweep_with(
+    settings: &SweepSettings,
+    progress: bool,
+    cancel: &CancelToken,
+) -> anyhow::Result<SweepOutcome> {
     let dir = settings.common.artifact_dir.clone();
     let mut session = Session::start(&settings.common, progress).await?;
     let mut rows = Vec::new();
@@ -111,28 +134,29 @@ pub async fn run_sweep(settings: &SweepSettings, progress: bool) -> anyhow::Resu
     for level in settings.plan.levels() {
         let c = level.concurrency;
         let name = format!("concurrency_{c}");
-        let summary = session
-            .run_level(
-                &dir.join(&name),
-                c,
-                level.request_count,
-                &format!("concurrency {c}"),
-            )
+        let label = format!("concurrency {c}");
+        let (summary, cancelled) = session
+            .run_level(&dir.join(&name), c, level.request_count, &label, cancel)
             .await?;
-        sent.push(level.request_count as usize);
+        sent.push(summary.request_count);
         let checks = check_all(&settings.slas, &measurement(&summary));
         rows.push(row(&summary, name, &checks));
         summaries.push(summary);
+        let zone = zone_of(&rows)?;
         write_sweep_summary(
             &dir,
             &session,
             settings,
             &rows,
-            &zone_of(&rows)?,
+            &zone,
             None,
-            false,
+            RunState::Running,
         )?;
+        if cancelled {
+            break;
+        }
     }
+    let interrupted = cancel.is_cancelled();
     let zone = zone_of(&rows)?;
     for r in &mut rows {
         r.is_knee = zone.knee.knee == Some(r.concurrency);
@@ -155,7 +179,20 @@ pub async fn run_sweep(settings: &SweepSettings, progress: bool) -> anyhow::Resu
         }
         _ => None,
     };
-    write_sweep_summary(&dir, &session, settings, &rows, &zone, fleet.as_ref(), true)?;
+    let state = if interrupted {
+        RunState::Interrupted
+    } else {
+        RunState::Complete
+    };
+    write_sweep_summary(
+        &dir,
+        &session,
+        settings,
+        &rows,
+        &zone,
+        fleet.as_ref(),
+        state,
+    )?;
     Ok(SweepOutcome {
         rows,
         summaries,
@@ -163,5 +200,6 @@ pub async fn run_sweep(settings: &SweepSettings, progress: bool) -> anyhow::Resu
         fleet,
         artifact_dir: dir,
         sent,
+        interrupted,
     })
 }

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::request::{run_one, Ctx};
+use crate::CancelToken;
 use crate::Error;
 
 /// Called for every finished record, off the request path (e.g. to advance a progress bar).
@@ -21,8 +22,10 @@ pub type RecordObserver = Arc<dyn Fn(&RequestRecord) + Send + Sync>;
 pub struct LevelConfig {
     /// Requests kept in flight.
     pub concurrency: u32,
-    /// Deadline for a whole request (send to end of stream); `None` waits forever.
-    pub request_timeout: Option<Duration>,
+    /// Per-request deadlines.
+    pub deadlines: Deadlines,
+    /// Stops the level: in-flight requests end as `cancelled`, no new one is sent.
+    pub cancel: CancelToken,
     /// Counts output tokens when the server reports no usage.
     pub token_counter: Arc<dyn TokenCounter>,
     /// Capacity of the queue between the request tasks and the sinks.
@@ -33,7 +36,7 @@ impl std::fmt::Debug for LevelConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LevelConfig")
             .field("concurrency", &self.concurrency)
-            .field("request_timeout", &self.request_timeout)
+            .field("deadlines", &self.deadlines)
             .field("token_counter", &self.token_counter.name())
             .finish_non_exhaustive()
     }
@@ -44,7 +47,8 @@ impl LevelConfig {
     pub fn new(concurrency: u32) -> Self {
         LevelConfig {
             concurrency,
-            request_timeout: None,
+            deadlines: Deadlines::default(),
+            cancel: CancelToken::new(),
             token_counter: Arc::new(ApproxTokenCounter),
             sink_queue: 4096,
         }
@@ -64,6 +68,24 @@ pub struct LevelRun {
     pub end_unix_ns: u64,
     /// Sink failures (the run goes on; records stay in `records`).
     pub sink_errors: Vec<String>,
+    /// True when the level was cancelled before every request was sent and finished.
+    pub cancelled: bool,
+    /// Prepared requests never sent because the level was cancelled.
+    pub unsent: usize,
+}
+
+/// Per-request deadlines; `None` waits forever. Each expiry ends the request as a `timeout`
+/// record that keeps what had arrived.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Deadlines {
+    /// The whole request, from send to end of stream.
+    pub request: Option<Duration>,
+    /// Until the response headers arrive.
+    pub response: Option<Duration>,
+    /// Until the first token, from the request's start.
+    pub first_token: Option<Duration>,
+    /// The longest gap between two events after the first token.
+    pub idle: Option<Duration>,
 }
 
 fn unix_ns() -> u64 {
@@ -95,7 +117,8 @@ pub async fn run_level(
         phase,
         origin,
         origin_unix_ns,
-        timeout: config.request_timeout,
+        deadlines: config.deadlines,
+        cancel: config.cancel.clone(),
     };
     let warmup_records = if warmup.is_empty() {
         Vec::new()
@@ -122,6 +145,7 @@ pub async fn run_level(
         })?
     };
 
+    let total = requests.len();
     let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
     let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer));
     let origin = Instant::now();
@@ -136,8 +160,10 @@ pub async fn run_level(
     let (records, sink_errors) = sink_task.await.map_err(|e| Error::Worker {
         message: e.to_string(),
     })?;
-    result?;
+    let sent = result?;
     Ok(LevelRun {
+        unsent: total - sent,
+        cancelled: config.cancel.is_cancelled(),
         records,
         warmup_records,
         start_unix_ns,
@@ -152,20 +178,26 @@ async fn closed_loop(
     concurrency: u32,
     requests: Vec<Request>,
     tx: mpsc::Sender<RequestRecord>,
-) -> Result<(), Error> {
+) -> Result<usize, Error> {
     let ctx = Arc::new(ctx);
     let requests = Arc::new(requests);
     let next = Arc::new(AtomicUsize::new(0));
+    let taken = Arc::new(AtomicUsize::new(0));
     let workers = (concurrency as usize).min(requests.len());
     let mut set = JoinSet::new();
     for worker in 0..workers {
         let (ctx, requests, next, tx) = (ctx.clone(), requests.clone(), next.clone(), tx.clone());
+        let taken = taken.clone();
         set.spawn(async move {
             loop {
+                if ctx.cancel.is_cancelled() {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(request) = requests.get(i) else {
                     break;
                 };
+                taken.fetch_add(1, Ordering::Relaxed);
                 let record = run_one(&ctx, request, worker as u32).await;
                 if tx.send(record).await.is_err() {
                     break;
@@ -182,7 +214,7 @@ async fn closed_loop(
             });
         }
     }
-    failure.map_or(Ok(()), Err)
+    failure.map_or(Ok(taken.load(Ordering::Relaxed)), Err)
 }
 
 /// The sink thread: every record goes to each sink, the observer and the returned list.

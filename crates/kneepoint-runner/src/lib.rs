@@ -38,11 +38,13 @@
 //! # });
 //! ```
 
+mod cancel;
 mod error;
 mod level;
 mod request;
 mod search;
 
+pub use cancel::CancelToken;
 pub use error::Error;
-pub use level::{run_level, LevelConfig, LevelRun, RecordObserver};
+pub use level::{run_level, Deadlines, LevelConfig, LevelRun, RecordObserver};
 pub use search::drive_search;

@@ -9,6 +9,8 @@ use kneepoint_core::{
     Transport,
 };
 
+use crate::{CancelToken, Deadlines};
+
 /// Everything one request accumulates while it runs; kept outside the timed future so that a
 /// timeout keeps what arrived before it.
 struct Progress {
@@ -23,8 +25,26 @@ struct Progress {
     error: Option<Error>,
 }
 
-async fn drive(transport: &dyn Transport, request: &Request, p: &mut Progress) {
-    let mut stream = match transport.send(request).await {
+fn timeout_error(phase: &'static str, limit: Duration) -> Error {
+    Error::Timeout {
+        phase,
+        after_ms: limit.as_millis() as u64,
+    }
+}
+
+async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
+    let send = ctx.transport.send(request);
+    let sent = match ctx.deadlines.response {
+        Some(limit) => match tokio::time::timeout(limit, send).await {
+            Ok(r) => r,
+            Err(_) => {
+                p.error = Some(timeout_error("response", limit));
+                return;
+            }
+        },
+        None => send.await,
+    };
+    let mut stream = match sent {
         Ok(s) => s,
         Err(e) => {
             p.error = Some(e);
@@ -32,7 +52,30 @@ async fn drive(transport: &dyn Transport, request: &Request, p: &mut Progress) {
         }
     };
     p.response = Some(Instant::now());
-    while let Some(item) = stream.next().await {
+    loop {
+        // Before the first token the deadline runs from the request's start; after it, each
+        // gap between events has its own.
+        let (phase, limit) = if p.chunks.is_empty() {
+            (
+                "first_token",
+                ctx.deadlines
+                    .first_token
+                    .map(|d| (d, d.saturating_sub(start.elapsed()))),
+            )
+        } else {
+            ("idle", ctx.deadlines.idle.map(|d| (d, d)))
+        };
+        let item = match limit {
+            Some((configured, left)) => match tokio::time::timeout(left, stream.next()).await {
+                Ok(item) => item,
+                Err(_) => {
+                    p.error = Some(timeout_error(phase, configured));
+                    return;
+                }
+            },
+            None => stream.next().await,
+        };
+        let Some(item) = item else { break };
         let now = Instant::now();
         match item {
             Ok(ResponseEvent::Chunk(c)) => {
@@ -71,20 +114,14 @@ pub(crate) struct Ctx {
     /// The level's clock origin.
     pub origin: Instant,
     pub origin_unix_ns: u64,
-    pub timeout: Option<Duration>,
+    pub deadlines: Deadlines,
+    pub cancel: CancelToken,
 }
 
 /// Sends `request`, times it against the origin, and returns its one record.
 pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> RequestRecord {
-    let Ctx {
-        transport,
-        counter,
-        phase,
-        origin,
-        origin_unix_ns,
-        timeout,
-    } = ctx;
-    let (phase, origin, origin_unix_ns, timeout) = (*phase, *origin, *origin_unix_ns, *timeout);
+    let (origin, origin_unix_ns, phase) = (ctx.origin, ctx.origin_unix_ns, ctx.phase);
+    let counter = &ctx.counter;
     let mut p = Progress {
         response: None,
         chunks: Vec::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize),
@@ -97,19 +134,26 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
         error: None,
     };
     let start = Instant::now();
-    match timeout {
-        Some(limit) => {
-            if tokio::time::timeout(limit, drive(transport.as_ref(), request, &mut p))
-                .await
-                .is_err()
-            {
-                p.error = Some(Error::Timeout {
-                    phase: "request",
-                    after_ms: limit.as_millis() as u64,
-                });
+    let outcome = {
+        let work = async {
+            match ctx.deadlines.request {
+                Some(limit) => tokio::time::timeout(limit, drive(ctx, request, start, &mut p))
+                    .await
+                    .map_err(|_| timeout_error("request", limit)),
+                None => {
+                    drive(ctx, request, start, &mut p).await;
+                    Ok(())
+                }
             }
+        };
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => Err(Error::Cancelled),
+            r = work => r,
         }
-        None => drive(transport.as_ref(), request, &mut p).await,
+    };
+    if let Err(e) = outcome {
+        p.error = Some(e);
     }
     let end = Instant::now();
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;

@@ -187,7 +187,7 @@ async fn failures_are_classified_and_counted() {
 async fn timeout_keeps_the_chunks_that_arrived() {
     let t = Paced::new(5, 50, 10);
     let mut cfg = LevelConfig::new(2);
-    cfg.request_timeout = Some(Duration::from_millis(80));
+    cfg.deadlines.request = Some(Duration::from_millis(80));
     let run = run_level(Arc::new(t), &cfg, requests(2), vec![], vec![], None)
         .await
         .unwrap();
@@ -275,4 +275,74 @@ async fn invalid_levels_are_errors() {
             .await
             .is_err()
     );
+}
+
+#[tokio::test]
+async fn first_token_and_idle_deadlines() {
+    // 60 ms to the first token: a 30 ms first-token deadline fails it, keeping no chunk
+    let mut cfg = LevelConfig::new(1);
+    cfg.deadlines.first_token = Some(Duration::from_millis(30));
+    let run = run_level(
+        Arc::new(Paced::new(60, 1, 3)),
+        &cfg,
+        requests(1),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    let r = &run.records[0];
+    assert!(r.chunk_ns.is_empty());
+    assert!(r.error.as_ref().unwrap().message.contains("first_token"));
+    // 40 ms gaps after the first token: a 20 ms idle deadline fails after one chunk
+    let mut cfg = LevelConfig::new(1);
+    cfg.deadlines.idle = Some(Duration::from_millis(20));
+    cfg.deadlines.first_token = Some(Duration::from_millis(500));
+    let run = run_level(
+        Arc::new(Paced::new(5, 40, 3)),
+        &cfg,
+        requests(1),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    let r = &run.records[0];
+    assert_eq!(r.chunk_ns.len(), 1);
+    assert_eq!(r.error.as_ref().unwrap().kind, ErrorKind::Timeout);
+    assert!(r.error.as_ref().unwrap().message.contains("idle"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_level_records_every_sent_request() {
+    let cfg = LevelConfig::new(4);
+    let cancel = cfg.cancel.clone();
+    let t = Paced::new(5, 10, 20); // ~200 ms per request
+    let handle = tokio::spawn(async move {
+        run_level(Arc::new(t), &cfg, requests(100), vec![], vec![], None).await
+    });
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    cancel.cancel();
+    let run = handle.await.unwrap().unwrap();
+    assert!(run.cancelled);
+    let sent = 100 - run.unsent;
+    assert_eq!(
+        run.records.len(),
+        sent,
+        "every sent request has exactly one record"
+    );
+    assert!((8..=16).contains(&sent), "{sent}");
+    let cancelled = run
+        .records
+        .iter()
+        .filter(|r| {
+            r.error
+                .as_ref()
+                .is_some_and(|e| e.kind == ErrorKind::Cancelled)
+        })
+        .count();
+    assert_eq!(cancelled, 4, "the four in flight");
+    assert!(run.records.iter().filter(|r| r.is_ok()).count() >= 4);
 }
