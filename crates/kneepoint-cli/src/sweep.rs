@@ -161,21 +161,18 @@ pub async fn run_sweep_with(
     for r in &mut rows {
         r.is_knee = zone.knee.knee == Some(r.concurrency);
     }
-    let fleet = match (settings.peak, zone.ideal_balance) {
-        (Some(peak), Some(at)) => {
-            let r = rows.iter().find(|r| r.concurrency == at);
-            match r {
-                Some(r) => Some(fleet_size(
-                    peak,
-                    &InstanceCapacity {
-                        concurrency: r.concurrency,
-                        request_throughput: r.request_throughput,
-                        output_token_throughput: r.output_token_throughput,
-                    },
-                    settings.headroom,
-                )?),
-                None => None,
-            }
+    // The fleet is sized at the ideal balance, the level to operate at.
+    let at_ideal = rows
+        .iter()
+        .find(|r| Some(r.concurrency) == zone.ideal_balance);
+    let fleet = match (settings.peak, at_ideal) {
+        (Some(peak), Some(r)) => {
+            let capacity = InstanceCapacity {
+                concurrency: r.concurrency,
+                request_throughput: r.request_throughput,
+                output_token_throughput: r.output_token_throughput,
+            };
+            Some(fleet_size(peak, &capacity, settings.headroom)?)
         }
         _ => None,
     };

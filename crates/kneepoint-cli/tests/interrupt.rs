@@ -7,7 +7,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn lines(path: &std::path::Path) -> usize {
-    std::fs::read_to_string(path).map(|s| s.lines().count()).unwrap_or(0)
+    std::fs::read_to_string(path)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
 }
 
 #[cfg(unix)]
@@ -18,8 +20,22 @@ fn sigint_mid_sweep_keeps_everything_measured() {
     // ~90 ms per request, 4 at a time, 2,000 requests: far longer than the test waits.
     let mut child = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
         .args([
-            "sweep", "--sim-profile", "fast", "--sim-time-scale", "1", "--concurrency", "4,8",
-            "--request-count", "2000", "--isl", "32", "--osl", "16", "--quiet", "--artifact-dir", dir,
+            "sweep",
+            "--sim-profile",
+            "fast",
+            "--sim-time-scale",
+            "1",
+            "--concurrency",
+            "4,8",
+            "--request-count",
+            "2000",
+            "--isl",
+            "32",
+            "--osl",
+            "16",
+            "--quiet",
+            "--artifact-dir",
+            dir,
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -28,29 +44,49 @@ fn sigint_mid_sweep_keeps_everything_measured() {
     let jsonl = tmp.path().join("concurrency_4/profile_export.jsonl");
     let t0 = Instant::now();
     while lines(&jsonl) < 20 {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no records appeared");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no records appeared"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let t1 = Instant::now();
     let code = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s.code();
         }
-        assert!(t1.elapsed() < Duration::from_secs(30), "the sweep did not stop");
+        assert!(
+            t1.elapsed() < Duration::from_secs(30),
+            "the sweep did not stop"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(code, Some(130));
 
     let text = std::fs::read_to_string(&jsonl).unwrap();
-    let records: Vec<serde_json::Value> =
-        text.lines().map(|l| serde_json::from_str(l).expect("every line is valid JSON")).collect();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is valid JSON"))
+        .collect();
     assert!(records.len() >= 20 && records.len() < 2000);
-    let cancelled = records.iter().filter(|r| r["metadata"]["was_cancelled"] == true).count();
-    assert!(cancelled <= 4, "at most the requests in flight are cancelled");
+    let cancelled = records
+        .iter()
+        .filter(|r| r["metadata"]["was_cancelled"] == true)
+        .count();
+    assert!(
+        cancelled <= 4,
+        "at most the requests in flight are cancelled"
+    );
     let ok = records.iter().filter(|r| r["error"].is_null()).count();
-    assert_eq!(ok + records.iter().filter(|r| !r["error"].is_null()).count(), records.len());
+    assert_eq!(
+        ok + records.iter().filter(|r| !r["error"].is_null()).count(),
+        records.len()
+    );
 
     let agg: serde_json::Value = serde_json::from_slice(
         &std::fs::read(tmp.path().join("concurrency_4/profile_export_aiperf.json")).unwrap(),
@@ -59,12 +95,18 @@ fn sigint_mid_sweep_keeps_everything_measured() {
     assert_eq!(agg["was_cancelled"], true);
     assert_eq!(agg["kneepoint"]["partial"], true);
     assert_eq!(agg["kneepoint"]["requests_recorded"], records.len());
-    let summary = std::fs::read_to_string(tmp.path().join("concurrency_4/benchmark_summary.txt")).unwrap();
+    let summary =
+        std::fs::read_to_string(tmp.path().join("concurrency_4/benchmark_summary.txt")).unwrap();
     assert!(summary.contains("PARTIAL"));
     let sweep: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(tmp.path().join("sweep_summary.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(tmp.path().join("sweep_summary.json")).unwrap())
+            .unwrap();
     assert_eq!(sweep["interrupted"], true);
     assert_eq!(sweep["complete"], false);
-    assert_eq!(sweep["levels"].as_array().unwrap().len(), 1, "the next level never ran");
+    assert_eq!(
+        sweep["levels"].as_array().unwrap().len(),
+        1,
+        "the next level never ran"
+    );
     assert!(!tmp.path().join("concurrency_8").exists());
 }
