@@ -303,3 +303,25 @@ fn bad_configuration_is_rejected() {
     c.headers.push(("bad header".into(), "v".into()));
     assert!(OpenAiTransport::new(c).is_err());
 }
+
+#[tokio::test]
+async fn https_goes_through_rustls_and_a_failed_handshake_is_a_connect_error() {
+    // A plain-text server that answers the ClientHello with HTTP: the handshake fails cleanly.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let mut buf = [0u8; 512];
+            let _ = sock.read(&mut buf).await;
+            let _ = sock.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+        }
+    });
+    let ev = tokio::time::timeout(
+        Duration::from_secs(10),
+        collect(format!("https://{addr}"), Api::Chat),
+    )
+    .await
+    .expect("the handshake failure is reported promptly");
+    let err = ev[0].as_ref().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
+}
