@@ -208,6 +208,21 @@ pub struct CommonArgs {
     /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
     #[arg(long, value_name = "FACTOR")]
     pub sim_time_scale: Option<f64>,
+    /// Count a response without a finish_reason as a success (for servers that never send
+    /// one); by default it is an `incomplete` failure (generation cut short).
+    #[arg(long)]
+    pub allow_missing_finish_reason: bool,
+    /// Built-in simulator: fraction of requests that get an injected fault (0..1).
+    #[arg(long, value_name = "FRACTION")]
+    pub sim_fault_rate: Option<f64>,
+    /// Built-in simulator: which faults (comma-separated; default all): http_429, http_500,
+    /// http_503, reset_before_headers, reset_mid_stream, stall, invalid_json, invalid_utf8,
+    /// overlong_line, wrong_content_type, no_done, done_without_finish.
+    #[arg(long, value_delimiter = ',', value_name = "FAULTS")]
+    pub sim_faults: Vec<String>,
+    /// Built-in simulator: how long a `stall` fault lasts, ms.
+    #[arg(long, value_name = "MS")]
+    pub sim_stall_ms: Option<u64>,
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,

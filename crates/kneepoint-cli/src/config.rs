@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
 use kneepoint_runner::Deadlines;
-use kneepoint_sim::SimProfile;
+use kneepoint_sim::{Fault, FaultPlan, SimProfile};
 use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
 use kneepoint_workload::{
     DatasetConfig, DatasetFormat, LengthDist, Lengths, MixEntry, Sampling, SharedPrefix,
@@ -181,6 +181,8 @@ pub struct SimulatorSection {
     pub time_scale: Option<f64>,
     /// Seed.
     pub seed: Option<u64>,
+    /// Fault injection: `{rate, kinds, stall_ms}`.
+    pub faults: Option<FaultPlan>,
 }
 
 impl FileConfig {
@@ -239,6 +241,8 @@ pub struct CommonSettings {
     pub seed: u64,
     /// Per-request deadlines (whole request, response headers, first token, idle gap).
     pub deadlines: Deadlines,
+    /// A response without a finish_reason is an `incomplete` failure.
+    pub require_finish_reason: bool,
     /// Output directory.
     pub artifact_dir: PathBuf,
 }
@@ -314,6 +318,22 @@ impl CommonSettings {
                 .unwrap_or(DEFAULT_SIM_TIME_SCALE);
             if let Some(s) = sim.seed {
                 p.seed = s;
+            }
+            p.faults = sim.faults.clone();
+            if let Some(rate) = args.sim_fault_rate {
+                let kinds = args
+                    .sim_faults
+                    .iter()
+                    .map(|k| {
+                        Fault::parse(k.trim())
+                            .ok_or_else(|| anyhow::anyhow!("unknown simulator fault {k:?}"))
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                let mut plan = FaultPlan::new(rate, kinds);
+                if let Some(ms) = args.sim_stall_ms {
+                    plan.stall_ms = ms;
+                }
+                p.faults = Some(plan);
             }
             p.validate()?;
             p
@@ -460,6 +480,7 @@ impl CommonSettings {
             },
             output_control: !args.no_output_control && wl.output_control.unwrap_or(true),
             seed: args.seed.or(wl.seed).unwrap_or(0),
+            require_finish_reason: !args.allow_missing_finish_reason,
             deadlines: Deadlines {
                 request: Some(Duration::from_secs_f64(timeout_s)),
                 response: seconds(

@@ -263,3 +263,64 @@ async fn sweep_from_a_dataset() {
     let inputs = std::fs::read_to_string(out_dir.join("concurrency_2/inputs.json")).unwrap();
     assert!(inputs.contains("Describe harbor number 3 in detail."));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_with_injected_faults_counts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = settings(
+        &[
+            "--concurrency",
+            "4",
+            "--request-count",
+            "40",
+            "--isl",
+            "16",
+            "--osl",
+            "4",
+            "--sim-fault-rate",
+            "0.5",
+            "--sim-faults",
+            "http_503,done_without_finish",
+        ],
+        tmp.path(),
+    );
+    let out = run_sweep(&s, false).await.unwrap();
+    let sum = &out.summaries[0];
+    assert_eq!(sum.request_count, 40);
+    assert!(
+        sum.error_count > 5 && sum.error_count < 35,
+        "{}",
+        sum.error_count
+    );
+    assert_eq!(
+        sum.errors_by_kind.values().sum::<usize>(),
+        sum.error_count,
+        "{:?}",
+        sum.errors_by_kind
+    );
+    assert!(sum
+        .errors_by_kind
+        .keys()
+        .all(|k| k == "http_status" || k == "incomplete"));
+    let e = format!(
+        "{:#}",
+        SweepSettings::resolve(&{
+            let Command::Sweep(a) = Cli::try_parse_from([
+                "kneepoint",
+                "sweep",
+                "--sim-fault-rate",
+                "0.1",
+                "--sim-faults",
+                "nope",
+            ])
+            .unwrap()
+            .command
+            else {
+                panic!()
+            };
+            *a
+        })
+        .unwrap_err()
+    );
+    assert!(e.contains("unknown simulator fault"), "{e}");
+}

@@ -74,6 +74,13 @@ pub enum Error {
     /// The request was cancelled before it finished (e.g. the run was interrupted).
     #[error("cancelled")]
     Cancelled,
+    /// The response ended cleanly but incompletely (e.g. `[DONE]` with no `finish_reason`: the
+    /// server cut the generation short).
+    #[error("incomplete response: {message}")]
+    Incomplete {
+        /// What was missing.
+        message: String,
+    },
     /// A record sink failed to store a record.
     #[error("record sink {sink} failed")]
     Sink {
@@ -97,6 +104,7 @@ impl Error {
             Error::Disconnected { .. } => ErrorKind::Disconnected,
             Error::InvalidRequest { .. } => ErrorKind::InvalidRequest,
             Error::Cancelled => ErrorKind::Cancelled,
+            Error::Incomplete { .. } => ErrorKind::Incomplete,
             Error::Sink { .. } => ErrorKind::Sink,
         }
     }
@@ -144,6 +152,8 @@ pub enum ErrorKind {
     InvalidRequest,
     /// See [`Error::Cancelled`].
     Cancelled,
+    /// See [`Error::Incomplete`].
+    Incomplete,
     /// See [`Error::Sink`].
     Sink,
 }
@@ -160,6 +170,7 @@ impl ErrorKind {
             ErrorKind::Disconnected => "disconnected",
             ErrorKind::InvalidRequest => "invalid_request",
             ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Incomplete => "incomplete",
             ErrorKind::Sink => "sink",
         }
     }

@@ -30,6 +30,9 @@ pub struct LevelConfig {
     pub token_counter: Arc<dyn TokenCounter>,
     /// Capacity of the queue between the request tasks and the sinks.
     pub sink_queue: usize,
+    /// A response that ends without a `finish_reason` is a failure (`incomplete`): the server
+    /// cut the generation short. Off by default for transports that never report one.
+    pub require_finish_reason: bool,
 }
 
 impl std::fmt::Debug for LevelConfig {
@@ -51,6 +54,7 @@ impl LevelConfig {
             cancel: CancelToken::new(),
             token_counter: Arc::new(ApproxTokenCounter),
             sink_queue: 4096,
+            require_finish_reason: false,
         }
     }
 }
@@ -119,6 +123,7 @@ pub async fn run_level(
         origin_unix_ns,
         deadlines: config.deadlines,
         cancel: config.cancel.clone(),
+        require_finish_reason: config.require_finish_reason,
     };
     let warmup_records = if warmup.is_empty() {
         Vec::new()

@@ -116,6 +116,7 @@ pub(crate) struct Ctx {
     pub origin_unix_ns: u64,
     pub deadlines: Deadlines,
     pub cancel: CancelToken,
+    pub require_finish_reason: bool,
 }
 
 /// Sends `request`, times it against the origin, and returns its one record.
@@ -170,6 +171,11 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
     };
     if p.error.is_none() && p.chunks.is_empty() {
         p.error = Some(Error::malformed("the response carried no generated tokens"));
+    }
+    if p.error.is_none() && ctx.require_finish_reason && p.finish.is_none() {
+        p.error = Some(Error::Incomplete {
+            message: "the response ended without a finish_reason (generation cut short)".into(),
+        });
     }
     RequestRecord {
         request_id: request.id,

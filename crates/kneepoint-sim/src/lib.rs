@@ -21,17 +21,20 @@
 
 mod engine;
 mod error;
+mod fault;
 mod live;
 mod predict;
 mod profile;
 mod render;
 mod request;
 mod server;
+mod sse_body;
 mod truth;
 mod words;
 
 pub use engine::{Emission, EngineModel, Rejection, SeqSpec, Step};
 pub use error::Error;
+pub use fault::{Fault, FaultPlan};
 pub use predict::{predict_closed_loop, Prediction};
 pub use profile::SimProfile;
 pub use server::SimServer;

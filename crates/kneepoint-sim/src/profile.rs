@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Error;
+use crate::{Error, FaultPlan};
 
 /// Parameters of the simulated continuous-batching engine. Times are model (GPU) time; the
 /// server sleeps `time × time_scale` of wall time.
@@ -40,6 +40,8 @@ pub struct SimProfile {
     /// Mean of the "natural" output length (when the model would stop by itself without
     /// `ignore_eos`); exponential, clamped to `[min_tokens, max_tokens]`.
     pub natural_output_mean: u32,
+    /// Faults to inject (none by default).
+    pub faults: Option<FaultPlan>,
 }
 
 impl Default for SimProfile {
@@ -69,6 +71,7 @@ impl SimProfile {
             seed: 0,
             default_max_tokens: 256,
             natural_output_mean: 200,
+            faults: None,
         }
     }
 
@@ -90,6 +93,7 @@ impl SimProfile {
             seed: 0,
             default_max_tokens: 64,
             natural_output_mean: 32,
+            faults: None,
         }
     }
 
@@ -143,6 +147,11 @@ impl SimProfile {
         }
         if self.default_max_tokens == 0 || self.natural_output_mean == 0 {
             return bad("default_max_tokens", "output lengths must be at least 1");
+        }
+        if let Some(f) = &self.faults {
+            if !(0.0..=1.0).contains(&f.rate) {
+                return bad("faults.rate", "must be a probability between 0 and 1");
+            }
         }
         Ok(())
     }

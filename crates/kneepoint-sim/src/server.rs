@@ -2,36 +2,36 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use kneepoint_core::{ApproxTokenCounter, TokenCounter};
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
+use tokio::sync::mpsc::unbounded_channel;
 use tokio::task::JoinHandle;
 
 use crate::engine::SeqSpec;
-use crate::live::{spawn_engine, Command, Submission, TokenMsg};
-use crate::render::{error_body, ResponseMeta, DONE};
+use crate::fault::Fault;
+use crate::live::{spawn_engine, Command, Submission};
+use crate::render::{error_body, ResponseMeta};
 use crate::request::{parse_request, Api, GenRequest};
+use crate::sse_body::{InjectedFault, SseBody};
 use crate::truth::{ServerTiming, TruthLog};
 use crate::{Error, SimProfile};
 
-type Body = UnsyncBoxBody<Bytes, Infallible>;
+type Body = UnsyncBoxBody<Bytes, InjectedFault>;
 
 const MAX_REQUEST_BYTES: usize = 64 << 20;
 
@@ -155,7 +155,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let state = state.clone();
-                async move { Ok::<_, Infallible>(handle(state, req).await) }
+                async move { handle(state, req).await }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -165,7 +165,9 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
 }
 
 fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).boxed_unsync()
+    Full::new(bytes.into())
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
 }
 
 fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
@@ -182,7 +184,24 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
     json_response(status, error_body(status.as_u16(), kind, message))
 }
 
-async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Body> {
+/// Answers one request; an `Err` makes hyper drop the connection without a response (the
+/// `reset_before_headers` fault).
+async fn handle(
+    state: Arc<State>,
+    req: hyper::Request<Incoming>,
+) -> Result<Response<Body>, InjectedFault> {
+    let r = respond(state, req).await;
+    if r.extensions().get::<ResetMarker>().is_some() {
+        return Err(InjectedFault("connection reset before headers"));
+    }
+    Ok(r)
+}
+
+/// Marks a response that must not be sent: the connection is dropped instead.
+#[derive(Clone, Copy)]
+struct ResetMarker;
+
+async fn respond(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Body> {
     let api = match (req.method(), req.uri().path()) {
         (&Method::POST, "/v1/chat/completions") => Api::Chat,
         (&Method::POST, "/v1/completions") => Api::Completions,
@@ -249,6 +268,54 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Bo
         };
         return error(StatusCode::BAD_REQUEST, "BadRequestError", &m.to_string());
     }
+    let fault = state.profile.faults.as_ref().and_then(|plan| {
+        let mut rng = state.lengths.lock().ok()?;
+        plan.pick(rng.random(), rng.random())
+    });
+    match fault {
+        Some(Fault::Http429) => {
+            let mut r = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "RateLimitError",
+                "injected fault: too many requests",
+            );
+            r.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static("1"),
+            );
+            return r;
+        }
+        Some(Fault::Http500) => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalServerError",
+                "injected fault",
+            );
+        }
+        Some(Fault::Http503) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "ServiceUnavailable",
+                "injected fault",
+            );
+        }
+        Some(Fault::WrongContentType) => {
+            let mut r = Response::new(full(Bytes::from_static(
+                b"<html><body>gateway</body></html>",
+            )));
+            r.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/html"),
+            );
+            return r;
+        }
+        Some(f) if f == Fault::ResetBeforeHeaders || (f.in_stream() && !gen.stream) => {
+            let mut r = Response::new(full(Bytes::new()));
+            r.extensions_mut().insert(ResetMarker);
+            return r;
+        }
+        _ => {}
+    }
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = unbounded_channel();
     let submitted = state.engine.lock().is_ok_and(|e| {
@@ -281,15 +348,11 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Bo
         finish_reason,
     };
     if gen.stream {
-        let mut r = Response::new(
-            SseBody {
-                rx,
-                meta,
-                include_usage: gen.include_usage,
-                phase: Phase::Start,
-            }
-            .boxed_unsync(),
+        let stall = std::time::Duration::from_millis(
+            state.profile.faults.as_ref().map_or(0, |f| f.stall_ms),
         );
+        let mut r =
+            Response::new(SseBody::new(rx, meta, gen.include_usage, fault, stall).boxed_unsync());
         r.headers_mut().insert(
             http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("text/event-stream"),
@@ -344,66 +407,4 @@ fn output_length(state: &State, gen: &GenRequest) -> Result<(u32, &'static str),
     };
     let n = natural.max(gen.min_tokens.unwrap_or(1)).min(max);
     Ok((n, if n == max { "length" } else { "stop" }))
-}
-
-enum Phase {
-    Start,
-    Tokens,
-    Usage,
-    Done,
-    End,
-}
-
-/// Streams tokens as the engine emits them.
-struct SseBody {
-    rx: UnboundedReceiver<TokenMsg>,
-    meta: ResponseMeta,
-    include_usage: bool,
-    phase: Phase,
-}
-
-impl hyper::body::Body for SseBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let this = self.get_mut();
-        let data = |b: Bytes| Poll::Ready(Some(Ok(Frame::data(b))));
-        match this.phase {
-            Phase::Start => {
-                this.phase = Phase::Tokens;
-                if this.meta.api == Api::Chat {
-                    return data(this.meta.role_event());
-                }
-                Pin::new(this).poll_frame(cx)
-            }
-            Phase::Tokens => match this.rx.poll_recv(cx) {
-                Poll::Pending => Poll::Pending,
-                Poll::Ready(Some(t)) => {
-                    if t.finished {
-                        this.phase = if this.include_usage {
-                            Phase::Usage
-                        } else {
-                            Phase::Done
-                        };
-                    }
-                    data(this.meta.token_event(t.index, t.finished))
-                }
-                // The engine went away mid-stream: end the body without [DONE].
-                Poll::Ready(None) => Poll::Ready(None),
-            },
-            Phase::Usage => {
-                this.phase = Phase::Done;
-                data(this.meta.usage_event())
-            }
-            Phase::Done => {
-                this.phase = Phase::End;
-                data(Bytes::from_static(DONE))
-            }
-            Phase::End => Poll::Ready(None),
-        }
-    }
 }
