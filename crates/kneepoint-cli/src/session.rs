@@ -53,6 +53,19 @@ async fn detect_model(config: &OpenAiConfig) -> anyhow::Result<String> {
         .ok_or_else(|| anyhow::anyhow!("the server lists no models; pass --model"))
 }
 
+/// Fails fast when the endpoint cannot be reached at all, instead of running a sweep of
+/// connection failures. Any HTTP answer (even 404: not every server lists models) is enough.
+async fn ready(config: &OpenAiConfig) -> anyhow::Result<()> {
+    let probe = OpenAiTransport::new(config.clone())?;
+    match tokio::time::timeout(std::time::Duration::from_secs(15), probe.models()).await {
+        Err(_) => anyhow::bail!("{} did not answer within 15 s", config.base_url),
+        Ok(Err(e)) if e.kind() == kneepoint_core::ErrorKind::Connect => {
+            Err(anyhow::Error::new(e).context(format!("cannot reach {}", config.base_url)))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
 fn progress_bar(show: bool, label: &str, total: u64) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
@@ -108,6 +121,8 @@ impl Session {
             if progress {
                 eprintln!("model: {} (from GET /v1/models)", transport_config.model);
             }
+        } else if matches!(settings.target, Target::OpenAi(_)) {
+            ready(&transport_config).await?;
         }
         let mut resolved = settings.clone();
         resolved.transport = transport_config.clone();
