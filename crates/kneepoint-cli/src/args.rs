@@ -208,6 +208,14 @@ pub struct CommonArgs {
     /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
     #[arg(long, value_name = "FACTOR")]
     pub sim_time_scale: Option<f64>,
+    /// Retry requests that fail before their first token with a transient error (connect,
+    /// connection lost, 429/502/503/504) up to N times; off by default (a benchmark must see
+    /// errors). Retried requests keep their full latency and an `attempts` count.
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// Wait before the first retry, ms (doubled for each further one; default 500).
+    #[arg(long, value_name = "MS")]
+    pub retry_backoff_ms: Option<u64>,
     /// Count a response without a finish_reason as a success (for servers that never send
     /// one); by default it is an `incomplete` failure (generation cut short).
     #[arg(long)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
-use kneepoint_runner::Deadlines;
+use kneepoint_runner::{Deadlines, RetryPolicy};
 use kneepoint_sim::{Fault, FaultPlan, SimProfile};
 use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
 use kneepoint_workload::{
@@ -243,6 +243,8 @@ pub struct CommonSettings {
     pub deadlines: Deadlines,
     /// A response without a finish_reason is an `incomplete` failure.
     pub require_finish_reason: bool,
+    /// Retries of transient failures (none by default).
+    pub retry: RetryPolicy,
     /// Output directory.
     pub artifact_dir: PathBuf,
 }
@@ -481,6 +483,10 @@ impl CommonSettings {
             output_control: !args.no_output_control && wl.output_control.unwrap_or(true),
             seed: args.seed.or(wl.seed).unwrap_or(0),
             require_finish_reason: !args.allow_missing_finish_reason,
+            retry: RetryPolicy {
+                max_retries: args.retries.unwrap_or(0),
+                backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),
+            },
             deadlines: Deadlines {
                 request: Some(Duration::from_secs_f64(timeout_s)),
                 response: seconds(
@@ -534,6 +540,8 @@ impl CommonSettings {
                 "response_timeout_s": self.deadlines.response.map(|d| d.as_secs_f64()),
                 "first_token_timeout_s": self.deadlines.first_token.map(|d| d.as_secs_f64()),
                 "idle_timeout_s": self.deadlines.idle.map(|d| d.as_secs_f64()),
+                "retries": self.retry.max_retries,
+                "retry_backoff_ms": self.retry.backoff.as_millis() as u64,
             },
         })
     }

@@ -193,6 +193,7 @@ impl Session {
         let mut config = LevelConfig::new(concurrency);
         config.deadlines = self.settings.deadlines;
         config.require_finish_reason = self.settings.require_finish_reason;
+        config.retry = self.settings.retry;
         config.cancel = cancel.clone();
         config.token_counter = self.counter.clone();
         let run = run_level(

@@ -89,6 +89,13 @@ pub struct RequestRecord {
     pub finish_reason: Option<String>,
     /// Set when the request failed.
     pub error: Option<ErrorRecord>,
+    /// Attempts made (1 without retries); the times span all of them.
+    #[serde(default = "one")]
+    pub attempts: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl RequestRecord {

@@ -31,6 +31,7 @@ fn records(n: u64, tokens: u64) -> Vec<RequestRecord> {
                 requested_output_tokens: Some(tokens as u32),
                 finish_reason: Some("length".into()),
                 error: None,
+                attempts: 1,
             }
         })
         .collect()

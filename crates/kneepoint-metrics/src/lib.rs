@@ -14,7 +14,7 @@
 //!     end_ns: 71 * ms, input_tokens: Some(128), server_input_tokens: Some(128),
 //!     output_tokens: Some(3), output_tokens_source: Some(TokenSource::Usage),
 //!     client_output_tokens: Some(3), output_bytes: 12, requested_output_tokens: Some(3),
-//!     finish_reason: Some("length".into()), error: None,
+//!     finish_reason: Some("length".into()), error: None, attempts: 1,
 //! };
 //! let summary = LevelSummary::from_records(1, &[record], &GoodputSlo::default());
 //! assert_eq!(summary.stat("time_to_first_token", "p50"), Some(50.0));

@@ -93,6 +93,7 @@ mod tests {
             requested_output_tokens: Some(osl),
             finish_reason: Some("length".into()),
             error: None,
+            attempts: 1,
         }
     }
 

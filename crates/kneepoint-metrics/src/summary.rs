@@ -314,6 +314,7 @@ mod tests {
             requested_output_tokens: Some(n),
             finish_reason: None,
             error: None,
+            attempts: 1,
         }
     }
 

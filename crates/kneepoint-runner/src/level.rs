@@ -33,6 +33,19 @@ pub struct LevelConfig {
     /// A response that ends without a `finish_reason` is a failure (`incomplete`): the server
     /// cut the generation short. Off by default for transports that never report one.
     pub require_finish_reason: bool,
+    /// Retries of failed requests; none by default (a benchmark must see errors).
+    pub retry: RetryPolicy,
+}
+
+/// Retries of requests that failed before their first token with a transient error (connect,
+/// connection lost, HTTP 429/502/503/504). The record's times span every attempt, so a retried
+/// request shows its full latency; `attempts` says how many were made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Extra attempts after the first (0 = no retries).
+    pub max_retries: u32,
+    /// Wait before the first retry; doubled for each further one.
+    pub backoff: Duration,
 }
 
 impl std::fmt::Debug for LevelConfig {
@@ -55,6 +68,7 @@ impl LevelConfig {
             token_counter: Arc::new(ApproxTokenCounter),
             sink_queue: 4096,
             require_finish_reason: false,
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -124,6 +138,7 @@ pub async fn run_level(
         deadlines: config.deadlines,
         cancel: config.cancel.clone(),
         require_finish_reason: config.require_finish_reason,
+        retry: config.retry,
     };
     let warmup_records = if warmup.is_empty() {
         Vec::new()

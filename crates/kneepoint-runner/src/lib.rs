@@ -46,5 +46,5 @@ mod search;
 
 pub use cancel::CancelToken;
 pub use error::Error;
-pub use level::{run_level, Deadlines, LevelConfig, LevelRun, RecordObserver};
+pub use level::{run_level, Deadlines, LevelConfig, LevelRun, RecordObserver, RetryPolicy};
 pub use search::drive_search;

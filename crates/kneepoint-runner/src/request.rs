@@ -9,7 +9,7 @@ use kneepoint_core::{
     Transport,
 };
 
-use crate::{CancelToken, Deadlines};
+use crate::{CancelToken, Deadlines, RetryPolicy};
 
 /// Everything one request accumulates while it runs; kept outside the timed future so that a
 /// timeout keeps what arrived before it.
@@ -117,12 +117,20 @@ pub(crate) struct Ctx {
     pub deadlines: Deadlines,
     pub cancel: CancelToken,
     pub require_finish_reason: bool,
+    pub retry: RetryPolicy,
 }
 
-/// Sends `request`, times it against the origin, and returns its one record.
-pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> RequestRecord {
-    let (origin, origin_unix_ns, phase) = (ctx.origin, ctx.origin_unix_ns, ctx.phase);
-    let counter = &ctx.counter;
+/// Whether a failure before the first token is worth another attempt.
+fn transient(e: &Error) -> bool {
+    match e {
+        Error::Connect { .. } | Error::Disconnected { .. } => true,
+        Error::Status { status, .. } => matches!(status, 429 | 502 | 503 | 504),
+        _ => false,
+    }
+}
+
+/// One attempt: sends `request` under the deadlines and the cancel token.
+async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
     let mut p = Progress {
         response: None,
         chunks: Vec::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize),
@@ -134,7 +142,6 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
         finish: None,
         error: None,
     };
-    let start = Instant::now();
     let outcome = {
         let work = async {
             match ctx.deadlines.request {
@@ -156,6 +163,35 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
     if let Err(e) = outcome {
         p.error = Some(e);
     }
+    p
+}
+
+/// Sends `request` (retrying as the policy allows), times it against the origin, and returns
+/// its one record.
+pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> RequestRecord {
+    let (origin, origin_unix_ns, phase) = (ctx.origin, ctx.origin_unix_ns, ctx.phase);
+    let counter = &ctx.counter;
+    let start = Instant::now();
+    let mut attempts = 0u32;
+    let mut p = loop {
+        attempts += 1;
+        let p = attempt(ctx, request, start).await;
+        let retry = attempts <= ctx.retry.max_retries
+            && p.chunks.is_empty()
+            && p.error.as_ref().is_some_and(transient);
+        if !retry {
+            break p;
+        }
+        let wait = ctx
+            .retry
+            .backoff
+            .saturating_mul(1 << (attempts - 1).min(16));
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => break p,
+            _ = tokio::time::sleep(wait) => {}
+        }
+    };
     let end = Instant::now();
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
 
@@ -198,5 +234,6 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
         }),
         finish_reason: p.finish,
         error: p.error.as_ref().map(ErrorRecord::from),
+        attempts,
     }
 }

@@ -346,3 +346,102 @@ async fn cancelling_a_level_records_every_sent_request() {
     assert_eq!(cancelled, 4, "the four in flight");
     assert!(run.records.iter().filter(|r| r.is_ok()).count() >= 4);
 }
+
+/// Fails with `status` on the first `fail_first` sends, then streams two tokens.
+struct Flaky {
+    status: u16,
+    fail_first: usize,
+    sends: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl Transport for Flaky {
+    async fn send(&self, _: &Request) -> Result<EventStream, Error> {
+        if self.sends.fetch_add(1, Ordering::SeqCst) < self.fail_first {
+            return Err(Error::Status {
+                status: self.status,
+                body_excerpt: "busy".into(),
+            });
+        }
+        Ok(Box::pin(stream::iter(vec![
+            Ok(ResponseEvent::Chunk(Chunk::content(" a"))),
+            Ok(ResponseEvent::Chunk(Chunk::content(" b"))),
+            Ok(ResponseEvent::Finish {
+                reason: Some("length".into()),
+            }),
+        ])))
+    }
+}
+
+#[tokio::test]
+async fn retries_are_off_by_default_and_bounded_when_on() {
+    let flaky = |status, fail_first| Flaky {
+        status,
+        fail_first,
+        sends: Arc::default(),
+    };
+    let mut cfg = LevelConfig::new(1);
+    cfg.require_finish_reason = true;
+    // off: the 503 is recorded
+    let run = run_level(
+        Arc::new(flaky(503, 2)),
+        &cfg,
+        requests(1),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(run.records[0].attempts, 1);
+    assert_eq!(run.records[0].error.as_ref().unwrap().code, Some(503));
+    // two retries: the third attempt succeeds, and the record says so
+    cfg.retry = kneepoint_runner::RetryPolicy {
+        max_retries: 2,
+        backoff: Duration::from_millis(5),
+    };
+    let run = run_level(
+        Arc::new(flaky(503, 2)),
+        &cfg,
+        requests(1),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    let r = &run.records[0];
+    assert!(r.is_ok(), "{:?}", r.error);
+    assert_eq!(r.attempts, 3);
+    assert!(
+        r.chunk_ns[0] - r.start_ns >= 15_000_000,
+        "the backoff (5 + 10 ms) is in the latency"
+    );
+    // one retry is not enough
+    cfg.retry.max_retries = 1;
+    let run = run_level(
+        Arc::new(flaky(429, 2)),
+        &cfg,
+        requests(1),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(run.records[0].attempts, 2);
+    assert!(!run.records[0].is_ok());
+    // a 500 is not transient: no retry
+    cfg.retry.max_retries = 3;
+    let run = run_level(
+        Arc::new(flaky(500, 1)),
+        &cfg,
+        requests(1),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(run.records[0].attempts, 1);
+}

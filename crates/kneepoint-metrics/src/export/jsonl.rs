@@ -66,6 +66,7 @@ pub fn record_json(r: &RequestRecord) -> Value {
             "requested_output_tokens": r.requested_output_tokens,
             "finish_reason": r.finish_reason,
             "chunk_count": r.chunk_ns.len(),
+            "attempts": r.attempts,
         },
         "metrics": if r.is_ok() || !metrics.is_empty() { Value::Object(metrics) } else { Value::Null },
         "error": r.error.as_ref().map(|e| json!({
