@@ -373,6 +373,14 @@ impl Transport for Flaky {
     }
 }
 
+/// Runs one request through `t` under `cfg` and returns its record.
+async fn one(t: Flaky, cfg: &LevelConfig) -> RequestRecord {
+    let run = run_level(Arc::new(t), cfg, requests(1), vec![], vec![], None)
+        .await
+        .unwrap();
+    run.records.into_iter().next().unwrap()
+}
+
 #[tokio::test]
 async fn retries_are_off_by_default_and_bounded_when_on() {
     let flaky = |status, fail_first| Flaky {
@@ -383,34 +391,15 @@ async fn retries_are_off_by_default_and_bounded_when_on() {
     let mut cfg = LevelConfig::new(1);
     cfg.require_finish_reason = true;
     // off: the 503 is recorded
-    let run = run_level(
-        Arc::new(flaky(503, 2)),
-        &cfg,
-        requests(1),
-        vec![],
-        vec![],
-        None,
-    )
-    .await
-    .unwrap();
-    assert_eq!(run.records[0].attempts, 1);
-    assert_eq!(run.records[0].error.as_ref().unwrap().code, Some(503));
+    let r = one(flaky(503, 2), &cfg).await;
+    assert_eq!(r.attempts, 1);
+    assert_eq!(r.error.as_ref().unwrap().code, Some(503));
     // two retries: the third attempt succeeds, and the record says so
     cfg.retry = kneepoint_runner::RetryPolicy {
         max_retries: 2,
         backoff: Duration::from_millis(5),
     };
-    let run = run_level(
-        Arc::new(flaky(503, 2)),
-        &cfg,
-        requests(1),
-        vec![],
-        vec![],
-        None,
-    )
-    .await
-    .unwrap();
-    let r = &run.records[0];
+    let r = one(flaky(503, 2), &cfg).await;
     assert!(r.is_ok(), "{:?}", r.error);
     assert_eq!(r.attempts, 3);
     assert!(
@@ -419,29 +408,10 @@ async fn retries_are_off_by_default_and_bounded_when_on() {
     );
     // one retry is not enough
     cfg.retry.max_retries = 1;
-    let run = run_level(
-        Arc::new(flaky(429, 2)),
-        &cfg,
-        requests(1),
-        vec![],
-        vec![],
-        None,
-    )
-    .await
-    .unwrap();
-    assert_eq!(run.records[0].attempts, 2);
-    assert!(!run.records[0].is_ok());
+    let r = one(flaky(429, 2), &cfg).await;
+    assert_eq!(r.attempts, 2);
+    assert!(!r.is_ok());
     // a 500 is not transient: no retry
     cfg.retry.max_retries = 3;
-    let run = run_level(
-        Arc::new(flaky(500, 1)),
-        &cfg,
-        requests(1),
-        vec![],
-        vec![],
-        None,
-    )
-    .await
-    .unwrap();
-    assert_eq!(run.records[0].attempts, 1);
+    assert_eq!(one(flaky(500, 1), &cfg).await.attempts, 1);
 }

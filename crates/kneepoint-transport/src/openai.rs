@@ -133,11 +133,7 @@ impl OpenAiTransport {
                 .map_err(|e| RequestError::InvalidRequest {
                     message: e.to_string(),
                 })?;
-        let resp = self
-            .client
-            .request(req)
-            .await
-            .map_err(|e| self.send_error(e))?;
+        let resp = self.roundtrip(req).await?;
         let status = resp.status();
         let bytes = read_limited(resp.into_body(), self.config.max_body_bytes).await?;
         if !status.is_success() {
@@ -189,6 +185,17 @@ impl OpenAiTransport {
             .map_err(|e| RequestError::InvalidRequest {
                 message: e.to_string(),
             })
+    }
+
+    /// Sends `req` on the pooled client; failures are classified (connect or disconnected).
+    async fn roundtrip(
+        &self,
+        req: http::Request<Full<Bytes>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, RequestError> {
+        self.client
+            .request(req)
+            .await
+            .map_err(|e| self.send_error(e))
     }
 
     fn send_error(&self, e: hyper_util::client::legacy::Error) -> RequestError {
@@ -268,11 +275,7 @@ async fn read_limited(body: hyper::body::Incoming, limit: usize) -> Result<Bytes
 impl Transport for OpenAiTransport {
     async fn send(&self, request: &Request) -> Result<EventStream, RequestError> {
         let req = self.http_request(request)?;
-        let resp = self
-            .client
-            .request(req)
-            .await
-            .map_err(|e| self.send_error(e))?;
+        let resp = self.roundtrip(req).await?;
         let status = resp.status();
         if !status.is_success() {
             let body = resp.into_body();
