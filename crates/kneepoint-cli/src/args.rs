@@ -23,6 +23,12 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// Find the highest concurrency that meets every SLA (max-concurrency-under-sla).
     Search(Box<SearchArgs>),
+    /// Measure candidate deployments and rank them by cost, latency or throughput.
+    Recommend(RecommendArgs),
+    /// Re-render summaries, plots and report.html of a saved artifact folder (no requests sent).
+    Report(ReportArgs),
+    /// Compare two runs level by level; exits 1 on a regression beyond the tolerance.
+    Compare(CompareArgs),
     /// The built-in simulated inference server.
     Sim(SimArgs),
 }
@@ -231,9 +237,61 @@ pub struct CommonArgs {
     /// Built-in simulator: how long a `stall` fault lasts, ms.
     #[arg(long, value_name = "MS")]
     pub sim_stall_ms: Option<u64>,
+    /// Built-in simulator: multiply every engine step cost (1.2 = a server 20 % slower).
+    #[arg(long, value_name = "FACTOR")]
+    pub sim_slowdown: Option<f64>,
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `kneepoint recommend`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RecommendArgs {
+    /// The config file: `[[candidates]]`, `objective`, SLAs (`[search_params]`), the workload,
+    /// the levels (`[sweep_params]`, when there are no SLAs) and the peak (`[fleet]`).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// `cost`, `latency` or `throughput` (overrides the file).
+    #[arg(long)]
+    pub objective: Option<String>,
+    /// A dated price table (TOML or JSON) for candidates without `price_per_hour`.
+    #[arg(long, value_name = "FILE")]
+    pub price_table: Option<PathBuf>,
+    /// Where results go (one sub-folder per candidate).
+    #[arg(long, value_name = "DIR")]
+    pub artifact_dir: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `kneepoint report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// The artifact folder of a sweep, a search or a recommendation.
+    pub dir: PathBuf,
+}
+
+/// `kneepoint compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline run's artifact folder.
+    pub run_a: PathBuf,
+    /// The run to check against it.
+    pub run_b: PathBuf,
+    /// Relative changes within this fraction are not regressions.
+    #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
+    pub tolerance: f64,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95, value_name = "LEVEL")]
+    pub confidence: f64,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub resamples: usize,
+    /// Write the comparison as JSON here too.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// `kneepoint sim`.

@@ -42,6 +42,33 @@ pub struct FileConfig {
     pub simulator: Option<SimulatorSection>,
     /// Where results go.
     pub artifact_dir: Option<PathBuf>,
+    /// `kneepoint recommend`: what to rank by (`cost`, `latency` or `throughput`).
+    pub objective: Option<String>,
+    /// `kneepoint recommend`: a dated price table (TOML or JSON) for candidates without a price.
+    pub price_table: Option<PathBuf>,
+    /// `kneepoint recommend`: the currency prices are in (default `USD`).
+    pub currency: Option<String>,
+    /// `kneepoint recommend`: the deployments to compare.
+    #[serde(default)]
+    pub candidates: Vec<CandidateSection>,
+}
+
+/// `[[candidates]]`: one deployment to measure and rank.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CandidateSection {
+    /// A name people recognise (also the candidate's folder name).
+    pub name: String,
+    /// The instance type (for the price table and the report).
+    pub instance_type: Option<String>,
+    /// Instances behind the endpoint (default 1).
+    pub instance_count: Option<u32>,
+    /// Price of one instance-hour; else looked up in the price table.
+    pub price_per_hour: Option<f64>,
+    /// The endpoint; absent means the built-in simulator.
+    pub endpoint: Option<EndpointSection>,
+    /// The built-in simulator's settings for this candidate.
+    pub simulator: Option<SimulatorSection>,
 }
 
 /// `[search_params]` (SageMaker's names).
@@ -183,6 +210,9 @@ pub struct SimulatorSection {
     pub seed: Option<u64>,
     /// Fault injection: `{rate, kinds, stall_ms}`.
     pub faults: Option<FaultPlan>,
+    /// Multiplies every engine step cost (1.2 = a server 20 % slower), to model a slower or
+    /// faster deployment.
+    pub slowdown: Option<f64>,
 }
 
 impl FileConfig {
@@ -320,6 +350,15 @@ impl CommonSettings {
                 .unwrap_or(DEFAULT_SIM_TIME_SCALE);
             if let Some(s) = sim.seed {
                 p.seed = s;
+            }
+            if let Some(k) = args.sim_slowdown.or(sim.slowdown) {
+                if !k.is_finite() || k <= 0.0 {
+                    bail!("the simulator slowdown must be a positive factor (got {k})");
+                }
+                p.step_base_ms *= k;
+                p.step_per_seq_ms *= k;
+                p.step_per_context_token_us *= k;
+                p.prefill_per_token_us *= k;
             }
             p.faults = sim.faults.clone();
             if let Some(rate) = args.sim_fault_rate {
@@ -549,7 +588,17 @@ impl CommonSettings {
 
 fn load(path: &Option<PathBuf>) -> anyhow::Result<FileConfig> {
     match path {
-        Some(p) => FileConfig::load(p),
+        Some(p) => {
+            let file = FileConfig::load(p)?;
+            if !file.candidates.is_empty() {
+                bail!(
+                    "{} lists candidates: run it with `kneepoint recommend --config {}`",
+                    p.display(),
+                    p.display()
+                );
+            }
+            Ok(file)
+        }
         None => Ok(FileConfig::default()),
     }
 }
@@ -619,9 +668,13 @@ pub struct SweepSettings {
 impl SweepSettings {
     /// Merges the config file (if any) with the flags and validates the result.
     pub fn resolve(args: &SweepArgs) -> anyhow::Result<Self> {
-        let file = load(&args.common.config)?;
+        Self::resolve_with(args, &load(&args.common.config)?)
+    }
+
+    /// [`SweepSettings::resolve`] with the file already read.
+    pub fn resolve_with(args: &SweepArgs, file: &FileConfig) -> anyhow::Result<Self> {
         let sw = file.sweep_params.clone().unwrap_or_default();
-        let common = CommonSettings::resolve(&args.common, &file, sw.request_count)?;
+        let common = CommonSettings::resolve(&args.common, file, sw.request_count)?;
         let concurrency = if !args.concurrency.is_empty() {
             args.concurrency.clone()
         } else {
@@ -678,14 +731,18 @@ pub struct SearchSettings {
 impl SearchSettings {
     /// Merges the config file (if any) with the flags and validates the result.
     pub fn resolve(args: &SearchArgs) -> anyhow::Result<Self> {
-        let file = load(&args.common.config)?;
+        Self::resolve_with(args, &load(&args.common.config)?)
+    }
+
+    /// [`SearchSettings::resolve`] with the file already read.
+    pub fn resolve_with(args: &SearchArgs, file: &FileConfig) -> anyhow::Result<Self> {
         let sp = file.search_params.clone().unwrap_or_default();
         if let Some(r) = &sp.search_recipe {
             if r != "max-concurrency-under-sla" {
                 bail!("search_recipe {r:?} is not known (only max-concurrency-under-sla)");
             }
         }
-        let common = CommonSettings::resolve(&args.common, &file, sp.request_count)?;
+        let common = CommonSettings::resolve(&args.common, file, sp.request_count)?;
         let mut search = SearchConfig::new(slas(&args.sla, &sp)?);
         search.request_count = common.request_count;
         search.streaming = common.transport.streaming;

@@ -17,6 +17,8 @@
 mod args;
 mod config;
 mod output;
+mod recommend_cmd;
+mod report_cmd;
 mod search_cmd;
 mod session;
 mod sim_cmd;
@@ -27,11 +29,70 @@ use std::process::ExitCode;
 
 use kneepoint_runner::CancelToken;
 
-pub use args::{Cli, Command, CommonArgs, SearchArgs, SimArgs, SimCommand, SlaArgs, SweepArgs};
+pub use args::{
+    Cli, Command, CommonArgs, CompareArgs, RecommendArgs, ReportArgs, SearchArgs, SimArgs,
+    SimCommand, SlaArgs, SweepArgs,
+};
 use clap::Parser;
-pub use config::{CommonSettings, FileConfig, LevelRow, SearchSettings, SweepSettings, Target};
+pub use config::{
+    CandidateSection, CommonSettings, FileConfig, LevelRow, SearchSettings, SweepSettings, Target,
+};
+pub use recommend_cmd::{run_recommend_with, PriceTable, RecommendOutcome};
+pub use report_cmd::{run_report, ReportOutcome};
 pub use search_cmd::{run_search, run_search_with, Interrupted, SearchOutcome};
 pub use sweep::{run_sweep, run_sweep_with, SweepOutcome};
+
+/// `kneepoint compare` found a regression beyond the tolerance (exit status 1).
+#[derive(Debug, Clone)]
+pub struct Regressed(pub String);
+
+impl std::fmt::Display for Regressed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Regressed {}
+
+/// Runs `kneepoint compare`: prints the table and fails with [`Regressed`] on a regression.
+pub fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    if !(0.0..1.0).contains(&args.confidence) || args.confidence <= 0.0 {
+        anyhow::bail!("--confidence must be between 0 and 1");
+    }
+    if !args.tolerance.is_finite() || args.tolerance < 0.0 {
+        anyhow::bail!("--tolerance must be a fraction ≥ 0");
+    }
+    let a = kneepoint_report::Artifact::load(&args.run_a)?;
+    let b = kneepoint_report::Artifact::load(&args.run_b)?;
+    let config = kneepoint_metrics::CompareConfig {
+        confidence: args.confidence,
+        resamples: args.resamples.max(100),
+        tolerance: args.tolerance,
+        ..Default::default()
+    };
+    let c = kneepoint_report::compare_runs(&a, &b, &config)?;
+    output::print_text(&kneepoint_report::comparison_text(&c));
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&c)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let regressions = c.regressions();
+    if !regressions.is_empty() {
+        let list: Vec<String> = regressions
+            .iter()
+            .map(|(conc, m, d)| {
+                format!(
+                    "{m} {} at concurrency {conc} ({:+.1} %)",
+                    d.stat,
+                    d.change * 100.0
+                )
+            })
+            .collect();
+        return Err(Regressed(format!("regressed: {}", list.join("; "))).into());
+    }
+    Ok(())
+}
 
 /// Parses `args`, runs the command and maps errors to an exit code.
 pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
@@ -49,6 +110,10 @@ pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     init_tracing(cli.verbose);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Regressed>() => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
         Err(e) if e.is::<Interrupted>() => {
             eprintln!("interrupted: everything measured so far is written; the last level is marked partial");
             ExitCode::from(130)
@@ -142,6 +207,26 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 Ok(())
             }
+            Command::Recommend(args) => {
+                let cancel = on_signals();
+                let outcome = run_recommend_with(&args, !args.quiet, &cancel).await?;
+                output::print_recommend(&outcome);
+                if outcome.interrupted {
+                    return Err(Interrupted.into());
+                }
+                Ok(())
+            }
+            Command::Report(args) => {
+                let o = run_report(&args.dir)?;
+                println!(
+                    "re-rendered {} files of a {:?} run; open {}",
+                    o.files.len(),
+                    o.kind,
+                    o.html.display()
+                );
+                Ok(())
+            }
+            Command::Compare(args) => run_compare(&args),
             Command::Sim(args) => sim_cmd::run(args).await,
         }
     })

@@ -6,6 +6,7 @@ use std::io::Write as _;
 use kneepoint_planner::{OperatingZone, ProbeRecord, SlaCheck};
 
 use crate::config::LevelRow;
+use crate::recommend_cmd::RecommendOutcome;
 use crate::{SearchOutcome, SweepOutcome};
 
 fn ms(v: Option<f64>) -> String {
@@ -201,4 +202,66 @@ pub(crate) fn print_search(o: &SearchOutcome) {
     }
     let _ = writeln!(text, "artifacts: {}", o.artifact_dir.display());
     emit(&text);
+}
+
+/// Prints the ranked recommendations and where the files are.
+pub(crate) fn print_recommend(o: &RecommendOutcome) {
+    let cur = &o.currency;
+    let mut text = format!(
+        "\nobjective: {:?} (latencies in ms unless marked s; costs in {cur})\n{:>4}  {:<18} {:<16} {:>6} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11}\n",
+        o.objective,
+        "rank",
+        "candidate",
+        "instance",
+        "conc",
+        "out tok/s",
+        "TTFT p99",
+        "ITL p99",
+        "e2e p50",
+        "e2e p90",
+        "e2e p99",
+        "per Mtok",
+        "instances",
+        "per month",
+    );
+    for r in &o.recommendations {
+        let p = r.point.as_ref();
+        let money = |v: Option<f64>, d: usize| v.map_or("-".into(), |v| format!("{v:.d$}"));
+        let _ = writeln!(
+            text,
+            "{:>4}  {:<18} {:<16} {:>6} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11}",
+            r.rank.map_or("-".into(), |r| format!("#{r}")),
+            r.name,
+            r.instance_type,
+            p.map_or("-".into(), |p| p.concurrency.to_string()),
+            p.map_or("-".into(), |p| format!("{:.1}", p.output_token_throughput)),
+            ms(p.and_then(|p| p.ttft_p99_ms)),
+            ms(p.and_then(|p| p.itl_p99_ms)),
+            ms(p.and_then(|p| p.e2e_p50_ms)),
+            ms(p.and_then(|p| p.e2e_p90_ms)),
+            ms(p.and_then(|p| p.e2e_p99_ms)),
+            money(r.cost_per_million_output_tokens, 3),
+            r.instances_for_peak.map_or("-".into(), |n| n.to_string()),
+            money(r.monthly_cost, 0),
+        );
+    }
+    for r in &o.recommendations {
+        let _ = writeln!(
+            text,
+            "{} {}: {}",
+            r.rank.map_or("unranked".into(), |r| format!("#{r}")),
+            r.name,
+            r.explanation
+        );
+    }
+    if o.interrupted {
+        let _ = writeln!(text, "INTERRUPTED: candidates not yet measured are missing");
+    }
+    let _ = writeln!(text, "artifacts: {}", o.artifact_dir.display());
+    emit(&text);
+}
+
+/// Prints a comparison.
+pub(crate) fn print_text(text: &str) {
+    emit(text);
 }

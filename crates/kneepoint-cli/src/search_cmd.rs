@@ -1,7 +1,7 @@
 //! `kneepoint search`: the max-concurrency-under-SLA recipe, one probe at a time, each probe a
 //! level with its own artifact folder, and `search_history.json` rewritten after every probe.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kneepoint_metrics::export::write_atomic;
@@ -61,8 +61,44 @@ fn zone_of(history: &[ProbeRecord], summaries: &[LevelSummary]) -> anyhow::Resul
     Ok(operating_zone(&points, &KneeRule::default())?)
 }
 
-fn probe_dir(p: &Probe) -> String {
+pub(crate) fn probe_dir(p: &Probe) -> String {
     format!("probe_{:02}_concurrency_{}", p.iteration, p.concurrency)
+}
+
+/// Writes `search_history.json`: every probe with its folder, the boundary and the zone.
+pub(crate) fn write_search_history(
+    dir: &Path,
+    description: &serde_json::Value,
+    search: &Search,
+    summaries: &[LevelSummary],
+    state: RunState,
+) -> anyhow::Result<()> {
+    let probes: Vec<_> = search
+        .history()
+        .iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(r).unwrap_or_default();
+            v["dir"] = json!(probe_dir(&r.probe));
+            v
+        })
+        .collect();
+    let zone = zone_of(search.history(), summaries).ok();
+    let doc = json!({
+        "kneepoint_version": env!("CARGO_PKG_VERSION"),
+        "recipe": "max-concurrency-under-sla",
+        "complete": state == RunState::Complete,
+        "interrupted": state == RunState::Interrupted,
+        "settings": description,
+        "search_params": search.config(),
+        "probes": probes,
+        "boundary": search.outcome(),
+        "zone": zone,
+    });
+    write_atomic(
+        &dir.join("search_history.json"),
+        &serde_json::to_vec_pretty(&doc)?,
+    )?;
+    Ok(())
 }
 
 /// The run stopped because it was interrupted (Ctrl-C or SIGTERM).
@@ -101,32 +137,7 @@ pub async fn run_search_with(
     let description = session.lock().await.description().clone();
     let write_history =
         |search: &Search, summaries: &[LevelSummary], state: RunState| -> anyhow::Result<()> {
-            let probes: Vec<_> = search
-                .history()
-                .iter()
-                .map(|r| {
-                    let mut v = serde_json::to_value(r).unwrap_or_default();
-                    v["dir"] = json!(probe_dir(&r.probe));
-                    v
-                })
-                .collect();
-            let zone = zone_of(search.history(), summaries).ok();
-            let doc = json!({
-                "kneepoint_version": env!("CARGO_PKG_VERSION"),
-                "recipe": "max-concurrency-under-sla",
-                "complete": state == RunState::Complete,
-                "interrupted": state == RunState::Interrupted,
-                "settings": description,
-                "search_params": search.config(),
-                "probes": probes,
-                "boundary": search.outcome(),
-                "zone": zone,
-            });
-            write_atomic(
-                &dir.join("search_history.json"),
-                &serde_json::to_vec_pretty(&doc)?,
-            )?;
-            Ok(())
+            write_search_history(&dir, &description, search, summaries, state)
         };
     let measure = |p: Probe| {
         let (session, summaries, dir) = (session.clone(), summaries.clone(), dir.clone());
@@ -165,6 +176,7 @@ pub async fn run_search_with(
         RunState::Complete
     };
     write_history(&search, &summaries, state)?;
+    crate::report_cmd::render_quietly(&dir);
     Ok(SearchOutcome {
         history: search.history().to_vec(),
         outcome: search.outcome(),

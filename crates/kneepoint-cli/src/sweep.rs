@@ -7,7 +7,7 @@ use kneepoint_metrics::export::write_atomic;
 use kneepoint_metrics::LevelSummary;
 use kneepoint_planner::{
     check_all, fleet_size, operating_zone, FleetPlan, InstanceCapacity, KneeRule, LevelPoint,
-    OperatingZone, SlaCheck, ZonePoint,
+    OperatingZone, PeakTraffic, Sla, SlaCheck, ZonePoint,
 };
 use serde_json::json;
 
@@ -76,10 +76,17 @@ fn zone_of(rows: &[LevelRow]) -> anyhow::Result<OperatingZone> {
     Ok(operating_zone(&points, &KneeRule::default())?)
 }
 
-fn write_sweep_summary(
+/// What `sweep_summary.json` is made of, apart from the levels.
+pub(crate) struct SweepDoc<'a> {
+    pub(crate) settings: &'a serde_json::Value,
+    pub(crate) levels_planned: serde_json::Value,
+    pub(crate) slas: &'a [Sla],
+    pub(crate) peak: Option<PeakTraffic>,
+}
+
+pub(crate) fn write_sweep_summary(
     dir: &Path,
-    session: &Session,
-    settings: &SweepSettings,
+    doc: &SweepDoc<'_>,
     rows: &[LevelRow],
     zone: &OperatingZone,
     fleet: Option<&FleetPlan>,
@@ -89,13 +96,13 @@ fn write_sweep_summary(
         "kneepoint_version": env!("CARGO_PKG_VERSION"),
         "complete": state == RunState::Complete,
         "interrupted": state == RunState::Interrupted,
-        "settings": session.description(),
-        "levels_planned": settings.plan.levels(),
-        "slas": settings.slas,
+        "settings": doc.settings,
+        "levels_planned": doc.levels_planned,
+        "slas": doc.slas,
         "levels": rows,
         "knee": zone.knee,
         "zone": zone,
-        "peak": settings.peak,
+        "peak": doc.peak,
         "fleet": fleet,
     });
     write_atomic(
@@ -103,6 +110,40 @@ fn write_sweep_summary(
         &serde_json::to_vec_pretty(&doc)?,
     )?;
     Ok(())
+}
+
+/// The rows, operating zone and fleet of finished levels: the same computation for a live sweep
+/// and for `kneepoint report` re-rendering a saved one.
+pub(crate) fn conclude(
+    levels: &[(&LevelSummary, String)],
+    slas: &[Sla],
+    peak: Option<PeakTraffic>,
+    headroom: f64,
+) -> anyhow::Result<(Vec<LevelRow>, OperatingZone, Option<FleetPlan>)> {
+    let mut rows: Vec<LevelRow> = levels
+        .iter()
+        .map(|(s, dir)| row(s, dir.clone(), &check_all(slas, &measurement(s))))
+        .collect();
+    let zone = zone_of(&rows)?;
+    for r in &mut rows {
+        r.is_knee = zone.knee.knee == Some(r.concurrency);
+    }
+    // The fleet is sized at the ideal balance, the level to operate at.
+    let at_ideal = rows
+        .iter()
+        .find(|r| Some(r.concurrency) == zone.ideal_balance);
+    let fleet = match (peak, at_ideal) {
+        (Some(peak), Some(r)) => {
+            let capacity = InstanceCapacity {
+                concurrency: r.concurrency,
+                request_throughput: r.request_throughput,
+                output_token_throughput: r.output_token_throughput,
+            };
+            Some(fleet_size(peak, &capacity, headroom)?)
+        }
+        _ => None,
+    };
+    Ok((rows, zone, fleet))
 }
 
 /// Where a sweep or search is.
@@ -128,7 +169,14 @@ pub async fn run_sweep_with(
 ) -> anyhow::Result<SweepOutcome> {
     let dir = settings.common.artifact_dir.clone();
     let mut session = Session::start(&settings.common, progress).await?;
-    let mut rows = Vec::new();
+    let description = session.description().clone();
+    let doc = SweepDoc {
+        settings: &description,
+        levels_planned: serde_json::to_value(settings.plan.levels())?,
+        slas: &settings.slas,
+        peak: settings.peak,
+    };
+    let mut names = Vec::new();
     let mut summaries = Vec::new();
     let mut sent = Vec::new();
     for level in settings.plan.levels() {
@@ -139,57 +187,26 @@ pub async fn run_sweep_with(
             .run_level(&dir.join(&name), c, level.request_count, &label, cancel)
             .await?;
         sent.push(summary.request_count);
-        let checks = check_all(&settings.slas, &measurement(&summary));
-        rows.push(row(&summary, name, &checks));
         summaries.push(summary);
-        let zone = zone_of(&rows)?;
-        write_sweep_summary(
-            &dir,
-            &session,
-            settings,
-            &rows,
-            &zone,
-            None,
-            RunState::Running,
-        )?;
+        names.push(name);
+        let done: Vec<(&LevelSummary, String)> =
+            summaries.iter().zip(names.iter().cloned()).collect();
+        let (rows, zone, _) = conclude(&done, &settings.slas, None, settings.headroom)?;
+        write_sweep_summary(&dir, &doc, &rows, &zone, None, RunState::Running)?;
         if cancelled {
             break;
         }
     }
     let interrupted = cancel.is_cancelled();
-    let zone = zone_of(&rows)?;
-    for r in &mut rows {
-        r.is_knee = zone.knee.knee == Some(r.concurrency);
-    }
-    // The fleet is sized at the ideal balance, the level to operate at.
-    let at_ideal = rows
-        .iter()
-        .find(|r| Some(r.concurrency) == zone.ideal_balance);
-    let fleet = match (settings.peak, at_ideal) {
-        (Some(peak), Some(r)) => {
-            let capacity = InstanceCapacity {
-                concurrency: r.concurrency,
-                request_throughput: r.request_throughput,
-                output_token_throughput: r.output_token_throughput,
-            };
-            Some(fleet_size(peak, &capacity, settings.headroom)?)
-        }
-        _ => None,
-    };
+    let done: Vec<(&LevelSummary, String)> = summaries.iter().zip(names.iter().cloned()).collect();
+    let (rows, zone, fleet) = conclude(&done, &settings.slas, settings.peak, settings.headroom)?;
     let state = if interrupted {
         RunState::Interrupted
     } else {
         RunState::Complete
     };
-    write_sweep_summary(
-        &dir,
-        &session,
-        settings,
-        &rows,
-        &zone,
-        fleet.as_ref(),
-        state,
-    )?;
+    write_sweep_summary(&dir, &doc, &rows, &zone, fleet.as_ref(), state)?;
+    crate::report_cmd::render_quietly(&dir);
     Ok(SweepOutcome {
         rows,
         summaries,

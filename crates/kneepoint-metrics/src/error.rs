@@ -15,6 +15,25 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Reading a file failed.
+    #[error("cannot read {path}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A saved file does not hold what it should.
+    #[error("{path}:{line}: {reason}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number (0 for a whole-file problem).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// Encoding JSON failed.
     #[error("cannot encode {what} as JSON")]
     Json {

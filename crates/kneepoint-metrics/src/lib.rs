@@ -1,5 +1,6 @@
 //! The metrics core: per-request metrics from records, per-level aggregates with
-//! numpy-compatible percentiles, and AIPerf-compatible exports.
+//! numpy-compatible percentiles, AIPerf-compatible exports (written and read back), and
+//! run-to-run comparison with bootstrap intervals.
 //!
 //! # Example
 //! ```
@@ -21,12 +22,16 @@
 //! assert_eq!(summary.stat("inter_token_latency", "avg"), Some(10.0));
 //! ```
 
+mod compare;
 mod error;
 pub mod export;
 mod request_metrics;
 mod stats;
 mod summary;
 
+pub use compare::{
+    compare_samples, compare_values, CompareConfig, Difference, Scale, Statistic, Verdict,
+};
 pub use error::Error;
 pub use request_metrics::RequestMetrics;
 pub use stats::{quantile_sorted, Stats, PERCENTILES};

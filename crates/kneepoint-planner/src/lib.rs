@@ -1,5 +1,5 @@
 //! Pure decision logic for kneepoint: sweep plans, the `max-concurrency-under-sla` search,
-//! knee detection, the operating zone and fleet sizing. No I/O, no clock, no async runtime: callers run the levels however they like
+//! knee detection, the operating zone, fleet sizing and ranked recommendations. No I/O, no clock, no async runtime: callers run the levels however they like
 //! and hand the numbers in.
 //!
 //! # Example: a search driven by a scripted curve
@@ -32,6 +32,7 @@
 mod error;
 mod fleet;
 mod knee;
+mod recommend;
 mod search;
 mod sla;
 mod sweep;
@@ -40,6 +41,10 @@ mod zone;
 pub use error::Error;
 pub use fleet::{fleet_size, FleetPlan, InstanceCapacity, PeakTraffic};
 pub use knee::{find_knee, KneeEstimate, KneeRule, LevelPoint, Step};
+pub use recommend::{
+    latency_at, recommend, Candidate, CurvePoint, Objective, OperatingPoint, PeakPlan,
+    Recommendation, HOURS_PER_MONTH,
+};
 pub use search::{
     roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig,
     StopReason,

@@ -524,7 +524,14 @@ fn explain(
                 "stopped by search_max_iterations before the precision was reached"
             }
         ),
-        (Some(_), l, h) => format!("stopped with feasible {l:?}, infeasible {h:?}"),
+        (Some(_), Some(l), None) => format!(
+            "{l} concurrent requests meet every SLA; search_max_iterations ran out before any level failed (the limit may be higher)"
+        ),
+        (Some(_), None, Some(h)) => format!(
+            "no level probed met every SLA ({h} breaks {}); search_max_iterations ran out before a passing level was found",
+            breach.as_deref().unwrap_or("an SLA")
+        ),
+        (Some(_), None, None) => "the search stopped before any probe finished".to_owned(),
     };
     if non_monotone {
         s.push_str("; verdicts near the boundary disagreed (noise): the failing reading is kept");

@@ -110,9 +110,25 @@ pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
             "osl_source_disagreements": s.osl_source_disagreements,
             "warnings": s.warnings,
             "partial": info.partial,
+            "start_unix_ns": info.start_unix_ns,
+            "end_unix_ns": info.end_unix_ns,
         }),
     );
     Value::Object(root)
+}
+
+impl LevelInfo {
+    /// Recovers the level's times, settings and partial flag from a saved
+    /// `profile_export_aiperf.json` (written by [`aiperf_json`]).
+    pub fn from_aiperf_json(v: &Value) -> Option<LevelInfo> {
+        let k = v.get("kneepoint")?;
+        Some(LevelInfo {
+            start_unix_ns: k.get("start_unix_ns")?.as_u64()?,
+            end_unix_ns: k.get("end_unix_ns")?.as_u64()?,
+            input_config: v.get("input_config").cloned().unwrap_or(Value::Null),
+            partial: k.get("partial").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
 }
 
 /// The aggregate CSV: a table of distributions, a blank line, then `Metric,Value` scalars.
@@ -193,5 +209,21 @@ mod tests {
         assert_eq!(f(0.0), "0");
         assert_eq!(f(0.00001), "0");
         assert_eq!(f(f64::NAN), "");
+    }
+
+    #[test]
+    fn level_info_comes_back_from_the_json() {
+        let info = LevelInfo {
+            start_unix_ns: 1_795_939_932_500_000_123,
+            end_unix_ns: 1_795_939_999_000_000_456,
+            input_config: serde_json::json!({"a": 1}),
+            partial: true,
+        };
+        let s = LevelSummary::from_records(1, &[], &crate::GoodputSlo::default());
+        let back = LevelInfo::from_aiperf_json(&aiperf_json(&s, &info)).unwrap();
+        assert_eq!(back.start_unix_ns, info.start_unix_ns);
+        assert_eq!(back.end_unix_ns, info.end_unix_ns);
+        assert_eq!(back.input_config, info.input_config);
+        assert!(back.partial);
     }
 }

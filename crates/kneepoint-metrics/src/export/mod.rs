@@ -5,12 +5,14 @@
 mod aiperf;
 mod inputs;
 mod jsonl;
+mod read;
 mod text;
 mod time;
 
 pub use aiperf::{aiperf_csv, aiperf_json, write_aiperf_csv, write_aiperf_json, LevelInfo};
 pub use inputs::{write_inputs_json, InputEntry};
 pub use jsonl::{record_json, JsonlSink};
+pub use read::{read_jsonl, record_from_json};
 pub use text::{summary_text, write_summary_text};
 pub use time::rfc3339;
 

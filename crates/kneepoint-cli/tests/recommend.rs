@@ -1,0 +1,222 @@
+//! `kneepoint recommend` with three simulated candidates whose right answer per objective is
+//! known by construction: fast and expensive (steps ×0.5, 10/h), slow and cheap (steps ×2,
+//! 1/h), balanced (steps ×1, 3/h). Cost per token is price × step cost, so slow-cheap is
+//! cheapest (2 vs 3 vs 5), fast-expensive is quickest and has the most throughput.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use kneepoint_cli::{run_recommend_with, RecommendArgs};
+use kneepoint_planner::Objective;
+use kneepoint_runner::CancelToken;
+use serde_json::Value;
+
+const CONFIG: &str = r#"
+price_table = "prices.toml"
+
+[workload]
+prompt_input_tokens_mean = 64
+output_tokens_mean = 16
+
+[sweep_params]
+concurrency = [4, 16, 64]
+request_count = 64
+
+[simulator]
+time_scale = 1.0
+
+[fleet]
+peak_concurrency = 500
+headroom = 0.2
+
+[[candidates]]
+name = "fast-expensive"
+instance_type = "sim.8xlarge"
+simulator = { profile = "fast", slowdown = 0.5, time_scale = 1.0 }
+
+[[candidates]]
+name = "slow-cheap"
+instance_type = "sim.large"
+simulator = { profile = "fast", slowdown = 2.0, time_scale = 1.0 }
+
+[[candidates]]
+name = "balanced"
+instance_type = "sim.2xlarge"
+price_per_hour = 3.0
+simulator = { profile = "fast", time_scale = 1.0 }
+"#;
+
+const PRICES: &str = r#"
+as_of = "2026-11-01"
+currency = "USD"
+source = "test prices"
+[prices]
+"sim.8xlarge" = 10.0
+"sim.large" = 1.0
+"#;
+
+async fn recommend(dir: &Path, config: &str, objective: &str) -> kneepoint_cli::RecommendOutcome {
+    std::fs::write(dir.join("rec.toml"), config).unwrap();
+    std::fs::write(dir.join("prices.toml"), PRICES).unwrap();
+    let args = RecommendArgs {
+        config: dir.join("rec.toml"),
+        objective: Some(objective.into()),
+        price_table: None,
+        artifact_dir: Some(dir.join(format!("out-{objective}"))),
+        quiet: true,
+    };
+    run_recommend_with(&args, false, &CancelToken::new())
+        .await
+        .unwrap()
+}
+
+fn order(o: &kneepoint_cli::RecommendOutcome) -> Vec<&str> {
+    o.recommendations.iter().map(|r| r.name.as_str()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_objective_ranks_the_known_winner_first_and_costs_follow_the_formula() {
+    let tmp = tempfile::tempdir().unwrap();
+
+    let cost = recommend(tmp.path(), CONFIG, "cost").await;
+    assert_eq!(cost.objective, Objective::Cost);
+    assert_eq!(order(&cost), ["slow-cheap", "balanced", "fast-expensive"]);
+    for r in &cost.recommendations {
+        let p = r.point.as_ref().unwrap();
+        let expect = r.price_per_instance_hour / (3600.0 * p.output_token_throughput) * 1e6;
+        let got = r.cost_per_million_output_tokens.unwrap();
+        assert!((got - expect).abs() <= 1e-12 * expect, "{got} vs {expect}");
+        // 500 concurrent at peak / (operating concurrency × 0.8), rounded up.
+        let endpoints = (500.0 / (f64::from(p.concurrency) * 0.8)).ceil() as u32;
+        assert_eq!(r.instances_for_peak, Some(endpoints));
+        let monthly = f64::from(endpoints) * r.price_per_instance_hour * 730.0;
+        assert!((r.monthly_cost.unwrap() - monthly).abs() < 1e-6);
+    }
+    let out = tmp.path().join("out-cost");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap();
+    assert_eq!(doc["objective"], "cost");
+    assert_eq!(doc["price_table"]["as_of"], "2026-11-01");
+    assert_eq!(doc["candidates"][0]["name"], "slow-cheap");
+    assert_eq!(doc["candidates"][0]["rank"], 1);
+    assert!(doc["candidates"][0]["explanation"]
+        .as_str()
+        .unwrap()
+        .contains("better than #2"));
+    for c in doc["candidates"].as_array().unwrap() {
+        let sub = out.join(c["artifact_dir"].as_str().unwrap());
+        assert!(sub.join("sweep_summary.json").is_file());
+        assert!(sub.join("report.html").is_file());
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Ranked candidates") && html.contains("slow-cheap"));
+    assert!(out.join("plots/throughput_vs_latency.svg").is_file());
+
+    let latency = recommend(tmp.path(), CONFIG, "latency").await;
+    assert_eq!(
+        order(&latency),
+        ["fast-expensive", "balanced", "slow-cheap"]
+    );
+    let throughput = recommend(tmp.path(), CONFIG, "throughput").await;
+    assert_eq!(
+        order(&throughput),
+        ["fast-expensive", "balanced", "slow-cheap"]
+    );
+    let t: Vec<f64> = throughput
+        .recommendations
+        .iter()
+        .map(|r| r.output_tokens_per_s_per_instance.unwrap())
+        .collect();
+    assert!(t[0] > 1.5 * t[1] && t[1] > 1.5 * t[2], "{t:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_candidate_that_meets_no_sla_is_listed_unranked() {
+    let tmp = tempfile::tempdir().unwrap();
+    // p99 request latency ≤ 400 ms: 16 tokens at 5 ms steps take ~90 ms; at ×8 (40 ms steps)
+    // even one request alone takes ~650 ms.
+    let config = r#"
+objective = "throughput"
+
+[workload]
+prompt_input_tokens_mean = 64
+output_tokens_mean = 16
+
+[search_params]
+e2e_sla_ms = 400
+concurrency_min = 1
+concurrency_max = 16
+search_max_iterations = 4
+request_count = 16
+
+[[candidates]]
+name = "ok"
+price_per_hour = 2.0
+simulator = { profile = "fast", time_scale = 1.0 }
+
+[[candidates]]
+name = "too-slow"
+price_per_hour = 0.5
+simulator = { profile = "fast", slowdown = 8.0, time_scale = 1.0 }
+"#;
+    let o = recommend(tmp.path(), config, "throughput").await;
+    assert_eq!(order(&o), ["ok", "too-slow"]);
+    assert_eq!(o.recommendations[0].rank, Some(1));
+    let slow = &o.recommendations[1];
+    assert_eq!(slow.rank, None);
+    assert!(slow.point.is_none());
+    assert!(!slow.explanation.is_empty());
+    let doc: Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("out-throughput/recommendations.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(doc["mode"], "max-concurrency-under-sla");
+    assert_eq!(doc["candidates"][1]["rank"], Value::Null);
+    assert!(tmp
+        .path()
+        .join("out-throughput/candidate_too-slow/search_history.json")
+        .is_file());
+}
+
+#[test]
+fn bad_recommend_configs_are_clear_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let run = |config: &str, objective: Option<&str>| {
+        std::fs::write(tmp.path().join("c.toml"), config).unwrap();
+        let args = RecommendArgs {
+            config: tmp.path().join("c.toml"),
+            objective: objective.map(str::to_owned),
+            price_table: None,
+            artifact_dir: Some(tmp.path().join("o")),
+            quiet: true,
+        };
+        rt.block_on(run_recommend_with(&args, false, &CancelToken::new()))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(run("", None).contains("no [[candidates]]"));
+    let one = "[[candidates]]\nname = \"a\"\nprice_per_hour = 1.0\n";
+    assert!(run(one, Some("speed")).contains("cost, latency or throughput"));
+    let unpriced = "[[candidates]]\nname = \"a\"\ninstance_type = \"x\"\n";
+    assert!(run(unpriced, None).contains("no price"));
+    let twice = format!("{one}{one}");
+    assert!(run(&twice, None).contains("share the name"));
+    // A sweep refuses a config with candidates instead of ignoring them.
+    let cli = <kneepoint_cli::Cli as clap::Parser>::try_parse_from([
+        "kneepoint",
+        "sweep",
+        "--config",
+        tmp.path().join("c.toml").to_str().unwrap(),
+    ])
+    .unwrap();
+    let kneepoint_cli::Command::Sweep(a) = cli.command else {
+        panic!()
+    };
+    std::fs::write(tmp.path().join("c.toml"), one).unwrap();
+    let e = kneepoint_cli::SweepSettings::resolve(&a)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("kneepoint recommend"), "{e}");
+}

@@ -1,0 +1,247 @@
+//! `kneepoint report` re-renders a copied artifact folder byte for byte, and `kneepoint compare`
+//! tells a rerun of the same simulator from one slowed by 20 %.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command as Process;
+use std::sync::Mutex;
+
+use clap::Parser;
+use kneepoint_cli::{run_search, run_sweep, Cli, Command, SearchSettings, SweepSettings};
+
+/// The two tests measure timing: run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn cli(args: &[&str]) -> Command {
+    let mut all = vec!["kneepoint"];
+    all.extend_from_slice(args);
+    Cli::try_parse_from(all).unwrap().command
+}
+
+fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(
+                    p.strip_prefix(root).unwrap().to_owned(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn copy(from: &Path, to: &Path) {
+    for (rel, bytes) in files(from) {
+        let p = to.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, bytes).unwrap();
+    }
+}
+
+/// Deletes everything `report` makes again, except what it reads.
+fn strip(dir: &Path) {
+    std::fs::remove_dir_all(dir.join("plots")).unwrap();
+    std::fs::remove_file(dir.join("report.html")).unwrap();
+    for (rel, _) in files(dir) {
+        let name = rel.file_name().unwrap().to_str().unwrap().to_owned();
+        if name == "benchmark_summary.txt" || name == "profile_export_aiperf.csv" {
+            std::fs::remove_file(dir.join(rel)).unwrap();
+        }
+    }
+}
+
+fn assert_same(a: &Path, b: &Path) {
+    let (fa, fb) = (files(a), files(b));
+    assert_eq!(fa.keys().collect::<Vec<_>>(), fb.keys().collect::<Vec<_>>());
+    for (rel, bytes) in &fa {
+        if bytes != &fb[rel] {
+            let (x, y) = (
+                String::from_utf8_lossy(bytes),
+                String::from_utf8_lossy(&fb[rel]),
+            );
+            let at = x.chars().zip(y.chars()).take_while(|(p, q)| p == q).count();
+            let ctx = |s: &str| {
+                s.chars()
+                    .skip(at.saturating_sub(80))
+                    .take(200)
+                    .collect::<String>()
+            };
+            panic!(
+                "{} differs after re-rendering at char {at}:\n{}\n---\n{}",
+                rel.display(),
+                ctx(&x),
+                ctx(&y)
+            );
+        }
+    }
+}
+
+const SMALL: [&str; 10] = [
+    "--sim-profile",
+    "fast",
+    "--isl",
+    "64",
+    "--osl",
+    "8",
+    "--request-count",
+    "24",
+    "--quiet",
+    "--sim-time-scale=1",
+];
+
+#[test]
+fn report_reproduces_a_sweep_and_a_search_byte_for_byte() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(report_reproduces());
+}
+
+async fn report_reproduces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep_dir = tmp.path().join("sweep");
+    let mut args = vec!["sweep", "--concurrency", "1,4,16", "--e2e-sla-ms", "60"];
+    args.extend_from_slice(&SMALL);
+    args.extend_from_slice(&["--artifact-dir", sweep_dir.to_str().unwrap()]);
+    let Command::Sweep(a) = cli(&args) else {
+        panic!()
+    };
+    run_sweep(&SweepSettings::resolve(&a).unwrap(), false)
+        .await
+        .unwrap();
+    let copied = tmp.path().join("sweep-copy");
+    copy(&sweep_dir, &copied);
+    strip(&copied);
+    // A stale summary is recomputed from the records, not kept.
+    let summary = copied.join("concurrency_4/profile_export_aiperf.json");
+    let stale = std::fs::read_to_string(&summary).unwrap().replace(
+        "\"output_token_throughput\"",
+        "\"output_token_throughput\" ",
+    );
+    std::fs::write(&summary, stale).unwrap();
+    let o = kneepoint_cli::run_report(&copied).unwrap();
+    assert!(o.html.is_file());
+    assert_same(&sweep_dir, &copied);
+
+    let search_dir = tmp.path().join("search");
+    let mut args = vec![
+        "search",
+        "--e2e-sla-ms",
+        "80",
+        "--concurrency-min",
+        "1",
+        "--concurrency-max",
+        "64",
+        "--search-max-iterations",
+        "5",
+    ];
+    args.extend_from_slice(&SMALL);
+    args.extend_from_slice(&["--artifact-dir", search_dir.to_str().unwrap()]);
+    let Command::Search(a) = cli(&args) else {
+        panic!()
+    };
+    run_search(&SearchSettings::resolve(&a).unwrap(), false)
+        .await
+        .unwrap();
+    let copied = tmp.path().join("search-copy");
+    copy(&search_dir, &copied);
+    strip(&copied);
+    std::fs::remove_file(copied.join("search_history.json.tmp")).ok();
+    kneepoint_cli::run_report(&copied).unwrap();
+    assert_same(&search_dir, &copied);
+
+    let html = std::fs::read_to_string(search_dir.join("report.html")).unwrap();
+    assert!(html.contains("Max concurrency under SLA"));
+    assert!(html.contains("<svg"));
+    // Self-contained: nothing is fetched (the SVG namespace is an identifier, not a fetch).
+    for needle in ["<script", "src=", "url(", "@import", "href=\"http"] {
+        assert!(!html.contains(needle), "report.html contains {needle}");
+    }
+    assert!(kneepoint_cli::run_report(tmp.path()).is_err());
+}
+
+#[test]
+fn compare_tells_a_rerun_from_a_twenty_percent_slowdown() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = env!("CARGO_BIN_EXE_kneepoint");
+    let sweep = |name: &str, extra: &[&str]| {
+        let dir = tmp.path().join(name);
+        let status = Process::new(exe)
+            .args([
+                "sweep",
+                "--sim-profile",
+                "calibrated",
+                "--sim-time-scale",
+                "0.1",
+                "--concurrency",
+                "4,16",
+                "--request-count",
+                "128",
+                "--isl",
+                "128",
+                "--osl",
+                "32",
+                "--quiet",
+                "--artifact-dir",
+            ])
+            .arg(&dir)
+            .args(extra)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        dir
+    };
+    let a = sweep("a", &["--seed", "1"]);
+    let rerun = sweep("rerun", &["--seed", "2"]);
+    let slow = sweep("slow", &["--seed", "3", "--sim-slowdown", "1.2"]);
+
+    let same = Process::new(exe)
+        .arg("compare")
+        .arg(&a)
+        .arg(&rerun)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&same.stdout);
+    assert!(same.status.success(), "{text}");
+    assert!(text.contains("overall: no significant change"), "{text}");
+
+    let json = tmp.path().join("cmp.json");
+    let worse = Process::new(exe)
+        .arg("compare")
+        .arg(&a)
+        .arg(&slow)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&worse.stdout);
+    assert_eq!(worse.status.code(), Some(1), "{text}");
+    assert!(text.contains("overall: regressed"), "{text}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    // Request latency p50 at both levels: about +20 %, with an interval that excludes zero.
+    for level in doc["levels"].as_array().unwrap() {
+        let e2e = level["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == "request_latency")
+            .unwrap();
+        let p50 = &e2e["differences"][0];
+        assert_eq!(p50["stat"], "p50");
+        assert_eq!(p50["verdict"], "regressed", "{p50}");
+        let change = p50["change"].as_f64().unwrap();
+        assert!((0.12..0.28).contains(&change), "{p50}");
+        assert!(p50["ci_low"].as_f64().unwrap() > 0.0);
+    }
+    let stderr = String::from_utf8_lossy(&worse.stderr);
+    assert!(stderr.contains("request_latency p50"), "{stderr}");
+}

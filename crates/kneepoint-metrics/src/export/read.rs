@@ -1,0 +1,235 @@
+//! Reading `profile_export.jsonl` back into records, so that summaries, plots and comparisons
+//! can be made again from saved files without re-running anything.
+//!
+//! The file keeps absolute times and per-request metrics rather than the raw record; the reader
+//! inverts [`record_json`](crate::export::record_json): chunk arrival times come back from the
+//! first-token time and the inter-chunk gaps (exact to the nanosecond, as written), and the
+//! level origin becomes 0 (times are absolute Unix nanoseconds). Summaries computed from the
+//! read records equal those computed from the originals.
+
+use std::path::Path;
+
+use kneepoint_core::{ErrorKind, ErrorRecord, Phase, RequestRecord, TokenSource};
+use serde_json::Value;
+
+use crate::Error;
+
+fn ms_to_ns(ms: f64) -> u64 {
+    (ms * 1e6).round().max(0.0) as u64
+}
+
+fn metric(v: &Value, name: &str) -> Option<f64> {
+    v.get("metrics")?.get(name)?.get("value")?.as_f64()
+}
+
+fn u32_of(v: Option<&Value>) -> Option<u32> {
+    v.and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
+/// Rebuilds a record from one line of `profile_export.jsonl`; the reason when it cannot.
+pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
+    let md = v.get("metadata").ok_or("no metadata")?;
+    let num = |k: &str| md.get(k).and_then(Value::as_u64);
+    let start = num("request_start_ns").ok_or("no request_start_ns")?;
+    let end = num("request_end_ns").ok_or("no request_end_ns")?;
+    let error = match v.get("error") {
+        None | Some(Value::Null) => None,
+        Some(e) => Some(ErrorRecord {
+            kind: serde_json::from_value::<ErrorKind>(e.get("type").cloned().unwrap_or_default())
+                .map_err(|e| format!("error type: {e}"))?,
+            code: e
+                .get("code")
+                .and_then(Value::as_u64)
+                .and_then(|c| u16::try_from(c).ok()),
+            message: e
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        }),
+    };
+    let mut chunk_ns = Vec::new();
+    if let Some(ttft) = metric(v, "time_to_first_token") {
+        let mut t = start + ms_to_ns(ttft);
+        chunk_ns.push(t);
+        let gaps = v
+            .get("metrics")
+            .and_then(|m| m.get("inter_chunk_latency"))
+            .and_then(|m| m.get("value"))
+            .and_then(Value::as_array);
+        for g in gaps.into_iter().flatten() {
+            t += ms_to_ns(g.as_f64().ok_or("inter_chunk_latency holds a non-number")?);
+            chunk_ns.push(t);
+        }
+    }
+    let worker = md
+        .get("worker_id")
+        .and_then(Value::as_str)
+        .and_then(|w| w.strip_prefix("worker_"))
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(0);
+    let phase = match md.get("benchmark_phase").and_then(Value::as_str) {
+        Some("warmup") => Phase::Warmup,
+        _ => Phase::Profiling,
+    };
+    let isl = metric(v, "input_sequence_length").or_else(|| metric(v, "error_isl"));
+    Ok(RequestRecord {
+        request_id: num("session_num").unwrap_or(0),
+        worker,
+        phase,
+        origin_unix_ns: 0,
+        start_ns: start,
+        response_ns: num("request_ack_ns"),
+        chunk_ns,
+        first_content_ns: metric(v, "time_to_first_output_token").map(|t| start + ms_to_ns(t)),
+        end_ns: end,
+        input_tokens: isl.map(|x| x.round() as u32),
+        server_input_tokens: u32_of(md.get("server_input_tokens")),
+        output_tokens: metric(v, "output_sequence_length").map(|x| x.round() as u32),
+        output_tokens_source: md
+            .get("output_tokens_source")
+            .cloned()
+            .and_then(|s| serde_json::from_value::<TokenSource>(s).ok()),
+        client_output_tokens: u32_of(md.get("client_output_tokens")),
+        output_bytes: 0,
+        requested_output_tokens: u32_of(md.get("requested_output_tokens")),
+        finish_reason: md
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        error,
+        attempts: u32_of(md.get("attempts")).unwrap_or(1),
+    })
+}
+
+/// Reads every record of a `profile_export.jsonl`; a malformed line is an error naming it.
+/// A torn last line (a run killed mid-write) is skipped, as the file is appended line by line.
+pub fn read_jsonl(path: &Path) -> Result<Vec<RequestRecord>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let lines: Vec<&str> = text.lines().collect();
+    let complete = text.ends_with('\n');
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let torn_tail = !complete && i + 1 == lines.len();
+        let parsed = serde_json::from_str::<Value>(line)
+            .map_err(|e| e.to_string())
+            .and_then(|v| record_from_json(&v));
+        match parsed {
+            Ok(r) => out.push(r),
+            Err(_) if torn_tail => {}
+            Err(reason) => {
+                return Err(Error::Parse {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    reason,
+                })
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::export::record_json;
+    use crate::{GoodputSlo, LevelSummary};
+
+    fn rec(id: u64, start: u64, chunks: &[u64], end: u64, err: bool) -> RequestRecord {
+        RequestRecord {
+            request_id: id,
+            worker: (id % 3) as u32,
+            phase: if id == 0 {
+                Phase::Warmup
+            } else {
+                Phase::Profiling
+            },
+            origin_unix_ns: 1_795_000_000_000_000_000,
+            start_ns: start,
+            response_ns: Some(start + 1_234),
+            chunk_ns: chunks.to_vec(),
+            first_content_ns: chunks.get(1).copied(),
+            end_ns: end,
+            input_tokens: Some(100 + id as u32),
+            server_input_tokens: Some(100 + id as u32),
+            output_tokens: (!err).then_some(chunks.len() as u32),
+            output_tokens_source: Some(TokenSource::Usage),
+            client_output_tokens: Some(chunks.len() as u32),
+            output_bytes: 10,
+            requested_output_tokens: Some(4),
+            finish_reason: (!err).then(|| "length".to_owned()),
+            error: err.then(|| ErrorRecord {
+                kind: ErrorKind::HttpStatus,
+                code: Some(429),
+                message: "too many".into(),
+            }),
+            attempts: 1 + (id % 2) as u32,
+        }
+    }
+
+    fn sample() -> Vec<RequestRecord> {
+        vec![
+            rec(0, 5, &[1_000_003, 2_000_017], 2_500_000, false),
+            rec(
+                1,
+                10,
+                &[7_777_777, 9_123_457, 11_000_001, 12_345_679],
+                13_000_000,
+                false,
+            ),
+            rec(2, 20, &[], 40_000, true),
+            rec(3, 30, &[333_333_333], 333_333_999, false),
+            rec(4, 40, &[], 1_000_040, false),
+        ]
+    }
+
+    #[test]
+    fn summaries_from_read_records_equal_the_originals() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        let text: String = sample()
+            .iter()
+            .map(|r| record_json(r).to_string() + "\n")
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let back = read_jsonl(&path).unwrap();
+        assert_eq!(back.len(), 5);
+        let a = LevelSummary::from_records(4, &sample(), &GoodputSlo::default());
+        let b = LevelSummary::from_records(4, &back, &GoodputSlo::default());
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
+        for (x, y) in sample().iter().zip(&back) {
+            let o = x.origin_unix_ns;
+            assert_eq!(y.start_ns, x.start_ns + o);
+            assert_eq!(
+                y.chunk_ns,
+                x.chunk_ns.iter().map(|t| t + o).collect::<Vec<_>>()
+            );
+            assert_eq!(y.error, x.error);
+            assert_eq!(y.phase, x.phase);
+            assert_eq!(y.attempts, x.attempts);
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_skipped_and_a_bad_middle_line_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        let good = record_json(&sample()[1]).to_string();
+        std::fs::write(&path, format!("{good}\n{}", &good[..40])).unwrap();
+        assert_eq!(read_jsonl(&path).unwrap().len(), 1);
+        std::fs::write(&path, format!("{good}\nnot json\n{good}\n")).unwrap();
+        let err = read_jsonl(&path).unwrap_err().to_string();
+        assert!(err.contains(":2"), "{err}");
+    }
+}

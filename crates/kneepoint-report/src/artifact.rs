@@ -1,0 +1,252 @@
+//! Reading a saved artifact folder: which run wrote it, its top-level document, and each
+//! level's records, recomputed summary and saved settings.
+
+use std::path::{Path, PathBuf};
+
+use kneepoint_core::RequestRecord;
+use kneepoint_metrics::export::{
+    read_jsonl, write_aiperf_csv, write_aiperf_json, write_summary_text, LevelInfo,
+};
+use kneepoint_metrics::{GoodputSlo, LevelSummary};
+use serde_json::Value;
+
+use crate::plots::{Curve, CurvePoint};
+use crate::Error;
+
+/// The command that wrote a folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    /// `kneepoint sweep` (`sweep_summary.json`).
+    Sweep,
+    /// `kneepoint search` (`search_history.json`).
+    Search,
+    /// `kneepoint recommend` (`recommendations.json`).
+    Recommend,
+}
+
+impl RunKind {
+    /// The top-level file of this kind of run.
+    pub fn file(self) -> &'static str {
+        match self {
+            RunKind::Sweep => "sweep_summary.json",
+            RunKind::Search => "search_history.json",
+            RunKind::Recommend => "recommendations.json",
+        }
+    }
+}
+
+/// One level (a sweep level or a search probe) read back from its folder.
+#[derive(Debug, Clone)]
+pub struct Level {
+    /// The folder, relative to the run's folder.
+    pub dir: String,
+    /// The level's concurrency.
+    pub concurrency: u32,
+    /// Every record of the level (warm-up included), from `profile_export.jsonl`.
+    pub records: Vec<RequestRecord>,
+    /// The summary recomputed from the records.
+    pub summary: LevelSummary,
+    /// Times, settings and the partial flag from `profile_export_aiperf.json` (absent when that
+    /// file is missing).
+    pub info: Option<LevelInfo>,
+    /// Whether the level met the SLAs, as the run judged it.
+    pub meets_slas: Option<bool>,
+}
+
+/// A run read back from its folder.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    /// The folder.
+    pub root: PathBuf,
+    /// The command that wrote it.
+    pub kind: RunKind,
+    /// Its top-level document.
+    pub doc: Value,
+    /// Its levels, in run order (empty for a recommendation).
+    pub levels: Vec<Level>,
+    /// A recommendation's candidates' runs, in the document's order.
+    pub candidates: Vec<Artifact>,
+}
+
+pub(crate) fn read_json(path: &Path) -> Result<Value, Error> {
+    let text = std::fs::read_to_string(path).map_err(Error::read(path))?;
+    serde_json::from_str(&text).map_err(|source| Error::Json {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Result<Level, Error> {
+    let folder = root.join(dir);
+    let records = read_jsonl(&folder.join("profile_export.jsonl"))?;
+    let summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
+    let aiperf = folder.join("profile_export_aiperf.json");
+    let info = if aiperf.is_file() {
+        LevelInfo::from_aiperf_json(&read_json(&aiperf)?)
+    } else {
+        None
+    };
+    Ok(Level {
+        dir: dir.to_owned(),
+        concurrency,
+        records,
+        summary,
+        info,
+        meets_slas: meets,
+    })
+}
+
+fn entries<'a>(doc: &'a Value, key: &str, path: &Path) -> Result<&'a Vec<Value>, Error> {
+    doc.get(key)
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::Missing {
+            path: path.to_owned(),
+            reason: format!("no {key} list"),
+        })
+}
+
+impl Artifact {
+    /// Reads the run in `root`.
+    pub fn load(root: &Path) -> Result<Artifact, Error> {
+        let kind = [RunKind::Recommend, RunKind::Search, RunKind::Sweep]
+            .into_iter()
+            .find(|k| root.join(k.file()).is_file())
+            .ok_or_else(|| Error::NotAnArtifact {
+                path: root.to_owned(),
+            })?;
+        let path = root.join(kind.file());
+        let doc = read_json(&path)?;
+        let mut levels = Vec::new();
+        let mut candidates = Vec::new();
+        match kind {
+            RunKind::Sweep => {
+                for row in entries(&doc, "levels", &path)? {
+                    let (Some(dir), Some(c)) = (
+                        row.get("dir").and_then(Value::as_str),
+                        row.get("concurrency").and_then(Value::as_u64),
+                    ) else {
+                        continue;
+                    };
+                    let meets = row.get("meets_slas").and_then(Value::as_bool);
+                    levels.push(level(root, dir, c as u32, meets)?);
+                }
+            }
+            RunKind::Search => {
+                for p in entries(&doc, "probes", &path)? {
+                    let (Some(dir), Some(c)) = (
+                        p.get("dir").and_then(Value::as_str),
+                        p.pointer("/probe/concurrency").and_then(Value::as_u64),
+                    ) else {
+                        continue;
+                    };
+                    let meets = p.get("pass").and_then(Value::as_bool);
+                    levels.push(level(root, dir, c as u32, meets)?);
+                }
+            }
+            RunKind::Recommend => {
+                for c in entries(&doc, "candidates", &path)? {
+                    if let Some(dir) = c.get("artifact_dir").and_then(Value::as_str) {
+                        let sub = root.join(dir);
+                        if sub.is_dir() {
+                            candidates.push(Artifact::load(&sub)?);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Artifact {
+            root: root.to_owned(),
+            kind,
+            doc,
+            levels,
+            candidates,
+        })
+    }
+
+    /// Rewrites every level's `profile_export_aiperf.json`, `.csv` and `benchmark_summary.txt`
+    /// from its records (this run's own levels; a recommendation's candidates are runs of their
+    /// own). Levels without saved times keep
+    /// their JSON file untouched. Returns the files written.
+    pub fn rewrite_level_summaries(&self) -> Result<Vec<PathBuf>, Error> {
+        let mut written = Vec::new();
+        for l in &self.levels {
+            let dir = self.root.join(&l.dir);
+            if let Some(info) = &l.info {
+                let p = dir.join("profile_export_aiperf.json");
+                write_aiperf_json(&p, &l.summary, info)?;
+                written.push(p);
+                let p = dir.join("benchmark_summary.txt");
+                write_summary_text(&p, &l.summary, info)?;
+                written.push(p);
+            }
+            let p = dir.join("profile_export_aiperf.csv");
+            write_aiperf_csv(&p, &l.summary)?;
+            written.push(p);
+        }
+        Ok(written)
+    }
+
+    /// The levels as a plot curve: one point per concurrency (the last probe of a level stands
+    /// for it; it meets the SLAs only if every probe of it did), with the knee and the chosen
+    /// operating point from the document.
+    pub fn curve(&self, name: &str) -> Curve {
+        let mut points: Vec<CurvePoint> = Vec::new();
+        for l in &self.levels {
+            let s = &l.summary;
+            let p = CurvePoint {
+                concurrency: l.concurrency,
+                throughput: s.output_token_throughput,
+                e2e_p50_ms: s.stat("request_latency", "p50"),
+                e2e_p90_ms: s.stat("request_latency", "p90"),
+                e2e_p99_ms: s.stat("request_latency", "p99"),
+                meets_slas: l.meets_slas,
+            };
+            match points.iter_mut().find(|q| q.concurrency == l.concurrency) {
+                Some(q) => {
+                    let meets = match (q.meets_slas, p.meets_slas) {
+                        (Some(a), Some(b)) => Some(a && b),
+                        (a, b) => a.or(b),
+                    };
+                    *q = CurvePoint {
+                        meets_slas: meets,
+                        ..p
+                    };
+                }
+                None => points.push(p),
+            }
+        }
+        let u = |ptr: &str| {
+            self.doc
+                .pointer(ptr)
+                .and_then(Value::as_u64)
+                .map(|v| v as u32)
+        };
+        Curve {
+            name: name.to_owned(),
+            points,
+            knee: u("/zone/knee/knee").or_else(|| u("/knee/knee")),
+            chosen: match self.kind {
+                RunKind::Search => u("/boundary/feasible_max"),
+                _ => u("/zone/ideal_balance"),
+            },
+        }
+    }
+
+    /// The SLAs the run checked (as saved).
+    pub fn slas(&self) -> Vec<Value> {
+        let list = match self.kind {
+            RunKind::Search => self.doc.pointer("/search_params/slas"),
+            _ => self.doc.get("slas"),
+        };
+        list.and_then(Value::as_array).cloned().unwrap_or_default()
+    }
+
+    /// The p99 request-latency SLA threshold in ms, if the run had one.
+    pub fn e2e_p99_sla_ms(&self) -> Option<f64> {
+        self.slas().iter().find_map(|s| {
+            (s.get("metric")?.as_str()? == "request_latency" && s.get("stat")?.as_str()? == "p99")
+                .then(|| s.get("threshold")?.as_f64())
+                .flatten()
+        })
+    }
+}

@@ -1,0 +1,420 @@
+//! The self-contained `report.html`: inline CSS, inline SVG, no scripts, no network fetches.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::artifact::{Artifact, Level, RunKind};
+use crate::plots;
+use crate::Error;
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#1d2430;background:#fff}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #dde;padding-bottom:.2rem}
+.meta{color:#667;font-size:.9rem}.answer{background:#eef6ee;border-left:4px solid #2ca02c;padding:.7rem 1rem;margin:1rem 0}
+.warn{background:#fff4e5;border-left:4px solid #ff7f0e;padding:.7rem 1rem;margin:1rem 0}
+table{border-collapse:collapse;width:100%;font-size:.85rem;font-variant-numeric:tabular-nums}
+th,td{padding:.3rem .5rem;border-bottom:1px solid #e4e4ee;text-align:right}th{background:#f4f5fa}
+td:first-child,th:first-child{text-align:left}tr.knee td{font-weight:600}tr.fail td{color:#b22}
+svg{max-width:100%;height:auto;display:block;margin:.5rem 0}details{margin:.5rem 0}summary{cursor:pointer}
+pre{background:#f6f8fa;padding:.8rem;overflow:auto;font-size:.8rem}.grid{display:grid;grid-template-columns:1fr 1fr;gap:.5rem}
+@media(max-width:900px){.grid{grid-template-columns:1fr}}";
+
+/// Escapes text for HTML.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "—".into(),
+    }
+}
+
+/// A plot file: its name under `plots/` and its SVG.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    /// File name (under `plots/`).
+    pub file: String,
+    /// A caption for people.
+    pub title: String,
+    /// The SVG document.
+    pub svg: String,
+}
+
+/// The rendered report: the page and the plot files it inlines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// `report.html`.
+    pub html: String,
+    /// Every plot, also inlined in the page.
+    pub plots: Vec<Plot>,
+}
+
+fn level_plots(l: &Level) -> Result<Vec<Plot>, Error> {
+    let title = format!("concurrency {}", l.concurrency);
+    Ok(vec![
+        Plot {
+            file: format!("ttft_timeline_{}.svg", l.dir),
+            title: format!("TTFT per request, {title}"),
+            svg: plots::ttft_timeline(&l.records, &title)?,
+        },
+        Plot {
+            file: format!("ttft_distribution_{}.svg", l.dir),
+            title: format!("TTFT distribution, {title}"),
+            svg: plots::ttft_histogram(&l.records, &title)?,
+        },
+    ])
+}
+
+fn levels_table(a: &Artifact, out: &mut String) {
+    let knee = a.curve("").knee;
+    let longest = a
+        .levels
+        .iter()
+        .filter_map(|l| l.summary.stat("request_latency", "p99"))
+        .fold(0.0, f64::max);
+    let (div, unit, digits) = if longest >= 2000.0 {
+        (1000.0, "s", 2)
+    } else {
+        (1.0, "ms", 1)
+    };
+    let _ = write!(out, "<table><thead><tr><th>level</th><th>concurrency</th><th>requests</th><th>errors</th><th>output tok/s</th><th>req/s</th><th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>ITL p50 ms</th><th>ITL p99 ms</th><th>latency p50 {unit}</th><th>p90 {unit}</th><th>p99 {unit}</th><th>SLAs</th></tr></thead><tbody>");
+    for l in &a.levels {
+        let s = &l.summary;
+        let st = |m: &str, q: &str| s.stat(m, q);
+        let sec = |q: &str| st("request_latency", q).map(|v| v / div);
+        let class = match (l.meets_slas, Some(l.concurrency) == knee) {
+            (Some(false), _) => " class=\"fail\"",
+            (_, true) => " class=\"knee\"",
+            _ => "",
+        };
+        let _ = write!(
+            out,
+            "<tr{class}><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&l.dir),
+            if Some(l.concurrency) == knee { " (knee)" } else { "" },
+            l.concurrency,
+            s.request_count,
+            s.error_count,
+            num(Some(s.output_token_throughput), 0),
+            num(Some(s.request_throughput), 2),
+            num(st("time_to_first_token", "p50"), 1),
+            num(st("time_to_first_token", "p99"), 1),
+            num(st("inter_token_latency", "p50"), 2),
+            num(st("inter_token_latency", "p99"), 2),
+            num(sec("p50"), digits),
+            num(sec("p90"), digits),
+            num(sec("p99"), digits),
+            match l.meets_slas {
+                Some(true) => "pass",
+                Some(false) => "fail",
+                None => "—",
+            }
+        );
+    }
+    out.push_str("</tbody></table>");
+}
+
+fn answer(a: &Artifact) -> String {
+    let d = &a.doc;
+    let s = |p: &str| d.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    let u = |p: &str| d.pointer(p).and_then(Value::as_u64);
+    match a.kind {
+        RunKind::Sweep => {
+            let mut o = s("/zone/summary").unwrap_or_else(|| match u("/knee/knee") {
+                Some(k) => format!("The knee is at concurrency {k}."),
+                None => "No knee among the levels run.".into(),
+            });
+            if let Some(f) = s("/fleet/explanation") {
+                let _ = write!(o, " Fleet: {f}.");
+            }
+            o
+        }
+        RunKind::Search => s("/boundary/explanation").unwrap_or_default(),
+        RunKind::Recommend => {
+            let top = d.get("candidates").and_then(Value::as_array).and_then(|c| {
+                c.iter()
+                    .find(|c| c.get("rank").and_then(Value::as_u64) == Some(1))
+            });
+            match top {
+                Some(c) => format!(
+                    "Recommended for {}: {} ({}) — {}",
+                    s("/objective").unwrap_or_default(),
+                    c.get("name").and_then(Value::as_str).unwrap_or(""),
+                    c.get("instance_type").and_then(Value::as_str).unwrap_or(""),
+                    c.get("explanation").and_then(Value::as_str).unwrap_or("")
+                ),
+                None => "No candidate met the SLAs.".into(),
+            }
+        }
+    }
+}
+
+fn title(a: &Artifact) -> &'static str {
+    match a.kind {
+        RunKind::Sweep => "Concurrency sweep",
+        RunKind::Search => "Max concurrency under SLA",
+        RunKind::Recommend => "Recommendations",
+    }
+}
+
+fn inline(out: &mut String, p: &Plot) {
+    let _ = write!(
+        out,
+        "<figure aria-label=\"{}\">{}</figure>",
+        esc(&p.title),
+        p.svg
+    );
+}
+
+fn recommendations_table(a: &Artifact, out: &mut String) {
+    let Some(list) = a.doc.get("candidates").and_then(Value::as_array) else {
+        return;
+    };
+    let currency = esc(a.doc.get("currency").and_then(Value::as_str).unwrap_or(""));
+    let longest = list
+        .iter()
+        .filter_map(|c| c.pointer("/point/e2e_p99_ms").and_then(Value::as_f64))
+        .fold(0.0, f64::max);
+    let (div, unit, digits) = if longest >= 2000.0 {
+        (1000.0, "s", 2)
+    } else {
+        (1.0, "ms", 1)
+    };
+    let _ = write!(out, "<table><thead><tr><th>rank</th><th>candidate</th><th>instance</th><th>{currency}/instance-hour</th><th>concurrency</th><th>output tok/s</th><th>TTFT p99 ms</th><th>ITL p99 ms</th><th>latency p50 {unit}</th><th>p90 {unit}</th><th>p99 {unit}</th><th>{currency} per M output tokens</th><th>instances at peak</th><th>{currency}/month</th></tr></thead><tbody>");
+    let mut why = String::new();
+    for c in list {
+        let f = |p: &str| c.pointer(p).and_then(Value::as_f64);
+        let lat = |p: &str| f(p).map(|v| v / div);
+        let name = esc(c.get("name").and_then(Value::as_str).unwrap_or(""));
+        let rank = c.get("rank").and_then(Value::as_u64);
+        let link = c
+            .get("artifact_dir")
+            .and_then(Value::as_str)
+            .map(|d| format!("<a href=\"{}/report.html\">{name}</a>", esc(d)))
+            .unwrap_or_else(|| name.clone());
+        let rank_text = rank.map_or("—".into(), |r| format!("#{r}"));
+        let _ = write!(
+            out,
+            "<tr{}><td>{rank_text}</td><td style=\"text-align:left\">{link}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            if rank.is_none() { " class=\"fail\"" } else { "" },
+            esc(c.get("instance_type").and_then(Value::as_str).unwrap_or("")),
+            num(f("/price_per_instance_hour"), 2),
+            c.pointer("/point/concurrency").and_then(Value::as_u64).map_or("—".into(), |v| v.to_string()),
+            num(f("/point/output_token_throughput"), 0),
+            num(f("/point/ttft_p99_ms"), 1),
+            num(f("/point/itl_p99_ms"), 2),
+            num(lat("/point/e2e_p50_ms"), digits),
+            num(lat("/point/e2e_p90_ms"), digits),
+            num(lat("/point/e2e_p99_ms"), digits),
+            num(f("/cost_per_million_output_tokens"), 3),
+            c.get("instances_for_peak").and_then(Value::as_u64).map_or("—".into(), |v| v.to_string()),
+            num(f("/monthly_cost"), 0),
+        );
+        let _ = write!(
+            why,
+            "<li><strong>{rank_text} {name}</strong>: {}</li>",
+            esc(c.get("explanation").and_then(Value::as_str).unwrap_or(""))
+        );
+    }
+    let _ = write!(out, "</tbody></table><ul>{why}</ul>");
+    let mut notes = Vec::new();
+    if let Some(t) = a.doc.get("price_table").filter(|t| !t.is_null()) {
+        notes.push(format!(
+            "Prices from a table dated {}{}.",
+            esc(t.get("as_of").and_then(Value::as_str).unwrap_or("?")),
+            t.get("source")
+                .and_then(Value::as_str)
+                .map(|s| format!(" ({})", esc(s)))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(p) = a.doc.get("peak").filter(|p| !p.is_null()) {
+        notes.push(format!(
+            "Fleets sized for a peak of {} with {:.0} % headroom; a month is {} hours.",
+            esc(&peak_text(p.get("peak").unwrap_or(&Value::Null))),
+            p.get("headroom").and_then(Value::as_f64).unwrap_or(0.0) * 100.0,
+            a.doc
+                .get("hours_per_month")
+                .and_then(Value::as_f64)
+                .unwrap_or(730.0)
+        ));
+    }
+    if let Some(m) = a.doc.get("mode").and_then(Value::as_str) {
+        notes.push(format!(
+            "Operating points from {}.",
+            if m == "sweep" {
+                "each candidate's sweep (its best level below the knee)"
+            } else {
+                "each candidate's max-concurrency-under-SLA search"
+            }
+        ));
+    }
+    if !notes.is_empty() {
+        let _ = write!(out, "<p class=\"meta\">{}</p>", notes.join(" "));
+    }
+}
+
+/// `{"concurrency": 400.0}` as "400 concurrent requests".
+fn peak_text(p: &Value) -> String {
+    let Some((k, v)) = p.as_object().and_then(|m| m.iter().next()) else {
+        return p.to_string();
+    };
+    let n = v.as_f64().map_or_else(|| v.to_string(), |x| format!("{x}"));
+    match k.as_str() {
+        "concurrency" => format!("{n} concurrent requests"),
+        "requests_per_second" => format!("{n} requests/s"),
+        "output_tokens_per_second" => format!("{n} output tokens/s"),
+        other => format!("{n} {other}"),
+    }
+}
+
+/// Renders the report of `a`: the page and its plots. Deterministic: the same folder renders the
+/// same bytes.
+pub fn render(a: &Artifact) -> Result<Rendered, Error> {
+    let mut plots_out: Vec<Plot> = Vec::new();
+    let curves: Vec<plots::Curve> = match a.kind {
+        RunKind::Recommend => a
+            .candidates
+            .iter()
+            .zip(
+                a.doc
+                    .get("candidates")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c.get("artifact_dir").and_then(Value::as_str).is_some()),
+            )
+            .map(|(run, c)| run.curve(c.get("name").and_then(Value::as_str).unwrap_or("")))
+            .collect(),
+        _ => vec![a.curve("measured")],
+    };
+    let sla = match a.kind {
+        RunKind::Recommend => a.candidates.iter().find_map(Artifact::e2e_p99_sla_ms),
+        _ => a.e2e_p99_sla_ms(),
+    };
+    plots_out.push(Plot {
+        file: "throughput_vs_latency.svg".into(),
+        title: "Output throughput vs p99 request latency".into(),
+        svg: plots::throughput_vs_latency(&curves, sla)?,
+    });
+    if a.kind != RunKind::Recommend {
+        plots_out.push(Plot {
+            file: "latency_percentiles.svg".into(),
+            title: "Request latency percentiles vs concurrency".into(),
+            svg: plots::latency_percentiles(&curves[0])?,
+        });
+    }
+    let mut per_level = Vec::new();
+    for l in &a.levels {
+        per_level.push((l, level_plots(l)?));
+    }
+
+    let mut o = String::new();
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><link rel=\"icon\" href=\"data:,\">");
+    let _ = write!(
+        o,
+        "<title>kneepoint — {}</title><style>{STYLE}</style></head><body>",
+        title(a)
+    );
+    let _ = write!(o, "<h1>{}</h1>", title(a));
+    let version = a
+        .doc
+        .get("kneepoint_version")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let start = a
+        .levels
+        .iter()
+        .filter_map(|l| l.info.as_ref().map(|i| i.start_unix_ns))
+        .min()
+        .map(kneepoint_metrics::export::rfc3339);
+    let _ = write!(
+        o,
+        "<p class=\"meta\">kneepoint {}{}</p>",
+        esc(version),
+        start.map(|s| format!(" · started {s}")).unwrap_or_default()
+    );
+    if a.doc.get("interrupted").and_then(Value::as_bool) == Some(true)
+        || a.doc.get("complete").and_then(Value::as_bool) == Some(false)
+    {
+        o.push_str("<div class=\"warn\">This run did not finish (interrupted or still running): the last level may be partial.</div>");
+    }
+    let _ = write!(
+        o,
+        "<div class=\"answer\"><strong>Answer.</strong> {}</div>",
+        esc(&answer(a))
+    );
+    if a.kind == RunKind::Recommend {
+        o.push_str("<h2>Ranked candidates</h2>");
+        recommendations_table(a, &mut o);
+    } else {
+        o.push_str("<h2>Levels</h2>");
+        levels_table(a, &mut o);
+    }
+    o.push_str("<h2>Plots</h2>");
+    for p in &plots_out {
+        inline(&mut o, p);
+    }
+    if !per_level.is_empty() {
+        o.push_str("<h2>Time to first token, per level</h2>");
+        let knee = curves.first().and_then(|c| c.knee);
+        for (l, ps) in &per_level {
+            let open = if Some(l.concurrency) == knee {
+                " open"
+            } else {
+                ""
+            };
+            let _ = write!(
+                o,
+                "<details{open}><summary>{} — concurrency {}</summary><div class=\"grid\">",
+                esc(&l.dir),
+                l.concurrency
+            );
+            for p in ps {
+                inline(&mut o, p);
+            }
+            o.push_str("</div></details>");
+        }
+    }
+    if let Some(settings) = a.doc.get("settings").or_else(|| a.doc.get("base_settings")) {
+        let pretty = serde_json::to_string_pretty(settings).unwrap_or_default();
+        let _ = write!(o, "<h2>Settings</h2><pre>{}</pre>", esc(&pretty));
+    }
+    let slas = a.slas();
+    if !slas.is_empty() {
+        let pretty = serde_json::to_string_pretty(&slas).unwrap_or_default();
+        let _ = write!(o, "<h2>SLAs</h2><pre>{}</pre>", esc(&pretty));
+    }
+    o.push_str("</body></html>\n");
+    plots_out.extend(per_level.into_iter().flat_map(|(_, p)| p));
+    Ok(Rendered {
+        html: o,
+        plots: plots_out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(
+            esc("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
+    }
+}

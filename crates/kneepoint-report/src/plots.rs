@@ -1,0 +1,596 @@
+//! The plots, as SVG strings drawn with `plotters` (its SVG backend only: no fonts, no C
+//! libraries; text is left to the viewer's sans-serif font).
+
+use kneepoint_core::{Phase, RequestRecord};
+use kneepoint_metrics::{quantile_sorted, RequestMetrics};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::Error;
+
+const SIZE: (u32, u32) = (760, 440);
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+];
+const RED: RGBColor = RGBColor(214, 39, 40);
+const GREY: RGBColor = RGBColor(120, 120, 120);
+
+/// One measured level, as the plots need it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurvePoint {
+    /// Concurrency.
+    pub concurrency: u32,
+    /// Output tokens per second.
+    pub throughput: f64,
+    /// Request latency p50, ms.
+    pub e2e_p50_ms: Option<f64>,
+    /// Request latency p90, ms.
+    pub e2e_p90_ms: Option<f64>,
+    /// Request latency p99, ms.
+    pub e2e_p99_ms: Option<f64>,
+    /// Whether the level met the SLAs (`None`: no SLAs).
+    pub meets_slas: Option<bool>,
+}
+
+/// The levels of one endpoint (one candidate), with its knee and chosen operating point.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Curve {
+    /// Legend name.
+    pub name: String,
+    /// Levels, in any order (drawn by concurrency).
+    pub points: Vec<CurvePoint>,
+    /// The knee's concurrency.
+    pub knee: Option<u32>,
+    /// The operating point's concurrency.
+    pub chosen: Option<u32>,
+}
+
+fn err<E: std::fmt::Display>(plot: &'static str) -> impl Fn(E) -> Error {
+    move |e| Error::Plot {
+        plot,
+        message: e.to_string(),
+    }
+}
+
+/// Milliseconds or seconds, whichever reads better for values up to `max_ms`.
+struct TimeUnit {
+    ms: f64,
+    name: &'static str,
+}
+
+impl TimeUnit {
+    fn for_max(max_ms: f64) -> TimeUnit {
+        if max_ms >= 2000.0 {
+            TimeUnit {
+                ms: 1000.0,
+                name: "s",
+            }
+        } else {
+            TimeUnit {
+                ms: 1.0,
+                name: "ms",
+            }
+        }
+    }
+}
+
+/// An axis tick: no trailing `.0`, few digits.
+fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        let s = format!("{v:.1}");
+        s.strip_suffix(".0").map(str::to_owned).unwrap_or(s)
+    } else if a >= 0.1 {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// `(lo, hi)` padded by 5 %, never empty.
+fn span(values: impl Iterator<Item = f64>, zero_floor: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    if zero_floor {
+        lo = lo.min(0.0);
+    }
+    if hi - lo < 1e-9 {
+        hi = lo + lo.abs().max(1.0);
+    }
+    let pad = (hi - lo) * 0.05;
+    (
+        if zero_floor && lo >= 0.0 {
+            lo
+        } else {
+            lo - pad
+        },
+        hi + pad,
+    )
+}
+
+fn render(
+    plot: &'static str,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Error>,
+) -> Result<String, Error> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err(plot))?;
+        draw(&root)?;
+        root.present().map_err(err(plot))?;
+    }
+    Ok(out)
+}
+
+fn sorted_points(c: &Curve) -> Vec<&CurvePoint> {
+    let mut p: Vec<&CurvePoint> = c.points.iter().collect();
+    p.sort_by_key(|p| p.concurrency);
+    p
+}
+
+/// Output throughput against p99 request latency, one line per curve, each level labelled with
+/// its concurrency; the knee ringed, the operating point filled, levels that fail the SLAs in
+/// red, and the p99 latency SLA as a vertical line.
+pub fn throughput_vs_latency(curves: &[Curve], sla_e2e_ms: Option<f64>) -> Result<String, Error> {
+    const PLOT: &str = "throughput vs latency";
+    let unit = TimeUnit::for_max(
+        curves
+            .iter()
+            .flat_map(|c| c.points.iter().filter_map(|p| p.e2e_p99_ms))
+            .fold(0.0, f64::max),
+    );
+    let xs = curves
+        .iter()
+        .flat_map(|c| c.points.iter().filter_map(|p| p.e2e_p99_ms))
+        .chain(sla_e2e_ms)
+        .map(|ms| ms / unit.ms);
+    let ys = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.throughput));
+    let (x0, x1) = span(xs, true);
+    let (y0, y1) = span(ys, true);
+    render(PLOT, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                "Output throughput vs p99 request latency",
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(err(PLOT))?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("p99 request latency ({})", unit.name))
+            .y_desc("output tokens/s")
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .draw()
+            .map_err(err(PLOT))?;
+        if let Some(sla) = sla_e2e_ms {
+            let x = sla / unit.ms;
+            chart
+                .draw_series(LineSeries::new(vec![(x, y0), (x, y1)], RED.stroke_width(2)))
+                .map_err(err(PLOT))?
+                .label(format!("p99 latency SLA {} {}", tick(x), unit.name))
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
+        }
+        for (i, c) in curves.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let pts: Vec<(f64, f64, &CurvePoint)> = sorted_points(c)
+                .into_iter()
+                .filter_map(|p| p.e2e_p99_ms.map(|l| (l / unit.ms, p.throughput, p)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|(x, y, _)| (*x, *y)),
+                    color.stroke_width(2),
+                ))
+                .map_err(err(PLOT))?
+                .label(c.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.iter().map(|(x, y, p)| {
+                    let fill = if p.meets_slas == Some(false) {
+                        RED
+                    } else {
+                        color
+                    };
+                    EmptyElement::at((*x, *y))
+                        + Circle::new((0, 0), 4, fill.filled())
+                        + Text::new(
+                            format!("{}", p.concurrency),
+                            (6, -16),
+                            ("sans-serif", 14).into_font().color(&GREY),
+                        )
+                }))
+                .map_err(err(PLOT))?;
+            let marks = pts.iter().filter(|(_, _, p)| {
+                Some(p.concurrency) == c.knee || Some(p.concurrency) == c.chosen
+            });
+            chart
+                .draw_series(marks.map(|(x, y, p)| {
+                    if Some(p.concurrency) == c.knee {
+                        Circle::new((*x, *y), 9, BLACK.stroke_width(2))
+                    } else {
+                        Circle::new((*x, *y), 7, color.stroke_width(2))
+                    }
+                }))
+                .map_err(err(PLOT))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(GREY)
+            .draw()
+            .map_err(err(PLOT))?;
+        Ok(())
+    })
+}
+
+/// Request latency p50, p90 and p99 against concurrency (logarithmic when the levels span more
+/// than a factor of 4).
+pub fn latency_percentiles(curve: &Curve) -> Result<String, Error> {
+    const PLOT: &str = "latency percentiles";
+    let pts = sorted_points(curve);
+    let cs: Vec<f64> = pts
+        .iter()
+        .map(|p| f64::from(p.concurrency.max(1)))
+        .collect();
+    let (c0, c1) = (
+        cs.first().copied().unwrap_or(1.0),
+        cs.last().copied().unwrap_or(2.0),
+    );
+    let unit = TimeUnit::for_max(pts.iter().filter_map(|p| p.e2e_p99_ms).fold(0.0, f64::max));
+    let (y0, y1) = span(
+        pts.iter()
+            .flat_map(|p| [p.e2e_p50_ms, p.e2e_p90_ms, p.e2e_p99_ms])
+            .flatten()
+            .map(|ms| ms / unit.ms),
+        true,
+    );
+    type Getter = fn(&CurvePoint) -> Option<f64>;
+    let series: [(&str, Getter, RGBColor); 3] = [
+        ("p50", |p| p.e2e_p50_ms, PALETTE[0]),
+        ("p90", |p| p.e2e_p90_ms, PALETTE[1]),
+        ("p99", |p| p.e2e_p99_ms, RED),
+    ];
+    render(PLOT, |root| {
+        let caption = format!("Request latency percentiles — {}", curve.name);
+        let mut builder = ChartBuilder::on(root);
+        builder
+            .caption(caption, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70);
+        macro_rules! draw_with {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc("concurrency")
+                    .y_desc(format!("request latency ({})", unit.name))
+                    .x_label_formatter(&|v| tick(*v))
+                    .y_label_formatter(&|v| tick(*v))
+                    .label_style(("sans-serif", 14))
+                    .axis_desc_style(("sans-serif", 15))
+                    .draw()
+                    .map_err(err(PLOT))?;
+                for (name, get, color) in series {
+                    let line: Vec<(f64, f64)> = pts
+                        .iter()
+                        .filter_map(|p| {
+                            get(p).map(|v| (f64::from(p.concurrency.max(1)), v / unit.ms))
+                        })
+                        .collect();
+                    chart
+                        .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
+                        .map_err(err(PLOT))?
+                        .label(name)
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                        });
+                    chart
+                        .draw_series(
+                            line.iter()
+                                .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
+                        )
+                        .map_err(err(PLOT))?;
+                }
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(GREY)
+                    .draw()
+                    .map_err(err(PLOT))?;
+            }};
+        }
+        if c1 / c0 > 4.0 {
+            draw_with!(builder
+                .build_cartesian_2d((c0 * 0.8..c1 * 1.25).log_scale(), y0..y1)
+                .map_err(err(PLOT))?);
+        } else {
+            let (x0, x1) = span(cs.iter().copied(), false);
+            draw_with!(builder
+                .build_cartesian_2d(x0..x1, y0..y1)
+                .map_err(err(PLOT))?);
+        }
+        Ok(())
+    })
+}
+
+/// `(seconds since the level's first measured request, TTFT ms, ok)` per measured request.
+fn ttft_points(records: &[RequestRecord]) -> Vec<(f64, f64, bool)> {
+    let measured: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profiling)
+        .collect();
+    let t0 = measured
+        .iter()
+        .map(|r| r.origin_unix_ns + r.start_ns)
+        .min()
+        .unwrap_or(0);
+    measured
+        .iter()
+        .map(|r| {
+            let at = (r.origin_unix_ns + r.start_ns).saturating_sub(t0) as f64 / 1e9;
+            match RequestMetrics::of(r).ttft_ms.filter(|_| r.is_ok()) {
+                Some(t) => (at, t, true),
+                None => (at, 0.0, false),
+            }
+        })
+        .collect()
+}
+
+/// Each measured request's TTFT against its start time; failed requests as red crosses on the
+/// time axis.
+pub fn ttft_timeline(records: &[RequestRecord], title: &str) -> Result<String, Error> {
+    const PLOT: &str = "TTFT timeline";
+    let pts = ttft_points(records);
+    let (x0, x1) = span(pts.iter().map(|p| p.0), true);
+    let (y0, y1) = span(pts.iter().filter(|p| p.2).map(|p| p.1), true);
+    render(PLOT, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(format!("TTFT per request — {title}"), ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(err(PLOT))?;
+        chart
+            .configure_mesh()
+            .x_desc("request start (s into the level)")
+            .y_desc("time to first token (ms)")
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .draw()
+            .map_err(err(PLOT))?;
+        chart
+            .draw_series(
+                pts.iter()
+                    .filter(|p| p.2)
+                    .map(|&(x, y, _)| Circle::new((x, y), 2, PALETTE[0].mix(0.6).filled())),
+            )
+            .map_err(err(PLOT))?
+            .label("succeeded")
+            .legend(|(x, y)| Circle::new((x + 8, y), 3, PALETTE[0].filled()));
+        let failed = pts.iter().filter(|p| !p.2).count();
+        if failed > 0 {
+            chart
+                .draw_series(
+                    pts.iter()
+                        .filter(|p| !p.2)
+                        .map(|&(x, y, _)| Cross::new((x, y), 4, RED.stroke_width(2))),
+                )
+                .map_err(err(PLOT))?
+                .label(format!("failed ({failed})"))
+                .legend(|(x, y)| Cross::new((x + 8, y), 4, RED.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(GREY)
+            .draw()
+            .map_err(err(PLOT))?;
+        Ok(())
+    })
+}
+
+/// The distribution of TTFT over a level's successful requests (40 bins), with p50 and p99
+/// marked.
+pub fn ttft_histogram(records: &[RequestRecord], title: &str) -> Result<String, Error> {
+    const PLOT: &str = "TTFT distribution";
+    const BINS: usize = 40;
+    let mut v: Vec<f64> = ttft_points(records)
+        .into_iter()
+        .filter(|p| p.2)
+        .map(|p| p.1)
+        .collect();
+    v.sort_unstable_by(f64::total_cmp);
+    let (lo, hi) = match (v.first(), v.last()) {
+        (Some(&a), Some(&b)) if b > a => (a, b),
+        (Some(&a), _) => (a, a + 1.0),
+        _ => (0.0, 1.0),
+    };
+    let width = (hi - lo) / BINS as f64;
+    let mut counts = [0usize; BINS];
+    for x in &v {
+        let i = (((x - lo) / width) as usize).min(BINS - 1);
+        counts[i] += 1;
+    }
+    let top = counts.iter().copied().max().unwrap_or(0).max(1) as f64 * 1.1;
+    render(PLOT, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(format!("TTFT distribution — {title}"), ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            .build_cartesian_2d(lo..hi, 0.0..top)
+            .map_err(err(PLOT))?;
+        chart
+            .configure_mesh()
+            .x_desc("time to first token (ms)")
+            .y_desc("requests")
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 15))
+            .draw()
+            .map_err(err(PLOT))?;
+        chart
+            .draw_series(counts.iter().enumerate().map(|(i, &n)| {
+                let x = lo + width * i as f64;
+                Rectangle::new(
+                    [(x, 0.0), (x + width, n as f64)],
+                    PALETTE[0].mix(0.7).filled(),
+                )
+            }))
+            .map_err(err(PLOT))?;
+        for (label, q, color) in [("p50", 0.5, PALETTE[2]), ("p99", 0.99, RED)] {
+            if let Some(x) = quantile_sorted(&v, q) {
+                chart
+                    .draw_series(LineSeries::new(
+                        vec![(x, 0.0), (x, top)],
+                        color.stroke_width(2),
+                    ))
+                    .map_err(err(PLOT))?
+                    .label(format!("{label} {x:.1} ms"))
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                    });
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(GREY)
+            .draw()
+            .map_err(err(PLOT))?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use kneepoint_core::{ErrorKind, ErrorRecord};
+
+    fn curve() -> Curve {
+        Curve {
+            name: "sim".into(),
+            points: [
+                (16, 500.0, 8.0),
+                (64, 1400.0, 12.0),
+                (256, 2800.0, 28.0),
+                (1024, 2790.0, 98.0),
+            ]
+            .iter()
+            .map(|&(c, t, p99)| CurvePoint {
+                concurrency: c,
+                throughput: t,
+                e2e_p50_ms: Some(p99 * 600.0),
+                e2e_p90_ms: Some(p99 * 900.0),
+                e2e_p99_ms: Some(p99 * 1000.0),
+                meets_slas: Some(c < 1024),
+            })
+            .collect(),
+            knee: Some(256),
+            chosen: Some(256),
+        }
+    }
+
+    fn record(i: u64, ok: bool) -> RequestRecord {
+        RequestRecord {
+            request_id: i,
+            worker: 0,
+            phase: Phase::Profiling,
+            origin_unix_ns: 0,
+            start_ns: i * 10_000_000,
+            response_ns: None,
+            chunk_ns: vec![i * 10_000_000 + (20 + i % 7) * 1_000_000],
+            first_content_ns: None,
+            end_ns: i * 10_000_000 + 90_000_000,
+            input_tokens: None,
+            server_input_tokens: None,
+            output_tokens: Some(1),
+            output_tokens_source: None,
+            client_output_tokens: None,
+            output_bytes: 0,
+            requested_output_tokens: None,
+            finish_reason: None,
+            error: (!ok).then(|| ErrorRecord {
+                kind: ErrorKind::Timeout,
+                code: None,
+                message: "t".into(),
+            }),
+            attempts: 1,
+        }
+    }
+
+    #[test]
+    fn every_plot_is_an_svg_with_its_marks() {
+        let c = curve();
+        let tl = throughput_vs_latency(std::slice::from_ref(&c), Some(50_000.0)).unwrap();
+        assert!(tl.starts_with("<svg"));
+        assert!(tl.contains("p99 latency SLA 50 s"), "{tl}");
+        assert!(tl.contains(">\n1024\n<") || tl.contains("1024"));
+        let lp = latency_percentiles(&c).unwrap();
+        assert!(lp.contains("p90"));
+        let records: Vec<RequestRecord> = (0..50).map(|i| record(i, i % 10 != 3)).collect();
+        let tt = ttft_timeline(&records, "concurrency 4").unwrap();
+        assert!(tt.contains("failed (5)"));
+        let h = ttft_histogram(&records, "concurrency 4").unwrap();
+        assert!(h.contains("p50"));
+        // Deterministic: the same input draws the same bytes.
+        assert_eq!(h, ttft_histogram(&records, "concurrency 4").unwrap());
+    }
+
+    #[test]
+    fn ticks_read_well() {
+        assert_eq!(tick(60000.0), "60000");
+        assert_eq!(tick(12.0), "12");
+        assert_eq!(tick(12.5), "12.5");
+        assert_eq!(tick(0.25), "0.25");
+        assert_eq!(tick(0.5), "0.5");
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(0.005), "0.005");
+    }
+
+    #[test]
+    fn empty_inputs_still_draw() {
+        assert!(throughput_vs_latency(&[], None)
+            .unwrap()
+            .starts_with("<svg"));
+        assert!(latency_percentiles(&Curve::default()).is_ok());
+        assert!(ttft_timeline(&[], "x").is_ok());
+        assert!(ttft_histogram(&[], "x").is_ok());
+    }
+}

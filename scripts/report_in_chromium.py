@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Opens kneepoint's report.html in headless Chromium from a file URL, with networking cut off,
+and checks that it renders: no console messages, no page requests beyond file: and data:, the
+plots present in the DOM. Takes a screenshot (report.png beside each report) to look at.
+
+Usage:
+  scripts/report_in_chromium.py            # runs a small sweep and a recommendation first
+  scripts/report_in_chromium.py DIR...     # checks the report.html of existing artifact folders
+
+Needs Debian's chromium (apt-get install chromium). Exits non-zero on any failed check.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Chromium's own background requests (not made by the page).
+BROWSER_HOSTS = ("google.com", "gstatic.com", "googleapis.com", "googleusercontent.com")
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    # Networking disabled: every request would go to a proxy that is not there.
+    "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+]
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    sys.exit("chromium not found: apt-get install chromium")
+
+
+def run_kneepoint(args):
+    exe = os.path.join(ROOT, "target", "debug", "kneepoint")
+    subprocess.run([exe] + args, check=True, stdout=subprocess.DEVNULL)
+
+
+def page_requests(netlog):
+    with open(netlog) as f:
+        log = json.load(f)
+    names = {v: k for k, v in log["constants"]["logEventTypes"].items()}
+    urls = set()
+    for e in log["events"]:
+        url = (e.get("params") or {}).get("url")
+        if not url or names.get(e["type"]) != "URL_REQUEST_START_JOB":
+            continue
+        host = url.split("/")[2] if "://" in url else ""
+        if url.startswith(("file:", "data:")) or host.endswith(BROWSER_HOSTS):
+            continue
+        urls.add(url)
+    return sorted(urls)
+
+
+def check(folder, browser):
+    html = os.path.join(os.path.abspath(folder), "report.html")
+    if not os.path.isfile(html):
+        return [f"{html} is missing"]
+    url = "file://" + html
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        netlog = os.path.join(tmp, "net.json")
+        shot = os.path.join(os.path.dirname(html), "report.png")
+        common = FLAGS + ["--user-data-dir=" + os.path.join(tmp, "profile")]
+        r = subprocess.run(
+            [browser] + common + ["--enable-logging=stderr", "--v=0", "--log-net-log=" + netlog,
+                                  "--window-size=1200,2200", "--screenshot=" + shot, url],
+            capture_output=True, text=True, timeout=120)
+        console = [l for l in r.stderr.splitlines() if ":CONSOLE" in l]
+        problems += [f"console: {l}" for l in console]
+        requests = page_requests(netlog)
+        problems += [f"network request: {u}" for u in requests]
+        if not os.path.isfile(shot) or os.path.getsize(shot) < 20_000:
+            problems.append("no screenshot (or a blank one)")
+        dom = subprocess.run([browser] + common + ["--dump-dom", url],
+                             capture_output=True, text=True, timeout=120).stdout
+        svgs = dom.count("<svg")
+        if svgs < 1 or "Answer." not in dom:
+            problems.append(f"the DOM lacks the plots or the answer ({svgs} svg)")
+        print(f"{html}: {svgs} inline SVG plots, {len(console)} console messages, "
+              f"{len(requests)} page requests; screenshot {shot}")
+    return problems
+
+
+def main():
+    browser = chromium()
+    folders = sys.argv[1:]
+    if not folders:
+        subprocess.run(["cargo", "build", "--quiet", "--bin", "kneepoint"], cwd=ROOT, check=True)
+        work = tempfile.mkdtemp(prefix="kneepoint-report-")
+        sweep = os.path.join(work, "sweep")
+        run_kneepoint(["sweep", "--sim-profile", "fast", "--sim-time-scale", "1",
+                       "--concurrency", "1,4,16,64", "--request-count", "64", "--isl", "128",
+                       "--osl", "16", "--e2e-sla-ms", "120", "--quiet", "--artifact-dir", sweep])
+        config = os.path.join(work, "rec.toml")
+        with open(config, "w") as f:
+            f.write("""objective = "cost"
+[workload]
+prompt_input_tokens_mean = 64
+output_tokens_mean = 16
+[sweep_params]
+concurrency = [4, 16, 64]
+request_count = 64
+[fleet]
+peak_concurrency = 400
+[[candidates]]
+name = "fast-expensive"
+instance_type = "sim.8xlarge"
+price_per_hour = 10.0
+simulator = { profile = "fast", slowdown = 0.5, time_scale = 1.0 }
+[[candidates]]
+name = "slow-cheap"
+instance_type = "sim.large"
+price_per_hour = 1.0
+simulator = { profile = "fast", slowdown = 2.0, time_scale = 1.0 }
+""")
+        rec = os.path.join(work, "recommend")
+        run_kneepoint(["recommend", "--config", config, "--quiet", "--artifact-dir", rec])
+        folders = [sweep, rec, os.path.join(rec, "candidate_slow-cheap")]
+    problems = []
+    for folder in folders:
+        problems += [f"{folder}: {p}" for p in check(folder, browser)]
+    for p in problems:
+        print("FAIL", p)
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
