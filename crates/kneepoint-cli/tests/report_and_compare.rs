@@ -241,6 +241,13 @@ fn compare_tells_a_rerun_from_a_twenty_percent_slowdown() {
         let change = p50["change"].as_f64().unwrap();
         assert!((0.12..0.28).contains(&change), "{p50}");
         assert!(p50["ci_low"].as_f64().unwrap() > 0.0);
+        let itl = level["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == "inter_token_latency")
+            .unwrap();
+        assert_eq!(itl["differences"][0]["verdict"], "regressed", "{itl}");
     }
     let stderr = String::from_utf8_lossy(&worse.stderr);
     assert!(stderr.contains("request_latency p50"), "{stderr}");

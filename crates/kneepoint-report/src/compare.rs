@@ -63,10 +63,12 @@ impl Comparison {
     }
 }
 
-const LATENCY_METRICS: [(&str, &[f64]); 3] = [
-    ("time_to_first_token", &[0.5, 0.9, 0.99]),
-    ("inter_token_latency", &[0.5, 0.99]),
-    ("request_latency", &[0.5, 0.9, 0.99]),
+/// Per-request metrics compared: name, quantiles, and the smallest change that counts, in ms
+/// (ITL is an average over many gaps, so it is precise to well under a millisecond).
+const LATENCY_METRICS: [(&str, &[f64], f64); 3] = [
+    ("time_to_first_token", &[0.5, 0.9, 0.99], 1.0),
+    ("inter_token_latency", &[0.5, 0.99], 0.1),
+    ("request_latency", &[0.5, 0.9, 0.99], 1.0),
 ];
 
 /// Measured records in the order they started.
@@ -104,10 +106,11 @@ fn errors(l: &Level) -> Vec<f64> {
 
 fn level(a: &Level, b: &Level, config: &CompareConfig) -> LevelComparison {
     let mut metrics = Vec::new();
-    for (i, (name, qs)) in LATENCY_METRICS.iter().enumerate() {
+    for (i, (name, qs, min_ms)) in LATENCY_METRICS.iter().enumerate() {
         let stats: Vec<Statistic> = qs.iter().map(|&q| Statistic::Quantile(q)).collect();
         let cfg = CompareConfig {
             seed: config.seed.wrapping_add(i as u64),
+            min_effect: config.min_effect.min(*min_ms),
             ..*config
         };
         let block = a.concurrency.max(1) as usize;
@@ -264,10 +267,11 @@ pub fn comparison_text(c: &Comparison) -> String {
     }
     let _ = writeln!(
         o,
-        "overall: {} (tolerance {:.0} % relative and at least {} ms, {:.1} pp for the error rate; {:.0} % bootstrap intervals, {} resamples)",
+        "overall: {} (tolerance {:.0} % relative and at least {} ms ({} ms for ITL), {:.1} pp for the error rate; {:.0} % bootstrap intervals, {} resamples)",
         c.verdict,
         c.config.tolerance * 100.0,
         c.config.min_effect,
+        c.config.min_effect.min(LATENCY_METRICS[1].2),
         c.config.absolute_tolerance * 100.0,
         c.config.confidence * 100.0,
         c.config.resamples
