@@ -237,6 +237,45 @@ pub struct CommonArgs {
     /// Built-in simulator: how long a `stall` fault lasts, ms.
     #[arg(long, value_name = "MS")]
     pub sim_stall_ms: Option<u64>,
+    /// A SageMaker endpoint to invoke (SigV4-signed, credentials from the standard AWS chain)
+    /// instead of an OpenAI-compatible URL.
+    #[arg(long, value_name = "NAME")]
+    pub sagemaker_endpoint: Option<String>,
+    /// AWS region of the SageMaker endpoint (else AWS_REGION / AWS_DEFAULT_REGION).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// SageMaker runtime URL override (VPC endpoint, or a local simulator).
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// SageMaker request body: chat (OpenAI chat, the vLLM container), completions, or tgi
+    /// (`{"inputs", "parameters"}`).
+    #[arg(long, value_name = "FORMAT")]
+    pub sagemaker_body: Option<String>,
+    /// Framing of streamed payloads: sse (default) or jsonlines.
+    #[arg(long, value_name = "CODEC")]
+    pub payload_codec: Option<String>,
+    /// X-Amzn-SageMaker-Inference-Component.
+    #[arg(long, value_name = "NAME")]
+    pub inference_component: Option<String>,
+    /// X-Amzn-SageMaker-Target-Variant.
+    #[arg(long, value_name = "VARIANT")]
+    pub target_variant: Option<String>,
+    /// X-Amzn-SageMaker-Custom-Attributes.
+    #[arg(long, value_name = "TEXT")]
+    pub custom_attributes: Option<String>,
+    /// X-Amzn-SageMaker-Target-Container-Hostname.
+    #[arg(long, value_name = "HOST")]
+    pub target_container_hostname: Option<String>,
+    /// X-Amzn-SageMaker-Target-Model (InvokeEndpoint only).
+    #[arg(long, value_name = "MODEL")]
+    pub target_model: Option<String>,
+    /// AWS profile for credentials (else AWS_PROFILE / default).
+    #[arg(long, value_name = "PROFILE")]
+    pub aws_profile: Option<String>,
+    /// Built-in simulator: speak `openai` (default) or the `sagemaker` runtime protocol (signed
+    /// requests, event streams) to the client.
+    #[arg(long, value_name = "PROTOCOL")]
+    pub sim_protocol: Option<String>,
     /// Built-in simulator: multiply every engine step cost (1.2 = a server 20 % slower).
     #[arg(long, value_name = "FACTOR")]
     pub sim_slowdown: Option<f64>,
@@ -319,5 +358,19 @@ pub enum SimCommand {
         /// Seed for output lengths and jitter.
         #[arg(long)]
         seed: Option<u64>,
+        /// Check SageMaker-protocol signatures against this access key id (with the secret
+        /// from --sigv4-secret-env).
+        #[arg(long, value_name = "AKID")]
+        sigv4_access_key_id: Option<String>,
+        /// Environment variable holding the test secret access key.
+        #[arg(
+            long,
+            value_name = "VAR",
+            default_value = "KNEEPOINT_SIM_SECRET_ACCESS_KEY"
+        )]
+        sigv4_secret_env: String,
+        /// Answer only this SageMaker endpoint name.
+        #[arg(long, value_name = "NAME")]
+        endpoint_name: Option<String>,
     },
 }

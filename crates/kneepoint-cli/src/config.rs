@@ -148,6 +148,32 @@ pub struct EndpointSection {
     pub first_token_timeout_s: Option<f64>,
     /// Idle-gap deadline, seconds.
     pub idle_timeout_s: Option<f64>,
+    /// A SageMaker endpoint name (instead of `url`).
+    pub sagemaker_endpoint: Option<String>,
+    /// Its AWS region.
+    pub region: Option<String>,
+    /// SageMaker runtime URL override.
+    pub endpoint_url: Option<String>,
+    /// `chat`, `completions` or `tgi`.
+    pub body_format: Option<String>,
+    /// `sse` or `jsonlines`.
+    pub payload_codec: Option<String>,
+    /// `X-Amzn-SageMaker-Inference-Component`.
+    pub inference_component: Option<String>,
+    /// `X-Amzn-SageMaker-Target-Variant`.
+    pub target_variant: Option<String>,
+    /// `X-Amzn-SageMaker-Custom-Attributes`.
+    pub custom_attributes: Option<String>,
+    /// `X-Amzn-SageMaker-Target-Container-Hostname`.
+    pub target_container_hostname: Option<String>,
+    /// `X-Amzn-SageMaker-Target-Model`.
+    pub target_model: Option<String>,
+    /// `X-Amzn-SageMaker-Session-Id`.
+    pub session_id: Option<String>,
+    /// `X-Amzn-SageMaker-Inference-Id`.
+    pub inference_id: Option<String>,
+    /// AWS profile for credentials.
+    pub aws_profile: Option<String>,
 }
 
 /// `[workload]`.
@@ -213,6 +239,8 @@ pub struct SimulatorSection {
     /// Multiplies every engine step cost (1.2 = a server 20 % slower), to model a slower or
     /// faster deployment.
     pub slowdown: Option<f64>,
+    /// `openai` (default) or `sagemaker`: the protocol the simulator speaks.
+    pub protocol: Option<String>,
 }
 
 impl FileConfig {
@@ -235,6 +263,8 @@ impl FileConfig {
 /// What the sweep runs against.
 #[derive(Debug, Clone)]
 pub enum Target {
+    /// A SageMaker endpoint (real, or at an `endpoint_url`).
+    SageMaker,
     /// The built-in simulator, started in-process.
     Simulator(SimProfile),
     /// An OpenAI-compatible endpoint.
@@ -277,6 +307,81 @@ pub struct CommonSettings {
     pub retry: RetryPolicy,
     /// Output directory.
     pub artifact_dir: PathBuf,
+    /// Set when the target speaks the SageMaker runtime protocol (a real endpoint, or the
+    /// simulator with `protocol = "sagemaker"`).
+    pub sagemaker: Option<SageMakerSettings>,
+}
+
+/// How to reach a SageMaker endpoint.
+#[derive(Debug, Clone)]
+pub struct SageMakerSettings {
+    /// The transport's configuration.
+    pub config: kneepoint_transport::sagemaker::SageMakerConfig,
+    /// AWS profile for the credential chain.
+    pub aws_profile: Option<String>,
+}
+
+fn sagemaker_settings(
+    args: &CommonArgs,
+    ep: &EndpointSection,
+    transport: &OpenAiConfig,
+    name: String,
+) -> anyhow::Result<SageMakerSettings> {
+    use kneepoint_transport::sagemaker::{BodyFormat, CodecKind, InvokeHeaders, SageMakerConfig};
+    let region = args
+        .region
+        .clone()
+        .or(ep.region.clone())
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        .unwrap_or_else(|| "us-east-1".into());
+    let mut c = SageMakerConfig::new(name, region);
+    c.endpoint_url = args.endpoint_url.clone().or(ep.endpoint_url.clone());
+    c.body = match args.sagemaker_body.as_ref().or(ep.body_format.as_ref()) {
+        Some(b) => BodyFormat::parse(b).ok_or_else(|| {
+            anyhow::anyhow!("the SageMaker body must be chat, completions or tgi, not {b:?}")
+        })?,
+        None if transport.api == Api::Completions => BodyFormat::OpenAiCompletions,
+        None => BodyFormat::OpenAiChat,
+    };
+    c.codec = match args
+        .payload_codec
+        .as_ref()
+        .or(ep.payload_codec.as_ref())
+        .map(String::as_str)
+    {
+        None | Some("sse") => CodecKind::Sse,
+        Some("jsonlines") | Some("json_lines") | Some("jsonl") => CodecKind::JsonLines,
+        Some(other) => bail!("the payload codec must be sse or jsonlines, not {other:?}"),
+    };
+    c.model = transport.model.clone();
+    c.streaming = transport.streaming;
+    c.max_tokens_field = transport.max_tokens_field;
+    c.extra_body = transport.extra_body.clone();
+    c.connect_timeout = transport.connect_timeout;
+    c.headers = InvokeHeaders {
+        custom_attributes: args
+            .custom_attributes
+            .clone()
+            .or(ep.custom_attributes.clone()),
+        target_variant: args.target_variant.clone().or(ep.target_variant.clone()),
+        target_container_hostname: args
+            .target_container_hostname
+            .clone()
+            .or(ep.target_container_hostname.clone()),
+        inference_component: args
+            .inference_component
+            .clone()
+            .or(ep.inference_component.clone()),
+        session_id: ep.session_id.clone(),
+        inference_id: ep.inference_id.clone(),
+        target_model: args.target_model.clone().or(ep.target_model.clone()),
+    };
+    c.validate()?;
+    Ok(SageMakerSettings {
+        config: c,
+        aws_profile: args.aws_profile.clone().or(ep.aws_profile.clone()),
+    })
 }
 
 fn dist(mean: f64, stddev: f64, what: &str) -> anyhow::Result<LengthDist> {
@@ -424,6 +529,34 @@ impl CommonSettings {
         // Fail early on a bad URL or header.
         kneepoint_transport::OpenAiTransport::new(transport.clone())?;
 
+        let sm_name = args
+            .sagemaker_endpoint
+            .clone()
+            .or(ep.sagemaker_endpoint.clone());
+        let sim_protocol = args
+            .sim_protocol
+            .clone()
+            .or(sim.protocol.clone())
+            .unwrap_or_else(|| "openai".into());
+        if !matches!(sim_protocol.as_str(), "openai" | "sagemaker") {
+            bail!("the simulator protocol must be openai or sagemaker, not {sim_protocol:?}");
+        }
+        if sm_name.is_some() && url.is_some() {
+            bail!(
+                "give either --url (an OpenAI-compatible server) or --sagemaker-endpoint, not both"
+            );
+        }
+        let sagemaker = match (&sm_name, target.is_some() && sim_protocol == "sagemaker") {
+            (Some(name), _) => Some(sagemaker_settings(args, &ep, &transport, name.clone())?),
+            (None, true) => Some(sagemaker_settings(
+                args,
+                &ep,
+                &transport,
+                "kneepoint-sim".into(),
+            )?),
+            (None, false) => None,
+        };
+
         let request_count = args
             .request_count
             .or(request_count)
@@ -456,10 +589,12 @@ impl CommonSettings {
             .or(file.artifact_dir.clone())
             .unwrap_or_else(default_artifact_dir);
         Ok(CommonSettings {
-            target: match target {
-                Some(p) => Target::Simulator(p),
-                None => Target::OpenAi(transport.clone()),
+            target: match (target, &sm_name) {
+                (_, Some(_)) => Target::SageMaker,
+                (Some(p), None) => Target::Simulator(p),
+                (None, None) => Target::OpenAi(transport.clone()),
             },
+            sagemaker,
             transport,
             request_count,
             warmup_requests: args
@@ -548,9 +683,27 @@ impl CommonSettings {
         let target = match &self.target {
             Target::Simulator(p) => serde_json::json!({"kind": "simulator", "profile": p}),
             Target::OpenAi(c) => serde_json::json!({"kind": "openai", "url": c.url()}),
+            Target::SageMaker => serde_json::json!({"kind": "sagemaker"}),
         };
+        let sagemaker = self.sagemaker.as_ref().map(|s| {
+            let c = &s.config;
+            serde_json::json!({
+                "endpoint_name": c.endpoint_name,
+                "region": c.region,
+                "url": c.url(),
+                "body": c.body,
+                "payload_codec": c.codec,
+                "streaming": c.streaming,
+                "headers": c.headers,
+                "credentials": match &s.aws_profile {
+                    Some(p) => format!("AWS default chain, profile {p}"),
+                    None => "AWS default chain".to_owned(),
+                },
+            })
+        });
         serde_json::json!({
             "target": target,
+            "sagemaker": sagemaker,
             "endpoint": {
                 "type": self.transport.api,
                 "url": self.transport.url(),

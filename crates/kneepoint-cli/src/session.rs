@@ -15,13 +15,14 @@ use kneepoint_metrics::{GoodputSlo, LevelSummary, PERCENTILES};
 use kneepoint_planner::Measurement;
 use kneepoint_runner::{run_level, CancelToken, LevelConfig, RecordObserver};
 use kneepoint_sim::SimServer;
+use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerTransport, StaticCredentials};
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
 use kneepoint_workload::{
     load_tokenizer, DatasetWorkload, SyntheticConfig, SyntheticWorkload, TokenizerCounter, Workload,
 };
 use serde_json::{json, Value};
 
-use crate::config::{CommonSettings, Target};
+use crate::config::{CommonSettings, SageMakerSettings, Target};
 
 /// A connected target and a workload, ready to run levels.
 pub(crate) struct Session {
@@ -66,6 +67,86 @@ async fn ready(config: &OpenAiConfig) -> anyhow::Result<()> {
     }
 }
 
+/// Fails fast when a SageMaker runtime URL cannot be reached at all (there is no cheap,
+/// unbilled request to send, so this checks that a TCP connection opens).
+async fn ready_tcp(base_url: &str) -> anyhow::Result<()> {
+    let uri: http::Uri = base_url
+        .parse()
+        .with_context(|| format!("invalid endpoint URL {base_url}"))?;
+    let host = uri.host().unwrap_or("localhost").to_owned();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    match tokio::time::timeout(
+        std::time::Duration::from_secs(15),
+        tokio::net::TcpStream::connect((host.as_str(), port)),
+    )
+    .await
+    {
+        Err(_) => anyhow::bail!("{base_url} did not accept a connection within 15 s"),
+        Ok(Err(e)) => Err(anyhow::Error::new(e).context(format!("cannot reach {base_url}"))),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+/// Starts the built-in simulator, speaking OpenAI or (with `sm`) the SageMaker protocol with
+/// a fresh test key; returns the transport to it.
+async fn start_simulator(
+    profile: &kneepoint_sim::SimProfile,
+    sm: Option<&SageMakerSettings>,
+    openai: &OpenAiConfig,
+    counter: Arc<dyn TokenCounter>,
+) -> anyhow::Result<(Arc<dyn Transport>, SimServer, String)> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let Some(sm) = sm else {
+        let server = SimServer::start_with_counter(profile.clone(), addr, counter)
+            .await
+            .context("starting the built-in simulator")?;
+        let mut c = openai.clone();
+        c.base_url = server.base_url();
+        // Our own simulator takes the prompt length from the client instead of tokenizing
+        // every prompt on the CPU the client needs.
+        c.send_input_token_hint = true;
+        let url = server.base_url();
+        return Ok((Arc::new(OpenAiTransport::new(c)?), server, url));
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let key = kneepoint_sim::SigV4TestKey {
+        access_key_id: format!("AKIDKNEEPOINTSIM{}", nanos % 1_000_000),
+        secret_access_key: format!("sim-secret-{nanos:x}"),
+    };
+    let options = kneepoint_sim::SimOptions {
+        sigv4: Some(key.clone()),
+        endpoint_name: Some(sm.config.endpoint_name.clone()),
+    };
+    let server = SimServer::start_with_options(profile.clone(), addr, counter, options)
+        .await
+        .context("starting the built-in simulator")?;
+    let mut c = sm.config.clone();
+    c.endpoint_url = Some(server.base_url());
+    c.send_input_token_hint = true;
+    if c.model.is_empty() {
+        c.model = profile.model.clone();
+    }
+    let creds = aws_credential_types::Credentials::new(
+        key.access_key_id,
+        key.secret_access_key,
+        None,
+        None,
+        "kneepoint-sim",
+    );
+    let url = server.base_url();
+    let t = SageMakerTransport::new(c, Arc::new(StaticCredentials(creds)))?;
+    Ok((Arc::new(t), server, url))
+}
+
 fn progress_bar(show: bool, label: &str, total: u64) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
@@ -94,39 +175,54 @@ impl Session {
         let tokenizer = load_tokenizer(&settings.tokenizer)
             .with_context(|| format!("loading tokenizer {:?}", settings.tokenizer))?;
         let counter: Arc<dyn TokenCounter> = Arc::new(TokenizerCounter(tokenizer.clone()));
-        let server = match &settings.target {
-            Target::Simulator(profile) => {
-                let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-                let server = SimServer::start_with_counter(profile.clone(), addr, counter.clone())
-                    .await
-                    .context("starting the built-in simulator")?;
-                transport_config.base_url = server.base_url();
-                // Our own simulator takes the prompt length from the client instead of
-                // tokenizing every prompt on the CPU the client needs.
-                transport_config.send_input_token_hint = true;
+        let mut resolved = settings.clone();
+        let (transport, server): (Arc<dyn Transport>, Option<SimServer>) = match (
+            &settings.target,
+            &settings.sagemaker,
+        ) {
+            (Target::Simulator(profile), sm) => {
+                let (transport, server, base_url) =
+                    start_simulator(profile, sm.as_ref(), &transport_config, counter.clone())
+                        .await?;
                 if progress {
                     eprintln!(
-                        "built-in simulator ({} profile, {}x real time) on {}",
+                        "built-in simulator ({} profile, {}x real time, {} protocol) on {}",
                         profile.name,
                         1.0 / profile.time_scale,
-                        server.base_url()
+                        if sm.is_some() { "SageMaker" } else { "OpenAI" },
+                        base_url
                     );
                 }
-                Some(server)
+                transport_config.base_url = base_url;
+                transport_config.send_input_token_hint = true;
+                (transport, Some(server))
             }
-            Target::OpenAi(_) => None,
+            (Target::SageMaker, Some(sm)) => {
+                ready_tcp(&sm.config.base_url()).await?;
+                let creds = AwsCredentialChain::load(
+                        &sm.config.region,
+                        sm.aws_profile.as_deref(),
+                    )
+                    .await
+                    .context("loading AWS credentials (environment, ~/.aws files, web identity, container or instance metadata)")?;
+                let t = SageMakerTransport::new(sm.config.clone(), Arc::new(creds))?;
+                (Arc::new(t), None)
+            }
+            (Target::SageMaker, None) => anyhow::bail!("no SageMaker endpoint configured"),
+            (Target::OpenAi(_), _) => {
+                if transport_config.model.is_empty() {
+                    transport_config.model = detect_model(&transport_config).await?;
+                    if progress {
+                        eprintln!("model: {} (from GET /v1/models)", transport_config.model);
+                    }
+                } else {
+                    ready(&transport_config).await?;
+                }
+                let t = OpenAiTransport::new(transport_config.clone())?;
+                (Arc::new(t), None)
+            }
         };
-        if transport_config.model.is_empty() {
-            transport_config.model = detect_model(&transport_config).await?;
-            if progress {
-                eprintln!("model: {} (from GET /v1/models)", transport_config.model);
-            }
-        } else if matches!(settings.target, Target::OpenAi(_)) {
-            ready(&transport_config).await?;
-        }
-        let mut resolved = settings.clone();
         resolved.transport = transport_config.clone();
-        let transport: Arc<dyn Transport> = Arc::new(OpenAiTransport::new(transport_config)?);
         let workload: Box<dyn Workload> = match &settings.dataset {
             Some(d) => Box::new(
                 DatasetWorkload::load(tokenizer, d.clone())

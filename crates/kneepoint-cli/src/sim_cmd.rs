@@ -15,7 +15,27 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             profile,
             time_scale,
             seed,
+            sigv4_access_key_id,
+            sigv4_secret_env,
+            endpoint_name,
         } => {
+            let sigv4 = match sigv4_access_key_id {
+                Some(id) => {
+                    let secret = std::env::var(&sigv4_secret_env).with_context(|| {
+                        format!("--sigv4-access-key-id needs the secret in ${sigv4_secret_env}")
+                    })?;
+                    Some(kneepoint_sim::SigV4TestKey {
+                        access_key_id: id,
+                        secret_access_key: secret,
+                    })
+                }
+                None => None,
+            };
+            let options = kneepoint_sim::SimOptions {
+                sigv4,
+                endpoint_name,
+            };
+            let checks = options.sigv4.is_some();
             let mut p = SimProfile::by_name(&profile)?;
             if let Some(t) = time_scale {
                 p.time_scale = t;
@@ -23,9 +43,14 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             if let Some(s) = seed {
                 p.seed = s;
             }
-            let server = SimServer::start(p.clone(), SocketAddr::from(([127, 0, 0, 1], port)))
-                .await
-                .context("starting the simulator")?;
+            let server = SimServer::start_with_options(
+                p.clone(),
+                SocketAddr::from(([127, 0, 0, 1], port)),
+                std::sync::Arc::new(kneepoint_core::ApproxTokenCounter),
+                options,
+            )
+            .await
+            .context("starting the simulator")?;
             // A closed stdout (e.g. piped into `head`) must not stop the server.
             let mut out = std::io::stdout().lock();
             let _ = writeln!(
@@ -37,6 +62,11 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
                 server.base_url()
             );
             let _ = writeln!(out, "OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health");
+            let _ = writeln!(
+                out,
+                "SageMaker routes: POST /endpoints/NAME/invocations, POST /endpoints/NAME/invocations-response-stream ({})",
+                if checks { "SigV4 signatures checked" } else { "signatures not checked" }
+            );
             let _ = out.flush();
             drop(out);
             tokio::signal::ctrl_c()

@@ -149,3 +149,75 @@ fn bad_input_gives_clear_errors() {
     );
     assert!(resolve(&["--request-count", "-5"]).is_err());
 }
+
+#[test]
+fn sagemaker_endpoint_settings_from_file_and_flags() {
+    use kneepoint_transport::sagemaker::{BodyFormat, CodecKind};
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        &d,
+        "sm.toml",
+        r#"
+[endpoint]
+sagemaker_endpoint = "my-vllm"
+region = "eu-west-1"
+inference_component = "ic-a"
+target_variant = "AllTraffic"
+custom_attributes = "team=infra"
+session_id = "s-1"
+body_format = "tgi"
+payload_codec = "jsonlines"
+aws_profile = "bench"
+"#,
+    );
+    let s = resolve(&["--config", &f]).unwrap();
+    assert!(matches!(s.common.target, Target::SageMaker));
+    let sm = s.common.sagemaker.as_ref().unwrap();
+    assert_eq!(sm.config.endpoint_name, "my-vllm");
+    assert_eq!(sm.config.region, "eu-west-1");
+    assert_eq!(sm.config.body, BodyFormat::Tgi);
+    assert_eq!(sm.config.codec, CodecKind::JsonLines);
+    assert_eq!(
+        sm.config.headers.inference_component.as_deref(),
+        Some("ic-a")
+    );
+    assert_eq!(sm.config.headers.session_id.as_deref(), Some("s-1"));
+    assert_eq!(sm.aws_profile.as_deref(), Some("bench"));
+    assert_eq!(
+        sm.config.url(),
+        "https://runtime.sagemaker.eu-west-1.amazonaws.com/endpoints/my-vllm/invocations-response-stream"
+    );
+    // Flags win over the file.
+    let s = resolve(&[
+        "--config",
+        &f,
+        "--region",
+        "us-east-2",
+        "--inference-component",
+        "ic-b",
+        "--endpoint-url",
+        "http://127.0.0.1:9",
+        "--streaming",
+        "false",
+    ])
+    .unwrap();
+    let sm = s.common.sagemaker.unwrap();
+    assert_eq!(sm.config.region, "us-east-2");
+    assert_eq!(
+        sm.config.headers.inference_component.as_deref(),
+        Some("ic-b")
+    );
+    assert_eq!(
+        sm.config.url(),
+        "http://127.0.0.1:9/endpoints/my-vllm/invocations"
+    );
+    // Clear errors.
+    let e = |args: &[&str]| resolve(args).unwrap_err().to_string();
+    assert!(e(&["--sagemaker-endpoint", "bad_name!"]).contains("endpoint name"));
+    assert!(e(&["--sagemaker-endpoint", "ok", "--url", "http://x"]).contains("not both"));
+    assert!(
+        e(&["--sagemaker-endpoint", "ok", "--sagemaker-body", "xml"])
+            .contains("chat, completions or tgi")
+    );
+    assert!(e(&["--sim-protocol", "grpc"]).contains("openai or sagemaker"));
+}

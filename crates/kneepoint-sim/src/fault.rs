@@ -35,10 +35,18 @@ pub enum Fault {
     /// Generation is cut short: `[DONE]` arrives, but no chunk had a `finish_reason`
     /// (llama-cpp-python does this when it interrupts a request).
     DoneWithoutFinish,
+    /// SageMaker response streams: a frame whose message CRC is wrong.
+    EventStreamBadCrc,
+    /// SageMaker response streams: a `ModelStreamError` exception mid-stream.
+    ModelStreamError,
 }
 
 impl Fault {
-    /// Every fault.
+    /// The faults of the SageMaker protocol's response streams (no effect on OpenAI-protocol
+    /// requests; pick them by name).
+    pub const SAGEMAKER: [Fault; 2] = [Fault::EventStreamBadCrc, Fault::ModelStreamError];
+
+    /// Every fault of the OpenAI protocol (what an empty `kinds` list picks from).
     pub const ALL: [Fault; 12] = [
         Fault::Http429,
         Fault::Http500,
@@ -56,7 +64,10 @@ impl Fault {
 
     /// Parses the snake_case name (`http_429`, `reset_mid_stream`, ...).
     pub fn parse(s: &str) -> Option<Fault> {
-        Fault::ALL.into_iter().find(|f| f.name() == s)
+        Fault::ALL
+            .into_iter()
+            .chain(Fault::SAGEMAKER)
+            .find(|f| f.name() == s)
     }
 
     /// The snake_case name.
@@ -74,6 +85,8 @@ impl Fault {
             Fault::WrongContentType => "wrong_content_type",
             Fault::NoDone => "no_done",
             Fault::DoneWithoutFinish => "done_without_finish",
+            Fault::EventStreamBadCrc => "event_stream_bad_crc",
+            Fault::ModelStreamError => "model_stream_error",
         }
     }
 
@@ -88,6 +101,8 @@ impl Fault {
                 | Fault::OverlongLine
                 | Fault::NoDone
                 | Fault::DoneWithoutFinish
+                | Fault::EventStreamBadCrc
+                | Fault::ModelStreamError
         )
     }
 }
@@ -141,7 +156,7 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_picking() {
-        for f in Fault::ALL {
+        for f in Fault::ALL.into_iter().chain(Fault::SAGEMAKER) {
             assert_eq!(Fault::parse(f.name()), Some(f));
             assert_eq!(serde_json::to_value(f).unwrap(), f.name());
         }

@@ -1,6 +1,8 @@
 //! `kneepoint-sim`: a simulated LLM inference server with a continuous-batching engine model,
 //! speaking the OpenAI-compatible API (chat and completions, SSE streaming or whole responses)
-//! on loopback. It is kneepoint's embedded default target and the tests' ground truth.
+//! and the SageMaker runtime protocol (SigV4-checked `InvokeEndpoint` and
+//! `InvokeEndpointWithResponseStream` with event-stream framing; OpenAI or TGI bodies) on
+//! loopback. It is kneepoint's embedded default target and the tests' ground truth.
 //!
 //! The engine ([`EngineModel`]) is pure and clock-free: a limit of concurrent sequences
 //! (`max_num_seqs`), a KV-cache token budget, chunked prefill with a per-token cost, a decode
@@ -27,6 +29,7 @@ mod predict;
 mod profile;
 mod render;
 mod request;
+mod sagemaker;
 mod server;
 mod sse_body;
 mod truth;
@@ -37,5 +40,5 @@ pub use error::Error;
 pub use fault::{Fault, FaultPlan};
 pub use predict::{predict_closed_loop, Prediction};
 pub use profile::SimProfile;
-pub use server::SimServer;
+pub use server::{SigV4TestKey, SimOptions, SimServer};
 pub use truth::{ServerTiming, TruthLog};

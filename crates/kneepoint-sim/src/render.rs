@@ -22,7 +22,7 @@ impl ResponseMeta {
     fn head(&self) -> String {
         let object = match self.api {
             Api::Chat => "chat.completion.chunk",
-            Api::Completions => "text_completion",
+            Api::Completions | Api::Tgi => "text_completion",
         };
         format!(
             r#"{{"id":"cmpl-sim-{}","object":"{object}","created":{},"model":{}"#,
@@ -41,6 +41,20 @@ impl ResponseMeta {
     /// The SSE event for token `index`.
     pub fn token_event(&self, index: u32, finished: bool) -> Bytes {
         let word = token_text(self.id, index);
+        if self.api == Api::Tgi {
+            let details = if finished {
+                format!(
+                    "{{\"finish_reason\":\"{}\",\"generated_tokens\":{},\"seed\":null}}",
+                    self.finish_reason, self.output_tokens
+                )
+            } else {
+                "null".into()
+            };
+            return Bytes::from(format!(
+                "data:{{\"index\":{},\"token\":{{\"id\":{index},\"text\":\" {word}\",\"logprob\":-0.1,\"special\":false}},\"generated_text\":null,\"details\":{details}}}\n\n",
+                index + 1
+            ));
+        }
         let finish = if finished {
             format!("\"{}\"", self.finish_reason)
         } else {
@@ -50,7 +64,7 @@ impl ResponseMeta {
             Api::Chat => format!(
                 "{{\"index\":0,\"delta\":{{\"content\":\" {word}\"}},\"finish_reason\":{finish}}}"
             ),
-            Api::Completions => {
+            Api::Completions | Api::Tgi => {
                 format!("{{\"index\":0,\"text\":\" {word}\",\"finish_reason\":{finish}}}")
             }
         };
@@ -84,6 +98,12 @@ impl ResponseMeta {
             .map(|i| format!(" {}", token_text(self.id, i)))
             .collect();
         let text = serde_json::Value::String(text).to_string();
+        if self.api == Api::Tgi {
+            return Bytes::from(format!(
+                "[{{\"generated_text\":{text},\"details\":{{\"finish_reason\":\"{}\",\"generated_tokens\":{}}}}}]",
+                self.finish_reason, self.output_tokens
+            ));
+        }
         let (object, choice) = match self.api {
             Api::Chat => (
                 "chat.completion",
@@ -92,7 +112,7 @@ impl ResponseMeta {
                     self.finish_reason
                 ),
             ),
-            Api::Completions => (
+            Api::Completions | Api::Tgi => (
                 "text_completion",
                 format!(
                     "{{\"index\":0,\"text\":{text},\"finish_reason\":\"{}\"}}",

@@ -8,6 +8,23 @@ use serde_json::Value;
 pub(crate) enum Api {
     Chat,
     Completions,
+    /// A TGI / LMI body (`{"inputs": ..., "parameters": {...}}`), on the SageMaker routes.
+    Tgi,
+}
+
+impl Api {
+    /// The API a SageMaker invocation body speaks (`messages`, `prompt` or `inputs`).
+    pub(crate) fn detect(body: &[u8]) -> Api {
+        let head = &body[..body.len().min(4096)];
+        let has = |k: &[u8]| head.windows(k.len()).any(|w| w == k);
+        if has(b"\"inputs\"") && !has(b"\"messages\"") {
+            Api::Tgi
+        } else if has(b"\"prompt\"") && !has(b"\"messages\"") {
+            Api::Completions
+        } else {
+            Api::Chat
+        }
+    }
 }
 
 /// The fields of a generation request the simulator honours.
@@ -29,7 +46,11 @@ pub(crate) fn parse_request(
 ) -> Result<GenRequest, String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
     let obj = v.as_object().ok_or("the body must be a JSON object")?;
+    if api == Api::Tgi {
+        return parse_tgi(obj, counter);
+    }
     let prompt_tokens = match api {
+        Api::Tgi => 0,
         Api::Chat => {
             let msgs = obj
                 .get("messages")
@@ -84,6 +105,38 @@ pub(crate) fn parse_request(
     })
 }
 
+fn parse_tgi(
+    obj: &serde_json::Map<String, Value>,
+    counter: &dyn TokenCounter,
+) -> Result<GenRequest, String> {
+    let prompt = obj
+        .get("inputs")
+        .and_then(Value::as_str)
+        .ok_or("`inputs` must be a string")?;
+    let params = obj.get("parameters").and_then(Value::as_object);
+    let uint = |name: &str| -> Result<Option<u32>, String> {
+        match params.and_then(|p| p.get(name)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| format!("`parameters.{name}` must be a non-negative integer")),
+        }
+    };
+    Ok(GenRequest {
+        prompt_tokens: u32::try_from(counter.count(prompt)).unwrap_or(u32::MAX),
+        stream: obj.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        include_usage: false,
+        max_tokens: uint("max_new_tokens")?,
+        min_tokens: uint("min_new_tokens")?,
+        ignore_eos: params
+            .and_then(|p| p.get("ignore_eos"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
 fn message_tokens(m: &Value, counter: &dyn TokenCounter) -> Result<usize, String> {
     match m.get("content") {
         Some(Value::String(s)) => Ok(counter.count(s)),
@@ -133,5 +186,18 @@ mod tests {
         assert!(parse_request(Api::Completions, b"{", c).is_err());
         assert!(parse_request(Api::Chat, br#"{"prompt":"x"}"#, c).is_err());
         assert!(parse_request(Api::Completions, br#"{"prompt":"x","max_tokens":-1}"#, c).is_err());
+    }
+
+    #[test]
+    fn tgi_request_and_detection() {
+        let body = br#"{"inputs":"a b c","parameters":{"max_new_tokens":7,"ignore_eos":true},"stream":true}"#;
+        assert_eq!(Api::detect(body), Api::Tgi);
+        let r = parse_request(Api::Tgi, body, &ApproxTokenCounter).unwrap();
+        assert_eq!(
+            (r.prompt_tokens, r.max_tokens, r.ignore_eos, r.stream),
+            (3, Some(7), true, true)
+        );
+        assert_eq!(Api::detect(br#"{"messages":[],"model":"m"}"#), Api::Chat);
+        assert_eq!(Api::detect(br#"{"prompt":"x"}"#), Api::Completions);
     }
 }

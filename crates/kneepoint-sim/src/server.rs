@@ -31,17 +31,46 @@ use crate::sse_body::{InjectedFault, SseBody};
 use crate::truth::{ServerTiming, TruthLog};
 use crate::{Error, SimProfile};
 
-type Body = UnsyncBoxBody<Bytes, InjectedFault>;
+pub(crate) type Body = UnsyncBoxBody<Bytes, InjectedFault>;
 
 const MAX_REQUEST_BYTES: usize = 64 << 20;
 
 struct State {
     profile: SimProfile,
+    options: SimOptions,
     counter: Arc<dyn TokenCounter>,
     model_json: String,
     engine: Mutex<Sender<Command>>,
     next_id: AtomicU64,
     lengths: Mutex<StdRng>,
+}
+
+/// A SigV4 key the simulator checks SageMaker-protocol requests against. `Debug` is redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigV4TestKey {
+    /// The access key id.
+    pub access_key_id: String,
+    /// The secret access key.
+    pub secret_access_key: String,
+}
+
+impl std::fmt::Debug for SigV4TestKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigV4TestKey")
+            .field("access_key_id", &self.access_key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Server options beyond the engine profile.
+#[derive(Debug, Clone, Default)]
+pub struct SimOptions {
+    /// Check SageMaker-protocol requests' signatures against this key (unsigned or wrongly
+    /// signed requests get 403, as from AWS); `None` accepts any.
+    pub sigv4: Option<SigV4TestKey>,
+    /// Answer only this SageMaker endpoint name (others get 400 `ValidationError`); `None`
+    /// answers any name.
+    pub endpoint_name: Option<String>,
 }
 
 /// A running simulator. Dropping it stops accepting connections.
@@ -72,6 +101,16 @@ impl SimServer {
         addr: SocketAddr,
         counter: Arc<dyn TokenCounter>,
     ) -> Result<SimServer, Error> {
+        Self::start_with_options(profile, addr, counter, SimOptions::default()).await
+    }
+
+    /// Like [`SimServer::start_with_counter`], with [`SimOptions`] (SageMaker protocol checks).
+    pub async fn start_with_options(
+        profile: SimProfile,
+        addr: SocketAddr,
+        counter: Arc<dyn TokenCounter>,
+        options: SimOptions,
+    ) -> Result<SimServer, Error> {
         profile.validate()?;
         let listener = listen(addr).map_err(|source| Error::Bind {
             addr: addr.to_string(),
@@ -87,6 +126,7 @@ impl SimServer {
             model_json: serde_json::Value::String(profile.model.clone()).to_string(),
             lengths: Mutex::new(StdRng::seed_from_u64(profile.seed)),
             profile,
+            options,
             counter,
             engine: Mutex::new(engine),
             next_id: AtomicU64::new(0),
@@ -170,7 +210,7 @@ fn full(bytes: impl Into<Bytes>) -> Body {
         .boxed_unsync()
 }
 
-fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
+pub(crate) fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
     let mut r = Response::new(full(body));
     *r.status_mut() = status;
     r.headers_mut().insert(
@@ -202,6 +242,12 @@ async fn handle(
 struct ResetMarker;
 
 async fn respond(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Body> {
+    if req.method() == Method::POST {
+        if let Some((name, streaming)) = crate::sagemaker::route(req.uri().path()) {
+            let name = name.to_owned();
+            return respond_sagemaker(state, req, name, streaming).await;
+        }
+    }
     let api = match (req.method(), req.uri().path()) {
         (&Method::POST, "/v1/chat/completions") => Api::Chat,
         (&Method::POST, "/v1/completions") => Api::Completions,
@@ -215,16 +261,7 @@ async fn respond(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<B
         }
         _ => return error(StatusCode::NOT_FOUND, "NotFoundError", "no such route"),
     };
-    let client_request_id = req
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let hint: Option<usize> = req
-        .headers()
-        .get("x-kneepoint-input-tokens")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
+    let (client_request_id, hint) = request_hints(req.headers());
     let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
         .collect()
         .await
@@ -238,6 +275,145 @@ async fn respond(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<B
             )
         }
     };
+    generate(state, api, &body, hint, client_request_id, None).await
+}
+
+/// The fault injected into a streamed response (carried to the SageMaker framing).
+#[derive(Clone, Copy)]
+struct FaultTag(Option<Fault>);
+
+/// Reads the headers a generation needs: the client's request id and input-length hint.
+fn request_hints(headers: &http::HeaderMap) -> (Option<String>, Option<usize>) {
+    let id = headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let hint = headers
+        .get("x-kneepoint-input-tokens")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    (id, hint)
+}
+
+async fn respond_sagemaker(
+    state: Arc<State>,
+    req: hyper::Request<Incoming>,
+    name: String,
+    streaming: bool,
+) -> Response<Body> {
+    let (client_request_id, hint) = request_hints(req.headers());
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect();
+    let host = req
+        .headers()
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("localhost")
+        .to_owned();
+    let url = format!("http://{host}{}", req.uri().path());
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "ValidationError",
+                "unreadable body",
+            )
+        }
+    };
+    if let Some(key) = &state.options.sigv4 {
+        let creds = aws_credential_types::Credentials::new(
+            key.access_key_id.clone(),
+            key.secret_access_key.clone(),
+            None,
+            None,
+            "kneepoint-sim",
+        );
+        if let Some(r) = crate::sagemaker::check_signature(&creds, "POST", &url, &headers, &body) {
+            return r;
+        }
+    }
+    if state
+        .options
+        .endpoint_name
+        .as_ref()
+        .is_some_and(|n| *n != name)
+    {
+        let mut r = error(
+            StatusCode::BAD_REQUEST,
+            "ValidationError",
+            &format!("Endpoint {name} of account 000000000000 not found."),
+        );
+        r.headers_mut().insert(
+            "x-amzn-errortype",
+            http::HeaderValue::from_static(
+                "ValidationError:http://internal.amazon.com/coral/com.amazon.coral.validate/",
+            ),
+        );
+        return r;
+    }
+    let api = Api::detect(&body);
+    let resp = generate(state, api, &body, hint, client_request_id, Some(streaming)).await;
+    let fault = resp.extensions().get::<FaultTag>().and_then(|f| f.0);
+    if resp.extensions().get::<ResetMarker>().is_some() {
+        return resp;
+    }
+    if !resp.status().is_success() {
+        let original = resp
+            .into_body()
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        let status = http::StatusCode::from_u16(
+            serde_json::from_slice::<serde_json::Value>(&original)
+                .ok()
+                .and_then(|v| v.get("code").and_then(serde_json::Value::as_u64))
+                .and_then(|c| u16::try_from(c).ok())
+                .unwrap_or(500),
+        )
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut shell = Response::new(full(Bytes::new()));
+        *shell.status_mut() = status;
+        return crate::sagemaker::wrap_error(shell, original);
+    }
+    let is_sse = resp
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if streaming && is_sse {
+        let (mut parts, body) = resp.into_parts();
+        parts.headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/vnd.amazon.eventstream"),
+        );
+        parts.headers.insert(
+            "x-amzn-sagemaker-content-type",
+            http::HeaderValue::from_static("text/event-stream"),
+        );
+        let body = crate::sagemaker::EventStreamBody::new(body, fault).boxed_unsync();
+        return Response::from_parts(parts, body);
+    }
+    resp
+}
+
+/// Runs one generation request (already routed and read) and answers it (a streamed answer
+/// carries the injected fault, if any, as a [`FaultTag`]). `stream` overrides the body's `stream` flag (SageMaker decides
+/// by the operation).
+async fn generate(
+    state: Arc<State>,
+    api: Api,
+    body: &[u8],
+    hint: Option<usize>,
+    client_request_id: Option<String>,
+    stream: Option<bool>,
+) -> Response<Body> {
     let arrival = Instant::now();
     // kneepoint's own client may say how many tokens the prompt has; counting is then skipped
     // (it costs ~1 ms per 1k tokens of CPU the client needs on a shared machine).
@@ -245,10 +421,13 @@ async fn respond(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<B
         Some(_) => &SkipCounter,
         None => state.counter.as_ref(),
     };
-    let mut gen = match parse_request(api, &body, counter) {
+    let mut gen = match parse_request(api, body, counter) {
         Ok(g) => g,
         Err(m) => return error(StatusCode::BAD_REQUEST, "BadRequestError", &m),
     };
+    if let Some(s) = stream {
+        gen.stream = s;
+    }
     if let Some(n) = hint {
         gen.prompt_tokens = u32::try_from(n).unwrap_or(u32::MAX);
     }
@@ -357,6 +536,7 @@ async fn respond(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<B
             http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("text/event-stream"),
         );
+        r.extensions_mut().insert(FaultTag(fault));
         r
     } else {
         let mut rx = rx;

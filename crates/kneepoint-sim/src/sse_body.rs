@@ -106,6 +106,7 @@ impl SseBody {
         if t.finished {
             self.phase = match (self.fault, self.include_usage) {
                 (Some(Fault::NoDone), _) => Phase::End,
+                _ if self.meta.api == crate::request::Api::Tgi => Phase::End,
                 (_, true) => Phase::Usage,
                 (_, false) => Phase::Done,
             };

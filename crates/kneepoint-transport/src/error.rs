@@ -21,6 +21,12 @@ pub enum Error {
         /// Why it was rejected (the value is not echoed: it may be a secret).
         reason: String,
     },
+    /// AWS credentials could not be found or fetched.
+    #[error("AWS credentials: {reason}")]
+    Credentials {
+        /// What went wrong (never a secret).
+        reason: String,
+    },
     /// The TLS configuration could not be built.
     #[error("TLS setup failed")]
     Tls {

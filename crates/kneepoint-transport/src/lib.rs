@@ -1,6 +1,9 @@
 //! Transports for kneepoint: the OpenAI-compatible client (chat and completions, SSE streaming or
 //! whole responses) on hyper 1 with hyper-util's pooled client and rustls (ring) for HTTPS.
 //!
+//! With the `sagemaker` feature, [`sagemaker::SageMakerTransport`] invokes SageMaker endpoints
+//! (SigV4, `InvokeEndpoint` and `InvokeEndpointWithResponseStream`).
+//!
 //! The transport never reads a clock: it yields each event as soon as its bytes are parsed, and
 //! the runner stamps arrival times around it.
 //!
@@ -21,10 +24,13 @@
 //! ```
 
 mod body;
+mod client;
 mod config;
 mod error;
 mod openai;
 mod parse;
+#[cfg(feature = "sagemaker")]
+pub mod sagemaker;
 pub mod sse;
 mod stream;
 

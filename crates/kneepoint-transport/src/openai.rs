@@ -1,18 +1,13 @@
 //! The OpenAI-compatible transport: `/v1/chat/completions` and `/v1/completions` over hyper.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, Method, Uri};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use kneepoint_core::{async_trait, Error as RequestError, EventStream, Request, Transport};
 
 use crate::body::request_body;
+use crate::client::{https_client, send_error, HttpClient};
 use crate::config::OpenAiConfig;
 use crate::parse::parse_body;
 use crate::sse::excerpt;
@@ -20,7 +15,7 @@ use crate::stream::SseStream;
 use crate::Error;
 
 /// The longest error-body excerpt kept in a record.
-const ERROR_EXCERPT_BYTES: usize = 512;
+pub(crate) const ERROR_EXCERPT_BYTES: usize = 512;
 
 /// A pooled hyper client speaking the OpenAI-compatible API (HTTP and HTTPS via rustls).
 #[derive(Clone)]
@@ -29,7 +24,7 @@ pub struct OpenAiTransport {
     uri: Uri,
     target: String,
     headers: HeaderMap,
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: HttpClient,
 }
 
 impl std::fmt::Debug for OpenAiTransport {
@@ -69,27 +64,7 @@ impl OpenAiTransport {
         let target = uri.authority().map(|a| a.to_string()).unwrap_or_default();
         let headers = build_headers(&config)?;
 
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(config.connect_timeout);
-        let builder = hyper_rustls::HttpsConnectorBuilder::new();
-        let builder = match builder.with_native_roots() {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!("no native TLS roots ({e}); https endpoints will fail to verify");
-                hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(
-                    rustls::ClientConfig::builder()
-                        .with_root_certificates(rustls::RootCertStore::empty())
-                        .with_no_client_auth(),
-                )
-            }
-        };
-        let connector = builder.https_or_http().enable_http1().wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(usize::MAX)
-            .build(connector);
+        let client = https_client(config.connect_timeout);
         Ok(OpenAiTransport {
             config,
             uri,
@@ -199,21 +174,7 @@ impl OpenAiTransport {
     }
 
     fn send_error(&self, e: hyper_util::client::legacy::Error) -> RequestError {
-        let message = std::error::Error::source(&e)
-            .map(|s| s.to_string())
-            .unwrap_or_else(|| e.to_string());
-        if e.is_connect() {
-            RequestError::Connect {
-                target: self.target.clone(),
-                message,
-                source: Some(Box::new(e)),
-            }
-        } else {
-            RequestError::Disconnected {
-                message,
-                source: Some(Box::new(e)),
-            }
-        }
+        send_error(&self.target, e)
     }
 }
 
@@ -253,7 +214,10 @@ fn build_headers(config: &OpenAiConfig) -> Result<HeaderMap, Error> {
     Ok(h)
 }
 
-async fn read_limited(body: hyper::body::Incoming, limit: usize) -> Result<Bytes, RequestError> {
+pub(crate) async fn read_limited(
+    body: hyper::body::Incoming,
+    limit: usize,
+) -> Result<Bytes, RequestError> {
     match Limited::new(body, limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) => {
