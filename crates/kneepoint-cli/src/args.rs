@@ -142,6 +142,58 @@ pub struct CommonArgs {
     /// Warm-up requests per level, excluded from metrics.
     #[arg(long, value_name = "N")]
     pub warmup_requests: Option<u32>,
+    /// Open loop: send requests at these rates (requests/s; one level per rate, comma-separated)
+    /// on an arrival schedule instead of keeping a number in flight. Latency is reported from
+    /// the actual and from the intended start, and the schedule lag is measured.
+    #[arg(long, value_delimiter = ',', value_name = "RPS")]
+    pub request_rate: Vec<f64>,
+    /// Open loop: `poisson` (default), `constant` or `gamma`.
+    #[arg(long, value_name = "PROCESS")]
+    pub arrival: Option<String>,
+    /// Open loop, gamma arrivals: the shape (1 = Poisson, < 1 burstier, > 1 smoother).
+    #[arg(long, value_name = "B")]
+    pub burstiness: Option<f64>,
+    /// Run each level for this many seconds instead of a request count (closed loop: requests
+    /// are drawn while the time lasts; open loop: the schedule covers this time).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration_s: Option<f64>,
+    /// With --duration-s: how long requests in flight at the end may finish before they are
+    /// cancelled and recorded as cancelled (default 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub grace_s: Option<f64>,
+    /// With --duration-s: warm-up time at the level's own load before measuring (default 0;
+    /// --warmup-requests is the count-based warm-up).
+    #[arg(long, value_name = "SECONDS")]
+    pub warmup_duration_s: Option<f64>,
+    /// Open loop: replay a trace dataset (`--dataset`, trace format) at its recorded send
+    /// times, sped up by this factor (2 = twice as fast). Sends up to `--request-count` records.
+    #[arg(long, value_name = "FACTOR")]
+    pub replay_speedup: Option<f64>,
+    /// Open loop: cap on requests in flight (default: none). Requests waiting for a slot are
+    /// sent late and the lag counts against the server.
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<u32>,
+    /// Runs of each level (default 1). With more than one, each run is kept in
+    /// `profile_runs/run_NNNN/` and `aggregate/` gets mean, std, CV, standard error and a
+    /// Student-t confidence interval of every statistic; the level's own files pool the runs.
+    #[arg(long, value_name = "N")]
+    pub num_runs: Option<u32>,
+    /// Confidence level of the multi-run intervals (default 0.95).
+    #[arg(long, value_name = "P")]
+    pub confidence_level: Option<f64>,
+    /// Stop repeating a level once this statistic converges, e.g. `time_to_first_token_p99`
+    /// (`<metric>_<stat>`; `--num-runs` is then the cap).
+    #[arg(long, value_name = "STAT")]
+    pub converge_on: Option<String>,
+    /// `ci-width` (interval width / mean, default) or `cv` (coefficient of variation).
+    #[arg(long, value_name = "TEST")]
+    pub converge_criterion: Option<String>,
+    /// Threshold of the convergence test (default 0.05).
+    #[arg(long, value_name = "X")]
+    pub converge_threshold: Option<f64>,
+    /// Runs before convergence may stop the repetition (default 3, at least 2).
+    #[arg(long, value_name = "N")]
+    pub min_runs: Option<u32>,
     /// Tokenizer for prompt lengths: `builtin` (o200k_base, default), a tokenizer.json path, or
     /// a Hugging Face model id found in the local cache.
     #[arg(long, value_name = "SPEC")]
@@ -279,6 +331,10 @@ pub struct CommonArgs {
     /// Built-in simulator: multiply every engine step cost (1.2 = a server 20 % slower).
     #[arg(long, value_name = "FACTOR")]
     pub sim_slowdown: Option<f64>,
+    /// Built-in simulator: relative standard deviation of each engine step (0 = none; the
+    /// default profile has 0.03); more jitter makes runs noisier.
+    #[arg(long, value_name = "SD")]
+    pub sim_jitter: Option<f64>,
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,
@@ -372,5 +428,15 @@ pub enum SimCommand {
         /// Answer only this SageMaker endpoint name.
         #[arg(long, value_name = "NAME")]
         endpoint_name: Option<String>,
+        /// Fraction of requests that get an injected fault (0..1).
+        #[arg(long, value_name = "FRACTION")]
+        fault_rate: Option<f64>,
+        /// Which faults (comma-separated; default: every HTTP/SSE fault), as for `sweep
+        /// --sim-faults`.
+        #[arg(long, value_delimiter = ',', value_name = "FAULTS")]
+        faults: Vec<String>,
+        /// How long a `stall` fault lasts, ms.
+        #[arg(long, value_name = "MS")]
+        stall_ms: Option<u64>,
     },
 }

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use kneepoint_metrics::{ConvergenceRule, Criterion};
 use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
-use kneepoint_runner::{Deadlines, RetryPolicy};
+use kneepoint_runner::{Arrival, Deadlines, LevelDuration, RetryPolicy};
 use kneepoint_sim::{Fault, FaultPlan, SimProfile};
 use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
 use kneepoint_workload::{
@@ -40,6 +41,10 @@ pub struct FileConfig {
     pub fleet: Option<FleetSection>,
     /// The built-in simulator.
     pub simulator: Option<SimulatorSection>,
+    /// Repeated runs of each level and convergence.
+    pub runs: Option<RunsSection>,
+    /// Open-loop arrivals.
+    pub load: Option<LoadSection>,
     /// Where results go.
     pub artifact_dir: Option<PathBuf>,
     /// `kneepoint recommend`: what to rank by (`cost`, `latency` or `throughput`).
@@ -51,6 +56,234 @@ pub struct FileConfig {
     /// `kneepoint recommend`: the deployments to compare.
     #[serde(default)]
     pub candidates: Vec<CandidateSection>,
+}
+
+/// `[load]`: open-loop arrivals (the `--request-rate` family of flags).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSection {
+    /// Request rates, one level each (requests/s).
+    pub request_rate: Option<Vec<f64>>,
+    /// `poisson`, `constant` or `gamma`.
+    pub arrival: Option<String>,
+    /// Gamma shape.
+    pub burstiness: Option<f64>,
+    /// Cap on requests in flight.
+    pub max_in_flight: Option<u32>,
+    /// Replay a trace dataset at its recorded times, this many times faster.
+    pub replay_speedup: Option<f64>,
+    /// Seconds per level instead of a request count.
+    pub duration_s: Option<f64>,
+    /// Grace for requests in flight at the end of a timed level, seconds.
+    pub grace_s: Option<f64>,
+    /// Warm-up seconds of a timed level.
+    pub warmup_duration_s: Option<f64>,
+}
+
+/// A timed level from the flags and the `[load]` section (`None`: count-bound levels).
+fn level_duration(args: &CommonArgs, file: &LoadSection) -> anyhow::Result<Option<LevelDuration>> {
+    let secs = |what: &str, v: f64, zero_ok: bool| -> anyhow::Result<Duration> {
+        if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) || v > 1e7 {
+            bail!(
+                "{what} must be a {} number of seconds, not {v}",
+                if zero_ok { "non-negative" } else { "positive" }
+            );
+        }
+        Ok(Duration::from_secs_f64(v))
+    };
+    let grace = args.grace_s.or(file.grace_s);
+    let warm = args.warmup_duration_s.or(file.warmup_duration_s);
+    let Some(d) = args.duration_s.or(file.duration_s) else {
+        if grace.is_some() || warm.is_some() {
+            bail!("grace_s and warmup_duration_s need duration_s");
+        }
+        return Ok(None);
+    };
+    Ok(Some(LevelDuration {
+        measure: secs("duration_s", d, false)?,
+        grace: secs("grace_s", grace.unwrap_or(30.0), true)?,
+        warmup: secs("warmup_duration_s", warm.unwrap_or(0.0), true)?,
+    }))
+}
+
+/// Open-loop arrivals, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenLoopSettings {
+    /// One level per rate (requests/s).
+    pub rates: Vec<f64>,
+    /// The arrival process.
+    pub arrival: Arrival,
+    /// Cap on requests in flight.
+    pub max_in_flight: Option<u32>,
+    /// Trace replay: the speed-up of the recorded send times (then `rates` is empty).
+    pub replay_speedup: Option<f64>,
+}
+
+impl OpenLoopSettings {
+    fn resolve(args: &CommonArgs, file: &LoadSection) -> anyhow::Result<Option<Self>> {
+        let rates = if args.request_rate.is_empty() {
+            file.request_rate.clone().unwrap_or_default()
+        } else {
+            args.request_rate.clone()
+        };
+        let arrival = args.arrival.clone().or(file.arrival.clone());
+        let burstiness = args.burstiness.or(file.burstiness);
+        let cap = args.max_in_flight.or(file.max_in_flight);
+        let replay = args.replay_speedup.or(file.replay_speedup);
+        if let Some(f) = replay {
+            if !(f.is_finite() && f > 0.0) {
+                bail!("replay_speedup must be a positive factor, not {f}");
+            }
+            if !rates.is_empty() || arrival.is_some() || burstiness.is_some() {
+                bail!("replay_speedup replays a trace's own times: it does not combine with request_rate, arrival or burstiness");
+            }
+            if cap == Some(0) {
+                bail!("max_in_flight must be at least 1");
+            }
+            return Ok(Some(OpenLoopSettings {
+                rates,
+                arrival: Arrival::Constant,
+                max_in_flight: cap,
+                replay_speedup: Some(f),
+            }));
+        }
+        if rates.is_empty() {
+            if arrival.is_some() || burstiness.is_some() || cap.is_some() {
+                bail!("arrival, burstiness and max_in_flight need request_rate (open loop)");
+            }
+            return Ok(None);
+        }
+        if let Some(r) = rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+            bail!("request_rate must be positive requests/s, not {r}");
+        }
+        if cap == Some(0) {
+            bail!("max_in_flight must be at least 1");
+        }
+        let arrival = Arrival::parse(arrival.as_deref().unwrap_or("poisson"), burstiness)?;
+        if let Arrival::Gamma { burstiness } = arrival {
+            if !(burstiness.is_finite() && burstiness > 0.0) {
+                bail!("burstiness must be a positive number, not {burstiness}");
+            }
+        }
+        Ok(Some(OpenLoopSettings {
+            rates,
+            arrival,
+            max_in_flight: cap,
+            replay_speedup: None,
+        }))
+    }
+}
+
+/// `[runs]`: repeated runs of each level (the `--num-runs` family of flags).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunsSection {
+    /// Runs per level (the cap when converging).
+    pub num_runs: Option<u32>,
+    /// Confidence level of the intervals.
+    pub confidence_level: Option<f64>,
+    /// The statistic whose convergence stops the repetition (`<metric>_<stat>`).
+    pub converge_on: Option<String>,
+    /// `ci-width` or `cv`.
+    pub converge_criterion: Option<String>,
+    /// Threshold of the test.
+    pub converge_threshold: Option<f64>,
+    /// Runs before convergence may stop.
+    pub min_runs: Option<u32>,
+}
+
+/// Repeated runs of each level, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunsSettings {
+    /// Runs per level (the cap with convergence); 1 = a single run, no `profile_runs/`.
+    pub num_runs: u32,
+    /// Confidence level of the intervals.
+    pub confidence: f64,
+    /// Stop early once this converges.
+    pub convergence: Option<ConvergenceRule>,
+}
+
+impl Default for RunsSettings {
+    fn default() -> Self {
+        RunsSettings {
+            num_runs: 1,
+            confidence: 0.95,
+            convergence: None,
+        }
+    }
+}
+
+impl RunsSettings {
+    fn resolve(args: &CommonArgs, file: &RunsSection) -> anyhow::Result<Self> {
+        let num_runs = args.num_runs.or(file.num_runs).unwrap_or(1);
+        if num_runs == 0 {
+            bail!("num_runs must be at least 1");
+        }
+        let confidence = args
+            .confidence_level
+            .or(file.confidence_level)
+            .unwrap_or(0.95);
+        if !(confidence > 0.0 && confidence < 1.0) {
+            bail!("confidence_level must be between 0 and 1 (exclusive), not {confidence}");
+        }
+        let statistic = args.converge_on.clone().or(file.converge_on.clone());
+        let criterion = args
+            .converge_criterion
+            .clone()
+            .or(file.converge_criterion.clone());
+        let threshold = args.converge_threshold.or(file.converge_threshold);
+        let min_runs = args.min_runs.or(file.min_runs);
+        let convergence = match statistic {
+            None => {
+                if criterion.is_some() || threshold.is_some() || min_runs.is_some() {
+                    bail!("converge_criterion, converge_threshold and min_runs need converge_on (the statistic to watch)");
+                }
+                None
+            }
+            Some(statistic) => {
+                let known = kneepoint_metrics::RECORD_METRICS
+                    .iter()
+                    .any(|(m, _, _)| statistic.starts_with(&format!("{m}_")))
+                    || [
+                        "request_throughput_avg",
+                        "output_token_throughput_avg",
+                        "error_rate_avg",
+                        "goodput_avg",
+                    ]
+                    .contains(&statistic.as_str());
+                if !known {
+                    bail!("converge_on {statistic:?} is not a statistic: use <metric>_<stat>, e.g. time_to_first_token_p99 or output_token_throughput_avg");
+                }
+                let max = threshold.unwrap_or(0.05);
+                if !(max > 0.0 && max.is_finite()) {
+                    bail!("converge_threshold must be a positive number, not {max}");
+                }
+                let criterion = match criterion.as_deref().unwrap_or("ci-width") {
+                    "ci-width" | "ci_width" => Criterion::CiWidth { max },
+                    "cv" => Criterion::Cv { max },
+                    other => bail!("converge_criterion must be ci-width or cv, not {other:?}"),
+                };
+                let min_runs = min_runs.unwrap_or(3);
+                if min_runs < 2 {
+                    bail!("min_runs must be at least 2 (an interval needs two runs)");
+                }
+                if num_runs < min_runs {
+                    bail!("num_runs ({num_runs}) is the cap on runs and must be at least min_runs ({min_runs})");
+                }
+                Some(ConvergenceRule {
+                    statistic,
+                    criterion,
+                    min_runs: min_runs as usize,
+                    confidence,
+                })
+            }
+        };
+        Ok(RunsSettings {
+            num_runs,
+            confidence,
+            convergence,
+        })
+    }
 }
 
 /// `[[candidates]]`: one deployment to measure and rank.
@@ -239,6 +472,8 @@ pub struct SimulatorSection {
     /// Multiplies every engine step cost (1.2 = a server 20 % slower), to model a slower or
     /// faster deployment.
     pub slowdown: Option<f64>,
+    /// Relative standard deviation of each engine step (noise between requests and runs).
+    pub jitter: Option<f64>,
     /// `openai` (default) or `sagemaker`: the protocol the simulator speaks.
     pub protocol: Option<String>,
 }
@@ -251,11 +486,16 @@ impl FileConfig {
         let is_json = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        Self::parse(&text, is_json).with_context(|| format!("in {}", path.display()))
+    }
+
+    /// Parses the text of a config file: JSON when `is_json`, TOML otherwise. Unknown keys are
+    /// errors.
+    pub fn parse(text: &str, is_json: bool) -> anyhow::Result<Self> {
         if is_json {
-            serde_json::from_str(&text)
-                .with_context(|| format!("parsing {} as JSON", path.display()))
+            serde_json::from_str(text).context("parsing the config as JSON")
         } else {
-            toml::from_str(&text).with_context(|| format!("parsing {} as TOML", path.display()))
+            toml::from_str(text).context("parsing the config as TOML")
         }
     }
 }
@@ -283,6 +523,12 @@ pub struct CommonSettings {
     pub request_count: u32,
     /// Warm-up requests per level.
     pub warmup_requests: u32,
+    /// Repeated runs of each level.
+    pub runs: RunsSettings,
+    /// Open-loop arrivals (`None`: closed loop).
+    pub open_loop: Option<OpenLoopSettings>,
+    /// Timed levels (`None`: each level sends `request_count` requests).
+    pub duration: Option<LevelDuration>,
     /// Tokenizer spec (`builtin`, a path, a model id).
     pub tokenizer: String,
     /// Input lengths.
@@ -465,21 +711,15 @@ impl CommonSettings {
                 p.step_per_context_token_us *= k;
                 p.prefill_per_token_us *= k;
             }
+            if let Some(j) = args.sim_jitter.or(sim.jitter) {
+                if !j.is_finite() || j < 0.0 {
+                    bail!("the simulator jitter must be 0 or more (got {j})");
+                }
+                p.jitter = j;
+            }
             p.faults = sim.faults.clone();
             if let Some(rate) = args.sim_fault_rate {
-                let kinds = args
-                    .sim_faults
-                    .iter()
-                    .map(|k| {
-                        Fault::parse(k.trim())
-                            .ok_or_else(|| anyhow::anyhow!("unknown simulator fault {k:?}"))
-                    })
-                    .collect::<anyhow::Result<Vec<_>>>()?;
-                let mut plan = FaultPlan::new(rate, kinds);
-                if let Some(ms) = args.sim_stall_ms {
-                    plan.stall_ms = ms;
-                }
-                p.faults = Some(plan);
+                p.faults = Some(fault_plan(rate, &args.sim_faults, args.sim_stall_ms)?);
             }
             p.validate()?;
             p
@@ -601,6 +841,9 @@ impl CommonSettings {
                 .warmup_requests
                 .or(sw.warmup_request_count)
                 .unwrap_or(0),
+            runs: RunsSettings::resolve(args, &file.runs.clone().unwrap_or_default())?,
+            open_loop: OpenLoopSettings::resolve(args, &file.load.clone().unwrap_or_default())?,
+            duration: level_duration(args, &file.load.clone().unwrap_or_default())?,
             tokenizer: args
                 .tokenizer
                 .clone()
@@ -728,6 +971,18 @@ impl CommonSettings {
             "requests": {
                 "request_count": self.request_count,
                 "warmup_request_count": self.warmup_requests,
+                "open_loop": self.open_loop.as_ref().map(|o| serde_json::json!({
+                    "request_rates": o.rates,
+                    "arrival": format!("{:?}", o.arrival),
+                    "max_in_flight": o.max_in_flight,
+                    "replay_speedup": o.replay_speedup,
+                })),
+                "duration_s": self.duration.map(|d| d.measure.as_secs_f64()),
+                "grace_s": self.duration.map(|d| d.grace.as_secs_f64()),
+                "warmup_duration_s": self.duration.map(|d| d.warmup.as_secs_f64()),
+                "num_runs": self.runs.num_runs,
+                "confidence_level": self.runs.confidence,
+                "convergence": self.runs.convergence,
                 "request_timeout_s": self.deadlines.request.map(|d| d.as_secs_f64()),
                 "response_timeout_s": self.deadlines.response.map(|d| d.as_secs_f64()),
                 "first_token_timeout_s": self.deadlines.first_token.map(|d| d.as_secs_f64()),
@@ -737,6 +992,26 @@ impl CommonSettings {
             },
         })
     }
+}
+
+/// A fault plan from the command line: `rate` of requests get one of `kinds` (all HTTP/SSE
+/// kinds when empty).
+pub(crate) fn fault_plan(
+    rate: f64,
+    kinds: &[String],
+    stall_ms: Option<u64>,
+) -> anyhow::Result<FaultPlan> {
+    let kinds = kinds
+        .iter()
+        .map(|k| {
+            Fault::parse(k.trim()).ok_or_else(|| anyhow::anyhow!("unknown simulator fault {k:?}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut plan = FaultPlan::new(rate, kinds);
+    if let Some(ms) = stall_ms {
+        plan.stall_ms = ms;
+    }
+    Ok(plan)
 }
 
 fn load(path: &Option<PathBuf>) -> anyhow::Result<FileConfig> {
@@ -896,6 +1171,9 @@ impl SearchSettings {
             }
         }
         let common = CommonSettings::resolve(&args.common, file, sp.request_count)?;
+        if common.open_loop.is_some() {
+            bail!("the search finds the highest concurrency under the SLAs in a closed loop; request_rate (open loop) applies to `kneepoint sweep`");
+        }
         let mut search = SearchConfig::new(slas(&args.sla, &sp)?);
         search.request_count = common.request_count;
         search.streaming = common.transport.streaming;

@@ -19,10 +19,12 @@ mod config;
 mod output;
 mod recommend_cmd;
 mod report_cmd;
+mod runs;
 mod search_cmd;
 mod session;
 mod sim_cmd;
 mod sweep;
+mod timed;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -35,7 +37,8 @@ pub use args::{
 };
 use clap::Parser;
 pub use config::{
-    CandidateSection, CommonSettings, FileConfig, LevelRow, SearchSettings, SweepSettings, Target,
+    CandidateSection, CommonSettings, FileConfig, LevelRow, LoadSection, OpenLoopSettings,
+    RunsSection, RunsSettings, SearchSettings, SweepSettings, Target,
 };
 pub use recommend_cmd::{run_recommend_with, PriceTable, RecommendOutcome};
 pub use report_cmd::{run_report, ReportOutcome};

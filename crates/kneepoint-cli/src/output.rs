@@ -119,8 +119,35 @@ fn emit(text: &str) {
 }
 
 /// Prints a sweep's table, zone, fleet, warnings and where the files are.
+/// Open-loop levels: offered vs achieved rate, latency from the actual and from the intended
+/// start, and the schedule lag.
+fn open_loop_table(o: &SweepOutcome) -> String {
+    let mut t = String::from(
+        "rate req/s  got req/s  e2e p50  e2e p99  from-intended p50  from-intended p99  lag p99   err %\n",
+    );
+    let v = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.1}"));
+    for (rate, s) in o.request_rates.iter().zip(&o.summaries) {
+        let _ = writeln!(
+            t,
+            "{rate:>10}  {:>9.2}  {:>7}  {:>7}  {:>17}  {:>17}  {:>7}  {:>6.2}",
+            s.request_throughput,
+            v(s.stat("request_latency", "p50")),
+            v(s.stat("request_latency", "p99")),
+            v(s.stat("request_latency_from_schedule", "p50")),
+            v(s.stat("request_latency_from_schedule", "p99")),
+            v(s.stat("schedule_lag", "p99")),
+            s.error_rate * 100.0
+        );
+    }
+    t
+}
+
 pub(crate) fn print_sweep(o: &SweepOutcome) {
-    let mut text = format!("\nlatencies in ms unless marked s\n{}", table(&o.rows));
+    let mut text = if o.request_rates.is_empty() {
+        format!("\nlatencies in ms unless marked s\n{}", table(&o.rows))
+    } else {
+        format!("\nopen loop; latencies in ms\n{}", open_loop_table(o))
+    };
     text.push_str(&zone_text(&o.zone));
     if let Some(f) = &o.fleet {
         let _ = writeln!(text, "fleet: {}", f.explanation);

@@ -146,7 +146,7 @@ pub async fn run_search_with(
             let mut s = session.lock().await;
             let label = format!("probe {} @ {}", p.iteration, p.concurrency);
             let dir = dir.join(probe_dir(&p));
-            let (summary, cancelled) = s
+            let (summary, cancelled, _runs) = s
                 .run_level(&dir, p.concurrency, p.request_count, &label, &cancel)
                 .await?;
             if cancelled {

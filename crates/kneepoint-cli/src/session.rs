@@ -13,7 +13,7 @@ use kneepoint_metrics::export::{
 };
 use kneepoint_metrics::{GoodputSlo, LevelSummary, PERCENTILES};
 use kneepoint_planner::Measurement;
-use kneepoint_runner::{run_level, CancelToken, LevelConfig, RecordObserver};
+use kneepoint_runner::{run_level, schedule, CancelToken, LevelConfig, OpenLoop, RecordObserver};
 use kneepoint_sim::SimServer;
 use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerTransport, StaticCredentials};
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
@@ -26,12 +26,18 @@ use crate::config::{CommonSettings, SageMakerSettings, Target};
 
 /// A connected target and a workload, ready to run levels.
 pub(crate) struct Session {
-    transport: Arc<dyn Transport>,
-    workload: Box<dyn Workload>,
-    counter: Arc<dyn TokenCounter>,
-    settings: CommonSettings,
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) workload: Arc<std::sync::Mutex<Box<dyn Workload>>>,
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    pub(crate) settings: CommonSettings,
     description: Value,
-    progress: bool,
+    pub(crate) progress: bool,
+    /// Open loop: the rate of the levels run next (requests/s).
+    rate: Option<f64>,
+    /// Levels run so far (varies the arrival schedule's seed).
+    levels_run: u64,
+    /// Trace replay: the trace's send times (ms) in record order, and the next record.
+    replay: Option<(Vec<u64>, usize)>,
     // Keeps the built-in simulator alive for the session.
     _server: Option<SimServer>,
 }
@@ -147,16 +153,20 @@ async fn start_simulator(
     Ok((Arc::new(t), server, url))
 }
 
-fn progress_bar(show: bool, label: &str, total: u64) -> ProgressBar {
+pub(crate) fn progress_bar(show: bool, label: &str, total: u64) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(total);
-    let style = ProgressStyle::with_template(
-        "{prefix:>22} [{bar:32}] {pos}/{len} requests  {elapsed_precise} (eta {eta})",
-    )
-    .map(|s| s.progress_chars("=> "))
-    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    // A timed level has no known total: count requests and show the time.
+    let template = if total == 0 {
+        "{prefix:>22} {pos} requests  {elapsed_precise}"
+    } else {
+        "{prefix:>22} [{bar:32}] {pos}/{len} requests  {elapsed_precise} (eta {eta})"
+    };
+    let style = ProgressStyle::with_template(template)
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
     bar.set_prefix(label.to_owned());
     bar
@@ -223,11 +233,33 @@ impl Session {
             }
         };
         resolved.transport = transport_config.clone();
+        let replaying = settings
+            .open_loop
+            .as_ref()
+            .is_some_and(|o| o.replay_speedup.is_some());
+        if replaying && settings.duration.is_some() {
+            anyhow::bail!("a trace replay runs for the trace's own length: drop duration_s");
+        }
+        let mut replay = None;
         let workload: Box<dyn Workload> = match &settings.dataset {
-            Some(d) => Box::new(
-                DatasetWorkload::load(tokenizer, d.clone())
-                    .with_context(|| format!("loading dataset {}", d.path.display()))?,
-            ),
+            Some(d) => {
+                let w = DatasetWorkload::load(tokenizer, d.clone())
+                    .with_context(|| format!("loading dataset {}", d.path.display()))?;
+                if replaying {
+                    let Some(times) = w.timestamps_ms() else {
+                        anyhow::bail!(
+                            "replay_speedup needs a trace dataset (timestamp, input_length, output_length); {} is not one",
+                            d.path.display()
+                        );
+                    };
+                    if d.sampling != kneepoint_workload::Sampling::Sequential {
+                        anyhow::bail!("a trace replay sends records in their recorded order: use sequential sampling");
+                    }
+                    replay = Some((times, 0));
+                }
+                Box::new(w)
+            }
+            None if replaying => anyhow::bail!("replay_speedup needs --dataset with a trace"),
             None => {
                 let mut config = SyntheticConfig::new(settings.isl, settings.osl, settings.seed);
                 if let Some(m) = &settings.mixture {
@@ -241,11 +273,14 @@ impl Session {
         };
         Ok(Session {
             transport,
-            workload,
+            workload: Arc::new(std::sync::Mutex::new(workload)),
             counter,
             description: resolved.describe(),
             settings: resolved,
             progress,
+            rate: None,
+            levels_run: 0,
+            replay,
             _server: server,
         })
     }
@@ -255,22 +290,86 @@ impl Session {
         &self.description
     }
 
-    /// Runs one level into `dir` (created), writing every per-level file, and summarises it.
-    /// When `cancel` fires, in-flight requests are recorded as cancelled and the level's files
-    /// are written and marked partial; the returned flag says so.
-    pub(crate) async fn run_level(
+    /// The resolved settings.
+    pub(crate) fn settings(&self) -> &CommonSettings {
+        &self.settings
+    }
+
+    /// Open loop: run the next levels at `rate` requests/s (`None`: closed loop).
+    pub(crate) fn set_rate(&mut self, rate: Option<f64>) {
+        self.rate = rate;
+    }
+
+    /// Whether progress is shown on stderr.
+    pub(crate) fn shows_progress(&self) -> bool {
+        self.progress
+    }
+
+    /// Runs one level once into `dir` (created), writing every per-level file, and summarises
+    /// it; `warmup` sends the warm-up requests first. When `cancel` fires, in-flight requests
+    /// are recorded as cancelled and the level's files are written and marked partial; the
+    /// returned flag says so.
+    pub(crate) async fn run_once(
         &mut self,
         dir: &Path,
         concurrency: u32,
         request_count: u32,
         label: &str,
+        warmup: bool,
         cancel: &CancelToken,
     ) -> anyhow::Result<(LevelSummary, bool)> {
+        if self.settings.duration.is_some() && self.settings.open_loop.is_none() {
+            return self
+                .run_timed(dir, concurrency, label, warmup, cancel)
+                .await;
+        }
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let warmup = self
-            .workload
-            .requests(self.settings.warmup_requests as usize)?;
-        let requests = self.workload.requests(request_count as usize)?;
+        let warmup_count = if warmup {
+            self.settings.warmup_requests as usize
+        } else {
+            0
+        };
+        let (warmup_count, request_count) = match &self.replay {
+            Some((times, next)) => {
+                let left = times.len().saturating_sub(*next);
+                if left <= warmup_count {
+                    anyhow::bail!(
+                        "the trace has {} records and {next} were sent: none left to replay",
+                        times.len()
+                    );
+                }
+                (
+                    warmup_count,
+                    (request_count as usize).min(left - warmup_count) as u32,
+                )
+            }
+            None => (warmup_count, request_count),
+        };
+        let request_count = match (&self.settings.open_loop, self.rate, self.settings.duration) {
+            // An open loop for a duration: the requests whose intended start falls inside it.
+            (Some(o), Some(rate), Some(d)) => {
+                let secs = d.measure.as_secs_f64();
+                let n = (rate * secs * 1.25).ceil() as usize + 16;
+                let seed =
+                    self.settings.seed ^ (self.levels_run + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let within = schedule(o.arrival, rate, n, seed)?
+                    .iter()
+                    .take_while(|t| **t < d.measure)
+                    .count();
+                within.max(1) as u32
+            }
+            _ => request_count,
+        };
+        let (warmup, requests) = {
+            let mut w = self
+                .workload
+                .lock()
+                .map_err(|_| anyhow::anyhow!("the workload generator failed"))?;
+            (
+                w.requests(warmup_count)?,
+                w.requests(request_count as usize)?,
+            )
+        };
         let inputs: Vec<InputEntry> = requests
             .iter()
             .map(|r| InputEntry {
@@ -292,6 +391,35 @@ impl Session {
         config.retry = self.settings.retry;
         config.cancel = cancel.clone();
         config.token_counter = self.counter.clone();
+        if let (Some(o), Some((times, next))) = (&self.settings.open_loop, &mut self.replay) {
+            let speedup = o.replay_speedup.unwrap_or(1.0);
+            let offsets = |ts: &[u64]| -> Vec<std::time::Duration> {
+                let t0 = ts.first().copied().unwrap_or(0);
+                ts.iter()
+                    .map(|t| {
+                        std::time::Duration::from_secs_f64(
+                            t.saturating_sub(t0) as f64 / 1000.0 / speedup,
+                        )
+                    })
+                    .collect()
+            };
+            let w = warmup.len();
+            let n = requests.len();
+            config.open_loop = Some(OpenLoop {
+                warmup_offsets: offsets(&times[*next..*next + w]),
+                offsets: offsets(&times[*next + w..*next + w + n]),
+                max_in_flight: o.max_in_flight,
+            });
+            *next += w + n;
+        } else if let (Some(o), Some(rate)) = (&self.settings.open_loop, self.rate) {
+            self.levels_run += 1;
+            let seed = self.settings.seed ^ self.levels_run.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            config.open_loop = Some(OpenLoop {
+                offsets: schedule(o.arrival, rate, requests.len(), seed)?,
+                warmup_offsets: schedule(o.arrival, rate, warmup.len(), !seed)?,
+                max_in_flight: o.max_in_flight,
+            });
+        }
         let run = run_level(
             self.transport.clone(),
             &config,
@@ -305,9 +433,22 @@ impl Session {
         for e in &run.sink_errors {
             eprintln!("warning: {e}");
         }
+        let level = json!({"concurrency": concurrency, "request_count": request_count});
+        self.finish_level(dir, concurrency, level, &run)
+    }
+
+    /// Summarises a finished run and writes its summary files (the records and inputs are
+    /// already written).
+    pub(crate) fn finish_level(
+        &self,
+        dir: &Path,
+        concurrency: u32,
+        level: Value,
+        run: &kneepoint_runner::LevelRun,
+    ) -> anyhow::Result<(LevelSummary, bool)> {
         let summary = LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default());
         let mut input_config = self.description.clone();
-        input_config["level"] = json!({"concurrency": concurrency, "request_count": request_count});
+        input_config["level"] = level;
         let info = LevelInfo {
             start_unix_ns: run.start_unix_ns,
             end_unix_ns: run.end_unix_ns,

@@ -18,6 +18,9 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             sigv4_access_key_id,
             sigv4_secret_env,
             endpoint_name,
+            fault_rate,
+            faults,
+            stall_ms,
         } => {
             let sigv4 = match sigv4_access_key_id {
                 Some(id) => {
@@ -39,6 +42,9 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             let mut p = SimProfile::by_name(&profile)?;
             if let Some(t) = time_scale {
                 p.time_scale = t;
+            }
+            if let Some(rate) = fault_rate {
+                p.faults = Some(crate::config::fault_plan(rate, &faults, stall_ms)?);
             }
             if let Some(s) = seed {
                 p.seed = s;

@@ -33,6 +33,8 @@ pub struct SweepOutcome {
     pub sent: Vec<usize>,
     /// True when the sweep was interrupted (the last level is partial, later ones not run).
     pub interrupted: bool,
+    /// Open loop: the request rate of each level, in run order (empty for a closed loop).
+    pub request_rates: Vec<f64>,
 }
 
 fn row(s: &LevelSummary, dir: String, checks: &[SlaCheck]) -> LevelRow {
@@ -176,6 +178,9 @@ pub async fn run_sweep_with(
         slas: &settings.slas,
         peak: settings.peak,
     };
+    if let Some(open) = &settings.common.open_loop {
+        return open_loop_sweep(settings, open, session, &doc, progress, cancel).await;
+    }
     let mut names = Vec::new();
     let mut summaries = Vec::new();
     let mut sent = Vec::new();
@@ -183,9 +188,12 @@ pub async fn run_sweep_with(
         let c = level.concurrency;
         let name = format!("concurrency_{c}");
         let label = format!("concurrency {c}");
-        let (summary, cancelled) = session
+        let (summary, cancelled, runs) = session
             .run_level(&dir.join(&name), c, level.request_count, &label, cancel)
             .await?;
+        if let (Some(r), true) = (&runs, progress) {
+            eprintln!("{label}: {} runs; {}", r.completed, r.stop_reason);
+        }
         sent.push(summary.request_count);
         summaries.push(summary);
         names.push(name);
@@ -215,5 +223,116 @@ pub async fn run_sweep_with(
         artifact_dir: dir,
         sent,
         interrupted,
+        request_rates: Vec::new(),
+    })
+}
+
+/// An open-loop sweep: one level per request rate, in `request_rate_<R>/`. The knee and the
+/// operating zone are found over closed-loop concurrency levels, so they are not computed here;
+/// each level reports latency from the actual and from the intended start and its schedule lag.
+async fn open_loop_sweep(
+    settings: &SweepSettings,
+    open: &crate::config::OpenLoopSettings,
+    mut session: Session,
+    doc: &SweepDoc<'_>,
+    progress: bool,
+    cancel: &CancelToken,
+) -> anyhow::Result<SweepOutcome> {
+    let dir = settings.common.artifact_dir.clone();
+    let cap = open.max_in_flight.unwrap_or(0);
+    let mut rows = Vec::new();
+    let mut summaries = Vec::new();
+    let mut sent = Vec::new();
+    let mut rates = Vec::new();
+    let zone = OperatingZone {
+        knee: kneepoint_planner::KneeEstimate {
+            knee: None,
+            reason: "open-loop levels are request rates; the knee is found over closed-loop concurrency levels".into(),
+            steps: Vec::new(),
+        },
+        sla_breaking_point: None,
+        ideal_balance: None,
+        safe_max: None,
+        summary: "open loop: compare latency from the intended start and the schedule lag across rates".into(),
+    };
+    // A trace replay is one level at the trace's own times (its rate shows as 0 in the table).
+    let levels: Vec<(String, String, Option<f64>)> = match open.replay_speedup {
+        Some(f) => vec![(format!("trace_replay_x{f}"), format!("trace x{f}"), None)],
+        None => open
+            .rates
+            .iter()
+            .map(|&r| {
+                (
+                    format!("request_rate_{r}"),
+                    format!("{r} requests/s"),
+                    Some(r),
+                )
+            })
+            .collect(),
+    };
+    for (name, label, rate) in levels {
+        session.set_rate(rate);
+        let rate = rate.unwrap_or(0.0);
+        let (summary, cancelled, runs) = session
+            .run_level(
+                &dir.join(&name),
+                cap,
+                settings.common.request_count,
+                &label,
+                cancel,
+            )
+            .await?;
+        if let (Some(r), true) = (&runs, progress) {
+            eprintln!("{label}: {} runs; {}", r.completed, r.stop_reason);
+        }
+        let checks = check_all(&settings.slas, &measurement(&summary));
+        rows.push(row(&summary, name, &checks));
+        sent.push(summary.request_count);
+        summaries.push(summary);
+        rates.push(rate);
+        let body = json!({
+            "kneepoint_version": env!("CARGO_PKG_VERSION"),
+            "complete": false,
+            "interrupted": cancel.is_cancelled(),
+            "load": "open_loop",
+            "settings": doc.settings,
+            "request_rates": rates,
+            "slas": doc.slas,
+            "levels": rows,
+            "zone": zone,
+        });
+        write_atomic(
+            &dir.join("sweep_summary.json"),
+            &serde_json::to_vec_pretty(&body)?,
+        )?;
+        if cancelled {
+            break;
+        }
+    }
+    let interrupted = cancel.is_cancelled();
+    let body = json!({
+        "kneepoint_version": env!("CARGO_PKG_VERSION"),
+        "complete": !interrupted,
+        "interrupted": interrupted,
+        "load": "open_loop",
+        "settings": doc.settings,
+        "request_rates": rates,
+        "slas": doc.slas,
+        "levels": rows,
+        "zone": zone,
+    });
+    write_atomic(
+        &dir.join("sweep_summary.json"),
+        &serde_json::to_vec_pretty(&body)?,
+    )?;
+    Ok(SweepOutcome {
+        rows,
+        summaries,
+        zone,
+        fleet: None,
+        artifact_dir: dir,
+        sent,
+        interrupted,
+        request_rates: rates,
     })
 }

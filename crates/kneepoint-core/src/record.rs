@@ -92,6 +92,10 @@ pub struct RequestRecord {
     /// Attempts made (1 without retries); the times span all of them.
     #[serde(default = "one")]
     pub attempts: u32,
+    /// Open loop: when the schedule meant the request to start, ns from the origin (`None`
+    /// in a closed loop). `start_ns − intended_start_ns` is the schedule lag.
+    #[serde(default)]
+    pub intended_start_ns: Option<u64>,
 }
 
 fn one() -> u32 {

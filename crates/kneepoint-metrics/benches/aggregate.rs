@@ -32,6 +32,7 @@ fn records(n: u64, tokens: u64) -> Vec<RequestRecord> {
                 finish_reason: Some("length".into()),
                 error: None,
                 attempts: 1,
+                intended_start_ns: None,
             }
         })
         .collect()

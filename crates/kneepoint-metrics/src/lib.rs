@@ -1,6 +1,7 @@
 //! The metrics core: per-request metrics from records, per-level aggregates with
 //! numpy-compatible percentiles, AIPerf-compatible exports (written and read back), and
-//! run-to-run comparison with bootstrap intervals.
+//! run-to-run comparison with bootstrap intervals, multi-run confidence intervals and
+//! convergence.
 //!
 //! # Example
 //! ```
@@ -16,6 +17,7 @@
 //!     output_tokens: Some(3), output_tokens_source: Some(TokenSource::Usage),
 //!     client_output_tokens: Some(3), output_bytes: 12, requested_output_tokens: Some(3),
 //!     finish_reason: Some("length".into()), error: None, attempts: 1,
+//!     intended_start_ns: None,
 //! };
 //! let summary = LevelSummary::from_records(1, &[record], &GoodputSlo::default());
 //! assert_eq!(summary.stat("time_to_first_token", "p50"), Some(50.0));
@@ -23,6 +25,7 @@
 //! ```
 
 mod compare;
+mod confidence;
 mod error;
 pub mod export;
 mod request_metrics;
@@ -32,7 +35,12 @@ mod summary;
 pub use compare::{
     compare_samples, compare_values, CompareConfig, Difference, Scale, Statistic, Verdict,
 };
+pub use confidence::{
+    summary_values, t_critical, Convergence, ConvergenceRule, Criterion, RunAggregate, RunStatistic,
+};
 pub use error::Error;
 pub use request_metrics::RequestMetrics;
 pub use stats::{quantile_sorted, Stats, PERCENTILES};
-pub use summary::{ErrorGroup, GoodputSlo, LevelSummary, MetricSummary, RECORD_METRICS};
+pub use summary::{
+    ErrorGroup, GoodputSlo, LevelSummary, MetricSummary, RECORD_METRICS, SCHEDULE_LAG_LIMIT_MS,
+};

@@ -27,6 +27,12 @@ pub struct RequestMetrics {
     pub isl: Option<u32>,
     /// 1000 / ITL.
     pub tokens_per_s_per_user: Option<f64>,
+    /// Open loop: actual start − intended start (how late the client sent it).
+    pub schedule_lag_ms: Option<f64>,
+    /// Open loop: TTFT counted from the intended start (no coordinated omission).
+    pub ttft_from_schedule_ms: Option<f64>,
+    /// Open loop: request latency counted from the intended start.
+    pub request_latency_from_schedule_ms: Option<f64>,
 }
 
 impl RequestMetrics {
@@ -40,6 +46,9 @@ impl RequestMetrics {
             .map(|&t| rel(t))
             .or(Some(rel(r.end_ns)).filter(|_| r.is_ok()));
         let osl = r.output_tokens;
+        let lag = r
+            .intended_start_ns
+            .map(|i| r.start_ns.saturating_sub(i) as f64 / NS_PER_MS);
         let itl = match (ttft, latency, osl) {
             (Some(f), Some(l), Some(n)) if n >= 2 && r.chunk_ns.len() >= 2 => {
                 Some((l - f) / f64::from(n - 1))
@@ -64,6 +73,9 @@ impl RequestMetrics {
             osl,
             isl: r.input_tokens.or(r.server_input_tokens),
             tokens_per_s_per_user: itl.filter(|&x| x > 0.0).map(|x| 1000.0 / x),
+            schedule_lag_ms: lag,
+            ttft_from_schedule_ms: lag.zip(ttft).map(|(a, b)| a + b),
+            request_latency_from_schedule_ms: lag.zip(latency).map(|(a, b)| a + b),
         }
     }
 }
@@ -94,6 +106,7 @@ mod tests {
             finish_reason: Some("length".into()),
             error: None,
             attempts: 1,
+            intended_start_ns: None,
         }
     }
 

@@ -47,7 +47,7 @@ pub struct MetricSummary {
 }
 
 /// The per-request metrics summarised, with their AIPerf names and units, in report order.
-pub const RECORD_METRICS: [(&str, &str, &str); 10] = [
+pub const RECORD_METRICS: [(&str, &str, &str); 13] = [
     ("time_to_first_token", "Time To First Token", "ms"),
     (
         "time_to_first_output_token",
@@ -66,7 +66,22 @@ pub const RECORD_METRICS: [(&str, &str, &str); 10] = [
     ),
     ("output_sequence_length", "Output Sequence Length", "tokens"),
     ("input_sequence_length", "Input Sequence Length", "tokens"),
+    (
+        "time_to_first_token_from_schedule",
+        "Time To First Token From Intended Start",
+        "ms",
+    ),
+    (
+        "request_latency_from_schedule",
+        "Request Latency From Intended Start",
+        "ms",
+    ),
+    ("schedule_lag", "Schedule Lag", "ms"),
 ];
+
+/// p99 schedule lag above which an open-loop level is flagged: the client (or its in-flight
+/// cap) could not send on time.
+pub const SCHEDULE_LAG_LIMIT_MS: f64 = 10.0;
 
 /// Everything measured at one level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,7 +96,8 @@ pub struct LevelSummary {
     pub error_count: usize,
     /// failed / (ok + failed).
     pub error_rate: f64,
-    /// max(end) − min(start) over measured requests, seconds.
+    /// max(end) − min(start) over measured requests, seconds (for records pooled from several
+    /// runs, the sum of each run's span).
     pub benchmark_duration_s: f64,
     /// Successful requests / duration.
     pub request_throughput: f64,
@@ -129,9 +145,21 @@ impl LevelSummary {
             .iter()
             .filter(|r| r.phase == Phase::Profiling)
             .collect();
-        let start = measured.iter().map(|r| r.start_ns).min().unwrap_or(0);
-        let end = measured.iter().map(|r| r.end_ns).max().unwrap_or(0);
-        let duration_s = end.saturating_sub(start) as f64 / 1e9;
+        // Records of several runs of a level (pooled) carry their runs' own origins: the
+        // measured time is the sum of each run's span, not the span across runs.
+        let mut spans: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        for r in &measured {
+            let span = spans
+                .entry(r.origin_unix_ns)
+                .or_insert((r.start_ns, r.end_ns));
+            span.0 = span.0.min(r.start_ns);
+            span.1 = span.1.max(r.end_ns);
+        }
+        let duration_s = spans
+            .values()
+            .map(|(start, end)| end.saturating_sub(*start))
+            .sum::<u64>() as f64
+            / 1e9;
         let per_s = |x: f64| {
             if duration_s > 0.0 {
                 x / duration_s
@@ -151,6 +179,10 @@ impl LevelSummary {
         let mut errors_by_kind: BTreeMap<String, usize> = BTreeMap::new();
         let mut groups: BTreeMap<(String, Option<u16>, String), usize> = BTreeMap::new();
         for r in &measured {
+            if let Some(i) = r.intended_start_ns {
+                let lag = r.start_ns.saturating_sub(i) as f64 / 1e6;
+                cols.entry("schedule_lag").or_default().push(lag);
+            }
             if let Some(e) = &r.error {
                 *errors_by_kind.entry(e.kind.to_string()).or_default() += 1;
                 *groups
@@ -177,6 +209,11 @@ impl LevelSummary {
             push("output_token_throughput_per_user", m.tokens_per_s_per_user);
             push("output_sequence_length", m.osl.map(f64::from));
             push("input_sequence_length", m.isl.map(f64::from));
+            push("time_to_first_token_from_schedule", m.ttft_from_schedule_ms);
+            push(
+                "request_latency_from_schedule",
+                m.request_latency_from_schedule_ms,
+            );
             cols.entry("inter_chunk_latency")
                 .or_default()
                 .extend_from_slice(&m.inter_chunk_ms);
@@ -197,7 +234,7 @@ impl LevelSummary {
                 }
             }
         }
-        let metrics = RECORD_METRICS
+        let metrics: BTreeMap<String, MetricSummary> = RECORD_METRICS
             .iter()
             .filter_map(|(name, _, unit)| {
                 let stats = Stats::of(cols.get(name)?)?;
@@ -224,6 +261,13 @@ impl LevelSummary {
         let n = measured.len();
         let errors = n - ok;
         let mut warnings = Vec::new();
+        if let Some(lag) = metrics.get("schedule_lag").and_then(|m| m.stats.get("p99")) {
+            if lag > SCHEDULE_LAG_LIMIT_MS {
+                warnings.push(format!(
+                    "the client fell behind its arrival schedule: p99 schedule lag {lag:.1} ms (> {SCHEDULE_LAG_LIMIT_MS} ms), so the offered load was lower than asked; latency from the intended start counts the delay"
+                ));
+            }
+        }
         if mismatches > 0 {
             warnings.push(format!(
                 "{mismatches} of {ok} successful requests generated a different number of tokens than requested (set ignore_eos/min_tokens to control output length)"
@@ -315,6 +359,7 @@ mod tests {
             finish_reason: None,
             error: None,
             attempts: 1,
+            intended_start_ns: None,
         }
     }
 

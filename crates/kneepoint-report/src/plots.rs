@@ -552,6 +552,7 @@ mod tests {
                 message: "t".into(),
             }),
             attempts: 1,
+            intended_start_ns: None,
         }
     }
 

@@ -10,6 +10,12 @@ pub enum Error {
     /// A level needs at least one request.
     #[error("a level needs at least one request")]
     NoRequests,
+    /// An open-loop schedule cannot be built.
+    #[error("invalid arrival schedule: {reason}")]
+    InvalidArrival {
+        /// What is wrong.
+        reason: String,
+    },
     /// A worker task failed unexpectedly.
     #[error("a load worker stopped unexpectedly: {message}")]
     Worker {

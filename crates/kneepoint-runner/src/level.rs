@@ -1,4 +1,5 @@
-//! One closed-loop concurrency level.
+//! One level: closed loop (a fixed number of requests in flight) or open loop (requests
+//! started on an arrival schedule).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -7,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use kneepoint_core::{
     ApproxTokenCounter, Phase, RecordSink, Request, RequestRecord, TokenCounter, Transport,
 };
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::request::{run_one, Ctx};
@@ -35,6 +36,21 @@ pub struct LevelConfig {
     pub require_finish_reason: bool,
     /// Retries of failed requests; none by default (a benchmark must see errors).
     pub retry: RetryPolicy,
+    /// Open-loop load: requests start on a schedule (`concurrency` is then unused).
+    pub open_loop: Option<OpenLoop>,
+}
+
+/// Open-loop load: each request starts at its intended time, whatever the server is doing, so a
+/// slow server faces a growing queue instead of a slower client (no coordinated omission).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpenLoop {
+    /// Intended start of each measured request, from the measured phase's origin.
+    pub offsets: Vec<Duration>,
+    /// Intended starts of the warm-up requests, from the warm-up's origin.
+    pub warmup_offsets: Vec<Duration>,
+    /// Cap on requests in flight (`None`: unbounded). A request waiting for a slot is sent
+    /// late, and its lag counts against the server.
+    pub max_in_flight: Option<u32>,
 }
 
 /// Retries of requests that failed before their first token with a transient error (connect,
@@ -69,6 +85,7 @@ impl LevelConfig {
             sink_queue: 4096,
             require_finish_reason: false,
             retry: RetryPolicy::default(),
+            open_loop: None,
         }
     }
 }
@@ -106,7 +123,7 @@ pub struct Deadlines {
     pub idle: Option<Duration>,
 }
 
-fn unix_ns() -> u64 {
+pub(crate) fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -123,8 +140,18 @@ pub async fn run_level(
     sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,
 ) -> Result<LevelRun, Error> {
-    if config.concurrency == 0 {
+    if config.concurrency == 0 && config.open_loop.is_none() {
         return Err(Error::ZeroConcurrency);
+    }
+    if let Some(o) = &config.open_loop {
+        if o.offsets.len() < requests.len() || o.warmup_offsets.len() < warmup.len() {
+            return Err(Error::InvalidArrival {
+                reason: "the schedule has fewer start times than requests".into(),
+            });
+        }
+        if o.max_in_flight == Some(0) {
+            return Err(Error::ZeroConcurrency);
+        }
     }
     if requests.is_empty() {
         return Err(Error::NoRequests);
@@ -153,13 +180,11 @@ pub async fn run_level(
             }
             v
         });
-        closed_loop(
-            ctx(Phase::Warmup, origin, origin_unix),
-            config.concurrency,
-            warmup,
-            tx,
-        )
-        .await?;
+        let ctx = ctx(Phase::Warmup, origin, origin_unix);
+        match &config.open_loop {
+            Some(o) => open_loop(ctx, &o.warmup_offsets, o.max_in_flight, warmup, tx).await?,
+            None => closed_loop(ctx, config.concurrency, warmup, tx).await?,
+        };
         collect.await.map_err(|e| Error::Worker {
             message: e.to_string(),
         })?
@@ -170,13 +195,11 @@ pub async fn run_level(
     let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer));
     let origin = Instant::now();
     let start_unix_ns = unix_ns();
-    let result = closed_loop(
-        ctx(Phase::Profiling, origin, start_unix_ns),
-        config.concurrency,
-        requests,
-        tx,
-    )
-    .await;
+    let ctx = ctx(Phase::Profiling, origin, start_unix_ns);
+    let result = match &config.open_loop {
+        Some(o) => open_loop(ctx, &o.offsets, o.max_in_flight, requests, tx).await,
+        None => closed_loop(ctx, config.concurrency, requests, tx).await,
+    };
     let (records, sink_errors) = sink_task.await.map_err(|e| Error::Worker {
         message: e.to_string(),
     })?;
@@ -237,8 +260,69 @@ async fn closed_loop(
     failure.map_or(Ok(taken.load(Ordering::Relaxed)), Err)
 }
 
+/// Sends each request at its intended time (waiting for a slot under `max_in_flight`), each in
+/// its own task; records carry the intended start. Returns how many were sent.
+async fn open_loop(
+    ctx: Ctx,
+    offsets: &[Duration],
+    max_in_flight: Option<u32>,
+    requests: Vec<Request>,
+    tx: mpsc::Sender<RequestRecord>,
+) -> Result<usize, Error> {
+    let ctx = Arc::new(ctx);
+    let slots = max_in_flight.map(|n| Arc::new(Semaphore::new(n as usize)));
+    let mut set = JoinSet::new();
+    let mut failure = None;
+    let mut sent = 0usize;
+    for (i, (request, offset)) in requests.into_iter().zip(offsets).enumerate() {
+        let due = tokio::time::Instant::from_std(ctx.origin + *offset);
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => break,
+            _ = tokio::time::sleep_until(due) => {}
+        }
+        let permit = match &slots {
+            Some(s) => tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => break,
+                p = s.clone().acquire_owned() => match p {
+                    Ok(p) => Some(p),
+                    Err(_) => break,
+                },
+            },
+            None => None,
+        };
+        sent += 1;
+        let (ctx, tx) = (ctx.clone(), tx.clone());
+        let intended = offset.as_nanos() as u64;
+        set.spawn(async move {
+            let mut record = run_one(&ctx, &request, i as u32).await;
+            drop(permit);
+            record.intended_start_ns = Some(intended);
+            let _ = tx.send(record).await;
+        });
+        // Reap finished tasks as we go, so a long level does not hold every handle.
+        while let Some(joined) = set.try_join_next() {
+            if let Err(e) = joined {
+                failure.get_or_insert(Error::Worker {
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    drop(tx);
+    while let Some(joined) = set.join_next().await {
+        if let Err(e) = joined {
+            failure.get_or_insert(Error::Worker {
+                message: e.to_string(),
+            });
+        }
+    }
+    failure.map_or(Ok(sent), Err)
+}
+
 /// The sink thread: every record goes to each sink, the observer and the returned list.
-fn drain(
+pub(crate) fn drain(
     mut rx: mpsc::Receiver<RequestRecord>,
     mut sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,

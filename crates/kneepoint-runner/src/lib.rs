@@ -38,13 +38,19 @@
 //! # });
 //! ```
 
+mod arrival;
 mod cancel;
+mod duration;
 mod error;
 mod level;
 mod request;
 mod search;
 
+pub use arrival::{schedule, Arrival};
 pub use cancel::CancelToken;
+pub use duration::{run_level_for, LevelDuration, RequestSource};
 pub use error::Error;
-pub use level::{run_level, Deadlines, LevelConfig, LevelRun, RecordObserver, RetryPolicy};
+pub use level::{
+    run_level, Deadlines, LevelConfig, LevelRun, OpenLoop, RecordObserver, RetryPolicy,
+};
 pub use search::drive_search;

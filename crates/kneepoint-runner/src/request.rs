@@ -235,5 +235,6 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
         finish_reason: p.finish,
         error: p.error.as_ref().map(ErrorRecord::from),
         attempts,
+        intended_start_ns: None,
     }
 }

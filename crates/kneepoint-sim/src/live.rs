@@ -113,6 +113,28 @@ fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>) 
             if e.index == 0 {
                 seq.first = Some(emitted_at);
             }
+            // The truth of a finished request is logged before its last token goes out, so a
+            // client that has read the whole response always finds it.
+            if e.finished {
+                let first = seq.first.unwrap_or(emitted_at);
+                let n = seq.spec.output_tokens;
+                let timing = ServerTiming {
+                    server_id: e.id,
+                    client_request_id: seq.client_request_id.clone(),
+                    prompt_tokens: seq.spec.prompt_tokens,
+                    output_tokens: n,
+                    ttft_ms: ms(first - seq.arrival),
+                    itl_ms: if n > 1 {
+                        Some(ms(emitted_at - first) / f64::from(n - 1))
+                    } else {
+                        None
+                    },
+                    latency_ms: ms(emitted_at - seq.arrival),
+                };
+                if let Ok(mut t) = truth.lock() {
+                    t.push(timing);
+                }
+            }
             let delivered = seq
                 .tokens
                 .send(TokenMsg {
@@ -126,26 +148,7 @@ fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>) 
                 continue;
             }
             if e.finished {
-                if let Some(seq) = live.remove(&e.id) {
-                    let first = seq.first.unwrap_or(emitted_at);
-                    let n = seq.spec.output_tokens;
-                    let timing = ServerTiming {
-                        server_id: e.id,
-                        client_request_id: seq.client_request_id,
-                        prompt_tokens: seq.spec.prompt_tokens,
-                        output_tokens: n,
-                        ttft_ms: ms(first - seq.arrival),
-                        itl_ms: if n > 1 {
-                            Some(ms(emitted_at - first) / f64::from(n - 1))
-                        } else {
-                            None
-                        },
-                        latency_ms: ms(emitted_at - seq.arrival),
-                    };
-                    if let Ok(mut t) = truth.lock() {
-                        t.push(timing);
-                    }
-                }
+                live.remove(&e.id);
             }
         }
     }

@@ -78,12 +78,12 @@ impl SseParser {
 
     /// Parses `bytes`, appending every completed event to `out`.
     pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
-        if self.skip_lf {
-            if let Some((&b'\n', rest)) = bytes.split_first() {
-                bytes = rest;
-            }
-            if !bytes.is_empty() {
-                self.skip_lf = false;
+        // A `\r` ended the previous push: a `\n` opening this one belongs to it. An empty push
+        // keeps the question open.
+        if self.skip_lf && !bytes.is_empty() {
+            self.skip_lf = false;
+            if bytes[0] == b'\n' {
+                bytes = &bytes[1..];
             }
         }
         while !bytes.is_empty() {
@@ -208,6 +208,18 @@ mod tests {
             p.push(c, &mut out).unwrap();
         }
         out
+    }
+
+    /// Found by the `sse_stream` fuzz target: `\r` ending one read, a lone `\n` as the next
+    /// read, then `\n...`: the second `\n` is an empty line (dispatch), not part of `\r\n`.
+    #[test]
+    fn a_lone_lf_after_a_cr_split_does_not_eat_the_next_line_end() {
+        let whole = parse_all(&[b"data: a\r\n\ndata: b\n\n"]);
+        let split = parse_all(&[b"data: a\r", b"\n", b"\ndata: b\n\n"]);
+        assert_eq!(datas(&whole), ["a", "b"]);
+        assert_eq!(split, whole);
+        let with_empty = parse_all(&[b"data: a\r", b"", b"\n", b"", b"\n"]);
+        assert_eq!(datas(&with_empty), ["a"]);
     }
 
     fn datas(events: &[SseEvent]) -> Vec<&str> {

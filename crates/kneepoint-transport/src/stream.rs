@@ -34,9 +34,8 @@ impl SseStream {
     }
 
     fn feed(&mut self, bytes: &[u8]) {
-        if let Err(e) = self.parser.push(bytes, &mut self.scratch) {
-            self.fail(sse_error(e));
-        }
+        // Events completed before a parse error in the same read still count.
+        let parsed = self.parser.push(bytes, &mut self.scratch);
         for ev in std::mem::take(&mut self.scratch) {
             if self.finished {
                 break;
@@ -57,6 +56,9 @@ impl SseStream {
                 Ok(()) => self.pending.extend(self.events.drain(..).map(Ok)),
                 Err(e) => self.fail(e),
             }
+        }
+        if let Err(e) = parsed {
+            self.fail(sse_error(e));
         }
     }
 

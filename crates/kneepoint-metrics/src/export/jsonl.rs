@@ -67,6 +67,8 @@ pub fn record_json(r: &RequestRecord) -> Value {
             "finish_reason": r.finish_reason,
             "chunk_count": r.chunk_ns.len(),
             "attempts": r.attempts,
+            "level_origin_unix_ns": r.origin_unix_ns,
+            "intended_start_ns": r.intended_start_ns.map(abs),
         },
         "metrics": if r.is_ok() || !metrics.is_empty() { Value::Object(metrics) } else { Value::Null },
         "error": r.error.as_ref().map(|e| json!({

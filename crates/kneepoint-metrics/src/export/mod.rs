@@ -2,6 +2,7 @@
 //! `inputs.json`, and a text summary. Every file is written whole to a temporary name and
 //! renamed, except the JSONL, which is appended and flushed as each request finishes.
 
+mod aggregate;
 mod aiperf;
 mod inputs;
 mod jsonl;
@@ -9,6 +10,7 @@ mod read;
 mod text;
 mod time;
 
+pub use aggregate::{aggregate_csv, aggregate_json, write_aggregate, AggregateInfo};
 pub use aiperf::{aiperf_csv, aiperf_json, write_aiperf_csv, write_aiperf_json, LevelInfo};
 pub use inputs::{write_inputs_json, InputEntry};
 pub use jsonl::{record_json, JsonlSink};

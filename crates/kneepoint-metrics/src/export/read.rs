@@ -3,8 +3,9 @@
 //!
 //! The file keeps absolute times and per-request metrics rather than the raw record; the reader
 //! inverts [`record_json`](crate::export::record_json): chunk arrival times come back from the
-//! first-token time and the inter-chunk gaps (exact to the nanosecond, as written), and the
-//! level origin becomes 0 (times are absolute Unix nanoseconds). Summaries computed from the
+//! first-token time and the inter-chunk gaps (exact to the nanosecond, as written), and times
+//! are relative to the run's origin (`level_origin_unix_ns`; 0 for files written before it was
+//! recorded, whose times are then absolute Unix nanoseconds). Summaries computed from the
 //! read records equal those computed from the originals.
 
 use std::path::Path;
@@ -31,8 +32,12 @@ fn u32_of(v: Option<&Value>) -> Option<u32> {
 pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
     let md = v.get("metadata").ok_or("no metadata")?;
     let num = |k: &str| md.get(k).and_then(Value::as_u64);
-    let start = num("request_start_ns").ok_or("no request_start_ns")?;
-    let end = num("request_end_ns").ok_or("no request_end_ns")?;
+    // Times come back relative to the run's origin when the line names it (several runs of a
+    // level pooled in one file stay apart), else as absolute Unix nanoseconds.
+    let origin = num("level_origin_unix_ns").unwrap_or(0);
+    let rel = |t: u64| t.saturating_sub(origin);
+    let start = rel(num("request_start_ns").ok_or("no request_start_ns")?);
+    let end = rel(num("request_end_ns").ok_or("no request_end_ns")?);
     let error = match v.get("error") {
         None | Some(Value::Null) => None,
         Some(e) => Some(ErrorRecord {
@@ -78,9 +83,9 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
         request_id: num("session_num").unwrap_or(0),
         worker,
         phase,
-        origin_unix_ns: 0,
+        origin_unix_ns: origin,
         start_ns: start,
-        response_ns: num("request_ack_ns"),
+        response_ns: num("request_ack_ns").map(rel),
         chunk_ns,
         first_content_ns: metric(v, "time_to_first_output_token").map(|t| start + ms_to_ns(t)),
         end_ns: end,
@@ -100,6 +105,7 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
             .map(str::to_owned),
         error,
         attempts: u32_of(md.get("attempts")).unwrap_or(1),
+        intended_start_ns: num("intended_start_ns").map(rel),
     })
 }
 
@@ -172,6 +178,7 @@ mod tests {
                 message: "too many".into(),
             }),
             attempts: 1 + (id % 2) as u32,
+            intended_start_ns: (id == 1).then_some(start / 2),
         }
     }
 
@@ -209,12 +216,11 @@ mod tests {
             serde_json::to_string(&b).unwrap()
         );
         for (x, y) in sample().iter().zip(&back) {
-            let o = x.origin_unix_ns;
-            assert_eq!(y.start_ns, x.start_ns + o);
-            assert_eq!(
-                y.chunk_ns,
-                x.chunk_ns.iter().map(|t| t + o).collect::<Vec<_>>()
-            );
+            assert_eq!(y.origin_unix_ns, x.origin_unix_ns);
+            assert_eq!(y.start_ns, x.start_ns);
+            assert_eq!(y.response_ns, x.response_ns);
+            assert_eq!(y.chunk_ns, x.chunk_ns);
+            assert_eq!(y.intended_start_ns, x.intended_start_ns);
             assert_eq!(y.error, x.error);
             assert_eq!(y.phase, x.phase);
             assert_eq!(y.attempts, x.attempts);

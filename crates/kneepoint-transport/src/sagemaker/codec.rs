@@ -141,12 +141,8 @@ impl PayloadCodec for SseCodec {
         if self.done {
             return Ok(());
         }
-        self.parser
-            .push(bytes, &mut self.scratch)
-            .map_err(|e| Error::MalformedResponse {
-                message: e.to_string(),
-                source: Some(Box::new(e)),
-            })?;
+        // Events completed before a parse error in the same bytes still count.
+        let parsed = self.parser.push(bytes, &mut self.scratch);
         for ev in self.scratch.drain(..) {
             let data = ev.data.trim();
             if data == "[DONE]" {
@@ -161,7 +157,14 @@ impl PayloadCodec for SseCodec {
             }
             parse_payload(data, out)?;
         }
-        Ok(())
+        if self.done {
+            // Whatever follows `[DONE]` is ignored, however the bytes were split.
+            return Ok(());
+        }
+        parsed.map_err(|e| Error::MalformedResponse {
+            message: e.to_string(),
+            source: Some(Box::new(e)),
+        })
     }
 
     fn end(&mut self, _out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
@@ -190,6 +193,13 @@ impl JsonLinesCodec {
         }
     }
 
+    fn too_long(&self) -> Error {
+        Error::malformed(format!(
+            "a JSON line is longer than {} bytes",
+            self.max_line
+        ))
+    }
+
     fn line(&self, line: &[u8], out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
         let text = std::str::from_utf8(line).map_err(|_| {
             Error::malformed(format!("invalid UTF-8 in a JSON line: {}", excerpt(line)))
@@ -211,14 +221,14 @@ impl PayloadCodec for JsonLinesCodec {
     fn push(&mut self, bytes: &[u8], out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
         self.buf.extend_from_slice(bytes);
         while let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
+            if i > self.max_line {
+                return Err(self.too_long());
+            }
             let line: Vec<u8> = self.buf.drain(..=i).collect();
             self.line(&line, out)?;
         }
         if self.buf.len() > self.max_line {
-            return Err(Error::malformed(format!(
-                "a JSON line is longer than {} bytes",
-                self.max_line
-            )));
+            return Err(self.too_long());
         }
         Ok(())
     }
@@ -290,6 +300,39 @@ mod tests {
             prompt_tokens: None,
             completion_tokens: Some(2)
         })));
+    }
+
+    /// Found by the `event_stream` fuzz target: the codecs give the same events and outcome
+    /// however the payload is cut.
+    #[test]
+    fn events_before_an_error_count_and_done_ends_the_stream_in_any_split() {
+        let good = b"data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n";
+        let mut bytes = good.to_vec();
+        bytes.extend_from_slice(b"data: \xff\n\n");
+        let mut c = SseCodec::new(1024);
+        let mut out = Vec::new();
+        assert!(c.push(&bytes, &mut out).is_err());
+        assert_eq!(texts(&out), "hi");
+
+        let mut after_done = good.to_vec();
+        after_done.extend_from_slice(b"data: [DONE]\n\n\xff\xfe");
+        for cut in [after_done.len(), good.len() + 5] {
+            let mut c = SseCodec::new(1024);
+            let mut out = Vec::new();
+            c.push(&after_done[..cut], &mut out).unwrap();
+            c.push(&after_done[cut..], &mut out).unwrap();
+            c.end(&mut out).unwrap();
+            assert_eq!(texts(&out), "hi");
+        }
+
+        // A complete JSON line over the limit fails whether it came whole or in pieces.
+        let line = format!("{{\"token\":{{\"text\":\"{}\"}}}}\n", "x".repeat(40));
+        let mut whole = JsonLinesCodec::new(32);
+        assert!(whole.push(line.as_bytes(), &mut Vec::new()).is_err());
+        let mut split = JsonLinesCodec::new(32);
+        let (a, b) = line.as_bytes().split_at(20);
+        split.push(a, &mut Vec::new()).unwrap();
+        assert!(split.push(b, &mut Vec::new()).is_err());
     }
 
     #[test]

@@ -132,6 +132,8 @@ struct Prepared {
     input_tokens: u32,
     output_tokens: Option<u32>,
     extra: serde_json::Map<String, serde_json::Value>,
+    /// Trace records: when the request was sent, ms from the trace start.
+    timestamp_ms: Option<u64>,
 }
 
 /// Requests drawn from a dataset.
@@ -188,6 +190,7 @@ impl DatasetWorkload {
                             input_tokens: u32::try_from(n).unwrap_or(u32::MAX),
                             output_tokens: e.output_length,
                             extra: e.extra,
+                            timestamp_ms: None,
                         })
                     })
                     .collect::<Result<_, Error>>()?
@@ -203,6 +206,7 @@ impl DatasetWorkload {
                         input_tokens: e.input_length,
                         output_tokens: Some(e.output_length),
                         extra: serde_json::Map::new(),
+                        timestamp_ms: Some(e.timestamp),
                     })
                     .collect()
             }
@@ -238,6 +242,12 @@ impl DatasetWorkload {
     /// True when the dataset has no records (never, once loaded).
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// A trace's send times in record order, ms from its start (`None` for other formats).
+    /// Replaying them needs sequential sampling, so requests come in the same order.
+    pub fn timestamps_ms(&self) -> Option<Vec<u64>> {
+        self.entries.iter().map(|e| e.timestamp_ms).collect()
     }
 
     /// The format read.

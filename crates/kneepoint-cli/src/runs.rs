@@ -1,0 +1,187 @@
+//! Repeated runs of a level: each run in `profile_runs/run_NNNN/`, the statistics across runs
+//! in `aggregate/`, the pooled records and their summary in the level's own files, and the
+//! convergence rule that may stop the repetition early.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+use kneepoint_metrics::export::{
+    read_jsonl, write_aggregate, write_aiperf_csv, write_aiperf_json, write_summary_text,
+    AggregateInfo, LevelInfo,
+};
+use kneepoint_metrics::{summary_values, Convergence, GoodputSlo, LevelSummary, RunAggregate};
+use kneepoint_runner::CancelToken;
+use serde_json::json;
+
+use crate::session::Session;
+
+/// How a level's repetition ended.
+#[derive(Debug, Clone)]
+pub(crate) struct RunsOutcome {
+    /// Runs completed (an interrupted run is not counted).
+    pub completed: u32,
+    /// Why the runs stopped.
+    pub stop_reason: String,
+}
+
+impl Session {
+    /// Runs a level as many times as the settings say (once: exactly [`Session::run_once`]).
+    /// Returns the level's summary (pooled over the runs), whether it was interrupted, and,
+    /// with several runs, how the repetition ended.
+    pub(crate) async fn run_level(
+        &mut self,
+        dir: &Path,
+        concurrency: u32,
+        request_count: u32,
+        label: &str,
+        cancel: &CancelToken,
+    ) -> anyhow::Result<(LevelSummary, bool, Option<RunsOutcome>)> {
+        let runs = self.settings().runs.clone();
+        if runs.num_runs <= 1 {
+            let (s, cancelled) = self
+                .run_once(dir, concurrency, request_count, label, true, cancel)
+                .await?;
+            return Ok((s, cancelled, None));
+        }
+        let mut done: Vec<(String, LevelSummary)> = Vec::new();
+        let mut failed = Vec::new();
+        let mut verdict = None;
+        let mut stop_reason = format!("ran the requested {} runs", runs.num_runs);
+        let mut cancelled = false;
+        for k in 1..=runs.num_runs {
+            let run = format!("run_{k:04}");
+            let run_label = format!("{label} run {k}/{}", runs.num_runs);
+            let (s, stopped) = self
+                .run_once(
+                    &dir.join("profile_runs").join(&run),
+                    concurrency,
+                    request_count,
+                    &run_label,
+                    k == 1,
+                    cancel,
+                )
+                .await?;
+            if stopped {
+                cancelled = true;
+                failed.push(run);
+                stop_reason = format!("interrupted during run {k}");
+                break;
+            }
+            done.push((run, s));
+            if let Some(rule) = &runs.convergence {
+                let values: Vec<f64> = done
+                    .iter()
+                    .filter_map(|(_, s)| summary_values(s).get(&rule.statistic).map(|v| v.0))
+                    .collect();
+                let v = rule.judge(&values);
+                if self.shows_progress() {
+                    let (Convergence::Continue { reason } | Convergence::Converged { reason }) = &v;
+                    eprintln!("{label}: run {k}: {reason}");
+                }
+                let converged = matches!(v, Convergence::Converged { .. });
+                if let Convergence::Converged { reason } = &v {
+                    stop_reason = format!("converged: {reason}");
+                } else if k == runs.num_runs {
+                    stop_reason = format!(
+                        "reached the cap of {} runs without converging ({})",
+                        runs.num_runs,
+                        match &v {
+                            Convergence::Continue { reason } => reason.as_str(),
+                            Convergence::Converged { reason } => reason.as_str(),
+                        }
+                    );
+                }
+                verdict = Some(v);
+                if converged {
+                    break;
+                }
+            }
+        }
+        let pairs: Vec<(String, &LevelSummary)> =
+            done.iter().map(|(l, s)| (l.clone(), s)).collect();
+        let aggregate = RunAggregate::of(&pairs, runs.confidence);
+        let info = AggregateInfo {
+            num_runs_requested: runs.num_runs,
+            failed_runs: failed.clone(),
+            stop_reason: stop_reason.clone(),
+            convergence: verdict,
+        };
+        write_aggregate(&dir.join("aggregate"), &aggregate, &info)?;
+        let all_runs: Vec<String> = done.iter().map(|(l, _)| l.clone()).chain(failed).collect();
+        let summary = self.pool(
+            dir,
+            concurrency,
+            request_count,
+            &all_runs,
+            &stop_reason,
+            cancelled,
+        )?;
+        Ok((
+            summary,
+            cancelled,
+            Some(RunsOutcome {
+                completed: done.len() as u32,
+                stop_reason,
+            }),
+        ))
+    }
+
+    /// Concatenates the runs' records into the level's `profile_export.jsonl` and writes the
+    /// pooled summary files (throughput over the runs' summed measured time).
+    fn pool(
+        &self,
+        dir: &Path,
+        concurrency: u32,
+        request_count: u32,
+        runs: &[String],
+        stop_reason: &str,
+        partial: bool,
+    ) -> anyhow::Result<LevelSummary> {
+        let pooled = dir.join("profile_export.jsonl");
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(&pooled)
+                .with_context(|| format!("creating {}", pooled.display()))?,
+        );
+        let mut records = Vec::new();
+        let (mut start, mut end) = (u64::MAX, 0u64);
+        for run in runs {
+            let run_dir = dir.join("profile_runs").join(run);
+            let path = run_dir.join("profile_export.jsonl");
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            out.write_all(&bytes)
+                .with_context(|| format!("writing {}", pooled.display()))?;
+            records.extend(read_jsonl(&path)?);
+            let json_path = run_dir.join("profile_export_aiperf.json");
+            let doc: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(&json_path)
+                    .with_context(|| format!("reading {}", json_path.display()))?,
+            )?;
+            if let Some(i) = LevelInfo::from_aiperf_json(&doc) {
+                start = start.min(i.start_unix_ns);
+                end = end.max(i.end_unix_ns);
+            }
+        }
+        out.flush()
+            .with_context(|| format!("writing {}", pooled.display()))?;
+        let summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
+        let mut input_config = self.description().clone();
+        input_config["level"] = json!({
+            "concurrency": concurrency,
+            "request_count": request_count,
+            "runs": runs,
+            "stop_reason": stop_reason,
+        });
+        let info = LevelInfo {
+            start_unix_ns: if start == u64::MAX { 0 } else { start },
+            end_unix_ns: end,
+            input_config,
+            partial,
+        };
+        write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
+        write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
+        write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
+        Ok(summary)
+    }
+}

@@ -1,0 +1,91 @@
+//! Duration-bound closed-loop levels: requests are drawn from the workload while the level's
+//! time lasts; `inputs.json` lists every request drawn.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use kneepoint_core::RecordSink;
+use kneepoint_metrics::export::{write_inputs_json, InputEntry, JsonlSink};
+use kneepoint_metrics::LevelSummary;
+use kneepoint_runner::{run_level_for, CancelToken, LevelConfig, RecordObserver, RequestSource};
+use serde_json::json;
+
+use crate::session::{progress_bar, Session};
+
+impl Session {
+    /// Runs one timed level into `dir` (the settings' duration; warm-up time only when
+    /// `warmup`). Requests in flight after the grace period are recorded as cancelled.
+    pub(crate) async fn run_timed(
+        &mut self,
+        dir: &Path,
+        concurrency: u32,
+        label: &str,
+        warmup: bool,
+        cancel: &CancelToken,
+    ) -> anyhow::Result<(LevelSummary, bool)> {
+        let Some(mut time) = self.settings.duration else {
+            anyhow::bail!("no duration set");
+        };
+        if !warmup {
+            time.warmup = std::time::Duration::ZERO;
+        }
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let inputs: Arc<Mutex<Vec<InputEntry>>> = Arc::default();
+        let source: RequestSource = {
+            let (workload, transport, inputs) = (
+                self.workload.clone(),
+                self.transport.clone(),
+                inputs.clone(),
+            );
+            Box::new(move || {
+                let request = workload.lock().ok()?.requests(1).ok()?.pop()?;
+                if let Ok(mut v) = inputs.lock() {
+                    v.push(InputEntry {
+                        session_id: request.id.to_string(),
+                        payloads: transport.payload(&request).into_iter().collect(),
+                    });
+                }
+                Some(request)
+            })
+        };
+        let sink: Box<dyn RecordSink> =
+            Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
+        let bar = progress_bar(self.progress, label, 0);
+        let observer: RecordObserver = {
+            let bar = bar.clone();
+            Arc::new(move |_| bar.inc(1))
+        };
+        let mut config = LevelConfig::new(concurrency);
+        config.deadlines = self.settings.deadlines;
+        config.require_finish_reason = self.settings.require_finish_reason;
+        config.retry = self.settings.retry;
+        config.cancel = cancel.clone();
+        config.token_counter = self.counter.clone();
+        let run = run_level_for(
+            self.transport.clone(),
+            &config,
+            time,
+            source,
+            vec![sink],
+            Some(observer),
+        )
+        .await?;
+        bar.finish_and_clear();
+        for e in &run.sink_errors {
+            eprintln!("warning: {e}");
+        }
+        // Inputs of the warm-up come first; keep the measured ones, as a count-bound level does.
+        let drawn = inputs.lock().map(|v| v.clone()).unwrap_or_default();
+        let skip = drawn.len().saturating_sub(run.records.len());
+        write_inputs_json(&dir.join("inputs.json"), &drawn[skip..])?;
+        let level = json!({
+            "concurrency": concurrency,
+            "duration_s": time.measure.as_secs_f64(),
+            "grace_s": time.grace.as_secs_f64(),
+            "warmup_duration_s": time.warmup.as_secs_f64(),
+            "requests_sent": run.records.len(),
+        });
+        self.finish_level(dir, concurrency, level, &run)
+    }
+}

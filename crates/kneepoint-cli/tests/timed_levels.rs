@@ -1,0 +1,117 @@
+//! Duration-bound levels through the CLI: closed loop draws requests while the time lasts and
+//! records every one as completed or cancelled; an open loop's schedule covers the duration.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use clap::Parser;
+use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
+use kneepoint_core::ErrorKind;
+use kneepoint_metrics::export::read_jsonl;
+
+fn sweep(extra: &[&str], dir: &Path) -> anyhow::Result<SweepSettings> {
+    let dir = dir.to_str().unwrap().to_owned();
+    let mut args = vec![
+        "kneepoint",
+        "sweep",
+        "--sim-profile",
+        "fast",
+        "--sim-time-scale",
+        "1",
+        "--isl",
+        "64",
+        "--osl",
+        "32",
+        "--quiet",
+        "--artifact-dir",
+        &dir,
+    ];
+    args.extend_from_slice(extra);
+    let Command::Sweep(a) = Cli::try_parse_from(args)?.command else {
+        panic!("not a sweep")
+    };
+    SweepSettings::resolve(&a)
+}
+
+#[test]
+fn a_timed_level_records_every_request_as_completed_or_cancelled() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // 32-token answers take ~170 ms, all 8 slots in step: at 0.9 s each is ~80 ms from done,
+    // and a 10 ms grace cuts them.
+    let s = sweep(
+        &[
+            "--concurrency",
+            "8",
+            "--duration-s",
+            "0.9",
+            "--grace-s",
+            "0.01",
+            "--warmup-duration-s",
+            "0.3",
+        ],
+        tmp.path(),
+    )
+    .unwrap();
+    let out = rt.block_on(run_sweep(&s, false)).unwrap();
+    let level = tmp.path().join("concurrency_8");
+    let records = read_jsonl(&level.join("profile_export.jsonl")).unwrap();
+    let summary = &out.summaries[0];
+    assert_eq!(records.len(), summary.request_count);
+    let cancelled = records
+        .iter()
+        .filter(|r| {
+            r.error
+                .as_ref()
+                .is_some_and(|e| e.kind == ErrorKind::Cancelled)
+        })
+        .count();
+    let completed = records.iter().filter(|r| r.error.is_none()).count();
+    assert_eq!(
+        completed + cancelled,
+        records.len(),
+        "only completed or cancelled"
+    );
+    assert!(
+        cancelled >= 1 && completed >= 20,
+        "{completed} completed, {cancelled} cancelled"
+    );
+    assert!(records.iter().all(|r| r.start_ns < 900_000_000));
+    let inputs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(level.join("inputs.json")).unwrap()).unwrap();
+    assert_eq!(inputs["data"].as_array().unwrap().len(), records.len());
+    assert!(!out.interrupted);
+    println!("0.9 s level: {completed} completed, {cancelled} cancelled at the grace period");
+}
+
+#[test]
+fn an_open_loop_for_a_duration_schedules_inside_it_and_bad_times_are_errors() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(
+        &[
+            "--request-rate",
+            "50",
+            "--duration-s",
+            "1",
+            "--arrival",
+            "constant",
+        ],
+        tmp.path(),
+    )
+    .unwrap();
+    let out = rt.block_on(run_sweep(&s, false)).unwrap();
+    // Constant 50/s over 1 s: starts at 0, 20, ..., 980 ms.
+    assert_eq!(out.summaries[0].request_count, 50);
+    for (args, want) in [
+        (&["--duration-s", "0"][..], "duration_s must be a positive"),
+        (&["--grace-s", "3"][..], "need duration_s"),
+        (
+            &["--duration-s", "2", "--grace-s=-1"][..],
+            "grace_s must be",
+        ),
+    ] {
+        let e = sweep(args, tmp.path()).unwrap_err();
+        assert!(format!("{e:#}").contains(want), "{args:?}: {e:#}");
+    }
+}

@@ -1,0 +1,167 @@
+//! Duration-bound closed-loop levels: requests are drawn from a source while the level's time
+//! lasts; requests still in flight at the end get a grace period, after which they are
+//! cancelled and recorded as `cancelled`. No request is dropped without a record.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kneepoint_core::{Phase, RecordSink, Request, RequestRecord, Transport};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::level::{drain, unix_ns, LevelConfig, LevelRun, RecordObserver};
+use crate::request::{run_one, Ctx};
+use crate::{CancelToken, Error};
+
+/// Where a duration-bound level takes its next request (`None` ends the level early).
+pub type RequestSource = Box<dyn FnMut() -> Option<Request> + Send>;
+
+/// How long a level runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelDuration {
+    /// Warm-up time at the level's own load, excluded from metrics.
+    pub warmup: Duration,
+    /// Measured time: no request starts after it.
+    pub measure: Duration,
+    /// After the measured time, how long requests in flight may finish before they are
+    /// cancelled (and recorded as cancelled).
+    pub grace: Duration,
+}
+
+/// Runs a closed-loop level for a duration: `config.concurrency` workers draw requests from
+/// `source` until the warm-up and then the measured time are over. Measured records go to every
+/// sink and to `observer` as they finish; a Ctrl-C (`config.cancel`) cancels at once.
+pub async fn run_level_for(
+    transport: Arc<dyn Transport>,
+    config: &LevelConfig,
+    time: LevelDuration,
+    source: RequestSource,
+    sinks: Vec<Box<dyn RecordSink>>,
+    observer: Option<RecordObserver>,
+) -> Result<LevelRun, Error> {
+    if config.concurrency == 0 {
+        return Err(Error::ZeroConcurrency);
+    }
+    if time.measure.is_zero() {
+        return Err(Error::NoRequests);
+    }
+    let source = Arc::new(Mutex::new(source));
+    let warmup_records = if time.warmup.is_zero() {
+        Vec::new()
+    } else {
+        let (tx, mut rx) = mpsc::channel(config.sink_queue.max(1));
+        let collect = tokio::spawn(async move {
+            let mut v = Vec::new();
+            while let Some(r) = rx.recv().await {
+                v.push(r);
+            }
+            v
+        });
+        timed_loop(
+            &transport,
+            config,
+            Phase::Warmup,
+            time.warmup,
+            time.grace,
+            source.clone(),
+            tx,
+        )
+        .await?;
+        collect.await.map_err(|e| Error::Worker {
+            message: e.to_string(),
+        })?
+    };
+    let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
+    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer));
+    let start_unix_ns = unix_ns();
+    let result = timed_loop(
+        &transport,
+        config,
+        Phase::Profiling,
+        time.measure,
+        time.grace,
+        source,
+        tx,
+    )
+    .await;
+    let (records, sink_errors) = sink_task.await.map_err(|e| Error::Worker {
+        message: e.to_string(),
+    })?;
+    result?;
+    Ok(LevelRun {
+        unsent: 0,
+        cancelled: config.cancel.is_cancelled(),
+        records,
+        warmup_records,
+        start_unix_ns,
+        end_unix_ns: unix_ns(),
+        sink_errors,
+    })
+}
+
+/// One phase: workers send while `length` lasts; in-flight requests are cancelled `grace` after
+/// it (or at once on `config.cancel`).
+async fn timed_loop(
+    transport: &Arc<dyn Transport>,
+    config: &LevelConfig,
+    phase: Phase,
+    length: Duration,
+    grace: Duration,
+    source: Arc<Mutex<RequestSource>>,
+    tx: mpsc::Sender<RequestRecord>,
+) -> Result<(), Error> {
+    let in_flight = CancelToken::new();
+    let origin = std::time::Instant::now();
+    let ctx = Arc::new(Ctx {
+        transport: transport.clone(),
+        counter: config.token_counter.clone(),
+        phase,
+        origin,
+        origin_unix_ns: unix_ns(),
+        deadlines: config.deadlines,
+        cancel: in_flight.clone(),
+        require_finish_reason: config.require_finish_reason,
+        retry: config.retry,
+    });
+    let stop_at = Instant::from_std(origin) + length;
+    // Cancels what is in flight at the end of the grace period, or at once on Ctrl-C.
+    let watcher = {
+        let (user, in_flight) = (config.cancel.clone(), in_flight.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = user.cancelled() => {}
+                _ = tokio::time::sleep_until(stop_at + grace) => {}
+            }
+            in_flight.cancel();
+        })
+    };
+    let mut set = JoinSet::new();
+    for worker in 0..config.concurrency {
+        let (ctx, source, tx) = (ctx.clone(), source.clone(), tx.clone());
+        set.spawn(async move {
+            while Instant::now() < stop_at && !ctx.cancel.is_cancelled() {
+                let next = match source.lock() {
+                    Ok(mut next) => next(),
+                    Err(_) => None,
+                };
+                let Some(request) = next else { break };
+                let record = run_one(&ctx, &request, worker).await;
+                if tx.send(record).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let mut failure = None;
+    while let Some(joined) = set.join_next().await {
+        if let Err(e) = joined {
+            failure.get_or_insert(Error::Worker {
+                message: e.to_string(),
+            });
+        }
+    }
+    watcher.abort();
+    failure.map_or(Ok(()), Err)
+}
