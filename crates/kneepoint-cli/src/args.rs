@@ -86,6 +86,11 @@ pub struct SearchArgs {
     /// Re-measure an answer whose smallest SLA margin is below this (default 0.05; 0 = never).
     #[arg(long, value_name = "FRACTION")]
     pub confirm_margin: Option<f64>,
+    /// With --num-runs of at least 2: a probe meets an SLA only if the SLA holds at the
+    /// pessimistic end of its confidence interval across runs (the upper end for a limit, the
+    /// lower end for a floor), not just at the pooled value.
+    #[arg(long)]
+    pub sla_by_confidence: bool,
 }
 
 /// SLA thresholds (SageMaker's names).
@@ -165,6 +170,15 @@ pub struct CommonArgs {
     /// --warmup-requests is the count-based warm-up).
     #[arg(long, value_name = "SECONDS")]
     pub warmup_duration_s: Option<f64>,
+    /// Stop a level before its request count (or duration) once the confidence intervals of
+    /// its mean request latency and mean TTFT are narrower than this fraction of the means
+    /// (e.g. 0.05); requests in flight finish. Batch means of one wave of requests each.
+    #[arg(long, value_name = "FRACTION")]
+    pub early_stop_width: Option<f64>,
+    /// With --early-stop-width: requests recorded before stopping early is considered
+    /// (default 200).
+    #[arg(long, value_name = "N")]
+    pub early_stop_min_requests: Option<u32>,
     /// Open loop: replay a trace dataset (`--dataset`, trace format) at its recorded send
     /// times, sped up by this factor (2 = twice as fast). Sends up to `--request-count` records.
     #[arg(long, value_name = "FACTOR")]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use kneepoint_metrics::{ConvergenceRule, Criterion};
 use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
-use kneepoint_runner::{Arrival, Deadlines, LevelDuration, RetryPolicy};
+use kneepoint_runner::{Arrival, Deadlines, EarlyStop, LevelDuration, RetryPolicy};
 use kneepoint_sim::{Fault, FaultPlan, SimProfile};
 use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
 use kneepoint_workload::{
@@ -78,6 +78,10 @@ pub struct LoadSection {
     pub grace_s: Option<f64>,
     /// Warm-up seconds of a timed level.
     pub warmup_duration_s: Option<f64>,
+    /// Stop a level early once its intervals are this narrow (fraction of the mean).
+    pub early_stop_width: Option<f64>,
+    /// Requests before early stopping is considered.
+    pub early_stop_min_requests: Option<u32>,
 }
 
 /// A timed level from the flags and the `[load]` section (`None`: count-bound levels).
@@ -333,6 +337,8 @@ pub struct SearchSection {
     pub request_count: Option<u32>,
     /// Final bracket width.
     pub precision: Option<f64>,
+    /// Judge SLAs at the pessimistic end of the across-run confidence interval.
+    pub sla_by_confidence: Option<bool>,
     /// Close-call margin.
     pub confirm_margin: Option<f64>,
 }
@@ -529,6 +535,8 @@ pub struct CommonSettings {
     pub open_loop: Option<OpenLoopSettings>,
     /// Timed levels (`None`: each level sends `request_count` requests).
     pub duration: Option<LevelDuration>,
+    /// Stop levels early once precise enough (`batch` is set per level).
+    pub early_stop: Option<EarlyStop>,
     /// Tokenizer spec (`builtin`, a path, a model id).
     pub tokenizer: String,
     /// Input lengths.
@@ -844,6 +852,31 @@ impl CommonSettings {
             runs: RunsSettings::resolve(args, &file.runs.clone().unwrap_or_default())?,
             open_loop: OpenLoopSettings::resolve(args, &file.load.clone().unwrap_or_default())?,
             duration: level_duration(args, &file.load.clone().unwrap_or_default())?,
+            early_stop: {
+                let load = file.load.clone().unwrap_or_default();
+                let width = args.early_stop_width.or(load.early_stop_width);
+                let min = args
+                    .early_stop_min_requests
+                    .or(load.early_stop_min_requests);
+                match width {
+                    None if min.is_some() => {
+                        bail!("early_stop_min_requests needs early_stop_width")
+                    }
+                    None => None,
+                    Some(w) if !(w.is_finite() && w > 0.0 && w < 2.0) => {
+                        bail!("early_stop_width must be a fraction of the mean above 0 (e.g. 0.05), not {w}")
+                    }
+                    Some(w) => Some(EarlyStop {
+                        min_requests: min.unwrap_or(200).max(20) as usize,
+                        max_relative_width: w,
+                        confidence: args
+                            .confidence_level
+                            .or(file.runs.as_ref().and_then(|r| r.confidence_level))
+                            .unwrap_or(0.95),
+                        batch: 1,
+                    }),
+                }
+            },
             tokenizer: args
                 .tokenizer
                 .clone()
@@ -980,6 +1013,11 @@ impl CommonSettings {
                 "duration_s": self.duration.map(|d| d.measure.as_secs_f64()),
                 "grace_s": self.duration.map(|d| d.grace.as_secs_f64()),
                 "warmup_duration_s": self.duration.map(|d| d.warmup.as_secs_f64()),
+                "early_stop": self.early_stop.map(|e| serde_json::json!({
+                    "max_relative_width": e.max_relative_width,
+                    "min_requests": e.min_requests,
+                    "confidence": e.confidence,
+                })),
                 "num_runs": self.runs.num_runs,
                 "confidence_level": self.runs.confidence,
                 "convergence": self.runs.convergence,
@@ -1154,6 +1192,8 @@ pub struct SearchSettings {
     pub common: CommonSettings,
     /// The search's parameters and SLAs.
     pub search: SearchConfig,
+    /// SLAs judged at the pessimistic end of each probe's across-run confidence interval.
+    pub sla_by_confidence: bool,
 }
 
 impl SearchSettings {
@@ -1194,7 +1234,15 @@ impl SearchSettings {
             search.confirm_margin = v;
         }
         search.validate()?;
-        Ok(SearchSettings { common, search })
+        let sla_by_confidence = args.sla_by_confidence || sp.sla_by_confidence.unwrap_or(false);
+        if sla_by_confidence && common.runs.num_runs < 2 {
+            bail!("sla_by_confidence judges each probe by its confidence interval across runs: set num_runs to 2 or more");
+        }
+        Ok(SearchSettings {
+            common,
+            search,
+            sla_by_confidence,
+        })
     }
 }
 

@@ -23,6 +23,8 @@ pub(crate) struct RunsOutcome {
     pub completed: u32,
     /// Why the runs stopped.
     pub stop_reason: String,
+    /// The statistics across the completed runs.
+    pub aggregate: RunAggregate,
 }
 
 impl Session {
@@ -123,6 +125,7 @@ impl Session {
             Some(RunsOutcome {
                 completed: done.len() as u32,
                 stop_reason,
+                aggregate,
             }),
         ))
     }
@@ -183,5 +186,69 @@ impl Session {
         write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
         write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
         Ok(summary)
+    }
+}
+
+/// The measurement a search judges when SLAs must hold with confidence: each SLA's statistic
+/// at the pessimistic end of its interval across runs (upper end for `<=`/`<`, lower end for
+/// `>=`/`>`), the pooled values elsewhere.
+pub(crate) fn pessimistic(
+    pooled: kneepoint_planner::Measurement,
+    aggregate: &RunAggregate,
+    slas: &[kneepoint_planner::Sla],
+) -> kneepoint_planner::Measurement {
+    use kneepoint_planner::Op;
+    let mut m = pooled;
+    for sla in slas {
+        let Some(s) = aggregate
+            .metrics
+            .get(&format!("{}_{}", sla.metric, sla.stat))
+        else {
+            continue;
+        };
+        let bound = match sla.op {
+            Op::Le | Op::Lt => s.ci_high,
+            Op::Ge | Op::Gt => s.ci_low,
+        };
+        m = m.with(&sla.metric, &sla.stat, bound.unwrap_or(s.mean));
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kneepoint_metrics::RunStatistic;
+    use kneepoint_planner::{check_all, Measurement, Sla};
+
+    #[test]
+    fn an_sla_met_by_the_mean_but_not_by_the_interval_fails() {
+        let slas = vec![
+            Sla::parse("time_to_first_token:p95:<=:110").unwrap(),
+            Sla::parse("output_token_throughput:avg:>=:900").unwrap(),
+        ];
+        let mut aggregate = RunAggregate {
+            confidence_level: 0.95,
+            run_labels: vec!["run_0001".into(), "run_0002".into(), "run_0003".into()],
+            metrics: Default::default(),
+        };
+        aggregate.metrics.insert(
+            "time_to_first_token_p95".into(),
+            RunStatistic::of(&[90.0, 100.0, 110.0], 0.95, "ms").unwrap(),
+        );
+        aggregate.metrics.insert(
+            "output_token_throughput_avg".into(),
+            RunStatistic::of(&[1000.0, 1001.0, 999.0], 0.95, "tokens/sec").unwrap(),
+        );
+        let pooled = Measurement::new(1000.0)
+            .with("time_to_first_token", "p95", 100.0)
+            .with("output_token_throughput", "avg", 1000.0);
+        assert!(check_all(&slas, &pooled).iter().all(|c| c.holds));
+        let strict = pessimistic(pooled, &aggregate, &slas);
+        let checks = check_all(&slas, &strict);
+        // TTFT: mean 100, interval up to ~124.8 > 110: fails. Throughput: tight, holds.
+        assert!(!checks[0].holds, "{checks:?}");
+        assert!(checks[1].holds, "{checks:?}");
+        assert!(strict.get("time_to_first_token", "p95").unwrap() > 120.0);
     }
 }

@@ -139,20 +139,27 @@ pub async fn run_search_with(
         |search: &Search, summaries: &[LevelSummary], state: RunState| -> anyhow::Result<()> {
             write_search_history(&dir, &description, search, summaries, state)
         };
+    let by_confidence = settings.sla_by_confidence;
     let measure = |p: Probe| {
         let (session, summaries, dir) = (session.clone(), summaries.clone(), dir.clone());
+        let slas = settings.search.slas.clone();
         let cancel = cancel.clone();
         async move {
             let mut s = session.lock().await;
             let label = format!("probe {} @ {}", p.iteration, p.concurrency);
             let dir = dir.join(probe_dir(&p));
-            let (summary, cancelled, _runs) = s
+            let (summary, cancelled, runs) = s
                 .run_level(&dir, p.concurrency, p.request_count, &label, &cancel)
                 .await?;
             if cancelled {
                 return Err(anyhow::Error::new(Interrupted));
             }
-            let m = measurement(&summary);
+            let m = match (&runs, by_confidence) {
+                (Some(r), true) => {
+                    crate::runs::pessimistic(measurement(&summary), &r.aggregate, &slas)
+                }
+                _ => measurement(&summary),
+            };
             summaries.lock().await.push(summary);
             Ok::<_, anyhow::Error>(m)
         }

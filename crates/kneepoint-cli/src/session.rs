@@ -13,7 +13,9 @@ use kneepoint_metrics::export::{
 };
 use kneepoint_metrics::{GoodputSlo, LevelSummary, PERCENTILES};
 use kneepoint_planner::Measurement;
-use kneepoint_runner::{run_level, schedule, CancelToken, LevelConfig, OpenLoop, RecordObserver};
+use kneepoint_runner::{
+    run_level, schedule, CancelToken, EarlyStop, LevelConfig, OpenLoop, RecordObserver,
+};
 use kneepoint_sim::SimServer;
 use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerTransport, StaticCredentials};
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
@@ -391,6 +393,14 @@ impl Session {
         config.retry = self.settings.retry;
         config.cancel = cancel.clone();
         config.token_counter = self.counter.clone();
+        config.early_stop = self.settings.early_stop.map(|e| EarlyStop {
+            batch: if concurrency > 0 {
+                concurrency as usize
+            } else {
+                16
+            },
+            ..e
+        });
         if let (Some(o), Some((times, next))) = (&self.settings.open_loop, &mut self.replay) {
             let speedup = o.replay_speedup.unwrap_or(1.0);
             let offsets = |ts: &[u64]| -> Vec<std::time::Duration> {
@@ -433,6 +443,11 @@ impl Session {
         for e in &run.sink_errors {
             eprintln!("warning: {e}");
         }
+        if run.unsent > 0 {
+            // Stopped early or interrupted: list only the requests that went out (in order).
+            let sent = inputs.len().saturating_sub(run.unsent);
+            write_inputs_json(&dir.join("inputs.json"), &inputs[..sent])?;
+        }
         let level = json!({"concurrency": concurrency, "request_count": request_count});
         self.finish_level(dir, concurrency, level, &run)
     }
@@ -449,6 +464,12 @@ impl Session {
         let summary = LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default());
         let mut input_config = self.description.clone();
         input_config["level"] = level;
+        if let Some(why) = &run.early_stop {
+            input_config["level"]["stopped_early"] = Value::String(why.clone());
+            if self.progress {
+                eprintln!("concurrency {concurrency}: {why}");
+            }
+        }
         let info = LevelInfo {
             start_unix_ns: run.start_unix_ns,
             end_unix_ns: run.end_unix_ns,

@@ -8,7 +8,9 @@ use anyhow::Context;
 use kneepoint_core::RecordSink;
 use kneepoint_metrics::export::{write_inputs_json, InputEntry, JsonlSink};
 use kneepoint_metrics::LevelSummary;
-use kneepoint_runner::{run_level_for, CancelToken, LevelConfig, RecordObserver, RequestSource};
+use kneepoint_runner::{
+    run_level_for, CancelToken, EarlyStop, LevelConfig, RecordObserver, RequestSource,
+};
 use serde_json::json;
 
 use crate::session::{progress_bar, Session};
@@ -62,6 +64,14 @@ impl Session {
         config.retry = self.settings.retry;
         config.cancel = cancel.clone();
         config.token_counter = self.counter.clone();
+        config.early_stop = self.settings.early_stop.map(|e| EarlyStop {
+            batch: if concurrency > 0 {
+                concurrency as usize
+            } else {
+                16
+            },
+            ..e
+        });
         let run = run_level_for(
             self.transport.clone(),
             &config,

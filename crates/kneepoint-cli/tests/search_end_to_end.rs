@@ -138,3 +138,62 @@ fn search_settings_validate() {
         .unwrap_err()
         .contains("not known"));
 }
+
+/// With repeated probes and `--sla-by-confidence`, a probe passes only if the SLA holds at the
+/// upper end of its interval across runs, so the answer is never above the plain search's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_by_confidence_judges_the_interval_and_keeps_each_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = settings(
+        &[
+            "--e2e-sla-ms",
+            "150",
+            "--search-max-iterations",
+            "8",
+            "--num-runs",
+            "3",
+            "--sla-by-confidence",
+        ],
+        tmp.path(),
+    );
+    assert!(s.sla_by_confidence);
+    let out = run_search(&s, false).await.unwrap();
+    let o = &out.outcome;
+    let answer = o.feasible_max.expect("an answer");
+    assert!((16..=160).contains(&answer), "{answer}");
+    let hist: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("search_history.json")).unwrap())
+            .unwrap();
+    for (p, r) in hist["probes"].as_array().unwrap().iter().zip(&out.history) {
+        let dir = tmp.path().join(p["dir"].as_str().unwrap());
+        let agg: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.join("aggregate/profile_export_aiperf_aggregate.json")).unwrap(),
+        )
+        .unwrap();
+        let hi = agg["metrics"]["request_latency_p99"]["ci_high"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(
+            r.pass,
+            hi <= 150.0,
+            "probe {}: ci_high {hi}",
+            r.probe.concurrency
+        );
+        assert!(dir.join("profile_runs/run_0003").is_dir() || !r.pass);
+    }
+    // Without repeated runs the option is refused.
+    let Command::Search(a) = Cli::try_parse_from([
+        "kneepoint",
+        "search",
+        "--e2e-sla-ms",
+        "150",
+        "--sla-by-confidence",
+    ])
+    .unwrap()
+    .command
+    else {
+        panic!()
+    };
+    let e = SearchSettings::resolve(&a).unwrap_err();
+    assert!(format!("{e:#}").contains("num_runs to 2 or more"), "{e:#}");
+}

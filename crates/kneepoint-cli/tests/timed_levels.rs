@@ -115,3 +115,47 @@ fn an_open_loop_for_a_duration_schedules_inside_it_and_bad_times_are_errors() {
         assert!(format!("{e:#}").contains(want), "{args:?}: {e:#}");
     }
 }
+
+/// A level stops before its request count once its intervals are tight, and says why.
+#[test]
+fn a_precise_level_stops_early_and_says_why() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(
+        &[
+            "--concurrency",
+            "8",
+            "--request-count",
+            "3000",
+            "--early-stop-width",
+            "0.2",
+            "--early-stop-min-requests",
+            "100",
+        ],
+        tmp.path(),
+    )
+    .unwrap();
+    let out = rt.block_on(run_sweep(&s, false)).unwrap();
+    let level = tmp.path().join("concurrency_8");
+    let n = out.summaries[0].request_count;
+    assert!((100..3000).contains(&n), "{n}");
+    assert_eq!(
+        read_jsonl(&level.join("profile_export.jsonl"))
+            .unwrap()
+            .len(),
+        n
+    );
+    let inputs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(level.join("inputs.json")).unwrap()).unwrap();
+    assert_eq!(inputs["data"].as_array().unwrap().len(), n);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(level.join("profile_export_aiperf.json")).unwrap())
+            .unwrap();
+    let why = doc["input_config"]["level"]["stopped_early"]
+        .as_str()
+        .unwrap();
+    assert!(why.starts_with("stopped early after"), "{why}");
+    println!("{why}");
+    let e = sweep(&["--early-stop-min-requests", "5"], tmp.path()).unwrap_err();
+    assert!(format!("{e:#}").contains("needs early_stop_width"));
+}

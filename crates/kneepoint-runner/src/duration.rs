@@ -62,10 +62,10 @@ pub async fn run_level_for(
             &transport,
             config,
             Phase::Warmup,
-            time.warmup,
-            time.grace,
+            (time.warmup, time.grace),
             source.clone(),
             tx,
+            &CancelToken::new(),
         )
         .await?;
         collect.await.map_err(|e| Error::Worker {
@@ -73,23 +73,26 @@ pub async fn run_level_for(
         })?
     };
     let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
-    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer));
+    let stop_sending = CancelToken::new();
+    let early = config.early_stop.map(|r| (r, stop_sending.clone()));
+    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer, early));
     let start_unix_ns = unix_ns();
     let result = timed_loop(
         &transport,
         config,
         Phase::Profiling,
-        time.measure,
-        time.grace,
+        (time.measure, time.grace),
         source,
         tx,
+        &stop_sending,
     )
     .await;
-    let (records, sink_errors) = sink_task.await.map_err(|e| Error::Worker {
+    let (records, sink_errors, early_stop) = sink_task.await.map_err(|e| Error::Worker {
         message: e.to_string(),
     })?;
     result?;
     Ok(LevelRun {
+        early_stop,
         unsent: 0,
         cancelled: config.cancel.is_cancelled(),
         records,
@@ -106,10 +109,10 @@ async fn timed_loop(
     transport: &Arc<dyn Transport>,
     config: &LevelConfig,
     phase: Phase,
-    length: Duration,
-    grace: Duration,
+    (length, grace): (Duration, Duration),
     source: Arc<Mutex<RequestSource>>,
     tx: mpsc::Sender<RequestRecord>,
+    stop_sending: &CancelToken,
 ) -> Result<(), Error> {
     let in_flight = CancelToken::new();
     let origin = std::time::Instant::now();
@@ -139,8 +142,9 @@ async fn timed_loop(
     let mut set = JoinSet::new();
     for worker in 0..config.concurrency {
         let (ctx, source, tx) = (ctx.clone(), source.clone(), tx.clone());
+        let stop = stop_sending.clone();
         set.spawn(async move {
-            while Instant::now() < stop_at && !ctx.cancel.is_cancelled() {
+            while Instant::now() < stop_at && !ctx.cancel.is_cancelled() && !stop.is_cancelled() {
                 let next = match source.lock() {
                     Ok(mut next) => next(),
                     Err(_) => None,

@@ -11,6 +11,7 @@ use kneepoint_core::{
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::early_stop::{EarlyStop, Precision};
 use crate::request::{run_one, Ctx};
 use crate::CancelToken;
 use crate::Error;
@@ -38,6 +39,8 @@ pub struct LevelConfig {
     pub retry: RetryPolicy,
     /// Open-loop load: requests start on a schedule (`concurrency` is then unused).
     pub open_loop: Option<OpenLoop>,
+    /// Stop sending once the key metrics are precise enough (measured phase only).
+    pub early_stop: Option<EarlyStop>,
 }
 
 /// Open-loop load: each request starts at its intended time, whatever the server is doing, so a
@@ -86,6 +89,7 @@ impl LevelConfig {
             require_finish_reason: false,
             retry: RetryPolicy::default(),
             open_loop: None,
+            early_stop: None,
         }
     }
 }
@@ -105,8 +109,10 @@ pub struct LevelRun {
     pub sink_errors: Vec<String>,
     /// True when the level was cancelled before every request was sent and finished.
     pub cancelled: bool,
-    /// Prepared requests never sent because the level was cancelled.
+    /// Prepared requests never sent because the level was cancelled or stopped early.
     pub unsent: usize,
+    /// Why the level stopped before its last request, when its metrics were precise enough.
+    pub early_stop: Option<String>,
 }
 
 /// Per-request deadlines; `None` waits forever. Each expiry ends the request as a `timeout`
@@ -181,9 +187,12 @@ pub async fn run_level(
             v
         });
         let ctx = ctx(Phase::Warmup, origin, origin_unix);
+        let never = CancelToken::new();
         match &config.open_loop {
-            Some(o) => open_loop(ctx, &o.warmup_offsets, o.max_in_flight, warmup, tx).await?,
-            None => closed_loop(ctx, config.concurrency, warmup, tx).await?,
+            Some(o) => {
+                open_loop(ctx, &o.warmup_offsets, o.max_in_flight, warmup, tx, &never).await?
+            }
+            None => closed_loop(ctx, config.concurrency, warmup, tx, &never).await?,
         };
         collect.await.map_err(|e| Error::Worker {
             message: e.to_string(),
@@ -192,19 +201,32 @@ pub async fn run_level(
 
     let total = requests.len();
     let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
-    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer));
+    let stop_sending = CancelToken::new();
+    let early = config.early_stop.map(|r| (r, stop_sending.clone()));
+    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer, early));
     let origin = Instant::now();
     let start_unix_ns = unix_ns();
     let ctx = ctx(Phase::Profiling, origin, start_unix_ns);
     let result = match &config.open_loop {
-        Some(o) => open_loop(ctx, &o.offsets, o.max_in_flight, requests, tx).await,
-        None => closed_loop(ctx, config.concurrency, requests, tx).await,
+        Some(o) => {
+            open_loop(
+                ctx,
+                &o.offsets,
+                o.max_in_flight,
+                requests,
+                tx,
+                &stop_sending,
+            )
+            .await
+        }
+        None => closed_loop(ctx, config.concurrency, requests, tx, &stop_sending).await,
     };
-    let (records, sink_errors) = sink_task.await.map_err(|e| Error::Worker {
+    let (records, sink_errors, early_stop) = sink_task.await.map_err(|e| Error::Worker {
         message: e.to_string(),
     })?;
     let sent = result?;
     Ok(LevelRun {
+        early_stop,
         unsent: total - sent,
         cancelled: config.cancel.is_cancelled(),
         records,
@@ -221,6 +243,7 @@ async fn closed_loop(
     concurrency: u32,
     requests: Vec<Request>,
     tx: mpsc::Sender<RequestRecord>,
+    stop_sending: &CancelToken,
 ) -> Result<usize, Error> {
     let ctx = Arc::new(ctx);
     let requests = Arc::new(requests);
@@ -230,10 +253,10 @@ async fn closed_loop(
     let mut set = JoinSet::new();
     for worker in 0..workers {
         let (ctx, requests, next, tx) = (ctx.clone(), requests.clone(), next.clone(), tx.clone());
-        let taken = taken.clone();
+        let (taken, stop) = (taken.clone(), stop_sending.clone());
         set.spawn(async move {
             loop {
-                if ctx.cancel.is_cancelled() {
+                if ctx.cancel.is_cancelled() || stop.is_cancelled() {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -268,6 +291,7 @@ async fn open_loop(
     max_in_flight: Option<u32>,
     requests: Vec<Request>,
     tx: mpsc::Sender<RequestRecord>,
+    stop_sending: &CancelToken,
 ) -> Result<usize, Error> {
     let ctx = Arc::new(ctx);
     let slots = max_in_flight.map(|n| Arc::new(Semaphore::new(n as usize)));
@@ -279,6 +303,7 @@ async fn open_loop(
         tokio::select! {
             biased;
             _ = ctx.cancel.cancelled() => break,
+            _ = stop_sending.cancelled() => break,
             _ = tokio::time::sleep_until(due) => {}
         }
         let permit = match &slots {
@@ -326,7 +351,10 @@ pub(crate) fn drain(
     mut rx: mpsc::Receiver<RequestRecord>,
     mut sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,
-) -> (Vec<RequestRecord>, Vec<String>) {
+    early: Option<(EarlyStop, CancelToken)>,
+) -> (Vec<RequestRecord>, Vec<String>, Option<String>) {
+    let mut precision = Precision::default();
+    let mut stopped = None;
     let mut records = Vec::new();
     let mut errors: Vec<String> = Vec::new();
     let mut failed = vec![false; sinks.len()];
@@ -344,6 +372,12 @@ pub(crate) fn drain(
         if let Some(o) = &observer {
             o(&record);
         }
+        if let (Some((rule, stop)), None) = (&early, &stopped) {
+            if let Some(why) = precision.add(&record, rule) {
+                stop.cancel();
+                stopped = Some(why);
+            }
+        }
         records.push(record);
     }
     for (i, sink) in sinks.iter_mut().enumerate() {
@@ -353,7 +387,7 @@ pub(crate) fn drain(
             }
         }
     }
-    (records, errors)
+    (records, errors, stopped)
 }
 
 fn source_text(e: &kneepoint_core::Error) -> String {

@@ -41,6 +41,7 @@
 mod arrival;
 mod cancel;
 mod duration;
+mod early_stop;
 mod error;
 mod level;
 mod request;
@@ -49,6 +50,7 @@ mod search;
 pub use arrival::{schedule, Arrival};
 pub use cancel::CancelToken;
 pub use duration::{run_level_for, LevelDuration, RequestSource};
+pub use early_stop::EarlyStop;
 pub use error::Error;
 pub use level::{
     run_level, Deadlines, LevelConfig, LevelRun, OpenLoop, RecordObserver, RetryPolicy,
