@@ -100,6 +100,9 @@ fn resummarise(a: &Artifact) -> anyhow::Result<Vec<PathBuf>> {
             .with_context(|| format!("re-writing the level summaries of {}", a.root.display()))?,
     );
     match a.kind {
+        // Open-loop levels are request rates: there is no knee or zone to recompute, and the
+        // summary document is kept as saved (its level files were re-rendered above).
+        RunKind::Sweep if a.doc.get("load").and_then(Value::as_str) == Some("open_loop") => {}
         RunKind::Sweep => files.push(resummarise_sweep(a)?),
         RunKind::Search => files.push(resummarise_search(a)?),
         // The ranking is kept as saved: it also holds prices that only the config knew.

@@ -325,6 +325,7 @@ async fn open_loop_sweep(
         &dir.join("sweep_summary.json"),
         &serde_json::to_vec_pretty(&body)?,
     )?;
+    crate::report_cmd::render_quietly(&dir);
     Ok(SweepOutcome {
         rows,
         summaries,

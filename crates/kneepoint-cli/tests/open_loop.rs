@@ -72,6 +72,16 @@ fn a_stall_shows_in_latency_from_the_intended_start() {
         let records = read_jsonl(&tmp.path().join("request_rate_40/profile_export.jsonl")).unwrap();
         assert_eq!(records.len(), 120);
         assert!(records.iter().all(|r| r.intended_start_ns.is_some()));
+        // The report is written, with per-level plots and no curve over concurrency.
+        let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+        assert!(html.contains("request_rate_40"));
+        assert!(!tmp.path().join("plots/throughput_vs_latency.svg").exists());
+        let json = tmp
+            .path()
+            .join("request_rate_40/profile_export_aiperf.json");
+        let before = std::fs::read(&json).unwrap();
+        kneepoint_cli::run_report(tmp.path()).unwrap();
+        assert_eq!(std::fs::read(&json).unwrap(), before);
         runs.push(out.summaries[0].clone());
     }
     let (calm, stalled) = (&runs[0], &runs[1]);

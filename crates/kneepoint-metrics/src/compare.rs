@@ -70,7 +70,15 @@ pub enum Verdict {
     Improved,
     /// Neither.
     NoSignificantChange,
+    /// A percentile whose tail holds fewer than [`MIN_TAIL_SAMPLES`] samples in a run: shown,
+    /// never judged (p99 of 128 requests is the second-largest value, at the mercy of one
+    /// hiccup).
+    TooFewSamples,
 }
+
+/// Samples beyond a percentile that each run needs before the percentile is judged:
+/// `n × (1 − q) ≥ 10` (p99 needs 1,000 samples, p90 100, p50 20).
+pub const MIN_TAIL_SAMPLES: f64 = 10.0;
 
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -78,6 +86,7 @@ impl std::fmt::Display for Verdict {
             Verdict::Regressed => "regressed",
             Verdict::Improved => "improved",
             Verdict::NoSignificantChange => "no significant change",
+            Verdict::TooFewSamples => "too few samples to judge",
         })
     }
 }
@@ -239,6 +248,12 @@ pub fn compare_samples(
             d.sort_unstable_by(f64::total_cmp);
             let ci = quantile_sorted(d, alpha / 2.0).zip(quantile_sorted(d, 1.0 - alpha / 2.0));
             let negligible = scale == Scale::Relative && (vb - va).abs() < config.min_effect;
+            let thin_tail = match st {
+                Statistic::Quantile(q) => {
+                    (oa.len().min(ob.len()) as f64) * (1.0 - q.max(1.0 - q)) < MIN_TAIL_SAMPLES
+                }
+                Statistic::Mean => false,
+            };
             Some(Difference {
                 stat: st.label(),
                 a: va,
@@ -248,7 +263,9 @@ pub fn compare_samples(
                 ci_low: ci.map(|x| x.0),
                 ci_high: ci.map(|x| x.1),
                 higher_is_better,
-                verdict: if negligible {
+                verdict: if thin_tail {
+                    Verdict::TooFewSamples
+                } else if negligible {
                     Verdict::NoSignificantChange
                 } else {
                     verdict(c, ci, higher_is_better, tolerance)
@@ -374,6 +391,32 @@ mod tests {
         let d = r[0].as_ref().unwrap();
         assert!(d.ci_low.unwrap() > 0.0, "{d:?}");
         assert_eq!(d.verdict, Verdict::NoSignificantChange);
+    }
+
+    /// p99 of 128 samples is the second-largest value: shown, not judged. p50 of the same
+    /// samples is judged.
+    #[test]
+    fn a_thin_tail_is_not_judged() {
+        let a: Vec<f64> = (0..128).map(|i| 10.0 + f64::from(i % 16)).collect();
+        let mut b = a.clone();
+        b[127] = 40.0;
+        b[126] = 40.0;
+        let stats = [Statistic::Quantile(0.99), Statistic::Quantile(0.5)];
+        let r = compare_samples(
+            &a,
+            &b,
+            1,
+            &stats,
+            Scale::Relative,
+            false,
+            &CompareConfig::default(),
+        );
+        assert_eq!(r[0].as_ref().unwrap().verdict, Verdict::TooFewSamples);
+        assert_eq!(r[1].as_ref().unwrap().verdict, Verdict::NoSignificantChange);
+        assert_eq!(
+            Verdict::TooFewSamples.to_string(),
+            "too few samples to judge"
+        );
     }
 
     #[test]

@@ -305,12 +305,17 @@ pub fn render(a: &Artifact) -> Result<Rendered, Error> {
         RunKind::Recommend => a.candidates.iter().find_map(Artifact::e2e_p99_sla_ms),
         _ => a.e2e_p99_sla_ms(),
     };
-    plots_out.push(Plot {
-        file: "throughput_vs_latency.svg".into(),
-        title: "Output throughput vs p99 request latency".into(),
-        svg: plots::throughput_vs_latency(&curves, sla)?,
-    });
-    if a.kind != RunKind::Recommend {
+    // Open-loop levels are request rates, not concurrencies: the curves over concurrency do
+    // not apply (each level keeps its own plots and table row).
+    let open_loop = a.doc.get("load").and_then(Value::as_str) == Some("open_loop");
+    if !open_loop {
+        plots_out.push(Plot {
+            file: "throughput_vs_latency.svg".into(),
+            title: "Output throughput vs p99 request latency".into(),
+            svg: plots::throughput_vs_latency(&curves, sla)?,
+        });
+    }
+    if a.kind != RunKind::Recommend && !open_loop {
         plots_out.push(Plot {
             file: "latency_percentiles.svg".into(),
             title: "Request latency percentiles vs concurrency".into(),

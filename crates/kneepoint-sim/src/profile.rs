@@ -42,6 +42,9 @@ pub struct SimProfile {
     pub natural_output_mean: u32,
     /// Faults to inject (none by default).
     pub faults: Option<FaultPlan>,
+    /// Zero-latency mode for measuring clients: every response is answered at once with a
+    /// pre-rendered body (no engine, no ground truth), so the server costs next to nothing.
+    pub instant: bool,
 }
 
 impl Default for SimProfile {
@@ -72,6 +75,7 @@ impl SimProfile {
             default_max_tokens: 256,
             natural_output_mean: 200,
             faults: None,
+            instant: false,
         }
     }
 
@@ -94,14 +98,29 @@ impl SimProfile {
             default_max_tokens: 64,
             natural_output_mean: 32,
             faults: None,
+            instant: false,
         }
     }
 
-    /// A profile by name: `calibrated` or `fast`.
+    /// Zero latency: responses are pre-rendered and sent at once (for client capacity
+    /// measurements; `instant`). Output lengths follow the request as in `fast`.
+    pub fn instant() -> Self {
+        SimProfile {
+            name: "instant".into(),
+            model: "kneepoint-sim/instant".into(),
+            max_model_len: 1 << 20,
+            kv_cache_tokens: 1 << 40,
+            instant: true,
+            ..Self::fast()
+        }
+    }
+
+    /// A profile by name: `calibrated`, `fast` or `instant`.
     pub fn by_name(name: &str) -> Result<Self, Error> {
         match name {
             "calibrated" => Ok(Self::calibrated()),
             "fast" => Ok(Self::fast()),
+            "instant" => Ok(Self::instant()),
             other => Err(Error::UnknownProfile {
                 name: other.to_owned(),
             }),

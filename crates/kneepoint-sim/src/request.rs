@@ -4,7 +4,7 @@ use kneepoint_core::TokenCounter;
 use serde_json::Value;
 
 /// Which API a request came in on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Api {
     Chat,
     Completions,

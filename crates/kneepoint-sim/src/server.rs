@@ -43,7 +43,12 @@ struct State {
     engine: Mutex<Sender<Command>>,
     next_id: AtomicU64,
     lengths: Mutex<StdRng>,
+    /// Zero-latency mode: rendered bodies by (api, stream, usage, prompt and output tokens,
+    /// finish reason).
+    rendered: Mutex<RenderedBodies>,
 }
+
+type RenderedBodies = std::collections::HashMap<(Api, bool, bool, u32, u32, &'static str), Bytes>;
 
 /// A SigV4 key the simulator checks SageMaker-protocol requests against. `Debug` is redacted.
 #[derive(Clone, PartialEq, Eq)]
@@ -130,6 +135,7 @@ impl SimServer {
             counter,
             engine: Mutex::new(engine),
             next_id: AtomicU64::new(0),
+            rendered: Mutex::default(),
         });
         let accept = tokio::spawn(accept_loop(listener, state));
         Ok(SimServer {
@@ -496,6 +502,9 @@ async fn generate(
         _ => {}
     }
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
+    if state.profile.instant {
+        return instant_response(&state, api, id, &gen, output_tokens, finish_reason);
+    }
     let (tx, rx) = unbounded_channel();
     let submitted = state.engine.lock().is_ok_and(|e| {
         e.send(Command::Submit(Submission {
@@ -551,6 +560,75 @@ async fn generate(
             "generation aborted",
         )
     }
+}
+
+/// Zero-latency mode: the whole response at once, rendered once per shape and then reused
+/// (the ids inside are those of the first request of that shape).
+fn instant_response(
+    state: &State,
+    api: Api,
+    id: u64,
+    gen: &GenRequest,
+    output_tokens: u32,
+    finish_reason: &'static str,
+) -> Response<Body> {
+    let key = (
+        api,
+        gen.stream,
+        gen.include_usage,
+        gen.prompt_tokens,
+        output_tokens,
+        finish_reason,
+    );
+    let cached = state
+        .rendered
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&key).cloned());
+    let body = cached.unwrap_or_else(|| {
+        let meta = ResponseMeta {
+            api,
+            id,
+            model_json: state.model_json.clone(),
+            created: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            prompt_tokens: gen.prompt_tokens,
+            output_tokens,
+            finish_reason,
+        };
+        let bytes = if gen.stream {
+            let mut b = Vec::new();
+            if api == Api::Chat {
+                b.extend_from_slice(&meta.role_event());
+            }
+            for i in 0..output_tokens {
+                b.extend_from_slice(&meta.token_event(i, i + 1 == output_tokens));
+            }
+            if gen.include_usage {
+                b.extend_from_slice(&meta.usage_event());
+            }
+            b.extend_from_slice(b"data: [DONE]\n\n");
+            Bytes::from(b)
+        } else {
+            meta.whole()
+        };
+        if let Ok(mut c) = state.rendered.lock() {
+            c.insert(key, bytes.clone());
+        }
+        bytes
+    });
+    let mut r = Response::new(full(body));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(if gen.stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        }),
+    );
+    r
 }
 
 /// Counts nothing: used when the client's hint gives the prompt's length.

@@ -111,3 +111,31 @@ async fn truth_log_joins_on_request_id() {
     server.clear_truth();
     assert!(server.truth().is_empty());
 }
+
+/// Zero-latency mode: the same answers as the engine gives, at once, from pre-rendered bodies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_instant_profile_answers_at_once_with_the_same_shape() {
+    let server = SimServer::start_local(SimProfile::instant()).await.unwrap();
+    for (api, streaming) in [
+        (Api::Chat, true),
+        (Api::Completions, true),
+        (Api::Chat, false),
+        (Api::Completions, false),
+    ] {
+        let mut c = OpenAiConfig::new(server.base_url(), "m");
+        c.api = api;
+        c.streaming = streaming;
+        let t = OpenAiTransport::new(c).unwrap();
+        for id in 0..3 {
+            let started = std::time::Instant::now();
+            let (text, prompt, completion, finish) =
+                run(&t, &request(id, 40, Some(256), true)).await;
+            assert!(started.elapsed() < std::time::Duration::from_millis(500));
+            assert_eq!(text.split_whitespace().count(), 256, "{api:?} {streaming}");
+            assert_eq!(prompt, Some(40));
+            assert_eq!(completion, Some(256));
+            assert_eq!(finish.as_deref(), Some("length"));
+        }
+    }
+    assert!(server.truth().is_empty(), "no engine, no ground truth");
+}
