@@ -9,7 +9,9 @@
 //! transport and record export the CLI uses. It prints, per case: requests/s, streamed output
 //! tokens/s, the average requests in flight (Little's law over the records), client CPU seconds
 //! per request and per token (this process's user + system time around the level, so prompt
-//! generation is excluded), and peak resident memory with 1k, 4k and 10k requests in flight.
+//! generation is excluded), peak resident memory with 1k, 4k and 10k requests in flight, and
+//! the client's added TTFT and ITL against the simulator's own record at 1 to 4,096 in flight
+//! (with the CPU's load, flagged when it is exhausted).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader};
@@ -75,6 +77,7 @@ fn rss_kb() -> u64 {
 }
 
 struct Outcome {
+    records: Vec<kneepoint_core::RequestRecord>,
     requests: usize,
     failed: usize,
     wall_s: f64,
@@ -84,7 +87,13 @@ struct Outcome {
     peak_rss_mb: f64,
 }
 
-async fn level(url: &str, stream: bool, isl: u32, osl: u32, concurrency: u32, n: usize) -> Outcome {
+async fn level(
+    url: &str,
+    stream: bool,
+    (isl, osl): (u32, u32),
+    concurrency: u32,
+    (n, warm): (usize, usize),
+) -> Outcome {
     let tokenizer = load_tokenizer("builtin").unwrap();
     let cfg = SyntheticConfig::new(
         LengthDist::mean_stddev(f64::from(isl), 0.0),
@@ -92,6 +101,7 @@ async fn level(url: &str, stream: bool, isl: u32, osl: u32, concurrency: u32, n:
         7,
     );
     let mut w = SyntheticWorkload::from_config(tokenizer, cfg).unwrap();
+    let warmup = w.requests(warm).unwrap();
     let requests = w.requests(n).unwrap();
     let mut c = OpenAiConfig::new(url, "kneepoint-sim");
     c.api = Api::Chat;
@@ -121,7 +131,7 @@ async fn level(url: &str, stream: bool, isl: u32, osl: u32, concurrency: u32, n:
         transport,
         &LevelConfig::new(concurrency),
         requests,
-        Vec::new(),
+        warmup,
         vec![sink],
         None,
     )
@@ -137,6 +147,7 @@ async fn level(url: &str, stream: bool, isl: u32, osl: u32, concurrency: u32, n:
         .map(|r| r.end_ns.saturating_sub(r.start_ns) as f64 / 1e9)
         .sum();
     Outcome {
+        records: run.records.clone(),
         requests: run.records.len(),
         failed: run.records.iter().filter(|r| r.error.is_some()).count(),
         wall_s,
@@ -150,6 +161,71 @@ async fn level(url: &str, stream: bool, isl: u32, osl: u32, concurrency: u32, n:
         in_flight: busy / wall_s,
         peak_rss_mb: peak.load(Ordering::Relaxed) as f64 / 1024.0,
     }
+}
+
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    kneepoint_metrics::quantile_sorted(&v, q).unwrap_or(f64::NAN)
+}
+
+/// Client-measured TTFT and ITL minus the simulator's own record of each request, against a
+/// profile whose every engine step takes 50 ms (so TTFT ≈ 50 ms and ITL ≈ 50 ms at any load:
+/// no queueing, no batching cost). The simulator runs in this process to share its truth log.
+async fn fidelity(concurrency: u32) -> String {
+    let mut p = kneepoint_sim::SimProfile::fast();
+    p.name = "fidelity".into();
+    p.step_base_ms = 50.0;
+    p.step_per_seq_ms = 0.0;
+    p.prefill_per_token_us = 0.0;
+    p.max_num_seqs = 8192;
+    p.max_num_batched_tokens = 1 << 22;
+    p.kv_cache_tokens = 1 << 40;
+    let server = kneepoint_sim::SimServer::start_local(p).await.unwrap();
+    let n = (concurrency as usize * 2).max(200);
+    // One warm-up request per slot first, so every connection is open before measuring.
+    let o = level(
+        &server.base_url(),
+        true,
+        (64, 16),
+        concurrency,
+        (n, concurrency as usize),
+    )
+    .await;
+    let truth: std::collections::HashMap<String, (f64, Option<f64>)> = server
+        .truth()
+        .into_iter()
+        .filter_map(|t| Some((t.client_request_id?, (t.ttft_ms, t.itl_ms))))
+        .collect();
+    let (mut dttft, mut ditl) = (Vec::new(), Vec::new());
+    for r in o.records.iter().filter(|r| r.error.is_none()) {
+        let Some((ttft, itl)) = truth.get(&r.request_id.to_string()) else {
+            continue;
+        };
+        let ms = |ns: u64| ns as f64 / 1e6;
+        if let (Some(first), Some(last)) = (r.chunk_ns.first(), r.chunk_ns.last()) {
+            dttft.push(ms(first - r.start_ns) - ttft);
+            let n = r.chunk_ns.len();
+            if let (Some(itl), true) = (itl, n > 1) {
+                ditl.push(ms(last - first) / (n - 1) as f64 - itl);
+            }
+        }
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let busy = o.cpu_s / o.wall_s / cores;
+    format!(
+        "{concurrency:>11}  {:>7}  {:>9.3}  {:>9.3}  {:>8.3}  {:>8.3}  {:>5.0} %{}",
+        dttft.len(),
+        quantile(dttft.clone(), 0.5),
+        quantile(dttft, 0.99),
+        quantile(ditl.clone(), 0.5),
+        quantile(ditl, 0.99),
+        busy * 100.0,
+        if busy > 0.9 {
+            "  CPU exhausted: the client's figures include waiting for a core"
+        } else {
+            ""
+        }
+    )
 }
 
 fn main() {
@@ -168,13 +244,19 @@ fn main() {
     println!("in flight  requests  failed  peak RSS MB  average in flight");
     for c in [1_000u32, 4_000, 10_000] {
         let c = c / scale as u32;
-        let o = rt.block_on(level(&holding.1, true, 256, 16, c, c as usize));
+        let o = rt.block_on(level(&holding.1, true, (256, 16), c, (c as usize, 0)));
         println!(
             "{c:>9}  {:>8}  {:>6}  {:>11.1}  {:>16.1}",
             o.requests, o.failed, o.peak_rss_mb, o.in_flight
         );
     }
     drop(holding);
+    println!("\nfidelity: client-measured minus simulator-recorded, ms (every step 50 ms; ISL 64, OSL 16, streaming; simulator in this process)");
+    println!("concurrency  matched  TTFT p50  TTFT p99  ITL p50  ITL p99  CPU busy");
+    for c in [1u32, 256, 1024, 4096] {
+        let c = if quick { c.min(256) } else { c };
+        println!("{}", rt.block_on(fidelity(c)));
+    }
     let instant = sim("instant");
     println!("\nthroughput against the zero-latency simulator (ISL 1024, concurrency 256)");
     println!("OSL  stream  requests  failed   wall s     req/s   out tok/s  in flight  CPU µs/req  CPU ns/tok");
@@ -184,7 +266,7 @@ fn main() {
                 1 | 16 => 20_000,
                 _ => 8_000,
             } / scale;
-            let o = rt.block_on(level(&instant.1, stream, 1024, osl, 256, n));
+            let o = rt.block_on(level(&instant.1, stream, (1024, osl), 256, (n, 256)));
             println!(
                 "{osl:>3}  {:>6}  {:>8}  {:>6}  {:>7.2}  {:>8.0}  {:>10.0}  {:>9.1}  {:>10.1}  {:>10.0}",
                 if stream { "yes" } else { "no" },
