@@ -64,9 +64,9 @@ pub enum Scale {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// Worse beyond the tolerance, and the interval excludes no change.
+    /// Worse beyond the tolerance, with the whole interval beyond it.
     Regressed,
-    /// Better beyond the tolerance, and the interval excludes no change.
+    /// Better beyond the tolerance, with the whole interval beyond it.
     Improved,
     /// Neither.
     NoSignificantChange,
@@ -171,9 +171,12 @@ fn verdict(change: f64, ci: Option<(f64, f64)>, higher_is_better: bool, toleranc
         }
         None => (worse, worse),
     };
-    if worse > tolerance && lo > 0.0 {
+    // The whole interval must lie beyond the tolerance: a change is called only when it is
+    // confidently larger than what is tolerated (single runs do not see run-to-run variance,
+    // so "excludes zero" alone flags reruns of the same server).
+    if worse > tolerance && lo > tolerance {
         Verdict::Regressed
-    } else if worse < -tolerance && hi < 0.0 {
+    } else if worse < -tolerance && hi < -tolerance {
         Verdict::Improved
     } else {
         Verdict::NoSignificantChange
