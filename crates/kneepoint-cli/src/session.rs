@@ -155,7 +155,17 @@ async fn start_simulator(
     Ok((Arc::new(t), server, url))
 }
 
-pub(crate) fn progress_bar(show: bool, label: &str, total: u64) -> ProgressBar {
+/// A progress bar and the observer that advances it once per record.
+pub(crate) fn progress(show: bool, label: &str, total: u64) -> (ProgressBar, RecordObserver) {
+    let bar = progress_bar(show, label, total);
+    let observer: RecordObserver = {
+        let bar = bar.clone();
+        Arc::new(move |_| bar.inc(1))
+    };
+    (bar, observer)
+}
+
+fn progress_bar(show: bool, label: &str, total: u64) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }
@@ -382,25 +392,8 @@ impl Session {
         write_inputs_json(&dir.join("inputs.json"), &inputs)?;
         let sink: Box<dyn RecordSink> =
             Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
-        let bar = progress_bar(self.progress, label, requests.len() as u64);
-        let observer: RecordObserver = {
-            let bar = bar.clone();
-            Arc::new(move |_| bar.inc(1))
-        };
-        let mut config = LevelConfig::new(concurrency);
-        config.deadlines = self.settings.deadlines;
-        config.require_finish_reason = self.settings.require_finish_reason;
-        config.retry = self.settings.retry;
-        config.cancel = cancel.clone();
-        config.token_counter = self.counter.clone();
-        config.early_stop = self.settings.early_stop.map(|e| EarlyStop {
-            batch: if concurrency > 0 {
-                concurrency as usize
-            } else {
-                16
-            },
-            ..e
-        });
+        let (bar, observer) = progress(self.progress, label, requests.len() as u64);
+        let mut config = self.level_config(concurrency, cancel);
         if let (Some(o), Some((times, next))) = (&self.settings.open_loop, &mut self.replay) {
             let speedup = o.replay_speedup.unwrap_or(1.0);
             let offsets = |ts: &[u64]| -> Vec<std::time::Duration> {
@@ -450,6 +443,26 @@ impl Session {
         }
         let level = json!({"concurrency": concurrency, "request_count": request_count});
         self.finish_level(dir, concurrency, level, &run)
+    }
+
+    /// The runner's settings for one level, from the session's.
+    pub(crate) fn level_config(&self, concurrency: u32, cancel: &CancelToken) -> LevelConfig {
+        let mut config = LevelConfig::new(concurrency);
+        config.deadlines = self.settings.deadlines;
+        config.require_finish_reason = self.settings.require_finish_reason;
+        config.retry = self.settings.retry;
+        config.cancel = cancel.clone();
+        config.token_counter = self.counter.clone();
+        // One batch per wave of a closed loop; an open loop has no waves.
+        config.early_stop = self.settings.early_stop.map(|e| EarlyStop {
+            batch: if concurrency > 0 {
+                concurrency as usize
+            } else {
+                16
+            },
+            ..e
+        });
+        config
     }
 
     /// Summarises a finished run and writes its summary files (the records and inputs are

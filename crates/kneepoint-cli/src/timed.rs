@@ -8,12 +8,10 @@ use anyhow::Context;
 use kneepoint_core::RecordSink;
 use kneepoint_metrics::export::{write_inputs_json, InputEntry, JsonlSink};
 use kneepoint_metrics::LevelSummary;
-use kneepoint_runner::{
-    run_level_for, CancelToken, EarlyStop, LevelConfig, RecordObserver, RequestSource,
-};
+use kneepoint_runner::{run_level_for, CancelToken, RequestSource};
 use serde_json::json;
 
-use crate::session::{progress_bar, Session};
+use crate::session::{progress, Session};
 
 impl Session {
     /// Runs one timed level into `dir` (the settings' duration; warm-up time only when
@@ -53,25 +51,8 @@ impl Session {
         };
         let sink: Box<dyn RecordSink> =
             Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
-        let bar = progress_bar(self.progress, label, 0);
-        let observer: RecordObserver = {
-            let bar = bar.clone();
-            Arc::new(move |_| bar.inc(1))
-        };
-        let mut config = LevelConfig::new(concurrency);
-        config.deadlines = self.settings.deadlines;
-        config.require_finish_reason = self.settings.require_finish_reason;
-        config.retry = self.settings.retry;
-        config.cancel = cancel.clone();
-        config.token_counter = self.counter.clone();
-        config.early_stop = self.settings.early_stop.map(|e| EarlyStop {
-            batch: if concurrency > 0 {
-                concurrency as usize
-            } else {
-                16
-            },
-            ..e
-        });
+        let (bar, observer) = progress(self.progress, label, 0);
+        let config = self.level_config(concurrency, cancel);
         let run = run_level_for(
             self.transport.clone(),
             &config,

@@ -523,18 +523,14 @@ async fn generate(
             "engine stopped",
         );
     }
-    let meta = ResponseMeta {
+    let meta = response_meta(
+        &state,
         api,
         id,
-        model_json: state.model_json.clone(),
-        created: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        prompt_tokens: spec.prompt_tokens,
+        spec.prompt_tokens,
         output_tokens,
         finish_reason,
-    };
+    );
     if gen.stream {
         let stall = std::time::Duration::from_millis(
             state.profile.faults.as_ref().map_or(0, |f| f.stall_ms),
@@ -562,6 +558,29 @@ async fn generate(
     }
 }
 
+/// What a response's chunks say about the request (ids, model, lengths, finish reason).
+fn response_meta(
+    state: &State,
+    api: Api,
+    id: u64,
+    prompt_tokens: u32,
+    output_tokens: u32,
+    finish_reason: &'static str,
+) -> ResponseMeta {
+    ResponseMeta {
+        api,
+        id,
+        model_json: state.model_json.clone(),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        prompt_tokens,
+        output_tokens,
+        finish_reason,
+    }
+}
+
 /// Zero-latency mode: the whole response at once, rendered once per shape and then reused
 /// (the ids inside are those of the first request of that shape).
 fn instant_response(
@@ -586,18 +605,14 @@ fn instant_response(
         .ok()
         .and_then(|c| c.get(&key).cloned());
     let body = cached.unwrap_or_else(|| {
-        let meta = ResponseMeta {
+        let meta = response_meta(
+            state,
             api,
             id,
-            model_json: state.model_json.clone(),
-            created: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
-            prompt_tokens: gen.prompt_tokens,
+            gen.prompt_tokens,
             output_tokens,
             finish_reason,
-        };
+        );
         let bytes = if gen.stream {
             let mut b = Vec::new();
             if api == Api::Chat {
