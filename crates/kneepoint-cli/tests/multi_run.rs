@@ -3,42 +3,21 @@
 //! one and says why.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::Path;
 use std::sync::Mutex;
 
-use clap::Parser;
-use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
+use kneepoint_cli::{run_sweep, SweepSettings};
 use serde_json::Value;
 
 /// Timing-sensitive: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn sweep_args(extra: &[&str], dir: &Path) -> anyhow::Result<SweepSettings> {
-    let dir = dir.to_str().unwrap().to_owned();
-    let mut args = vec![
-        "kneepoint",
-        "sweep",
-        "--sim-profile",
-        "fast",
-        "--sim-time-scale",
-        "1",
-        "--isl",
-        "64",
-        "--osl",
-        "16",
-        "--concurrency",
-        "8",
-        "--request-count",
-        "32",
-        "--quiet",
-        "--artifact-dir",
-        &dir,
-    ];
+    let mut args = vec!["--concurrency", "8", "--request-count", "32"];
     args.extend_from_slice(extra);
-    let Command::Sweep(a) = Cli::try_parse_from(args)?.command else {
-        panic!("not a sweep")
-    };
-    SweepSettings::resolve(&a)
+    common::fast_sweep("16", &args, dir)
 }
 
 fn aggregate(dir: &Path) -> Value {

@@ -2,35 +2,16 @@
 //! records every one as completed or cancelled; an open loop's schedule covers the duration.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::Path;
 
-use clap::Parser;
-use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
+use kneepoint_cli::{run_sweep, SweepSettings};
 use kneepoint_core::ErrorKind;
 use kneepoint_metrics::export::read_jsonl;
 
 fn sweep(extra: &[&str], dir: &Path) -> anyhow::Result<SweepSettings> {
-    let dir = dir.to_str().unwrap().to_owned();
-    let mut args = vec![
-        "kneepoint",
-        "sweep",
-        "--sim-profile",
-        "fast",
-        "--sim-time-scale",
-        "1",
-        "--isl",
-        "64",
-        "--osl",
-        "32",
-        "--quiet",
-        "--artifact-dir",
-        &dir,
-    ];
-    args.extend_from_slice(extra);
-    let Command::Sweep(a) = Cli::try_parse_from(args)?.command else {
-        panic!("not a sweep")
-    };
-    SweepSettings::resolve(&a)
+    common::fast_sweep("32", extra, dir)
 }
 
 #[test]

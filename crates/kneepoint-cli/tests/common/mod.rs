@@ -1,0 +1,33 @@
+//! Shared by the sweep tests: settings for a sweep of the fast simulator at real time.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
+
+use std::path::Path;
+
+use clap::Parser;
+use kneepoint_cli::{Cli, Command, SweepSettings};
+
+/// `kneepoint sweep` on the fast simulator at real time, quiet, into `dir`, with `osl` output
+/// tokens, ISL 64 and `extra` flags.
+pub fn fast_sweep(osl: &str, extra: &[&str], dir: &Path) -> anyhow::Result<SweepSettings> {
+    let dir = dir.to_str().unwrap().to_owned();
+    let mut args = vec![
+        "kneepoint",
+        "sweep",
+        "--sim-profile",
+        "fast",
+        "--sim-time-scale",
+        "1",
+        "--isl",
+        "64",
+        "--osl",
+        osl,
+        "--quiet",
+        "--artifact-dir",
+        &dir,
+    ];
+    args.extend_from_slice(extra);
+    let Command::Sweep(a) = Cli::try_parse_from(args)?.command else {
+        panic!("not a sweep")
+    };
+    SweepSettings::resolve(&a)
+}
