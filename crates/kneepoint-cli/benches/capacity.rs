@@ -1,11 +1,17 @@
 //! Client capacity harness: how much load kneepoint's client can drive, and what it costs.
 //!
-//! Run: `cargo bench -p kneepoint-cli --bench capacity` (release build; a few minutes).
-//! `KNEEPOINT_CAPACITY_QUICK=1` runs a smaller version.
+//! Run: `cargo bench -p kneepoint-cli --bench capacity` (release build; about 15 minutes).
+//! Environment: `KNEEPOINT_CAPACITY_QUICK=1` runs a smaller version;
+//! `KNEEPOINT_CAPACITY_ONLY=memory|fidelity|throughput` one part;
+//! `KNEEPOINT_FIDELITY_ITL_MS` (default 50) and `KNEEPOINT_FIDELITY_LEVELS` (default
+//! `1,256,1024,4096`) shape the fidelity part; `KNEEPOINT_FIDELITY_DUMP=FILE` appends one line
+//! per request (concurrency, start ns, TTFT gap, request leg, response leg in ms);
+//! `KNEEPOINT_CLIENT_THREADS` sets the client runtime's worker threads (default: one per core).
 //!
 //! It starts `kneepoint sim serve` in its own process — the `instant` profile (pre-rendered
 //! bodies, no engine) for the throughput cases, the `fast` profile (which holds requests in its
-//! queue) for the memory cases — and drives it from this process with the same runner, OpenAI
+//! queue) for the memory cases, the `fixed` profile (TTFT 50 ms, then a token every ITL ms,
+//! whatever the load; its truth read over `GET /truth`) for the fidelity cases — and drives it from this process with the same runner, OpenAI
 //! transport and record export the CLI uses. It prints, per case: requests/s, streamed output
 //! tokens/s, the average requests in flight (Little's law over the records), client CPU seconds
 //! per request and per token (this process's user + system time around the level, so prompt
@@ -38,9 +44,28 @@ impl Drop for Sim {
 }
 
 fn sim(profile: &str) -> Sim {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
-        .args(["sim", "serve", "--port", "0", "--profile", profile])
-        .args(["--time-scale", "1"])
+    sim_with(&["--profile", profile])
+}
+
+fn sim_with(args: &[&str]) -> Sim {
+    // KNEEPOINT_SIM_WRAP="chrt -f 1" runs the simulator under a wrapper (e.g. a real-time
+    // scheduling class, so that the client's threads never preempt it between its truth stamp
+    // and its write).
+    let wrap: Vec<String> = std::env::var("KNEEPOINT_SIM_WRAP")
+        .map(|w| w.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
+    let bin = env!("CARGO_BIN_EXE_kneepoint");
+    let mut cmd = match wrap.split_first() {
+        Some((head, rest)) => {
+            let mut c = Command::new(head);
+            c.args(rest).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let mut child = cmd
+        .args(["sim", "serve", "--port", "0", "--time-scale", "1"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -93,6 +118,7 @@ async fn level(
     (isl, osl): (u32, u32),
     concurrency: u32,
     (n, warm): (usize, usize),
+    ramp: Option<Duration>,
 ) -> Outcome {
     let tokenizer = load_tokenizer("builtin").unwrap();
     let cfg = SyntheticConfig::new(
@@ -111,6 +137,7 @@ async fn level(
     let dir = tempfile::tempdir().unwrap();
     let sink: Box<dyn RecordSink> =
         Box::new(JsonlSink::create(&dir.path().join("profile_export.jsonl")).unwrap());
+
     // Peak resident memory during the level, sampled every 50 ms.
     let (done, peak) = (
         Arc::new(AtomicBool::new(false)),
@@ -127,16 +154,11 @@ async fn level(
     };
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
-    let run = run_level(
-        transport,
-        &LevelConfig::new(concurrency),
-        requests,
-        warmup,
-        vec![sink],
-        None,
-    )
-    .await
-    .unwrap();
+    let mut config = LevelConfig::new(concurrency);
+    config.ramp_up = ramp;
+    let run = run_level(transport, &config, requests, warmup, vec![sink], None)
+        .await
+        .unwrap();
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = cpu_seconds() - cpu0;
     done.store(true, Ordering::Relaxed);
@@ -168,60 +190,127 @@ fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
     kneepoint_metrics::quantile_sorted(&v, q).unwrap_or(f64::NAN)
 }
 
-/// Client-measured TTFT and ITL minus the simulator's own record of each request, against a
-/// profile whose every engine step takes 50 ms (so TTFT ≈ 50 ms and ITL ≈ 50 ms at any load:
-/// no queueing, no batching cost). The simulator runs in this process to share its truth log.
-async fn fidelity(concurrency: u32) -> String {
-    let mut p = kneepoint_sim::SimProfile::fast();
-    p.name = "fidelity".into();
-    p.step_base_ms = 50.0;
-    p.step_per_seq_ms = 0.0;
-    p.prefill_per_token_us = 0.0;
-    p.max_num_seqs = 8192;
-    p.max_num_batched_tokens = 1 << 22;
-    p.kv_cache_tokens = 1 << 40;
-    let server = kneepoint_sim::SimServer::start_local(p).await.unwrap();
-    let n = (concurrency as usize * 2).max(200);
+/// Machine-wide busy and total CPU ticks (`/proc/stat`, every core): the client and the
+/// simulator share the machine, so "is the CPU exhausted" is a question about both.
+fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let f: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let idle = f[3] + f.get(4).copied().unwrap_or(0);
+    let total: u64 = f.iter().take(8).sum();
+    (total - idle, total)
+}
+
+/// The simulator's truth, fetched over HTTP (`GET /truth`), or cleared (`DELETE /truth`).
+fn truth_call(url: &str, method: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} /truth HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    raw.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default()
+}
+
+fn fetch_truth(url: &str) -> std::collections::HashMap<String, kneepoint_sim::ServerTiming> {
+    truth_call(url, "GET")
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .filter_map(|l| serde_json::from_str::<kneepoint_sim::ServerTiming>(l).ok())
+        .filter_map(|t| Some((t.client_request_id.clone()?, t)))
+        .collect()
+}
+
+/// Client-measured TTFT and ITL minus the simulator's own record of each request, against
+/// `kneepoint sim serve --profile fixed` in its own process (TTFT 50 ms, a token every
+/// `itl_ms`, whatever the load; each token's truth stamped as it is handed to the socket).
+/// The TTFT gap is split, through the shared wall clock, into the request leg (client start →
+/// server arrival) and the response leg (server write → client parse).
+async fn fidelity(
+    url: &str,
+    concurrency: u32,
+    (isl, osl): (u32, u32),
+    ramp: Option<Duration>,
+) -> String {
+    // Three waves per slot; one slot alone sends 12 (each request lasts seconds).
+    let n = (concurrency as usize * 3).max(12);
+    truth_call(url, "DELETE");
+    let m0 = machine_ticks();
     // One warm-up request per slot first, so every connection is open before measuring.
     let o = level(
-        &server.base_url(),
+        url,
         true,
-        (64, 16),
+        (isl, osl),
         concurrency,
         (n, concurrency as usize),
+        ramp,
     )
     .await;
-    let truth: std::collections::HashMap<String, (f64, Option<f64>)> = server
-        .truth()
-        .into_iter()
-        .filter_map(|t| Some((t.client_request_id?, (t.ttft_ms, t.itl_ms))))
-        .collect();
-    let (mut dttft, mut ditl) = (Vec::new(), Vec::new());
+    let m1 = machine_ticks();
+    let truth = fetch_truth(url);
+    let (mut dttft, mut ditl, mut req_leg, mut resp_leg) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in o.records.iter().filter(|r| r.error.is_none()) {
-        let Some((ttft, itl)) = truth.get(&r.request_id.to_string()) else {
+        let Some(t) = truth.get(&r.request_id.to_string()) else {
             continue;
         };
         let ms = |ns: u64| ns as f64 / 1e6;
-        if let (Some(first), Some(last)) = (r.chunk_ns.first(), r.chunk_ns.last()) {
-            dttft.push(ms(first - r.start_ns) - ttft);
-            let n = r.chunk_ns.len();
-            if let (Some(itl), true) = (itl, n > 1) {
-                ditl.push(ms(last - first) / (n - 1) as f64 - itl);
+        let signed_ms = |a: u64, b: u64| (a as f64 - b as f64) / 1e6;
+        if let (Some(&first), Some(&last)) = (r.chunk_ns.first(), r.chunk_ns.last()) {
+            dttft.push(ms(first - r.start_ns) - t.ttft_ms);
+            req_leg.push(signed_ms(t.arrival_unix_ns, r.origin_unix_ns + r.start_ns));
+            resp_leg.push(signed_ms(r.origin_unix_ns + first, t.first_token_unix_ns));
+            if let Some(path) = std::env::var_os("KNEEPOINT_FIDELITY_DUMP") {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap();
+                writeln!(
+                    f,
+                    "{concurrency} {} {} {} {}",
+                    r.start_ns,
+                    dttft.last().unwrap(),
+                    req_leg.last().unwrap(),
+                    resp_leg.last().unwrap()
+                )
+                .unwrap();
+            }
+            let k = r.chunk_ns.len();
+            if let (Some(itl), true) = (t.itl_ms, k > 1) {
+                ditl.push(ms(last - first) / (k - 1) as f64 - itl);
             }
         }
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let busy = o.cpu_s / o.wall_s / cores;
+    let machine_busy = (m1.0 - m0.0) as f64 / (m1.1 - m0.1).max(1) as f64;
+    let q = |v: &Vec<f64>, p: f64| quantile(v.clone(), p);
     format!(
-        "{concurrency:>11}  {:>7}  {:>9.3}  {:>9.3}  {:>8.3}  {:>8.3}  {:>5.0} %{}",
+        "{concurrency:>11}  {:>7}  {:>8.3}  {:>8.3}  {:>8.3}  {:>8.3}  {:>7.3}  {:>7.3}  {:>9.1}  {:>6.0} %{}",
         dttft.len(),
-        quantile(dttft.clone(), 0.5),
-        quantile(dttft, 0.99),
-        quantile(ditl.clone(), 0.5),
-        quantile(ditl, 0.99),
-        busy * 100.0,
-        if busy > 0.9 {
-            "  CPU exhausted: the client's figures include waiting for a core"
+        q(&dttft, 0.5),
+        q(&dttft, 0.99),
+        q(&req_leg, 0.99),
+        q(&resp_leg, 0.99),
+        q(&ditl, 0.5),
+        q(&ditl, 0.99),
+        o.in_flight,
+        machine_busy * 100.0,
+        if machine_busy > 0.9 {
+            "  CPU exhausted: the figures include waiting for a core"
         } else {
             ""
         }
@@ -231,32 +320,91 @@ async fn fidelity(concurrency: u32) -> String {
 fn main() {
     let quick = std::env::var_os("KNEEPOINT_CAPACITY_QUICK").is_some();
     let scale = if quick { 10 } else { 1 };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = std::env::var("KNEEPOINT_CLIENT_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        builder.worker_threads(n);
+    }
+    let rt = builder.enable_all().build().unwrap();
     println!(
         "machine: {} cores; client and simulator share it",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    // KNEEPOINT_CAPACITY_ONLY=memory|fidelity|throughput runs one part.
+    let only = std::env::var("KNEEPOINT_CAPACITY_ONLY").ok();
+    let part = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    if part("memory") {
+        memory(&rt, scale);
+    }
+    if part("fidelity") {
+        fidelity_table(&rt, quick);
+    }
+    if part("throughput") {
+        throughput(&rt, scale);
+    }
+}
+
+fn memory(rt: &tokio::runtime::Runtime, scale: usize) {
     let holding = sim("fast");
     println!("\nresident memory with requests held in flight (fast simulator queues them; ISL 256, OSL 16, streaming)");
     println!("in flight  requests  failed  peak RSS MB  average in flight");
     for c in [1_000u32, 4_000, 10_000] {
         let c = c / scale as u32;
-        let o = rt.block_on(level(&holding.1, true, (256, 16), c, (c as usize, 0)));
+        let o = rt.block_on(level(&holding.1, true, (256, 16), c, (c as usize, 0), None));
         println!(
             "{c:>9}  {:>8}  {:>6}  {:>11.1}  {:>16.1}",
             o.requests, o.failed, o.peak_rss_mb, o.in_flight
         );
     }
     drop(holding);
-    println!("\nfidelity: client-measured minus simulator-recorded, ms (every step 50 ms; ISL 64, OSL 16, streaming; simulator in this process)");
-    println!("concurrency  matched  TTFT p50  TTFT p99  ITL p50  ITL p99  CPU busy");
-    for c in [1u32, 256, 1024, 4096] {
-        let c = if quick { c.min(256) } else { c };
-        println!("{}", rt.block_on(fidelity(c)));
+}
+
+fn fidelity_table(rt: &tokio::runtime::Runtime, quick: bool) {
+    let itl_ms: f64 = std::env::var("KNEEPOINT_FIDELITY_ITL_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50.0);
+    let (isl, osl) = (1024, if quick { 32 } else { 256 });
+    let fixed = sim_with(&[
+        "--profile",
+        "fixed",
+        "--ttft-ms",
+        "50",
+        "--itl-ms",
+        &itl_ms.to_string(),
+    ]);
+    println!("\nfidelity: client-measured minus simulator-recorded, ms (simulator in its own process, TTFT 50 ms, ITL {itl_ms} ms, ISL {isl}, OSL {osl}, streaming)");
+    println!("TTFT gap = request leg (client start → server arrival) + response leg (server write → client parse); CPU busy is the whole machine's");
+    // KNEEPOINT_FIDELITY_LEVELS=256,1024 picks the concurrency levels.
+    let levels: Vec<u32> = std::env::var("KNEEPOINT_FIDELITY_LEVELS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 256, 1024, 4096]);
+    // One request's duration: a ramp this long spreads the slots over a whole cycle.
+    let cycle = Duration::from_secs_f64((50.0 + itl_ms * f64::from(osl - 1)) / 1000.0);
+    for (title, ramp) in [
+        ("every slot starts at the same instant (no ramp)", None),
+        (
+            "first wave spread over one request's duration (--ramp-up-s)",
+            Some(cycle),
+        ),
+    ] {
+        println!("{title}");
+        println!("concurrency  matched  TTFT p50  TTFT p99  req p99  resp p99  ITL p50  ITL p99  in flight  CPU busy");
+        for &c in &levels {
+            // One slot has nothing to spread.
+            if (quick && c > 256) || (ramp.is_some() && c == 1) {
+                continue;
+            }
+            println!("{}", rt.block_on(fidelity(&fixed.1, c, (isl, osl), ramp)));
+        }
     }
+    drop(fixed);
+}
+
+fn throughput(rt: &tokio::runtime::Runtime, scale: usize) {
     let instant = sim("instant");
     println!("\nthroughput against the zero-latency simulator (ISL 1024, concurrency 256)");
     println!("OSL  stream  requests  failed   wall s     req/s   out tok/s  in flight  CPU µs/req  CPU ns/tok");
@@ -266,7 +414,7 @@ fn main() {
                 1 | 16 => 20_000,
                 _ => 8_000,
             } / scale;
-            let o = rt.block_on(level(&instant.1, stream, (1024, osl), 256, (n, 256)));
+            let o = rt.block_on(level(&instant.1, stream, (1024, osl), 256, (n, 256), None));
             println!(
                 "{osl:>3}  {:>6}  {:>8}  {:>6}  {:>7.2}  {:>8.0}  {:>10.0}  {:>9.1}  {:>10.1}  {:>10.0}",
                 if stream { "yes" } else { "no" },

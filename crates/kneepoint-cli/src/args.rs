@@ -170,6 +170,11 @@ pub struct CommonArgs {
     /// --warmup-requests is the count-based warm-up).
     #[arg(long, value_name = "SECONDS")]
     pub warmup_duration_s: Option<f64>,
+    /// Closed loop: spread each level's first wave of requests over this many seconds (slot k
+    /// of n starts k/n of the way through), instead of sending them all at the same instant.
+    /// Requests are timed from when they are sent.
+    #[arg(long, value_name = "SECONDS")]
+    pub ramp_up_s: Option<f64>,
     /// Stop a level before its request count (or duration) once the confidence intervals of
     /// its mean request latency and mean TTFT are narrower than this fraction of the means
     /// (e.g. 0.05); requests in flight finish. Batch means of one wave of requests each.
@@ -419,12 +424,19 @@ pub enum SimCommand {
         /// Port on 127.0.0.1 (0 picks a free one).
         #[arg(long, default_value_t = 8000)]
         port: u16,
-        /// Profile: calibrated or fast.
+        /// Profile: calibrated, fast, instant (zero latency, pre-rendered bodies) or fixed
+        /// (fixed TTFT and ITL per request, whatever the load).
         #[arg(long, default_value = "calibrated")]
         profile: String,
         /// Wall seconds per modelled second.
         #[arg(long)]
         time_scale: Option<f64>,
+        /// Fixed-latency mode: time to first token, ms (implies --profile fixed's timing).
+        #[arg(long, value_name = "MS")]
+        ttft_ms: Option<f64>,
+        /// Fixed-latency mode: time between tokens, ms.
+        #[arg(long, value_name = "MS")]
+        itl_ms: Option<f64>,
         /// Seed for output lengths and jitter.
         #[arg(long)]
         seed: Option<u64>,

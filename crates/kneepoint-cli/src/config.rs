@@ -78,6 +78,8 @@ pub struct LoadSection {
     pub grace_s: Option<f64>,
     /// Warm-up seconds of a timed level.
     pub warmup_duration_s: Option<f64>,
+    /// Spread each closed-loop level's first wave over this many seconds.
+    pub ramp_up_s: Option<f64>,
     /// Stop a level early once its intervals are this narrow (fraction of the mean).
     pub early_stop_width: Option<f64>,
     /// Requests before early stopping is considered.
@@ -537,6 +539,8 @@ pub struct CommonSettings {
     pub duration: Option<LevelDuration>,
     /// Stop levels early once precise enough (`batch` is set per level).
     pub early_stop: Option<EarlyStop>,
+    /// Closed loop: each phase's first wave spread over this time.
+    pub ramp_up: Option<Duration>,
     /// Tokenizer spec (`builtin`, a path, a model id).
     pub tokenizer: String,
     /// Input lengths.
@@ -836,6 +840,7 @@ impl CommonSettings {
             .clone()
             .or(file.artifact_dir.clone())
             .unwrap_or_else(default_artifact_dir);
+        let open_loop = OpenLoopSettings::resolve(args, &file.load.clone().unwrap_or_default())?;
         Ok(CommonSettings {
             target: match (target, &sm_name) {
                 (_, Some(_)) => Target::SageMaker,
@@ -850,8 +855,21 @@ impl CommonSettings {
                 .or(sw.warmup_request_count)
                 .unwrap_or(0),
             runs: RunsSettings::resolve(args, &file.runs.clone().unwrap_or_default())?,
-            open_loop: OpenLoopSettings::resolve(args, &file.load.clone().unwrap_or_default())?,
+            open_loop: open_loop.clone(),
             duration: level_duration(args, &file.load.clone().unwrap_or_default())?,
+            ramp_up: match args
+                .ramp_up_s
+                .or(file.load.as_ref().and_then(|l| l.ramp_up_s))
+            {
+                None => None,
+                Some(_) if open_loop.is_some() => {
+                    bail!("ramp_up_s spreads a closed loop's first wave; an open loop (request_rate, replay_speedup) has its own schedule")
+                }
+                Some(v) if v.is_finite() && (0.0..=3600.0).contains(&v) => {
+                    Some(Duration::from_secs_f64(v))
+                }
+                Some(v) => bail!("ramp_up_s must be between 0 and 3600 seconds, not {v}"),
+            },
             early_stop: {
                 let load = file.load.clone().unwrap_or_default();
                 let width = args.early_stop_width.or(load.early_stop_width);
@@ -1013,6 +1031,7 @@ impl CommonSettings {
                 "duration_s": self.duration.map(|d| d.measure.as_secs_f64()),
                 "grace_s": self.duration.map(|d| d.grace.as_secs_f64()),
                 "warmup_duration_s": self.duration.map(|d| d.warmup.as_secs_f64()),
+                "ramp_up_s": self.ramp_up.map(|d| d.as_secs_f64()),
                 "early_stop": self.early_stop.map(|e| serde_json::json!({
                     "max_relative_width": e.max_relative_width,
                     "min_requests": e.min_requests,

@@ -453,6 +453,7 @@ impl Session {
         config.retry = self.settings.retry;
         config.cancel = cancel.clone();
         config.token_counter = self.counter.clone();
+        config.ramp_up = self.settings.ramp_up;
         // One batch per wave of a closed loop; an open loop has no waves.
         config.early_stop = self.settings.early_stop.map(|e| EarlyStop {
             batch: if concurrency > 0 {

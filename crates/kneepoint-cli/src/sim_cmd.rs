@@ -14,6 +14,8 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             port,
             profile,
             time_scale,
+            ttft_ms,
+            itl_ms,
             seed,
             sigv4_access_key_id,
             sigv4_secret_env,
@@ -43,6 +45,19 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             if let Some(t) = time_scale {
                 p.time_scale = t;
             }
+            if ttft_ms.is_some() || itl_ms.is_some() {
+                let base = p.fixed.unwrap_or(kneepoint_sim::FixedTiming {
+                    ttft_ms: 50.0,
+                    itl_ms: 10.0,
+                });
+                if p.instant {
+                    anyhow::bail!("--ttft-ms and --itl-ms cannot be used with --profile instant");
+                }
+                p.fixed = Some(kneepoint_sim::FixedTiming {
+                    ttft_ms: ttft_ms.unwrap_or(base.ttft_ms),
+                    itl_ms: itl_ms.unwrap_or(base.itl_ms),
+                });
+            }
             if let Some(rate) = fault_rate {
                 p.faults = Some(crate::config::fault_plan(rate, &faults, stall_ms)?);
             }
@@ -67,7 +82,14 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
                 p.time_scale,
                 server.base_url()
             );
-            let _ = writeln!(out, "OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health");
+            if let Some(f) = p.fixed {
+                let _ = writeln!(
+                    out,
+                    "fixed latency: first token {} ms after arrival, then one every {} ms (× time scale)",
+                    f.ttft_ms, f.itl_ms
+                );
+            }
+            let _ = writeln!(out, "OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /truth (server-side timings, JSON lines), DELETE /truth");
             let _ = writeln!(
                 out,
                 "SageMaker routes: POST /endpoints/NAME/invocations, POST /endpoints/NAME/invocations-response-stream ({})",

@@ -129,6 +129,11 @@ fn bad_open_loop_settings_are_clear_errors() {
             &["--request-rate", "5", "--max-in-flight", "0"][..],
             "max_in_flight must be at least 1",
         ),
+        (
+            &["--request-rate", "5", "--ramp-up-s", "1"][..],
+            "ramp_up_s spreads a closed loop",
+        ),
+        (&["--ramp-up-s=-1"][..], "ramp_up_s must be between"),
     ] {
         let e = sweep(args, tmp.path()).unwrap_err();
         assert!(format!("{e:#}").contains(want), "{args:?}: {e:#}");

@@ -139,11 +139,15 @@ async fn timed_loop(
             in_flight.cancel();
         })
     };
+    let gate = crate::ramp::RampGate::start(config.ramp_up, config.concurrency).map(Arc::new);
     let mut set = JoinSet::new();
     for worker in 0..config.concurrency {
         let (ctx, source, tx) = (ctx.clone(), source.clone(), tx.clone());
-        let stop = stop_sending.clone();
+        let (stop, gate) = (stop_sending.clone(), gate.clone());
         set.spawn(async move {
+            if !crate::ramp::admit(gate.as_deref(), &ctx.cancel, &stop).await {
+                return;
+            }
             while Instant::now() < stop_at && !ctx.cancel.is_cancelled() && !stop.is_cancelled() {
                 let next = match source.lock() {
                     Ok(mut next) => next(),

@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::early_stop::{EarlyStop, Precision};
+use crate::ramp::RampGate;
 use crate::request::{run_one, Ctx};
 use crate::CancelToken;
 use crate::Error;
@@ -41,6 +42,12 @@ pub struct LevelConfig {
     pub open_loop: Option<OpenLoop>,
     /// Stop sending once the key metrics are precise enough (measured phase only).
     pub early_stop: Option<EarlyStop>,
+    /// Closed loop: spread each phase's first wave over this time (slot `k` of `n` sends its
+    /// first request `k/n` of the way through). Without it every slot sends at the same
+    /// instant, and requests of equal length then keep starting and streaming in lock-step,
+    /// so the first wave's queueing in the client and the server shows in TTFT. Requests are
+    /// timed from when they are sent, so the ramp itself adds no latency.
+    pub ramp_up: Option<Duration>,
 }
 
 /// Open-loop load: each request starts at its intended time, whatever the server is doing, so a
@@ -90,6 +97,7 @@ impl LevelConfig {
             retry: RetryPolicy::default(),
             open_loop: None,
             early_stop: None,
+            ramp_up: None,
         }
     }
 }
@@ -192,7 +200,10 @@ pub async fn run_level(
             Some(o) => {
                 open_loop(ctx, &o.warmup_offsets, o.max_in_flight, warmup, tx, &never).await?
             }
-            None => closed_loop(ctx, config.concurrency, warmup, tx, &never).await?,
+            None => {
+                let slots = (config.concurrency, config.ramp_up);
+                closed_loop(ctx, slots, warmup, tx, &never).await?
+            }
         };
         collect.await.map_err(|e| Error::Worker {
             message: e.to_string(),
@@ -219,7 +230,10 @@ pub async fn run_level(
             )
             .await
         }
-        None => closed_loop(ctx, config.concurrency, requests, tx, &stop_sending).await,
+        None => {
+            let slots = (config.concurrency, config.ramp_up);
+            closed_loop(ctx, slots, requests, tx, &stop_sending).await
+        }
     };
     let (records, sink_errors, early_stop) = sink_task.await.map_err(|e| Error::Worker {
         message: e.to_string(),
@@ -240,7 +254,7 @@ pub async fn run_level(
 /// Keeps `concurrency` workers busy until every request has a record.
 async fn closed_loop(
     ctx: Ctx,
-    concurrency: u32,
+    (concurrency, ramp): (u32, Option<Duration>),
     requests: Vec<Request>,
     tx: mpsc::Sender<RequestRecord>,
     stop_sending: &CancelToken,
@@ -250,11 +264,15 @@ async fn closed_loop(
     let next = Arc::new(AtomicUsize::new(0));
     let taken = Arc::new(AtomicUsize::new(0));
     let workers = (concurrency as usize).min(requests.len());
+    let gate = RampGate::start(ramp, workers as u32).map(Arc::new);
     let mut set = JoinSet::new();
     for worker in 0..workers {
         let (ctx, requests, next, tx) = (ctx.clone(), requests.clone(), next.clone(), tx.clone());
-        let (taken, stop) = (taken.clone(), stop_sending.clone());
+        let (taken, stop, gate) = (taken.clone(), stop_sending.clone(), gate.clone());
         set.spawn(async move {
+            if !crate::ramp::admit(gate.as_deref(), &ctx.cancel, &stop).await {
+                return;
+            }
             loop {
                 if ctx.cancel.is_cancelled() || stop.is_cancelled() {
                     break;

@@ -44,6 +44,7 @@ mod duration;
 mod early_stop;
 mod error;
 mod level;
+mod ramp;
 mod request;
 mod search;
 

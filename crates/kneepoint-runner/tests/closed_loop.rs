@@ -415,3 +415,38 @@ async fn retries_are_off_by_default_and_bounded_when_on() {
     cfg.retry.max_retries = 3;
     assert_eq!(one(flaky(500, 1), &cfg).await.attempts, 1);
 }
+
+/// A ramp spreads each slot's first request over the ramp; latency is timed from the send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ramp_spreads_the_first_wave() {
+    let mut cfg = LevelConfig::new(4);
+    cfg.ramp_up = Some(Duration::from_millis(400));
+    let run = run_level(
+        // Each request outlasts the ramp, so every slot sends exactly one.
+        Arc::new(Paced::new(5, 100, 5)),
+        &cfg,
+        requests(4),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    let mut by_worker: Vec<(u32, f64, f64)> = run
+        .records
+        .iter()
+        .map(|r| {
+            let ms = |ns: u64| ns as f64 / 1e6;
+            (r.worker, ms(r.start_ns), ms(r.chunk_ns[0] - r.start_ns))
+        })
+        .collect();
+    by_worker.sort_by(|a, b| a.1.total_cmp(&b.1));
+    for (k, (_, start, ttft)) in by_worker.iter().enumerate() {
+        let due = 100.0 * k as f64;
+        assert!(
+            *start >= due && *start < due + 60.0,
+            "slot {k} at {start} ms"
+        );
+        assert!(*ttft < 60.0, "ttft {ttft} ms counts the ramp");
+    }
+}

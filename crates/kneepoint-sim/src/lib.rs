@@ -24,6 +24,7 @@
 mod engine;
 mod error;
 mod fault;
+mod fixed;
 mod live;
 mod predict;
 mod profile;
@@ -39,6 +40,6 @@ pub use engine::{Emission, EngineModel, Rejection, SeqSpec, Step};
 pub use error::Error;
 pub use fault::{Fault, FaultPlan};
 pub use predict::{predict_closed_loop, Prediction};
-pub use profile::SimProfile;
+pub use profile::{FixedTiming, SimProfile};
 pub use server::{SigV4TestKey, SimOptions, SimServer};
 pub use truth::{ServerTiming, TruthLog};

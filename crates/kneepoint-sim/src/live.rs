@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::engine::{EngineModel, SeqSpec};
-use crate::truth::{ServerTiming, TruthLog};
+use crate::truth::{ServerTiming, TruthLog, WallClock};
 use crate::{Error, SimProfile};
 
 /// A token delivered to the connection that asked for it.
@@ -45,16 +45,17 @@ struct Live {
 pub(crate) fn spawn_engine(
     profile: SimProfile,
     truth: Arc<Mutex<TruthLog>>,
+    clock: WallClock,
 ) -> Result<Sender<Command>, Error> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("kneepoint-sim-engine".into())
-        .spawn(move || run(profile, rx, truth))
+        .spawn(move || run(profile, rx, truth, clock))
         .map_err(|source| Error::Thread { source })?;
     Ok(tx)
 }
 
-fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>) {
+fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>, clock: WallClock) {
     let scale = profile.time_scale;
     let mut engine = EngineModel::new(profile);
     let mut live: std::collections::HashMap<u64, Live> = std::collections::HashMap::new();
@@ -130,6 +131,9 @@ fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>) 
                         None
                     },
                     latency_ms: ms(emitted_at - seq.arrival),
+                    arrival_unix_ns: clock.unix_ns(seq.arrival),
+                    first_token_unix_ns: clock.unix_ns(first),
+                    last_token_unix_ns: clock.unix_ns(emitted_at),
                 };
                 if let Ok(mut t) = truth.lock() {
                     t.push(timing);

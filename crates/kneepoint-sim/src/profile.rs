@@ -45,6 +45,20 @@ pub struct SimProfile {
     /// Zero-latency mode for measuring clients: every response is answered at once with a
     /// pre-rendered body (no engine, no ground truth), so the server costs next to nothing.
     pub instant: bool,
+    /// Fixed-latency mode for measuring clients' fidelity: no engine; every request gets its
+    /// first token `ttft_ms` after it arrives and each further token `itl_ms` later, whatever
+    /// the load, and the server records when each token was actually written.
+    pub fixed: Option<FixedTiming>,
+}
+
+/// Per-request timing of the fixed-latency mode (wall milliseconds, scaled by `time_scale`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixedTiming {
+    /// From a request's arrival to its first token.
+    pub ttft_ms: f64,
+    /// Between consecutive tokens.
+    pub itl_ms: f64,
 }
 
 impl Default for SimProfile {
@@ -76,6 +90,7 @@ impl SimProfile {
             natural_output_mean: 200,
             faults: None,
             instant: false,
+            fixed: None,
         }
     }
 
@@ -99,6 +114,7 @@ impl SimProfile {
             natural_output_mean: 32,
             faults: None,
             instant: false,
+            fixed: None,
         }
     }
 
@@ -115,12 +131,30 @@ impl SimProfile {
         }
     }
 
-    /// A profile by name: `calibrated`, `fast` or `instant`.
+    /// Fixed latency, independent of load: TTFT 50 ms, then a token every 10 ms (for
+    /// measuring how much time a client adds; `fixed`). Output lengths follow the request as
+    /// in `fast`.
+    pub fn fixed() -> Self {
+        SimProfile {
+            name: "fixed".into(),
+            model: "kneepoint-sim/fixed".into(),
+            max_model_len: 1 << 20,
+            kv_cache_tokens: 1 << 40,
+            fixed: Some(FixedTiming {
+                ttft_ms: 50.0,
+                itl_ms: 10.0,
+            }),
+            ..Self::fast()
+        }
+    }
+
+    /// A profile by name: `calibrated`, `fast`, `instant` or `fixed`.
     pub fn by_name(name: &str) -> Result<Self, Error> {
         match name {
             "calibrated" => Ok(Self::calibrated()),
             "fast" => Ok(Self::fast()),
             "instant" => Ok(Self::instant()),
+            "fixed" => Ok(Self::fixed()),
             other => Err(Error::UnknownProfile {
                 name: other.to_owned(),
             }),
@@ -167,6 +201,17 @@ impl SimProfile {
         if self.default_max_tokens == 0 || self.natural_output_mean == 0 {
             return bad("default_max_tokens", "output lengths must be at least 1");
         }
+        if let Some(f) = &self.fixed {
+            if !f.ttft_ms.is_finite() || f.ttft_ms < 0.0 {
+                return bad("fixed.ttft_ms", "must be a finite number ≥ 0");
+            }
+            if !f.itl_ms.is_finite() || f.itl_ms < 0.0 {
+                return bad("fixed.itl_ms", "must be a finite number ≥ 0");
+            }
+            if self.instant {
+                return bad("fixed", "cannot be combined with instant");
+            }
+        }
         if let Some(f) = &self.faults {
             if !(0.0..=1.0).contains(&f.rate) {
                 return bad("faults.rate", "must be a probability between 0 and 1");
@@ -184,6 +229,13 @@ mod tests {
     fn builtins_are_valid() {
         SimProfile::calibrated().validate().unwrap();
         SimProfile::fast().validate().unwrap();
+        SimProfile::fixed().validate().unwrap();
+        let mut p = SimProfile::fixed();
+        p.fixed = Some(FixedTiming {
+            ttft_ms: f64::NAN,
+            itl_ms: 1.0,
+        });
+        assert!(p.validate().is_err());
         assert!(SimProfile::by_name("nope").is_err());
         let mut p = SimProfile::fast();
         p.time_scale = 0.0;

@@ -28,7 +28,7 @@ use crate::live::{spawn_engine, Command, Submission};
 use crate::render::{error_body, ResponseMeta};
 use crate::request::{parse_request, Api, GenRequest};
 use crate::sse_body::{InjectedFault, SseBody};
-use crate::truth::{ServerTiming, TruthLog};
+use crate::truth::{ServerTiming, TruthLog, WallClock};
 use crate::{Error, SimProfile};
 
 pub(crate) type Body = UnsyncBoxBody<Bytes, InjectedFault>;
@@ -46,6 +46,9 @@ struct State {
     /// Zero-latency mode: rendered bodies by (api, stream, usage, prompt and output tokens,
     /// finish reason).
     rendered: Mutex<RenderedBodies>,
+    /// The server-side truth of completed requests.
+    truth: Arc<Mutex<TruthLog>>,
+    clock: WallClock,
 }
 
 type RenderedBodies = std::collections::HashMap<(Api, bool, bool, u32, u32, &'static str), Bytes>;
@@ -126,7 +129,8 @@ impl SimServer {
             source,
         })?;
         let truth = Arc::new(Mutex::new(TruthLog::new(1 << 20)));
-        let engine = spawn_engine(profile.clone(), truth.clone())?;
+        let clock = WallClock::now();
+        let engine = spawn_engine(profile.clone(), truth.clone(), clock)?;
         let state = Arc::new(State {
             model_json: serde_json::Value::String(profile.model.clone()).to_string(),
             lengths: Mutex::new(StdRng::seed_from_u64(profile.seed)),
@@ -136,6 +140,8 @@ impl SimServer {
             engine: Mutex::new(engine),
             next_id: AtomicU64::new(0),
             rendered: Mutex::default(),
+            truth: truth.clone(),
+            clock,
         });
         let accept = tokio::spawn(accept_loop(listener, state));
         Ok(SimServer {
@@ -248,16 +254,25 @@ async fn handle(
 struct ResetMarker;
 
 async fn respond(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Body> {
+    // A request arrives when its headers have been read (its body may still be on the way).
+    let arrival = Instant::now();
     if req.method() == Method::POST {
         if let Some((name, streaming)) = crate::sagemaker::route(req.uri().path()) {
             let name = name.to_owned();
-            return respond_sagemaker(state, req, name, streaming).await;
+            return respond_sagemaker(state, req, name, streaming, arrival).await;
         }
     }
     let api = match (req.method(), req.uri().path()) {
         (&Method::POST, "/v1/chat/completions") => Api::Chat,
         (&Method::POST, "/v1/completions") => Api::Completions,
         (&Method::GET, "/health") => return Response::new(full(Bytes::new())),
+        (&Method::GET, "/truth") => return truth_response(&state),
+        (&Method::DELETE, "/truth") => {
+            if let Ok(mut t) = state.truth.lock() {
+                t.clear();
+            }
+            return Response::new(full(Bytes::new()));
+        }
         (&Method::GET, "/v1/models") => {
             let body = format!(
                 r#"{{"object":"list","data":[{{"id":{},"object":"model","owned_by":"kneepoint-sim"}}]}}"#,
@@ -281,7 +296,25 @@ async fn respond(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<B
             )
         }
     };
-    generate(state, api, &body, hint, client_request_id, None).await
+    generate(state, api, &body, (hint, client_request_id), None, arrival).await
+}
+
+/// `GET /truth`: the server-side timing of every completed request still in the log, as JSON
+/// lines (oldest first), for clients measured from another process.
+fn truth_response(state: &State) -> Response<Body> {
+    let entries = state.truth.lock().map(|t| t.snapshot()).unwrap_or_default();
+    let mut out = Vec::with_capacity(entries.len() * 256);
+    for e in &entries {
+        if serde_json::to_writer(&mut out, e).is_ok() {
+            out.push(b'\n');
+        }
+    }
+    let mut r = Response::new(full(out));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/jsonl"),
+    );
+    r
 }
 
 /// The fault injected into a streamed response (carried to the SageMaker framing).
@@ -306,6 +339,7 @@ async fn respond_sagemaker(
     req: hyper::Request<Incoming>,
     name: String,
     streaming: bool,
+    arrival: Instant,
 ) -> Response<Body> {
     let (client_request_id, hint) = request_hints(req.headers());
     let headers: Vec<(String, String)> = req
@@ -365,7 +399,15 @@ async fn respond_sagemaker(
         return r;
     }
     let api = Api::detect(&body);
-    let resp = generate(state, api, &body, hint, client_request_id, Some(streaming)).await;
+    let resp = generate(
+        state,
+        api,
+        &body,
+        (hint, client_request_id),
+        Some(streaming),
+        arrival,
+    )
+    .await;
     let fault = resp.extensions().get::<FaultTag>().and_then(|f| f.0);
     if resp.extensions().get::<ResetMarker>().is_some() {
         return resp;
@@ -416,11 +458,10 @@ async fn generate(
     state: Arc<State>,
     api: Api,
     body: &[u8],
-    hint: Option<usize>,
-    client_request_id: Option<String>,
+    (hint, client_request_id): (Option<usize>, Option<String>),
     stream: Option<bool>,
+    arrival: Instant,
 ) -> Response<Body> {
-    let arrival = Instant::now();
     // kneepoint's own client may say how many tokens the prompt has; counting is then skipped
     // (it costs ~1 ms per 1k tokens of CPU the client needs on a shared machine).
     let counter: &dyn TokenCounter = match hint {
@@ -505,6 +546,25 @@ async fn generate(
     if state.profile.instant {
         return instant_response(&state, api, id, &gen, output_tokens, finish_reason);
     }
+    let meta = response_meta(
+        &state,
+        api,
+        id,
+        spec.prompt_tokens,
+        output_tokens,
+        finish_reason,
+    );
+    if let Some(timing) = state.profile.fixed {
+        let schedule = crate::fixed::Schedule::new(
+            timing,
+            state.profile.time_scale,
+            arrival,
+            id,
+            client_request_id,
+            (state.truth.clone(), state.clock),
+        );
+        return fixed_response(schedule, meta, &gen).await;
+    }
     let (tx, rx) = unbounded_channel();
     let submitted = state.engine.lock().is_ok_and(|e| {
         e.send(Command::Submit(Submission {
@@ -523,14 +583,6 @@ async fn generate(
             "engine stopped",
         );
     }
-    let meta = response_meta(
-        &state,
-        api,
-        id,
-        spec.prompt_tokens,
-        output_tokens,
-        finish_reason,
-    );
     if gen.stream {
         let stall = std::time::Duration::from_millis(
             state.profile.faults.as_ref().map_or(0, |f| f.stall_ms),
@@ -644,6 +696,29 @@ fn instant_response(
         }),
     );
     r
+}
+
+/// Fixed-latency mode: a stream on the request's own schedule, or the whole body once its last
+/// token is due.
+async fn fixed_response(
+    schedule: crate::fixed::Schedule,
+    meta: ResponseMeta,
+    gen: &GenRequest,
+) -> Response<Body> {
+    if gen.stream {
+        let body = crate::fixed::FixedBody::new(schedule, meta, gen.include_usage);
+        let mut r = Response::new(body.boxed_unsync());
+        r.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/event-stream"),
+        );
+        return r;
+    }
+    let last = meta.output_tokens.saturating_sub(1);
+    tokio::time::sleep_until(schedule.due(last).into()).await;
+    let now = Instant::now();
+    schedule.record(&meta, now, now);
+    json_response(StatusCode::OK, meta.whole())
 }
 
 /// Counts nothing: used when the client's hint gives the prompt's length.

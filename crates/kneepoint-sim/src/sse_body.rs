@@ -25,12 +25,48 @@ impl std::fmt::Display for InjectedFault {
 
 impl std::error::Error for InjectedFault {}
 
-enum Phase {
+/// Where a streamed response is: the role chunk, tokens, then the usage chunk and `[DONE]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
     Start,
     Tokens,
     Usage,
     Done,
     End,
+}
+
+impl Phase {
+    /// The phase after the last token: TGI streams end there; others send usage (if asked)
+    /// and `[DONE]`.
+    pub(crate) fn after_tokens(meta: &ResponseMeta, include_usage: bool) -> Phase {
+        if meta.api == crate::request::Api::Tgi {
+            Phase::End
+        } else if include_usage {
+            Phase::Usage
+        } else {
+            Phase::Done
+        }
+    }
+
+    /// The frame of a phase without tokens (role, usage, `[DONE]`), advancing the phase;
+    /// `None` for the end of the body (and for `Tokens`, which the body itself produces).
+    pub(crate) fn frame(&mut self, meta: &ResponseMeta) -> Option<Bytes> {
+        match *self {
+            Phase::Start => {
+                *self = Phase::Tokens;
+                (meta.api == crate::request::Api::Chat).then(|| meta.role_event())
+            }
+            Phase::Usage => {
+                *self = Phase::Done;
+                Some(meta.usage_event())
+            }
+            Phase::Done => {
+                *self = Phase::End;
+                Some(Bytes::from_static(DONE))
+            }
+            Phase::Tokens | Phase::End => None,
+        }
+    }
 }
 
 /// Streams tokens as the engine emits them.
@@ -104,11 +140,9 @@ impl SseBody {
             _ => {}
         }
         if t.finished {
-            self.phase = match (self.fault, self.include_usage) {
-                (Some(Fault::NoDone), _) => Phase::End,
-                _ if self.meta.api == crate::request::Api::Tgi => Phase::End,
-                (_, true) => Phase::Usage,
-                (_, false) => Phase::Done,
+            self.phase = match self.fault {
+                Some(Fault::NoDone) => Phase::End,
+                _ => Phase::after_tokens(&self.meta, self.include_usage),
             };
         }
         Ok(Some(self.meta.token_event(t.index, t.finished)))
@@ -133,13 +167,6 @@ impl hyper::body::Body for SseBody {
             this.fault = None;
         }
         match this.phase {
-            Phase::Start => {
-                this.phase = Phase::Tokens;
-                if this.meta.api == crate::request::Api::Chat {
-                    return data(this.meta.role_event());
-                }
-                Pin::new(this).poll_frame(cx)
-            }
             Phase::Tokens => match this.rx.poll_recv(cx) {
                 Poll::Pending => Poll::Pending,
                 Poll::Ready(Some(t)) => {
@@ -156,15 +183,14 @@ impl hyper::body::Body for SseBody {
                 // The engine went away mid-stream: end the body without [DONE].
                 Poll::Ready(None) => Poll::Ready(None),
             },
-            Phase::Usage => {
-                this.phase = Phase::Done;
-                data(this.meta.usage_event())
-            }
-            Phase::Done => {
-                this.phase = Phase::End;
-                data(Bytes::from_static(DONE))
-            }
-            Phase::End => Poll::Ready(None),
+            Phase::Start => match this.phase.frame(&this.meta) {
+                Some(b) => data(b),
+                None => Pin::new(this).poll_frame(cx),
+            },
+            _ => match this.phase.frame(&this.meta) {
+                Some(b) => data(b),
+                None => Poll::Ready(None),
+            },
         }
     }
 }

@@ -1,9 +1,13 @@
 //! The simulator's own record of what it did: the ground truth tests compare clients against.
 
 use std::collections::VecDeque;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// Server-side timing of one completed request (wall time, as the server saw it).
-#[derive(Debug, Clone, PartialEq)]
+use serde::{Deserialize, Serialize};
+
+/// Server-side timing of one completed request (wall time, as the server saw it). Served as
+/// JSON lines at `GET /truth`, so a client in another process can compare itself against it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerTiming {
     /// The server's sequence id.
     pub server_id: u64,
@@ -19,6 +23,44 @@ pub struct ServerTiming {
     pub itl_ms: Option<f64>,
     /// From arrival to the last token's emission.
     pub latency_ms: f64,
+    /// The request's arrival (its headers read), Unix nanoseconds.
+    pub arrival_unix_ns: u64,
+    /// The first token's emission, Unix nanoseconds.
+    pub first_token_unix_ns: u64,
+    /// The last token's emission, Unix nanoseconds.
+    pub last_token_unix_ns: u64,
+}
+
+/// Converts monotonic instants to Unix nanoseconds through one anchor taken at start-up, so
+/// that stamps are cheap and never jump with wall-clock adjustments. Two processes on one
+/// machine read the same clocks, so their stamps can be subtracted.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WallClock {
+    instant: Instant,
+    unix_ns: u64,
+}
+
+impl WallClock {
+    pub(crate) fn now() -> Self {
+        let unix_ns = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        WallClock {
+            instant: Instant::now(),
+            unix_ns,
+        }
+    }
+
+    /// `t` in Unix nanoseconds.
+    pub(crate) fn unix_ns(&self, t: Instant) -> u64 {
+        match t.checked_duration_since(self.instant) {
+            Some(d) => self.unix_ns.saturating_add(d.as_nanos() as u64),
+            None => self
+                .unix_ns
+                .saturating_sub(self.instant.duration_since(t).as_nanos() as u64),
+        }
+    }
 }
 
 /// A bounded log of the most recent completions.

@@ -139,3 +139,85 @@ async fn the_instant_profile_answers_at_once_with_the_same_shape() {
     }
     assert!(server.truth().is_empty(), "no engine, no ground truth");
 }
+
+/// `GET /truth` over a plain connection: the simulator's record, as JSON lines.
+async fn truth_over_http(addr: std::net::SocketAddr) -> Vec<kneepoint_sim::ServerTiming> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /truth HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Fixed-latency mode: every request's first token comes `ttft_ms` after it arrives and each
+/// next one `itl_ms` later, however many run at once; the truth is served over HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fixed_profile_keeps_its_latency_under_load_and_serves_its_truth() {
+    let mut p = SimProfile::fixed();
+    p.fixed = Some(kneepoint_sim::FixedTiming {
+        ttft_ms: 40.0,
+        itl_ms: 5.0,
+    });
+    let server = SimServer::start_local(p).await.unwrap();
+    let mut c = OpenAiConfig::new(server.base_url(), "m");
+    c.streaming = true;
+    let t = std::sync::Arc::new(OpenAiTransport::new(c).unwrap());
+    for concurrency in [1u64, 64] {
+        server.clear_truth();
+        let tasks: Vec<_> = (0..concurrency)
+            .map(|id| {
+                let t = t.clone();
+                tokio::spawn(async move {
+                    let started = std::time::Instant::now();
+                    let mut s = t.send(&request(id, 20, Some(10), true)).await.unwrap();
+                    let mut first = None;
+                    let mut n = 0;
+                    while let Some(ev) = s.next().await {
+                        if let ResponseEvent::Chunk(c) = ev.unwrap() {
+                            first.get_or_insert(started.elapsed());
+                            n += c.text.split_whitespace().count();
+                        }
+                    }
+                    (id, first.unwrap().as_secs_f64() * 1000.0, n)
+                })
+            })
+            .collect();
+        let mut client = std::collections::HashMap::new();
+        for task in tasks {
+            let (id, ttft, n) = task.await.unwrap();
+            assert_eq!(n, 10);
+            client.insert(id.to_string(), ttft);
+        }
+        let truth = truth_over_http(server.addr()).await;
+        let key = |e: &kneepoint_sim::ServerTiming| {
+            (
+                e.server_id,
+                e.arrival_unix_ns,
+                e.first_token_unix_ns,
+                e.last_token_unix_ns,
+            )
+        };
+        let local: Vec<_> = server.truth().iter().map(key).collect();
+        assert_eq!(truth.iter().map(key).collect::<Vec<_>>(), local);
+        assert_eq!(truth.len(), concurrency as usize);
+        for e in &truth {
+            assert!((40.0..60.0).contains(&e.ttft_ms), "{concurrency}: {e:?}");
+            let itl = e.itl_ms.unwrap();
+            assert!((4.5..8.0).contains(&itl), "{concurrency}: {e:?}");
+            assert!(e.arrival_unix_ns < e.first_token_unix_ns);
+            assert!(e.first_token_unix_ns < e.last_token_unix_ns);
+            // The client sees the first token no earlier than the server sent it.
+            let measured = client[e.client_request_id.as_deref().unwrap()];
+            assert!(measured >= e.ttft_ms, "{measured} < {}", e.ttft_ms);
+        }
+    }
+}

@@ -50,6 +50,35 @@ fn bench(c: &mut Criterion) {
             n
         })
     });
+    // The path the transport takes: events borrowed from the parser's buffer, decoded in place.
+    g.bench_function("parse_borrowed_events", |b| {
+        b.iter(|| {
+            let mut p = SseParser::default();
+            let mut n = 0usize;
+            for chunk in bytes.chunks(1460) {
+                p.push_each(chunk, |e| n += e.data.len()).unwrap();
+            }
+            n
+        })
+    });
+    g.bench_function("parse_borrowed_events_and_json", |b| {
+        b.iter(|| {
+            let mut p = SseParser::default();
+            let mut events = Vec::with_capacity(4);
+            let mut n = 0;
+            for chunk in bytes.chunks(1460) {
+                p.push_each(chunk, |e| {
+                    if e.data != "[DONE]" {
+                        parse_body(e.data, &mut events).unwrap();
+                        n += events.len();
+                        events.clear();
+                    }
+                })
+                .unwrap();
+            }
+            n
+        })
+    });
     g.finish();
 }
 

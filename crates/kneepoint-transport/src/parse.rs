@@ -1,33 +1,45 @@
 //! Turning OpenAI-compatible JSON (stream chunks and whole responses) into response events.
 
+use std::borrow::Cow;
+
 use kneepoint_core::{Chunk, Error, ResponseEvent, Usage};
 use serde::Deserialize;
 
 use crate::sse::excerpt;
 
+// Only the fields the metrics use are decoded; strings borrow from the event's data unless
+// they hold escapes (`Cow`), and every other field (ids, model, logprobs...) is skipped unread.
 #[derive(Deserialize)]
-struct Body {
-    #[serde(default)]
-    choices: Vec<Choice>,
+struct Body<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
     usage: Option<UsageJson>,
     error: Option<ErrorJson>,
-    object: Option<String>,
+    #[serde(borrow)]
+    object: Option<Cow<'a, str>>,
     message: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct Choice {
-    delta: Option<Delta>,
-    message: Option<Delta>,
-    text: Option<String>,
-    finish_reason: Option<String>,
+struct Choice<'a> {
+    #[serde(borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow)]
+    message: Option<Delta<'a>>,
+    #[serde(borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
-struct Delta {
-    content: Option<String>,
-    reasoning_content: Option<String>,
-    reasoning: Option<String>,
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -51,7 +63,7 @@ enum ErrorJson {
 /// Parses one JSON document (a stream chunk's data, or a whole non-streaming body) and appends
 /// its events to `out`. An error object becomes `Err(Error::Server)`.
 pub fn parse_body(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
-    let body: Body = serde_json::from_str(data).map_err(|e| Error::MalformedResponse {
+    let body: Body<'_> = serde_json::from_str(data).map_err(|e| Error::MalformedResponse {
         message: format!("invalid JSON chunk: {}", excerpt(data.as_bytes())),
         source: Some(Box::new(e)),
     })?;
@@ -86,8 +98,12 @@ pub fn parse_body(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error>
     for choice in body.choices {
         let mut chunk = Chunk::default();
         if let Some(d) = choice.delta.or(choice.message) {
-            chunk.text = d.content.unwrap_or_default();
-            chunk.reasoning = d.reasoning_content.or(d.reasoning).unwrap_or_default();
+            chunk.text = d.content.map(Cow::into_owned).unwrap_or_default();
+            chunk.reasoning = d
+                .reasoning_content
+                .or(d.reasoning)
+                .map(Cow::into_owned)
+                .unwrap_or_default();
         }
         if let Some(t) = choice.text {
             chunk.text.push_str(&t);
@@ -95,8 +111,8 @@ pub fn parse_body(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error>
         if chunk.has_tokens() {
             out.push(ResponseEvent::Chunk(chunk));
         }
-        if choice.finish_reason.is_some() {
-            finish = choice.finish_reason;
+        if let Some(reason) = choice.finish_reason {
+            finish = Some(reason.into_owned());
         }
     }
     if let Some(reason) = finish {

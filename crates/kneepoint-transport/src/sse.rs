@@ -16,6 +16,28 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
+impl SseEvent {
+    fn from_ref(e: SseEventRef<'_>) -> Self {
+        SseEvent {
+            event: e.event.map(str::to_owned),
+            data: e.data.to_owned(),
+            id: e.id.map(str::to_owned),
+        }
+    }
+}
+
+/// One dispatched event, borrowed from the parser's buffers: valid during the callback of
+/// [`SseParser::push_each`], which allocates nothing per event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SseEventRef<'a> {
+    /// The `event:` field, if any.
+    pub event: Option<&'a str>,
+    /// The `data:` lines joined by `\n`.
+    pub data: &'a str,
+    /// The `id:` field, if any.
+    pub id: Option<&'a str>,
+}
+
 /// Why the byte stream is not valid SSE.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SseError {
@@ -77,7 +99,18 @@ impl SseParser {
     }
 
     /// Parses `bytes`, appending every completed event to `out`.
-    pub fn push(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        self.push_each(bytes, |e| out.push(SseEvent::from_ref(e)))
+    }
+
+    /// Parses `bytes`, calling `on_event` with every completed event as it is dispatched. The
+    /// event borrows the parser's reused buffers: the hot path copies nothing per event (the
+    /// `data:` buffer keeps its capacity from one event to the next).
+    pub fn push_each<F>(&mut self, mut bytes: &[u8], mut on_event: F) -> Result<(), SseError>
+    where
+        F: FnMut(SseEventRef<'_>),
+    {
+        let out = &mut on_event;
         // A `\r` ended the previous push: a `\n` opening this one belongs to it. An empty push
         // keeps the question open.
         if self.skip_lf && !bytes.is_empty() {
@@ -132,7 +165,10 @@ impl SseParser {
         !self.line.is_empty() || self.has_data
     }
 
-    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    fn process_line<F>(&mut self, line: &[u8], out: &mut F) -> Result<(), SseError>
+    where
+        F: FnMut(SseEventRef<'_>),
+    {
         if line.is_empty() {
             return self.dispatch(out);
         }
@@ -161,22 +197,30 @@ impl SseParser {
         Ok(())
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    fn dispatch<F>(&mut self, out: &mut F) -> Result<(), SseError>
+    where
+        F: FnMut(SseEventRef<'_>),
+    {
         let event = self.event.take();
         if !self.has_data {
             return Ok(());
         }
         self.has_data = false;
-        let data = std::mem::take(&mut self.data);
-        let data = String::from_utf8(data).map_err(|e| SseError::InvalidUtf8 {
-            excerpt: excerpt(e.as_bytes()),
-        })?;
-        out.push(SseEvent {
-            event,
-            data,
-            id: self.id.clone(),
-        });
-        Ok(())
+        let result = match std::str::from_utf8(&self.data) {
+            Ok(data) => {
+                out(SseEventRef {
+                    event: event.as_deref(),
+                    data,
+                    id: self.id.as_deref(),
+                });
+                Ok(())
+            }
+            Err(_) => Err(SseError::InvalidUtf8 {
+                excerpt: excerpt(&self.data),
+            }),
+        };
+        self.data.clear();
+        result
     }
 }
 

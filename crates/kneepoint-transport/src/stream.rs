@@ -9,13 +9,12 @@ use hyper::body::{Body as _, Incoming};
 use kneepoint_core::{Error, ResponseEvent};
 
 use crate::parse::parse_body;
-use crate::sse::{SseError, SseEvent, SseParser};
+use crate::sse::{SseError, SseParser};
 
 /// Reads an SSE body frame by frame and yields events as soon as each is parsed.
 pub(crate) struct SseStream {
     body: Incoming,
     parser: SseParser,
-    scratch: Vec<SseEvent>,
     events: Vec<ResponseEvent>,
     pending: VecDeque<Result<ResponseEvent, Error>>,
     finished: bool,
@@ -26,7 +25,6 @@ impl SseStream {
         SseStream {
             body,
             parser: SseParser::new(max_line),
-            scratch: Vec::new(),
             events: Vec::new(),
             pending: VecDeque::new(),
             finished: false,
@@ -34,31 +32,45 @@ impl SseStream {
     }
 
     fn feed(&mut self, bytes: &[u8]) {
-        // Events completed before a parse error in the same read still count.
-        let parsed = self.parser.push(bytes, &mut self.scratch);
-        for ev in std::mem::take(&mut self.scratch) {
-            if self.finished {
-                break;
+        // Each event is parsed straight from the parser's buffer (no copy per event); events
+        // completed before a parse error in the same read still count.
+        let SseStream {
+            parser,
+            events,
+            pending,
+            finished,
+            ..
+        } = self;
+        fn fail(pending: &mut VecDeque<Result<ResponseEvent, Error>>, e: Error, done: &mut bool) {
+            if !*done {
+                pending.push_back(Err(e));
+                *done = true;
+            }
+        }
+        let parsed = parser.push_each(bytes, |ev| {
+            if *finished {
+                return;
             }
             let data = ev.data.trim();
             if data == "[DONE]" {
-                self.finished = true;
-                break;
+                *finished = true;
+                return;
             }
-            if ev.event.as_deref() == Some("error") && !data.starts_with('{') {
-                self.fail(Error::Server {
+            if ev.event == Some("error") && !data.starts_with('{') {
+                let e = Error::Server {
                     code: None,
                     message: data.to_owned(),
-                });
-                break;
+                };
+                fail(pending, e, finished);
+                return;
             }
-            match parse_body(data, &mut self.events) {
-                Ok(()) => self.pending.extend(self.events.drain(..).map(Ok)),
-                Err(e) => self.fail(e),
+            match parse_body(data, events) {
+                Ok(()) => pending.extend(events.drain(..).map(Ok)),
+                Err(e) => fail(pending, e, finished),
             }
-        }
+        });
         if let Err(e) = parsed {
-            self.fail(sse_error(e));
+            fail(pending, sse_error(e), finished);
         }
     }
 
