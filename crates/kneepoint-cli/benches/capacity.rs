@@ -6,7 +6,8 @@
 //! `KNEEPOINT_FIDELITY_ITL_MS` (default 50) and `KNEEPOINT_FIDELITY_LEVELS` (default
 //! `1,256,1024,4096`) shape the fidelity part; `KNEEPOINT_FIDELITY_DUMP=FILE` appends one line
 //! per request (concurrency, start ns, TTFT gap, request leg, response leg in ms);
-//! `KNEEPOINT_CLIENT_THREADS` sets the client runtime's worker threads (default: one per core).
+//! `KNEEPOINT_CLIENT_THREADS` sets the client runtime's worker threads (default: one per core);
+//! `KNEEPOINT_SIM_WRAP="chrt -f 1"` starts the simulator under a wrapper command.
 //!
 //! It starts `kneepoint sim serve` in its own process — the `instant` profile (pre-rendered
 //! bodies, no engine) for the throughput cases, the `fast` profile (which holds requests in its
