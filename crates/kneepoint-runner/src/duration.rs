@@ -163,13 +163,7 @@ async fn timed_loop(
     }
     drop(tx);
     let mut failure = None;
-    while let Some(joined) = set.join_next().await {
-        if let Err(e) = joined {
-            failure.get_or_insert(Error::Worker {
-                message: e.to_string(),
-            });
-        }
-    }
+    crate::level::join_workers(&mut set, &mut failure).await;
     watcher.abort();
     failure.map_or(Ok(()), Err)
 }

@@ -291,6 +291,12 @@ async fn closed_loop(
     }
     drop(tx);
     let mut failure = None;
+    join_workers(&mut set, &mut failure).await;
+    failure.map_or(Ok(taken.load(Ordering::Relaxed)), Err)
+}
+
+/// Waits for every task of `set`, keeping the first task failure (a panic) in `failure`.
+pub(crate) async fn join_workers(set: &mut JoinSet<()>, failure: &mut Option<Error>) {
     while let Some(joined) = set.join_next().await {
         if let Err(e) = joined {
             failure.get_or_insert(Error::Worker {
@@ -298,7 +304,6 @@ async fn closed_loop(
             });
         }
     }
-    failure.map_or(Ok(taken.load(Ordering::Relaxed)), Err)
 }
 
 /// Sends each request at its intended time (waiting for a slot under `max_in_flight`), each in
@@ -354,13 +359,7 @@ async fn open_loop(
         }
     }
     drop(tx);
-    while let Some(joined) = set.join_next().await {
-        if let Err(e) = joined {
-            failure.get_or_insert(Error::Worker {
-                message: e.to_string(),
-            });
-        }
-    }
+    join_workers(&mut set, &mut failure).await;
     failure.map_or(Ok(sent), Err)
 }
 
