@@ -7,8 +7,9 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use clap::Parser;
-use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
+mod common;
+
+use kneepoint_cli::{run_sweep, SweepSettings};
 use kneepoint_metrics::LevelSummary;
 use kneepoint_sim::{SigV4TestKey, SimOptions, SimProfile, SimServer};
 
@@ -16,26 +17,7 @@ use kneepoint_sim::{SigV4TestKey, SimOptions, SimProfile, SimServer};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn settings(extra: &[&str], dir: &std::path::Path) -> SweepSettings {
-    let mut args = vec![
-        "kneepoint",
-        "sweep",
-        "--sim-profile",
-        "fast",
-        "--sim-time-scale",
-        "1",
-        "--isl",
-        "64",
-        "--osl",
-        "16",
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    let dir = dir.to_str().unwrap().to_owned();
-    args.extend_from_slice(&["--artifact-dir", &dir]);
-    let Command::Sweep(a) = Cli::try_parse_from(args).unwrap().command else {
-        panic!("not a sweep")
-    };
-    SweepSettings::resolve(&a).unwrap()
+    common::fast_sweep("16", extra, dir).unwrap()
 }
 
 fn p50(s: &LevelSummary, m: &str) -> f64 {
