@@ -16,9 +16,10 @@ serve` process:
 
 * capacity: the zero-latency `instant` simulator, ISL 1024 / OSL 256, streaming chat,
   concurrency 256 — AIPerf with its default workers and each --workers-max given, then
-  kneepoint; requests/s, output tokens/s, the average requests in flight (Little's law:
-  throughput x mean request latency), TTFT, each tool's CPU seconds and peak memory (summed over
-  its processes), and kneepoint's ratio to AIPerf's best.
+  kneepoint; requests/s, output tokens/s, the average requests in flight (Little's law over
+  each tool's own per-request records: the sum of request end - start over the span from the
+  first start to the last end, profiling phase only), TTFT, each tool's CPU seconds and peak
+  memory (summed over its processes), and kneepoint's ratio to AIPerf's best.
 * fidelity: the `fixed` simulator (TTFT 50 ms, a token every --itl-ms) at concurrency 1024; the
   simulator records when it actually wrote each first token (GET /truth), and each tool's TTFT
   of the same request (joined on X-Request-ID) minus that truth is the time the tool added.
@@ -202,13 +203,39 @@ def run_kneepoint(url, model, args, artifact):
     return summarise(summary, level / "profile_export.jsonl", cpu, rss, wall)
 
 
+def profiling_records(jsonl):
+    """The metadata and metrics of the profiling-phase records of a profile_export.jsonl (AIPerf's
+    layout, which kneepoint's file follows)."""
+    for line in Path(jsonl).read_text().splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        if rec.get("metadata", {}).get("benchmark_phase", "profiling") == "profiling":
+            yield rec
+
+
+def in_flight(jsonl):
+    """Requests the tool held open on average: the sum of (request end - request start) over
+    the span from the first start to the last end. Both tools write these stamps; a request
+    latency measured to the last token's arrival would miss the time a busy client takes to
+    finish reading a response, which is still a request it holds."""
+    if jsonl is None:
+        return float("nan")
+    spans = [(r["metadata"]["request_start_ns"], r["metadata"]["request_end_ns"])
+             for r in profiling_records(jsonl)
+             if r["metadata"].get("request_start_ns") and r["metadata"].get("request_end_ns")]
+    if not spans:
+        return float("nan")
+    window = max(e for _, e in spans) - min(s for s, _ in spans)
+    return sum(e - s for s, e in spans) / window if window > 0 else float("nan")
+
+
 def summarise(doc, per_request, cpu, rss, wall):
     rps = metric(doc, "request_throughput")
-    latency_s = metric(doc, "request_latency") / 1000.0
     return {
         "rps": rps,
         "tok_s": metric(doc, "output_token_throughput"),
-        "in_flight": rps * latency_s,
+        "in_flight": in_flight(per_request),
         "ttft_p50": metric(doc, "time_to_first_token", "p50"),
         "ttft_p99": metric(doc, "time_to_first_token", "p99"),
         "cpu_s": cpu,
@@ -222,12 +249,7 @@ def ttfts_by_request_id(jsonl):
     """TTFT (ms) by X-Request-ID from a profile_export.jsonl (AIPerf's layout, which kneepoint's
     file follows)."""
     out = {}
-    for line in Path(jsonl).read_text().splitlines():
-        if not line.strip():
-            continue
-        rec = json.loads(line)
-        if rec.get("metadata", {}).get("benchmark_phase", "profiling") != "profiling":
-            continue
+    for rec in profiling_records(jsonl):
         rid = rec.get("metadata", {}).get("x_request_id")
         ttft = rec.get("metrics", {}).get("time_to_first_token")
         if isinstance(ttft, dict):

@@ -1,5 +1,7 @@
 //! What a transport yields while a response arrives.
 
+use std::time::Instant;
+
 use serde::{Deserialize, Serialize};
 
 /// One event of a response, in arrival order. The runner stamps each with its arrival time.
@@ -26,6 +28,11 @@ pub struct Chunk {
     pub reasoning: String,
     /// Tokens in this chunk, when the server says (most do not).
     pub tokens: Option<u32>,
+    /// When the chunk's bytes reached this host, when the transport knows it better than the
+    /// moment it yields the chunk (a kernel receive time). The runner stamps the chunk with it,
+    /// bounded by the request's start and the moment the chunk was yielded; `None` stamps the
+    /// chunk when it is yielded.
+    pub received: Option<Instant>,
 }
 
 impl Chunk {

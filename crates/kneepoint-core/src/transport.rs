@@ -13,10 +13,11 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<ResponseEvent, Error>> +
 
 /// Sends requests to an inference endpoint.
 ///
-/// The runner reads its clock around these calls, never inside them: `send` resolves when the
-/// response has started (headers received), and each stream item is stamped when it is yielded.
-/// A transport therefore yields each event as soon as its bytes are parsed and does no waiting
-/// of its own. Implementations are shared across tasks (`Arc<dyn Transport>`).
+/// The runner reads its clock around these calls: `send` resolves when the response has started
+/// (headers received), and each stream item is stamped when it is yielded, unless a chunk says
+/// when its bytes were received ([`crate::Chunk::received`], which the runner prefers). A
+/// transport therefore yields each event as soon as its bytes are parsed and does no waiting of
+/// its own. Implementations are shared across tasks (`Arc<dyn Transport>`).
 #[async_trait::async_trait]
 pub trait Transport: Send + Sync {
     /// Sends one request and returns its event stream.

@@ -82,9 +82,13 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
                 if !c.has_tokens() {
                     continue;
                 }
-                p.chunks.push(now);
+                // The transport's receive time, when it has one, bounded by the request's start
+                // (or the previous chunk) and the moment the chunk was yielded.
+                let floor = p.chunks.last().copied().unwrap_or(start);
+                let at = c.received.map_or(now, |t| t.clamp(floor.min(now), now));
+                p.chunks.push(at);
                 if !c.text.is_empty() && p.first_content.is_none() {
-                    p.first_content = Some(now);
+                    p.first_content = Some(at);
                 }
                 if let Some(t) = c.tokens {
                     *p.chunk_tokens.get_or_insert(0) += t;
@@ -219,7 +223,12 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
         phase,
         origin_unix_ns,
         start_ns: ns(start),
-        response_ns: p.response.map(ns),
+        // Headers and the first chunk often come in one read; a first chunk stamped by its
+        // receive time can then precede the moment `send` returned.
+        response_ns: p
+            .response
+            .map(|r| p.chunks.first().map_or(r, |&c| r.min(c)))
+            .map(ns),
         chunk_ns: p.chunks.iter().map(|&t| ns(t)).collect(),
         first_content_ns: p.first_content.map(ns),
         end_ns: ns(end),

@@ -87,6 +87,20 @@ fn requests(n: u64) -> Vec<Request> {
         .collect()
 }
 
+/// Runs one request through `transport` at concurrency 1, without warm-up or sinks.
+async fn one_request(transport: impl Transport + 'static) -> kneepoint_runner::LevelRun {
+    run_level(
+        Arc::new(transport),
+        &LevelConfig::new(1),
+        requests(1),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap()
+}
+
 #[derive(Clone, Default)]
 struct Shared(Arc<Mutex<Vec<RequestRecord>>>);
 impl RecordSink for Shared {
@@ -215,16 +229,7 @@ impl Transport for Empty {
 
 #[tokio::test]
 async fn a_response_without_tokens_is_a_failure() {
-    let run = run_level(
-        Arc::new(Empty),
-        &LevelConfig::new(1),
-        requests(1),
-        vec![],
-        vec![],
-        None,
-    )
-    .await
-    .unwrap();
+    let run = one_request(Empty).await;
     assert_eq!(
         run.records[0].error.as_ref().unwrap().kind,
         ErrorKind::MalformedResponse
@@ -449,4 +454,50 @@ async fn a_ramp_spreads_the_first_wave() {
         );
         assert!(*ttft < 60.0, "ttft {ttft} ms counts the ramp");
     }
+}
+
+/// Yields its chunks 30 ms after the request, saying they were received earlier (or at
+/// impossible times).
+struct Received;
+#[async_trait]
+impl Transport for Received {
+    async fn send(&self, _: &Request) -> Result<EventStream, Error> {
+        let sent = std::time::Instant::now();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let chunk = |received| {
+            Ok(ResponseEvent::Chunk(Chunk {
+                received,
+                ..Chunk::content(" tok")
+            }))
+        };
+        Ok(Box::pin(stream::iter(vec![
+            // Received 10 ms after the request was sent.
+            chunk(Some(sent + Duration::from_millis(10))),
+            // Before the request started: no earlier than the previous chunk.
+            chunk(Some(sent - Duration::from_secs(1))),
+            // In the future: no later than the moment it is yielded.
+            chunk(Some(sent + Duration::from_secs(10))),
+            // No receive time: stamped when yielded.
+            chunk(None),
+        ])))
+    }
+}
+
+#[tokio::test]
+async fn chunks_are_stamped_with_their_receive_time_within_bounds() {
+    let run = one_request(Received).await;
+    let r = &run.records[0];
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let since_start: Vec<f64> = r.chunk_ns.iter().map(|&c| ms(c - r.start_ns)).collect();
+    assert!(
+        since_start[0] >= 10.0 && since_start[0] < 25.0,
+        "{since_start:?}"
+    );
+    assert_eq!(r.chunk_ns[1], r.chunk_ns[0]);
+    assert!(since_start[2] >= 30.0 && r.chunk_ns[2] <= r.end_ns);
+    assert!(r.chunk_ns[3] >= r.chunk_ns[2] && r.chunk_ns[3] <= r.end_ns);
+    assert_eq!(r.first_content_ns, Some(r.chunk_ns[0]));
+    // The headers cannot come after the first token.
+    assert!(r.response_ns.unwrap() <= r.chunk_ns[0]);
 }

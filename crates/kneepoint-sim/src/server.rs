@@ -15,6 +15,7 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use kneepoint_core::{ApproxTokenCounter, TokenCounter};
+use kneepoint_transport::{ReceiveClock, StampedTcpStream};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp};
@@ -203,11 +204,14 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
             }
         };
         let _ = stream.set_nodelay(true);
+        let stream = StampedTcpStream::new(stream);
+        let clock = stream.clock().clone();
         let state = state.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let state = state.clone();
-                async move { handle(state, req).await }
+                let clock = clock.clone();
+                async move { handle(state, req, &clock).await }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -241,8 +245,14 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
 async fn handle(
     state: Arc<State>,
     req: hyper::Request<Incoming>,
+    clock: &ReceiveClock,
 ) -> Result<Response<Body>, InjectedFault> {
-    let r = respond(state, req).await;
+    // A request arrives when the bytes that completed its headers reached the host (the
+    // connection's latest read; its body may still be on the way), not when this task got to
+    // it: the time a busy or sleeping server thread takes to wake is the server's latency.
+    let now = Instant::now();
+    let arrival = clock.latest().map_or(now, |t| t.min(now));
+    let r = respond(state, req, arrival).await;
     if r.extensions().get::<ResetMarker>().is_some() {
         return Err(InjectedFault("connection reset before headers"));
     }
@@ -253,9 +263,11 @@ async fn handle(
 #[derive(Clone, Copy)]
 struct ResetMarker;
 
-async fn respond(state: Arc<State>, req: hyper::Request<Incoming>) -> Response<Body> {
-    // A request arrives when its headers have been read (its body may still be on the way).
-    let arrival = Instant::now();
+async fn respond(
+    state: Arc<State>,
+    req: hyper::Request<Incoming>,
+    arrival: Instant,
+) -> Response<Body> {
     if req.method() == Method::POST {
         if let Some((name, streaming)) = crate::sagemaker::route(req.uri().path()) {
             let name = name.to_owned();

@@ -17,13 +17,14 @@ pub struct ServerTiming {
     pub prompt_tokens: u32,
     /// Tokens generated.
     pub output_tokens: u32,
-    /// From the request's arrival (body read) to its first token's emission.
+    /// From the request's arrival to its first token's emission.
     pub ttft_ms: f64,
     /// Mean gap between emitted tokens.
     pub itl_ms: Option<f64>,
     /// From arrival to the last token's emission.
     pub latency_ms: f64,
-    /// The request's arrival (its headers read), Unix nanoseconds.
+    /// The request's arrival, Unix nanoseconds: when the bytes that completed its headers
+    /// reached the host (the kernel's receive time on Linux).
     pub arrival_unix_ns: u64,
     /// The first token's emission, Unix nanoseconds.
     pub first_token_unix_ns: u64,

@@ -1,5 +1,6 @@
 //! The pooled HTTP(S) client every transport shares: hyper-util's legacy client over rustls
-//! (ring) with native roots, HTTP/1.1.
+//! (ring) with native roots, HTTP/1.1, on connections that stamp their reads
+//! ([`crate::connector`]).
 
 use std::time::Duration;
 
@@ -10,8 +11,10 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::connector::StampingConnector;
+
 /// The client type.
-pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub(crate) type HttpClient = Client<HttpsConnector<StampingConnector>, Full<Bytes>>;
 
 /// A new pooled client (no connections are made until the first request).
 pub(crate) fn https_client(connect_timeout: Option<Duration>) -> HttpClient {
@@ -31,7 +34,10 @@ pub(crate) fn https_client(connect_timeout: Option<Duration>) -> HttpClient {
             )
         }
     };
-    let connector = builder.https_or_http().enable_http1().wrap_connector(http);
+    let connector = builder
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(StampingConnector(http));
     Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
         .pool_max_idle_per_host(usize::MAX)

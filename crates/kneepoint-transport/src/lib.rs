@@ -4,8 +4,10 @@
 //! With the `sagemaker` feature, [`sagemaker::SageMakerTransport`] invokes SageMaker endpoints
 //! (SigV4, `InvokeEndpoint` and `InvokeEndpointWithResponseStream`).
 //!
-//! The transport never reads a clock: it yields each event as soon as its bytes are parsed, and
-//! the runner stamps arrival times around it.
+//! The transport yields each event as soon as its bytes are parsed, and the runner stamps
+//! arrival times around it; each chunk also carries the time its connection last received bytes
+//! ([`ReceiveClock`]: the kernel's receive time on Linux), which the runner prefers, so that the
+//! client's own scheduling is not counted as the server's latency.
 //!
 //! # Example
 //! ```
@@ -26,12 +28,15 @@
 mod body;
 mod client;
 mod config;
+mod connector;
 mod error;
 mod openai;
 mod parse;
+pub mod receive_clock;
 #[cfg(feature = "sagemaker")]
 pub mod sagemaker;
 pub mod sse;
+mod stamped_tcp;
 mod stream;
 
 pub use body::request_body;
@@ -39,3 +44,5 @@ pub use config::{Api, ApiKey, MaxTokensField, OpenAiConfig};
 pub use error::Error;
 pub use openai::OpenAiTransport;
 pub use parse::parse_body;
+pub use receive_clock::ReceiveClock;
+pub use stamped_tcp::StampedTcpStream;

@@ -10,6 +10,7 @@ use crate::body::request_body;
 use crate::client::{https_client, send_error, HttpClient};
 use crate::config::OpenAiConfig;
 use crate::parse::parse_body;
+use crate::receive_clock::{clock_of, ReceiveClock, StampChunks};
 use crate::sse::excerpt;
 use crate::stream::SseStream;
 use crate::Error;
@@ -261,14 +262,15 @@ impl Transport for OpenAiTransport {
                 .is_none_or(|v| v.starts_with("text/event-stream"));
             if !is_sse {
                 // Some servers answer a streaming request with one JSON body; accept it.
-                return whole_body(resp.into_body(), self.config.max_body_bytes).await;
+                return whole_body(resp, self.config.max_body_bytes).await;
             }
-            return Ok(Box::pin(SseStream::new(
-                resp.into_body(),
-                self.config.max_line_bytes,
+            let clock = clock_of(&resp);
+            return Ok(Box::pin(StampChunks::new(
+                SseStream::new(resp.into_body(), self.config.max_line_bytes),
+                clock,
             )));
         }
-        whole_body(resp.into_body(), self.config.max_body_bytes).await
+        whole_body(resp, self.config.max_body_bytes).await
     }
 
     fn payload(&self, request: &Request) -> Option<serde_json::Value> {
@@ -277,15 +279,17 @@ impl Transport for OpenAiTransport {
 }
 
 async fn whole_body(
-    body: hyper::body::Incoming,
+    resp: http::Response<hyper::body::Incoming>,
     limit: usize,
 ) -> Result<EventStream, RequestError> {
-    let bytes = read_limited(body, limit).await?;
+    let clock: Option<ReceiveClock> = clock_of(&resp);
+    let bytes = read_limited(resp.into_body(), limit).await?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| RequestError::malformed(format!("invalid UTF-8 body: {}", excerpt(&bytes))))?;
     let mut events = Vec::new();
     parse_body(text, &mut events)?;
-    Ok(Box::pin(kneepoint_core::iter_stream(
-        events.into_iter().map(Ok).collect::<Vec<_>>(),
+    Ok(Box::pin(StampChunks::new(
+        kneepoint_core::iter_stream(events.into_iter().map(Ok).collect::<Vec<_>>()),
+        clock,
     )))
 }

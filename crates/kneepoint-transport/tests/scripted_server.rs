@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kneepoint_core::{Chunk, Error, ErrorKind, Request, ResponseEvent, Transport, Usage};
+use kneepoint_core::{Error, ErrorKind, Request, ResponseEvent, Transport, Usage};
 use kneepoint_transport::{Api, OpenAiConfig, OpenAiTransport};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -150,9 +150,18 @@ async fn well_formed_stream_split_across_writes() {
     let ev = collect(serve(script).await, Api::Chat).await;
     assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
     assert_eq!(texts(&ev), " a b c");
-    assert!(ev
+    assert!(ev.iter().any(|e| matches!(e, Ok(ResponseEvent::Chunk(c))
+            if c.reasoning == "think" && c.text.is_empty() && c.tokens.is_none())));
+    // Every chunk carries its connection's receive time, in arrival order.
+    let received: Vec<_> = ev
         .iter()
-        .any(|e| matches!(e, Ok(ResponseEvent::Chunk(c)) if c == &Chunk::reasoning("think"))));
+        .filter_map(|e| match e {
+            Ok(ResponseEvent::Chunk(c)) => Some(c.received.expect("a receive time")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(received.len(), 4);
+    assert!(received.windows(2).all(|w| w[0] <= w[1]), "{received:?}");
     assert!(ev
         .iter()
         .any(|e| matches!(e, Ok(ResponseEvent::Finish { reason: Some(r) }) if r == "length")));

@@ -99,9 +99,8 @@ pub fn parse_payload(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Err
         Some(tok) => {
             if !tok.special && !tok.text.is_empty() {
                 out.push(ResponseEvent::Chunk(Chunk {
-                    text: tok.text,
-                    reasoning: String::new(),
                     tokens: Some(1),
+                    ..Chunk::content(tok.text)
                 }));
             }
         }

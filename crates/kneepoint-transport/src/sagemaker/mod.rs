@@ -47,6 +47,7 @@ pub use errors::status_error;
 
 use crate::client::{https_client, send_error, HttpClient};
 use crate::openai::{read_limited, ERROR_EXCERPT_BYTES};
+use crate::receive_clock::{clock_of, StampChunks};
 use crate::sse::excerpt;
 use crate::Error;
 use eventstream::EventStreamBody;
@@ -262,16 +263,16 @@ impl Transport for SageMakerTransport {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_owned();
+        let clock = clock_of(&resp);
         if self.config.streaming {
             if !content_type.starts_with("application/vnd.amazon.eventstream") {
                 return Err(RequestError::malformed(format!(
                     "expected an event stream, got content type {content_type:?}"
                 )));
             }
-            return Ok(Box::pin(EventStreamBody::new(
-                resp.into_body(),
-                self.codec(),
-                self.config.max_body_bytes,
+            return Ok(Box::pin(StampChunks::new(
+                EventStreamBody::new(resp.into_body(), self.codec(), self.config.max_body_bytes),
+                clock,
             )));
         }
         let bytes = read_limited(resp.into_body(), self.config.max_body_bytes).await?;
@@ -289,8 +290,9 @@ impl Transport for SageMakerTransport {
         } else {
             parsed?;
         }
-        Ok(Box::pin(kneepoint_core::iter_stream(
-            events.into_iter().map(Ok).collect::<Vec<_>>(),
+        Ok(Box::pin(StampChunks::new(
+            kneepoint_core::iter_stream(events.into_iter().map(Ok).collect::<Vec<_>>()),
+            clock,
         )))
     }
 
