@@ -18,7 +18,8 @@
 //! per request and per token (this process's user + system time around the level, so prompt
 //! generation is excluded), peak resident memory with 1k, 4k and 10k requests in flight, and
 //! the client's added TTFT and ITL against the simulator's own record at 1 to 4,096 in flight
-//! (with the CPU's load, flagged when it is exhausted).
+//! (with the CPU's load, average and peak over 100 ms windows, flagged when either is above
+//! 90 %).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, BufReader};
@@ -111,6 +112,10 @@ struct Outcome {
     cpu_s: f64,
     in_flight: f64,
     peak_rss_mb: f64,
+    /// The whole machine's busy fraction over the level, on average and over its busiest
+    /// 100 ms: a low average can hide bursts that exhaust the CPU (every slot sending at once).
+    machine_busy: f64,
+    peak_busy: f64,
 }
 
 async fn level(
@@ -139,7 +144,8 @@ async fn level(
     let sink: Box<dyn RecordSink> =
         Box::new(JsonlSink::create(&dir.path().join("profile_export.jsonl")).unwrap());
 
-    // Peak resident memory during the level, sampled every 50 ms.
+    // Peak resident memory during the level, sampled every 50 ms, and the machine's busiest
+    // 100 ms (/proc/stat counts 10 ms ticks; shorter windows are skipped).
     let (done, peak) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicU64::new(0)),
@@ -147,12 +153,27 @@ async fn level(
     let sampler = {
         let (done, peak) = (done.clone(), peak.clone());
         std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
+            let (mut prev, mut peak_busy) = (machine_ticks(), 0.0f64);
+            for tick in 0u64.. {
+                if done.load(Ordering::Relaxed) {
+                    break;
+                }
                 peak.fetch_max(rss_kb(), Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(50));
+                if tick % 2 == 1 {
+                    let now = machine_ticks();
+                    let ticks = now.1.saturating_sub(prev.1);
+                    if ticks >= 10 {
+                        let busy = now.0.saturating_sub(prev.0) as f64 / ticks as f64;
+                        peak_busy = peak_busy.max(busy);
+                    }
+                    prev = now;
+                }
             }
+            peak_busy
         })
     };
+    let m0 = machine_ticks();
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
     let mut config = LevelConfig::new(concurrency);
@@ -162,8 +183,9 @@ async fn level(
         .unwrap();
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = cpu_seconds() - cpu0;
+    let m1 = machine_ticks();
     done.store(true, Ordering::Relaxed);
-    sampler.join().unwrap();
+    let peak_busy = sampler.join().unwrap();
     let busy: f64 = run
         .records
         .iter()
@@ -183,6 +205,8 @@ async fn level(
         cpu_s,
         in_flight: busy / wall_s,
         peak_rss_mb: peak.load(Ordering::Relaxed) as f64 / 1024.0,
+        machine_busy: (m1.0 - m0.0) as f64 / (m1.1 - m0.1).max(1) as f64,
+        peak_busy,
     }
 }
 
@@ -249,7 +273,6 @@ async fn fidelity(
     // Three waves per slot; one slot alone sends 12 (each request lasts seconds).
     let n = (concurrency as usize * 3).max(12);
     truth_call(url, "DELETE");
-    let m0 = machine_ticks();
     // One warm-up request per slot first, so every connection is open before measuring.
     let o = level(
         url,
@@ -260,7 +283,6 @@ async fn fidelity(
         ramp,
     )
     .await;
-    let m1 = machine_ticks();
     let truth = fetch_truth(url);
     let (mut dttft, mut ditl, mut req_leg, mut resp_leg) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -297,10 +319,10 @@ async fn fidelity(
             }
         }
     }
-    let machine_busy = (m1.0 - m0.0) as f64 / (m1.1 - m0.1).max(1) as f64;
+    let (machine_busy, peak_busy) = (o.machine_busy, o.peak_busy);
     let q = |v: &Vec<f64>, p: f64| quantile(v.clone(), p);
     format!(
-        "{concurrency:>11}  {:>7}  {:>8.3}  {:>8.3}  {:>8.3}  {:>8.3}  {:>7.3}  {:>7.3}  {:>9.1}  {:>6.0} %{}",
+        "{concurrency:>11}  {:>7}  {:>8.3}  {:>8.3}  {:>8.3}  {:>8.3}  {:>7.3}  {:>7.3}  {:>9.1}  {:>6.0} %  {:>6.0} %{}",
         dttft.len(),
         q(&dttft, 0.5),
         q(&dttft, 0.99),
@@ -310,8 +332,11 @@ async fn fidelity(
         q(&ditl, 0.99),
         o.in_flight,
         machine_busy * 100.0,
+        peak_busy * 100.0,
         if machine_busy > 0.9 {
             "  CPU exhausted: the figures include waiting for a core"
+        } else if peak_busy > 0.9 {
+            "  CPU exhausted in bursts: the tail includes waiting for a core"
         } else {
             ""
         }
@@ -377,7 +402,7 @@ fn fidelity_table(rt: &tokio::runtime::Runtime, quick: bool) {
         &itl_ms.to_string(),
     ]);
     println!("\nfidelity: client-measured minus simulator-recorded, ms (simulator in its own process, TTFT 50 ms, ITL {itl_ms} ms, ISL {isl}, OSL {osl}, streaming)");
-    println!("TTFT gap = request leg (client start → server arrival) + response leg (server write → client parse); CPU busy is the whole machine's");
+    println!("TTFT gap = request leg (client start → server arrival) + response leg (server write → client stamp); CPU busy is the whole machine's, on average and at its busiest 100 ms");
     // KNEEPOINT_FIDELITY_LEVELS=256,1024 picks the concurrency levels.
     let levels: Vec<u32> = std::env::var("KNEEPOINT_FIDELITY_LEVELS")
         .ok()
@@ -393,7 +418,7 @@ fn fidelity_table(rt: &tokio::runtime::Runtime, quick: bool) {
         ),
     ] {
         println!("{title}");
-        println!("concurrency  matched  TTFT p50  TTFT p99  req p99  resp p99  ITL p50  ITL p99  in flight  CPU busy");
+        println!("concurrency  matched  TTFT p50  TTFT p99  req p99  resp p99  ITL p50  ITL p99  in flight  CPU busy  peak 100 ms");
         for &c in &levels {
             // One slot has nothing to spread.
             if (quick && c > 256) || (ramp.is_some() && c == 1) {
