@@ -1,10 +1,12 @@
 //! The kneepoint load engine. [`run_level`] drives one closed-loop concurrency level: exactly
 //! `concurrency` requests in flight until every prepared request has finished, each ending in
-//! exactly one [`RequestRecord`] (success or classified failure), streamed to the sinks as it
+//! exactly one [`RequestRecord`](kneepoint_core::RequestRecord) (success or classified failure), streamed to the sinks as it
 //! finishes.
 //!
-//! Time is read once, here, with one monotonic clock (`std::time::Instant`) around the
-//! transport: before `send`, when `send` resolves (headers), and as each event is yielded.
+//! Time is read here, with one monotonic clock (`std::time::Instant`) around the transport:
+//! before `send`, when `send` resolves (headers), and as each event is yielded. A chunk that
+//! carries its receive time (`Chunk::received`, from the same clock) is stamped with it instead,
+//! kept between the previous chunk (or the start) and the moment it was yielded.
 //!
 //! Closed-loop latency and coordinated omission: in a closed loop a slow response delays the
 //! next request of its slot, so the offered load adapts to the server. That is the intended

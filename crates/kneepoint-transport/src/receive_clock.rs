@@ -2,10 +2,10 @@
 //!
 //! A client that stamps a token when its own task gets to it measures its scheduler as well as
 //! the server: the connection task must wake up for the socket, then wake the request's task,
-//! and on a virtual machine each wake-up can take a millisecond at the tail. [`StampedTcpStream`]
-//! takes the time at the bottom instead: on Linux the kernel's receive time of the data each
-//! read returns (`SO_TIMESTAMPNS`, delivered with `recvmsg`), elsewhere the time the read
-//! returned. Each read publishes its time on the connection's [`ReceiveClock`], which the
+//! and on a virtual machine each wake-up can take a millisecond at the tail.
+//! [`StampedTcpStream`](crate::StampedTcpStream) takes the time at the bottom instead: on Linux
+//! the kernel's receive time of the data each read returns (`SO_TIMESTAMPNS`, delivered with
+//! `recvmsg`), elsewhere the time the read returned. Each read publishes its time on the connection's [`ReceiveClock`], which the
 //! transports read when they hand an event over.
 //!
 //! The time is that of the newest segment a read consumed, so an event stamped with the clock
