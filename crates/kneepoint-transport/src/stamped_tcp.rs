@@ -139,7 +139,15 @@ impl AsyncRead for StampedTcpStream {
                         buf.advance(n);
                         return Poll::Ready(Ok(()));
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    // Not ready after all (readiness is cleared), or interrupted: try again.
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                        ) =>
+                    {
+                        continue
+                    }
                     Err(e) => return Poll::Ready(Err(e)),
                 }
             }
