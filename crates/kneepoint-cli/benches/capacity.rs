@@ -287,7 +287,7 @@ async fn fidelity(
     let (mut dttft, mut ditl, mut req_leg, mut resp_leg) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in o.records.iter().filter(|r| r.error.is_none()) {
-        let Some(t) = truth.get(&r.request_id.to_string()) else {
+        let Some(t) = r.x_request_id.as_ref().and_then(|id| truth.get(id)) else {
             continue;
         };
         let ms = |ns: u64| ns as f64 / 1e6;

@@ -261,6 +261,12 @@ pub struct CommonArgs {
     /// Do not send ignore_eos / min_tokens (for servers that reject them).
     #[arg(long)]
     pub no_output_control: bool,
+    /// Header naming each request: x-request-id (default), another name, or `none`.
+    #[arg(long, value_name = "NAME|none")]
+    pub request_id_header: Option<String>,
+    /// Form of the request id: uuid (default; servers that validate ids accept it) or integer.
+    #[arg(long, value_name = "uuid|integer")]
+    pub request_id_format: Option<String>,
     /// Per-request deadline in seconds.
     #[arg(long, value_name = "SECONDS")]
     pub request_timeout_s: Option<f64>,

@@ -10,7 +10,9 @@ use kneepoint_metrics::{ConvergenceRule, Criterion};
 use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
 use kneepoint_runner::{Arrival, Deadlines, EarlyStop, LevelDuration, RetryPolicy};
 use kneepoint_sim::{Fault, FaultPlan, SimProfile};
-use kneepoint_transport::{Api, ApiKey, MaxTokensField, OpenAiConfig};
+use kneepoint_transport::{
+    Api, ApiKey, MaxTokensField, OpenAiConfig, RequestIdHeader, RequestIdStyle,
+};
 use kneepoint_workload::{
     DatasetConfig, DatasetFormat, LengthDist, Lengths, MixEntry, Sampling, SharedPrefix,
 };
@@ -381,6 +383,10 @@ pub struct EndpointSection {
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// `max_tokens` or `max_completion_tokens`.
     pub max_tokens_field: Option<MaxTokensField>,
+    /// The header naming each request (`x-request-id`), or `"none"`.
+    pub request_id_header: Option<String>,
+    /// `uuid` or `integer`.
+    pub request_id_format: Option<RequestIdStyle>,
     /// Per-request deadline, seconds.
     pub request_timeout_s: Option<f64>,
     /// Response-headers deadline, seconds.
@@ -615,6 +621,7 @@ fn sagemaker_settings(
     c.model = transport.model.clone();
     c.streaming = transport.streaming;
     c.max_tokens_field = transport.max_tokens_field;
+    c.request_id = transport.request_id.clone();
     c.extra_body = transport.extra_body.clone();
     c.connect_timeout = transport.connect_timeout;
     c.headers = InvokeHeaders {
@@ -658,6 +665,29 @@ fn seconds(what: &str, v: Option<f64>) -> anyhow::Result<Option<Duration>> {
         Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
         Some(s) => bail!("the {what} must be a positive number of seconds, not {s}"),
     }
+}
+
+/// `--request-id-header` / `--request-id-format` (or `[endpoint]`'s keys) over the default
+/// (`x-request-id` with a UUID).
+fn request_id_header(args: &CommonArgs, ep: &EndpointSection) -> anyhow::Result<RequestIdHeader> {
+    let mut h = RequestIdHeader::default();
+    match args
+        .request_id_header
+        .as_ref()
+        .or(ep.request_id_header.as_ref())
+    {
+        Some(n) if n.eq_ignore_ascii_case("none") => h.name = None,
+        Some(n) if n.trim().is_empty() => bail!("--request-id-header needs a name (or none)"),
+        Some(n) => h.name = Some(n.trim().to_ascii_lowercase()),
+        None => {}
+    }
+    h.style = match args.request_id_format.as_deref() {
+        Some("uuid") => RequestIdStyle::Uuid,
+        Some("integer") => RequestIdStyle::Integer,
+        Some(other) => bail!("--request-id-format must be uuid or integer, not {other:?}"),
+        None => ep.request_id_format.unwrap_or_default(),
+    };
+    Ok(h)
 }
 
 fn parse_header(h: &str) -> anyhow::Result<(String, String)> {
@@ -751,6 +781,7 @@ impl CommonSettings {
         transport.path = args.endpoint_path.clone().or(ep.path.clone());
         transport.streaming = streaming;
         transport.max_tokens_field = max_tokens_field;
+        transport.request_id = request_id_header(args, &ep)?;
         if let Some(b) = &ep.extra_body {
             transport.extra_body = b.clone();
         }
@@ -1004,6 +1035,7 @@ impl CommonSettings {
                 "model": self.transport.model,
                 "streaming": self.transport.streaming,
                 "max_tokens_field": self.transport.max_tokens_field,
+                "request_id": self.transport.request_id,
                 "header_names": self.transport.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
                 "api_key": self.transport.api_key.as_ref().map(|_| "[redacted]"),
                 "extra_body": self.transport.extra_body,

@@ -49,7 +49,7 @@ async fn ttft_and_itl_match_server_truth_at_concurrency_one() {
     for r in &run.records {
         assert!(r.is_ok(), "{:?}", r.error);
         let m = RequestMetrics::of(r);
-        let t = &truth[&r.request_id.to_string()];
+        let t = &truth[r.x_request_id.as_ref().unwrap()];
         c_ttft += m.ttft_ms.unwrap();
         s_ttft += t.ttft_ms;
         c_itl += m.itl_ms.unwrap();

@@ -24,12 +24,19 @@ pub enum Error {
         source: Option<BoxError>,
     },
     /// The server answered with a non-success HTTP status.
-    #[error("HTTP {status}: {body_excerpt}")]
+    #[error(
+        "HTTP {status}: {}{}",
+        status_body(body_excerpt),
+        status_headers(headers)
+    )]
     Status {
         /// The HTTP status code.
         status: u16,
-        /// The first few hundred bytes of the body, lossily decoded.
+        /// The first few hundred bytes of the body, lossily decoded (empty when it was).
         body_excerpt: String,
+        /// The response headers that explain such a status (`location` on a redirect,
+        /// `retry-after` on 429/503, `www-authenticate` on 401, ...), lower-case names.
+        headers: Vec<(String, String)>,
     },
     /// A deadline passed.
     #[error("timed out after {after_ms} ms ({phase})")]
@@ -92,7 +99,31 @@ pub enum Error {
     },
 }
 
+fn status_body(excerpt: &str) -> &str {
+    if excerpt.trim().is_empty() {
+        "empty body (the server gave no reason)"
+    } else {
+        excerpt
+    }
+}
+
+fn status_headers(headers: &[(String, String)]) -> String {
+    headers
+        .iter()
+        .map(|(k, v)| format!(" [{k}: {v}]"))
+        .collect()
+}
+
 impl Error {
+    /// An [`Error::Status`] without explaining headers.
+    pub fn status_code(status: u16, body_excerpt: impl Into<String>) -> Self {
+        Error::Status {
+            status,
+            body_excerpt: body_excerpt.into(),
+            headers: Vec::new(),
+        }
+    }
+
     /// The error's class, as recorded in exports.
     pub fn kind(&self) -> ErrorKind {
         match self {
@@ -188,13 +219,19 @@ mod tests {
 
     #[test]
     fn kinds_and_display() {
-        let e = Error::Status {
-            status: 503,
-            body_excerpt: "busy".into(),
-        };
+        let e = Error::status_code(503, "busy");
         assert_eq!(e.kind(), ErrorKind::HttpStatus);
         assert_eq!(e.status(), Some(503));
         assert_eq!(e.to_string(), "HTTP 503: busy");
+        let e = Error::Status {
+            status: 400,
+            body_excerpt: String::new(),
+            headers: vec![("retry-after".into(), "5".into())],
+        };
+        assert_eq!(
+            e.to_string(),
+            "HTTP 400: empty body (the server gave no reason) [retry-after: 5]"
+        );
         let e = Error::Server {
             code: Some("overloaded".into()),
             message: "try later".into(),

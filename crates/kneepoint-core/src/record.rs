@@ -55,6 +55,10 @@ impl From<&crate::Error> for ErrorRecord {
 pub struct RequestRecord {
     /// The request's id.
     pub request_id: u64,
+    /// The id the server was given for it ([`crate::Transport::request_id`]); `None` means
+    /// `request_id` in decimal.
+    #[serde(default)]
+    pub x_request_id: Option<String>,
     /// Which closed-loop slot (worker) sent it.
     pub worker: u32,
     /// Warm-up or measured.

@@ -29,6 +29,14 @@ pub trait Transport: Send + Sync {
         let _ = request;
         None
     }
+
+    /// The id this transport names `request` by to the server (for example its `x-request-id`
+    /// header), kept in the record as `x_request_id` so that server logs join client records.
+    /// `None` (the default) records the request's own id in decimal.
+    fn request_id(&self, request: &Request) -> Option<String> {
+        let _ = request;
+        None
+    }
 }
 
 /// A stream over already-known events (for tests and simple transports).
@@ -76,6 +84,7 @@ mod tests {
         use futures_util::StreamExt;
         let t: Arc<dyn Transport> = Arc::new(Fixed);
         assert!(t.payload(&Request::text(0, "x")).is_none());
+        assert!(t.request_id(&Request::text(0, "x")).is_none());
         let mut s = t.send(&Request::text(0, "x")).await.unwrap();
         assert!(matches!(s.next().await, Some(Err(Error::Cancelled))));
         assert!(s.next().await.is_none());

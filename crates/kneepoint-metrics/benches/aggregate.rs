@@ -14,6 +14,7 @@ fn records(n: u64, tokens: u64) -> Vec<RequestRecord> {
                 .collect();
             RequestRecord {
                 request_id: i,
+                x_request_id: None,
                 worker: (i % 256) as u32,
                 phase: Phase::Profiling,
                 origin_unix_ns: 0,

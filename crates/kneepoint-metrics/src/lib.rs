@@ -10,7 +10,7 @@
 //!
 //! let ms = 1_000_000;
 //! let record = RequestRecord {
-//!     request_id: 0, worker: 0, phase: Phase::Profiling, origin_unix_ns: 0,
+//!     request_id: 0, x_request_id: None, worker: 0, phase: Phase::Profiling, origin_unix_ns: 0,
 //!     start_ns: 0, response_ns: Some(5 * ms),
 //!     chunk_ns: vec![50 * ms, 60 * ms, 70 * ms], first_content_ns: Some(50 * ms),
 //!     end_ns: 71 * ms, input_tokens: Some(128), server_input_tokens: Some(128),

@@ -88,6 +88,7 @@ mod tests {
     pub(crate) fn record(start: u64, chunks: &[u64], end: u64, osl: u32) -> RequestRecord {
         RequestRecord {
             request_id: 0,
+            x_request_id: None,
             worker: 0,
             phase: Phase::Profiling,
             origin_unix_ns: 0,

@@ -341,6 +341,7 @@ mod tests {
             .collect();
         RequestRecord {
             request_id: id,
+            x_request_id: None,
             worker: 0,
             phase: Phase::Profiling,
             origin_unix_ns: 0,

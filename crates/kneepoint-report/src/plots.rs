@@ -530,6 +530,7 @@ mod tests {
     fn record(i: u64, ok: bool) -> RequestRecord {
         RequestRecord {
             request_id: i,
+            x_request_id: None,
             worker: 0,
             phase: Phase::Profiling,
             origin_unix_ns: 0,

@@ -95,6 +95,7 @@ mod tests {
     fn rec(latency_ms: u64, ttft_ms: u64) -> RequestRecord {
         RequestRecord {
             request_id: 0,
+            x_request_id: None,
             worker: 0,
             phase: Phase::Profiling,
             origin_unix_ns: 0,

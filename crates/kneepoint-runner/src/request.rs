@@ -219,6 +219,7 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
     }
     RequestRecord {
         request_id: request.id,
+        x_request_id: ctx.transport.request_id(request),
         worker,
         phase,
         origin_unix_ns,

@@ -50,10 +50,7 @@ impl Transport for Paced {
         let guard = InFlight(self.in_flight.clone());
         if self.fail_every.is_some_and(|n| request.id % n == 0) {
             drop(guard);
-            return Err(Error::Status {
-                status: 503,
-                body_excerpt: "busy".into(),
-            });
+            return Err(Error::status_code(503, "busy"));
         }
         let (ttft, gap, n) = (self.ttft, self.gap, self.tokens);
         let s = stream::unfold((0u32, guard), move |(i, guard)| async move {
@@ -363,10 +360,7 @@ struct Flaky {
 impl Transport for Flaky {
     async fn send(&self, _: &Request) -> Result<EventStream, Error> {
         if self.sends.fetch_add(1, Ordering::SeqCst) < self.fail_first {
-            return Err(Error::Status {
-                status: self.status,
-                body_excerpt: "busy".into(),
-            });
+            return Err(Error::status_code(self.status, "busy"));
         }
         Ok(Box::pin(stream::iter(vec![
             Ok(ResponseEvent::Chunk(Chunk::content(" a"))),

@@ -98,10 +98,15 @@ async fn rejects_what_vllm_rejects() {
 async fn truth_log_joins_on_request_id() {
     let server = SimServer::start_local(SimProfile::fast()).await.unwrap();
     let t = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), "m")).unwrap();
-    run(&t, &request(77, 10, Some(4), true)).await;
+    let req = request(77, 10, Some(4), true);
+    run(&t, &req).await;
     let truth = server.truth();
     assert_eq!(truth.len(), 1);
-    assert_eq!(truth[0].client_request_id.as_deref(), Some("77"));
+    // A UUID by default, naming request 77, and the one the transport reports for the record.
+    let sent = truth[0].client_request_id.clone().unwrap();
+    assert_eq!(Some(&sent), t.request_id(&req).as_ref());
+    assert_eq!(kneepoint_transport::request_id::id_of(&sent), Some(77));
+    assert_eq!(sent.len(), 36);
     assert_eq!(truth[0].output_tokens, 4);
     assert_eq!(truth[0].prompt_tokens, 10);
     // fast profile: first token after one 5 ms step (plus 10 prompt tokens of prefill)
@@ -178,7 +183,9 @@ async fn the_fixed_profile_keeps_its_latency_under_load_and_serves_its_truth() {
                 let t = t.clone();
                 tokio::spawn(async move {
                     let started = std::time::Instant::now();
-                    let mut s = t.send(&request(id, 20, Some(10), true)).await.unwrap();
+                    let req = request(id, 20, Some(10), true);
+                    let wire = t.request_id(&req).unwrap();
+                    let mut s = t.send(&req).await.unwrap();
                     let mut first = None;
                     let mut n = 0;
                     while let Some(ev) = s.next().await {
@@ -191,7 +198,7 @@ async fn the_fixed_profile_keeps_its_latency_under_load_and_serves_its_truth() {
                     }
                     let (seen, received) = first.unwrap();
                     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
-                    (id, (ms(seen), ms(received)), n)
+                    (wire, (ms(seen), ms(received)), n)
                 })
             })
             .collect();
@@ -199,7 +206,7 @@ async fn the_fixed_profile_keeps_its_latency_under_load_and_serves_its_truth() {
         for task in tasks {
             let (id, ttft, n) = task.await.unwrap();
             assert_eq!(n, 10);
-            client.insert(id.to_string(), ttft);
+            client.insert(id, ttft);
         }
         let truth = truth_over_http(server.addr()).await;
         let key = |e: &kneepoint_sim::ServerTiming| {

@@ -65,3 +65,56 @@ pub(crate) fn send_error(
         }
     }
 }
+
+/// Response headers that explain a failed status, kept in the record beside the body excerpt.
+const EXPLAINING: [&str; 5] = [
+    "location",
+    "retry-after",
+    "www-authenticate",
+    "proxy-authenticate",
+    "allow",
+];
+
+/// The headers of a failed response that say why (a redirect's target, when to retry, which
+/// authentication is wanted), with lower-case names. A `location`'s query string is dropped
+/// (signed URLs carry credentials there) and every value is cut to 200 characters.
+pub(crate) fn explaining_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    EXPLAINING
+        .iter()
+        .filter_map(|&name| {
+            let v = headers.get(name)?;
+            let mut v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            if name == "location" {
+                if let Some(q) = v.find('?') {
+                    v.truncate(q);
+                    v.push_str("?…");
+                }
+            }
+            Some((name.to_owned(), v.chars().take(200).collect()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explaining_headers_keep_the_reasons_and_drop_query_strings() {
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            "location",
+            "https://h/v1/chat?X-Amz-Signature=abc".parse().unwrap(),
+        );
+        h.insert("retry-after", "7".parse().unwrap());
+        h.insert("set-cookie", "session=secret".parse().unwrap());
+        let kept = explaining_headers(&h);
+        assert_eq!(
+            kept,
+            vec![
+                ("location".to_owned(), "https://h/v1/chat?…".to_owned()),
+                ("retry-after".to_owned(), "7".to_owned()),
+            ]
+        );
+    }
+}

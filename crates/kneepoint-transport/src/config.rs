@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::request_id::RequestIdHeader;
+
 /// Which OpenAI-compatible API to call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,6 +104,8 @@ pub struct OpenAiConfig {
     /// own simulator, which then need not tokenize every prompt on a CPU it shares with the
     /// client). Off by default.
     pub send_input_token_hint: bool,
+    /// Which header names each request (`x-request-id` with a UUID by default).
+    pub request_id: RequestIdHeader,
 }
 
 impl OpenAiConfig {
@@ -122,6 +126,7 @@ impl OpenAiConfig {
             max_line_bytes: 1 << 20,
             max_body_bytes: 16 << 20,
             send_input_token_hint: false,
+            request_id: RequestIdHeader::default(),
         }
     }
 

@@ -33,6 +33,7 @@ mod error;
 mod openai;
 mod parse;
 pub mod receive_clock;
+pub mod request_id;
 #[cfg(feature = "sagemaker")]
 pub mod sagemaker;
 pub mod sse;
@@ -45,4 +46,5 @@ pub use error::Error;
 pub use openai::OpenAiTransport;
 pub use parse::parse_body;
 pub use receive_clock::ReceiveClock;
+pub use request_id::{RequestIdHeader, RequestIdStyle};
 pub use stamped_tcp::StampedTcpStream;

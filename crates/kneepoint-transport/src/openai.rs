@@ -7,10 +7,11 @@ use http_body_util::{BodyExt, Full, Limited};
 use kneepoint_core::{async_trait, Error as RequestError, EventStream, Request, Transport};
 
 use crate::body::request_body;
-use crate::client::{https_client, send_error, HttpClient};
+use crate::client::{explaining_headers, https_client, send_error, HttpClient};
 use crate::config::OpenAiConfig;
 use crate::parse::parse_body;
 use crate::receive_clock::{clock_of, ReceiveClock, StampChunks};
+use crate::request_id::RequestIds;
 use crate::sse::excerpt;
 use crate::stream::SseStream;
 use crate::Error;
@@ -25,6 +26,7 @@ pub struct OpenAiTransport {
     uri: Uri,
     target: String,
     headers: HeaderMap,
+    ids: RequestIds,
     client: HttpClient,
 }
 
@@ -64,6 +66,7 @@ impl OpenAiTransport {
         }
         let target = uri.authority().map(|a| a.to_string()).unwrap_or_default();
         let headers = build_headers(&config)?;
+        let ids = RequestIds::new(&config.request_id)?;
 
         let client = https_client(config.connect_timeout);
         Ok(OpenAiTransport {
@@ -71,6 +74,7 @@ impl OpenAiTransport {
             uri,
             target,
             headers,
+            ids,
             client,
         })
     }
@@ -111,11 +115,13 @@ impl OpenAiTransport {
                 })?;
         let resp = self.roundtrip(req).await?;
         let status = resp.status();
+        let headers = resp.headers().clone();
         let bytes = read_limited(resp.into_body(), self.config.max_body_bytes).await?;
         if !status.is_success() {
             return Err(RequestError::Status {
                 status: status.as_u16(),
                 body_excerpt: excerpt(&bytes),
+                headers: explaining_headers(&headers),
             });
         }
         #[derive(serde::Deserialize)]
@@ -144,8 +150,10 @@ impl OpenAiTransport {
             .uri(self.uri.clone());
         if let Some(h) = builder.headers_mut() {
             h.extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-            if let Ok(v) = HeaderValue::from_str(&request.id.to_string()) {
-                h.insert(HeaderName::from_static("x-request-id"), v);
+            if let Some(name) = self.ids.header_name() {
+                if let Ok(v) = HeaderValue::from_str(&self.ids.value(request.id)) {
+                    h.insert(name.clone(), v);
+                }
             }
             if self.config.send_input_token_hint {
                 if let Some(n) = request.input_tokens {
@@ -243,6 +251,7 @@ impl Transport for OpenAiTransport {
         let resp = self.roundtrip(req).await?;
         let status = resp.status();
         if !status.is_success() {
+            let headers = explaining_headers(resp.headers());
             let body = resp.into_body();
             let excerpt_text = match Limited::new(body, ERROR_EXCERPT_BYTES * 8).collect().await {
                 Ok(c) => excerpt(&c.to_bytes()[..]),
@@ -252,6 +261,7 @@ impl Transport for OpenAiTransport {
             return Err(RequestError::Status {
                 status: status.as_u16(),
                 body_excerpt: cut,
+                headers,
             });
         }
         if self.config.streaming {
@@ -275,6 +285,10 @@ impl Transport for OpenAiTransport {
 
     fn payload(&self, request: &Request) -> Option<serde_json::Value> {
         Some(request_body(&self.config, request))
+    }
+
+    fn request_id(&self, request: &Request) -> Option<String> {
+        Some(self.ids.value(request.id))
     }
 }
 

@@ -10,7 +10,8 @@ use crate::Error;
 /// One request's payload.
 #[derive(Debug, Clone, Serialize)]
 pub struct InputEntry {
-    /// The request id (matches `x_request_id` in the JSONL).
+    /// The request id in decimal (matches `session_num` in the JSONL; `x_request_id` there is
+    /// the id the server was sent, a UUID that differs between runs by design).
     pub session_id: String,
     /// The body sent (one entry: single-turn).
     pub payloads: Vec<serde_json::Value>,

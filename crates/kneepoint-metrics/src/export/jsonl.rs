@@ -51,7 +51,7 @@ pub fn record_json(r: &RequestRecord) -> Value {
     json!({
         "metadata": {
             "session_num": r.request_id,
-            "x_request_id": r.request_id.to_string(),
+            "x_request_id": r.x_request_id.clone().unwrap_or_else(|| r.request_id.to_string()),
             "turn_index": 0,
             "request_start_ns": abs(r.start_ns),
             "request_ack_ns": r.response_ns.map(abs),

@@ -79,8 +79,15 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
         _ => Phase::Profiling,
     };
     let isl = metric(v, "input_sequence_length").or_else(|| metric(v, "error_isl"));
+    let request_id = num("session_num").unwrap_or(0);
+    let x_request_id = md
+        .get("x_request_id")
+        .and_then(Value::as_str)
+        .filter(|s| *s != request_id.to_string())
+        .map(str::to_owned);
     Ok(RequestRecord {
-        request_id: num("session_num").unwrap_or(0),
+        request_id,
+        x_request_id,
         worker,
         phase,
         origin_unix_ns: origin,
@@ -152,6 +159,7 @@ mod tests {
     fn rec(id: u64, start: u64, chunks: &[u64], end: u64, err: bool) -> RequestRecord {
         RequestRecord {
             request_id: id,
+            x_request_id: (id == 2).then(|| "00000000-0000-4000-8000-000000000002".to_owned()),
             worker: (id % 3) as u32,
             phase: if id == 0 {
                 Phase::Warmup
@@ -224,6 +232,7 @@ mod tests {
             assert_eq!(y.error, x.error);
             assert_eq!(y.phase, x.phase);
             assert_eq!(y.attempts, x.attempts);
+            assert_eq!(y.x_request_id, x.x_request_id);
         }
     }
 

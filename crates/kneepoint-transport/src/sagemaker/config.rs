@@ -108,6 +108,8 @@ pub struct SageMakerConfig {
     pub max_body_bytes: usize,
     /// Tell kneepoint's own simulator the prompt's token count (`x-kneepoint-input-tokens`).
     pub send_input_token_hint: bool,
+    /// Which header names each request (`x-request-id` with a UUID by default).
+    pub request_id: crate::RequestIdHeader,
 }
 
 impl std::fmt::Debug for SageMakerConfig {
@@ -146,6 +148,7 @@ impl SageMakerConfig {
             max_line_bytes: 1 << 20,
             max_body_bytes: 64 << 20,
             send_input_token_hint: false,
+            request_id: crate::RequestIdHeader::default(),
         }
     }
 

@@ -60,6 +60,7 @@ pub fn status_error(status: u16, headers: &HeaderMap, body: &[u8]) -> Error {
     Error::Status {
         status,
         body_excerpt: detail.chars().take(1024).collect(),
+        headers: crate::client::explaining_headers(headers),
     }
 }
 

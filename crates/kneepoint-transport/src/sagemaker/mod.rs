@@ -48,6 +48,7 @@ pub use errors::status_error;
 use crate::client::{https_client, send_error, HttpClient};
 use crate::openai::{read_limited, ERROR_EXCERPT_BYTES};
 use crate::receive_clock::{clock_of, StampChunks};
+use crate::request_id::RequestIds;
 use crate::sse::excerpt;
 use crate::Error;
 use eventstream::EventStreamBody;
@@ -61,6 +62,7 @@ pub struct SageMakerTransport {
     target: String,
     host: String,
     credentials: Arc<dyn CredentialSource>,
+    ids: RequestIds,
     client: HttpClient,
 }
 
@@ -115,6 +117,7 @@ impl SageMakerTransport {
             }
         }
         Ok(SageMakerTransport {
+            ids: RequestIds::new(&config.request_id)?,
             client: https_client(config.connect_timeout),
             target: authority.clone(),
             host: authority,
@@ -131,10 +134,10 @@ impl SageMakerTransport {
     }
 
     /// The headers of one request, before signing.
-    fn headers(&self, request: &Request) -> Vec<(&'static str, String)> {
+    fn headers(&self, request: &Request) -> Vec<(&str, String)> {
         let c = &self.config;
         let h = &c.headers;
-        let mut out: Vec<(&'static str, String)> = vec![
+        let mut out: Vec<(&str, String)> = vec![
             ("host", self.host.clone()),
             ("content-type", c.content_type.clone()),
         ];
@@ -167,7 +170,9 @@ impl SageMakerTransport {
                 out.push(("x-amzn-sagemaker-target-model", m.clone()));
             }
         }
-        out.push(("x-request-id", request.id.to_string()));
+        if let Some(name) = self.ids.header_name() {
+            out.push((name.as_str(), self.ids.value(request.id)));
+        }
         if c.send_input_token_hint {
             if let Some(n) = request.input_tokens {
                 out.push(("x-kneepoint-input-tokens", n.to_string()));
@@ -209,7 +214,8 @@ impl SageMakerTransport {
         if let Some(h) = builder.headers_mut() {
             for (k, v) in headers.iter().filter(|(k, _)| *k != "host") {
                 let value = HeaderValue::from_str(v).map_err(|_| invalid(k))?;
-                h.insert(HeaderName::from_static(k), value);
+                let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| invalid(k))?;
+                h.insert(name, value);
             }
             for (k, v) in &signed {
                 let name = HeaderName::from_bytes(k.as_bytes()).map_err(|_| invalid(k))?;
@@ -298,5 +304,9 @@ impl Transport for SageMakerTransport {
 
     fn payload(&self, request: &Request) -> Option<serde_json::Value> {
         Some(invoke_body(&self.config, request))
+    }
+
+    fn request_id(&self, request: &Request) -> Option<String> {
+        Some(self.ids.value(request.id))
     }
 }

