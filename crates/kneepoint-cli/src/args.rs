@@ -267,6 +267,21 @@ pub struct CommonArgs {
     /// Form of the request id: uuid (default; servers that validate ids accept it) or integer.
     #[arg(long, value_name = "uuid|integer")]
     pub request_id_format: Option<String>,
+    /// PEM file of CA certificates to trust besides the system's (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub ca_bundle: Option<PathBuf>,
+    /// PEM client certificate chain for mutual TLS (with --client-key).
+    #[arg(long, value_name = "FILE")]
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key of --client-cert.
+    #[arg(long, value_name = "FILE")]
+    pub client_key: Option<PathBuf>,
+    /// Accept any TLS certificate (test endpoints only; a warning is printed).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Offer HTTP/2 by ALPN on https: streams then share one connection per host.
+    #[arg(long)]
+    pub http2: bool,
     /// Per-request deadline in seconds.
     #[arg(long, value_name = "SECONDS")]
     pub request_timeout_s: Option<f64>,

@@ -11,7 +11,7 @@ use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
 use kneepoint_runner::{Arrival, Deadlines, EarlyStop, LevelDuration, RetryPolicy};
 use kneepoint_sim::{Fault, FaultPlan, SimProfile};
 use kneepoint_transport::{
-    Api, ApiKey, MaxTokensField, OpenAiConfig, RequestIdHeader, RequestIdStyle,
+    Api, ApiKey, ConnectOptions, MaxTokensField, OpenAiConfig, RequestIdHeader, RequestIdStyle,
 };
 use kneepoint_workload::{
     DatasetConfig, DatasetFormat, LengthDist, Lengths, MixEntry, Sampling, SharedPrefix,
@@ -387,6 +387,16 @@ pub struct EndpointSection {
     pub request_id_header: Option<String>,
     /// `uuid` or `integer`.
     pub request_id_format: Option<RequestIdStyle>,
+    /// PEM CA bundle trusted besides the system's roots.
+    pub ca_bundle: Option<PathBuf>,
+    /// PEM client certificate (mTLS).
+    pub client_cert: Option<PathBuf>,
+    /// PEM key of `client_cert`.
+    pub client_key: Option<PathBuf>,
+    /// Accept any server certificate.
+    pub insecure_skip_verify: Option<bool>,
+    /// Offer HTTP/2 by ALPN.
+    pub http2: Option<bool>,
     /// Per-request deadline, seconds.
     pub request_timeout_s: Option<f64>,
     /// Response-headers deadline, seconds.
@@ -622,6 +632,7 @@ fn sagemaker_settings(
     c.streaming = transport.streaming;
     c.max_tokens_field = transport.max_tokens_field;
     c.request_id = transport.request_id.clone();
+    c.connect = transport.connect.clone();
     c.extra_body = transport.extra_body.clone();
     c.connect_timeout = transport.connect_timeout;
     c.headers = InvokeHeaders {
@@ -782,6 +793,13 @@ impl CommonSettings {
         transport.streaming = streaming;
         transport.max_tokens_field = max_tokens_field;
         transport.request_id = request_id_header(args, &ep)?;
+        transport.connect = ConnectOptions {
+            ca_bundle: args.ca_bundle.clone().or(ep.ca_bundle.clone()),
+            client_cert: args.client_cert.clone().or(ep.client_cert.clone()),
+            client_key: args.client_key.clone().or(ep.client_key.clone()),
+            insecure_skip_verify: args.insecure || ep.insecure_skip_verify.unwrap_or(false),
+            http2: args.http2 || ep.http2.unwrap_or(false),
+        };
         if let Some(b) = &ep.extra_body {
             transport.extra_body = b.clone();
         }
@@ -1036,6 +1054,7 @@ impl CommonSettings {
                 "streaming": self.transport.streaming,
                 "max_tokens_field": self.transport.max_tokens_field,
                 "request_id": self.transport.request_id,
+                "connect": self.transport.connect,
                 "header_names": self.transport.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
                 "api_key": self.transport.api_key.as_ref().map(|_| "[redacted]"),
                 "extra_body": self.transport.extra_body,

@@ -12,36 +12,37 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 use crate::connector::StampingConnector;
+use crate::tls::{client_config, ConnectOptions};
+use crate::Error;
 
 /// The client type.
 pub(crate) type HttpClient = Client<HttpsConnector<StampingConnector>, Full<Bytes>>;
 
 /// A new pooled client (no connections are made until the first request).
-pub(crate) fn https_client(connect_timeout: Option<Duration>) -> HttpClient {
+pub(crate) fn https_client(
+    connect_timeout: Option<Duration>,
+    options: &ConnectOptions,
+) -> Result<HttpClient, Error> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(connect_timeout);
-    let builder = hyper_rustls::HttpsConnectorBuilder::new();
-    let builder = match builder.with_native_roots() {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::warn!("no native TLS roots ({e}); https endpoints will fail to verify");
-            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(
-                rustls::ClientConfig::builder()
-                    .with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth(),
-            )
-        }
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(client_config(options)?)
+        .https_or_http();
+    let connector = if options.http2 {
+        builder
+            .enable_all_versions()
+            .wrap_connector(StampingConnector(http))
+    } else {
+        builder
+            .enable_http1()
+            .wrap_connector(StampingConnector(http))
     };
-    let connector = builder
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(StampingConnector(http));
-    Client::builder(TokioExecutor::new())
+    Ok(Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
         .pool_max_idle_per_host(usize::MAX)
-        .build(connector)
+        .build(connector))
 }
 
 /// Classifies a failure of the client: a connect failure, or a connection lost afterwards.

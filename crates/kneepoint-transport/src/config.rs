@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::request_id::RequestIdHeader;
+use crate::tls::ConnectOptions;
 
 /// Which OpenAI-compatible API to call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -106,6 +107,8 @@ pub struct OpenAiConfig {
     pub send_input_token_hint: bool,
     /// Which header names each request (`x-request-id` with a UUID by default).
     pub request_id: RequestIdHeader,
+    /// CA bundle, client certificate, verification and HTTP/2.
+    pub connect: ConnectOptions,
 }
 
 impl OpenAiConfig {
@@ -127,6 +130,7 @@ impl OpenAiConfig {
             max_body_bytes: 16 << 20,
             send_input_token_hint: false,
             request_id: RequestIdHeader::default(),
+            connect: ConnectOptions::default(),
         }
     }
 

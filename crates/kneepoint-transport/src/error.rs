@@ -27,6 +27,14 @@ pub enum Error {
         /// What went wrong (never a secret).
         reason: String,
     },
+    /// A CA bundle, client certificate or key could not be used.
+    #[error("TLS setup{}: {reason}", path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default())]
+    TlsConfig {
+        /// The file at fault, when one is.
+        path: Option<std::path::PathBuf>,
+        /// What was wrong with it (never key material).
+        reason: String,
+    },
     /// The TLS configuration could not be built.
     #[error("TLS setup failed")]
     Tls {

@@ -39,6 +39,7 @@ pub mod sagemaker;
 pub mod sse;
 mod stamped_tcp;
 mod stream;
+mod tls;
 
 pub use body::request_body;
 pub use config::{Api, ApiKey, MaxTokensField, OpenAiConfig};
@@ -48,3 +49,4 @@ pub use parse::parse_body;
 pub use receive_clock::ReceiveClock;
 pub use request_id::{RequestIdHeader, RequestIdStyle};
 pub use stamped_tcp::StampedTcpStream;
+pub use tls::ConnectOptions;

@@ -68,7 +68,7 @@ impl OpenAiTransport {
         let headers = build_headers(&config)?;
         let ids = RequestIds::new(&config.request_id)?;
 
-        let client = https_client(config.connect_timeout);
+        let client = https_client(config.connect_timeout, &config.connect)?;
         Ok(OpenAiTransport {
             config,
             uri,

@@ -110,6 +110,8 @@ pub struct SageMakerConfig {
     pub send_input_token_hint: bool,
     /// Which header names each request (`x-request-id` with a UUID by default).
     pub request_id: crate::RequestIdHeader,
+    /// CA bundle, client certificate, verification and HTTP/2.
+    pub connect: crate::ConnectOptions,
 }
 
 impl std::fmt::Debug for SageMakerConfig {
@@ -149,6 +151,7 @@ impl SageMakerConfig {
             max_body_bytes: 64 << 20,
             send_input_token_hint: false,
             request_id: crate::RequestIdHeader::default(),
+            connect: crate::ConnectOptions::default(),
         }
     }
 

@@ -133,7 +133,9 @@ impl HttpClient for HyperForAws {
         _components: &RuntimeComponents,
     ) -> SharedHttpConnector {
         SharedHttpConnector::new(HyperConnector {
-            client: https_client(settings.connect_timeout()),
+            // A default client cannot fail to build; if it did, each call says so.
+            client: https_client(settings.connect_timeout(), &Default::default())
+                .map_err(|e| e.to_string()),
             read_timeout: settings.read_timeout(),
         })
     }
@@ -141,13 +143,18 @@ impl HttpClient for HyperForAws {
 
 #[derive(Debug)]
 struct HyperConnector {
-    client: crate::client::HttpClient,
+    client: Result<crate::client::HttpClient, String>,
     read_timeout: Option<Duration>,
 }
 
 impl HttpConnector for HyperConnector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let client = self.client.clone();
+        let client = match self.client.clone() {
+            Ok(c) => c,
+            Err(e) => {
+                return HttpConnectorFuture::ready(Err(ConnectorError::other(e.into(), None)))
+            }
+        };
         let read_timeout = self.read_timeout.unwrap_or(Duration::from_secs(30));
         HttpConnectorFuture::new(async move {
             let req = request

@@ -118,7 +118,7 @@ impl SageMakerTransport {
         }
         Ok(SageMakerTransport {
             ids: RequestIds::new(&config.request_id)?,
-            client: https_client(config.connect_timeout),
+            client: https_client(config.connect_timeout, &config.connect)?,
             target: authority.clone(),
             host: authority,
             url,

@@ -1,0 +1,192 @@
+//! How a transport connects: extra trusted CAs, a client certificate (mTLS), skipping
+//! verification (loudly), and HTTP/2 by ALPN.
+//!
+//! Everything goes through rustls (ring): certificates and keys are read with the PEM support
+//! of `rustls-pki-types`, the system roots with `rustls-native-certs` (what hyper-rustls itself
+//! uses), so no second TLS stack or PEM crate is pulled in.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// TLS and protocol options of a transport's connections. The default trusts the system's
+/// roots, presents no client certificate and speaks HTTP/1.1.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConnectOptions {
+    /// A PEM file of CA certificates trusted besides the system's (a private CA).
+    pub ca_bundle: Option<PathBuf>,
+    /// A PEM certificate chain presented to the server (mutual TLS); needs `client_key`.
+    pub client_cert: Option<PathBuf>,
+    /// The PEM private key (PKCS#8, PKCS#1 or SEC1) of `client_cert`.
+    pub client_key: Option<PathBuf>,
+    /// Accept any server certificate. For test endpoints only: a warning is logged at build.
+    pub insecure_skip_verify: bool,
+    /// Offer HTTP/2 by ALPN on https (and use it when the server picks it). Many streams then
+    /// share one connection per host instead of one connection per in-flight request.
+    pub http2: bool,
+}
+
+fn tls_error(path: Option<&Path>, reason: impl Into<String>) -> Error {
+    Error::TlsConfig {
+        path: path.map(Path::to_owned),
+        reason: reason.into(),
+    }
+}
+
+fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, Error> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| tls_error(Some(path), e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| tls_error(Some(path), e.to_string()))?;
+    if certs.is_empty() {
+        return Err(tls_error(Some(path), "no PEM certificate in the file"));
+    }
+    Ok(certs)
+}
+
+/// The rustls client configuration for `options` (ALPN is set by the caller's connector).
+pub(crate) fn client_config(options: &ConnectOptions) -> Result<ClientConfig, Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| tls_error(None, e.to_string()))?;
+    let builder = if options.insecure_skip_verify {
+        tracing::warn!(
+            "TLS certificate verification is OFF (--insecure): any server can impersonate the endpoint"
+        );
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+    } else {
+        let mut roots = RootCertStore::empty();
+        let native = rustls_native_certs::load_native_certs();
+        for e in &native.errors {
+            tracing::warn!("reading the system's TLS roots: {e}");
+        }
+        roots.add_parsable_certificates(native.certs);
+        if let Some(path) = &options.ca_bundle {
+            for cert in read_certs(path)? {
+                roots
+                    .add(cert)
+                    .map_err(|e| tls_error(Some(path), e.to_string()))?;
+            }
+        }
+        if roots.is_empty() {
+            tracing::warn!("no TLS roots found; https endpoints will fail to verify");
+        }
+        builder.with_root_certificates(roots)
+    };
+    match (&options.client_cert, &options.client_key) {
+        (None, None) => Ok(builder.with_no_client_auth()),
+        (Some(cert), Some(key)) => {
+            let chain = read_certs(cert)?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| tls_error(Some(key), format!("no usable private key: {e}")))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| tls_error(Some(cert), e.to_string()))
+        }
+        _ => Err(tls_error(
+            None,
+            "a client certificate needs both the certificate and its key",
+        )),
+    }
+}
+
+/// The verifier of `insecure_skip_verify`: any certificate, but handshake signatures are still
+/// checked (so the connection is at least to whoever holds the presented key).
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_build_and_bad_files_are_named() {
+        assert!(client_config(&ConnectOptions::default()).is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate").unwrap();
+        let e = client_config(&ConnectOptions {
+            ca_bundle: Some(empty.clone()),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("empty.pem"), "{e}");
+        let e = client_config(&ConnectOptions {
+            client_cert: Some(empty),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("both"), "{e}");
+        let missing = client_config(&ConnectOptions {
+            ca_bundle: Some(dir.path().join("missing.pem")),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(missing.to_string().contains("missing.pem"), "{missing}");
+    }
+
+    #[test]
+    fn insecure_builds() {
+        let c = client_config(&ConnectOptions {
+            insecure_skip_verify: true,
+            ..Default::default()
+        });
+        assert!(c.is_ok());
+    }
+}
