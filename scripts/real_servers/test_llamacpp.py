@@ -64,3 +64,22 @@ def test_search_runs_to_an_answer(llamacpp, tmp_path):
     assert history["boundary"]["feasible_max"] == 2, history["boundary"]
     for p in history["probes"]:
         assert all(r["error"] is None for r in records(out / p["dir"])), p["dir"]
+
+
+def test_integer_request_ids_are_refused_and_the_record_says_so(llamacpp, tmp_path):
+    """What a user met before UUIDs: llama-cpp-python answers 400 with an empty body to an
+    x-request-id that is not a UUID. The record must say that the body was empty."""
+    import subprocess
+    from conftest import BIN
+    out = tmp_path / "ints"
+    subprocess.run([str(BIN), "sweep", "--url", llamacpp.url, "--concurrency", "1",
+                    "--request-count", "2", "--isl", "16", "--osl", "4", "--request-id-format",
+                    "integer", "--artifact-dir", str(out), "--quiet"],
+                   capture_output=True, text=True, timeout=300)
+    recs = records(out / "concurrency_1")
+    assert len(recs) == 2
+    for r in recs:
+        assert r["error"]["code"] == 400, r["error"]
+        assert "empty body" in r["error"]["message"], r["error"]
+    # Without the header at all, the same server is happy.
+    sweep(llamacpp, tmp_path / "none", "--request-id-header", "none", levels="1", count=2)

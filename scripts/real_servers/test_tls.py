@@ -1,0 +1,179 @@
+"""kneepoint through a real TLS front: nginx (Debian's package) with a private CA we generate,
+terminating TLS, mutual TLS and HTTP/2 in front of the built-in simulator and of vLLM CPU.
+
+Certificates come from the openssl command line; nginx runs as an unprivileged-port process of
+its own (its own prefix, config and logs under the test's temporary folder).
+"""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, LOGS, Server, free_port, kneepoint, records
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+            "/CN=kneepoint test CA", "-keyout", "ca.key", "-out", "ca.pem", cwd=d)
+    # Version 3 certificates (extensions present): webpki rejects version 1.
+    (d / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+                                  "extendedKeyUsage=serverAuth\n")
+    (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
+    for name in ["server", "client"]:
+        ext = ["-extfile", f"{name}.ext"]
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout",
+                f"{name}.key", "-out", f"{name}.csr", cwd=d)
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "2", "-out", f"{name}.pem", *ext, cwd=d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def simulator():
+    port = free_port()
+    server = Server("sim-behind-nginx",
+                    [str(BIN), "sim", "serve", "--port", str(port), "--profile", "fast",
+                     "--time-scale", "1"],
+                    port, {}, "/v1/models", start_timeout_s=60)
+    yield server
+    server.stop()
+
+
+class Nginx:
+    def __init__(self, pki: Path, upstream: str, work: Path):
+        self.tls, self.mtls = free_port(), free_port()
+        self.access_log = work / "access.log"
+        (work / "logs").mkdir(parents=True, exist_ok=True)
+        conf = f"""
+daemon off;
+worker_processes 1;
+pid {work}/nginx.pid;
+error_log {LOGS}/nginx-error.log info;
+events {{ worker_connections 512; }}
+http {{
+  log_format proto '$server_port $server_protocol $status $ssl_client_verify';
+  access_log {self.access_log} proto;
+  client_body_temp_path {work}/body; proxy_temp_path {work}/proxy;
+  fastcgi_temp_path {work}/fcgi; uwsgi_temp_path {work}/uwsgi; scgi_temp_path {work}/scgi;
+  upstream backend {{ server {upstream}; keepalive 32; }}
+  proxy_http_version 1.1;
+  proxy_set_header Connection "";
+  proxy_buffering off;
+  proxy_read_timeout 300s;
+  ssl_certificate {pki}/server.pem;
+  ssl_certificate_key {pki}/server.key;
+  server {{
+    listen 127.0.0.1:{self.tls} ssl http2;
+    location / {{ proxy_pass http://backend; }}
+  }}
+  server {{
+    listen 127.0.0.1:{self.mtls} ssl http2;
+    ssl_client_certificate {pki}/ca.pem;
+    ssl_verify_client on;
+    location / {{ proxy_pass http://backend; }}
+  }}
+}}
+"""
+        (work / "nginx.conf").write_text(conf)
+        self.proc = subprocess.Popen([NGINX, "-p", str(work), "-c", str(work / "nginx.conf")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        import socket
+        import time
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", self.mtls), 0.2).close()
+                socket.create_connection(("127.0.0.1", self.tls), 0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("nginx did not start; see " + str(LOGS / "nginx-error.log"))
+
+    def protocols(self, port: int) -> list[str]:
+        return [l.split()[1] for l in self.access_log.read_text().splitlines()
+                if l.split()[0] == str(port)]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def front(pki, simulator, tmp_path_factory):
+    n = Nginx(pki, simulator.url.removeprefix("http://"), tmp_path_factory.mktemp("nginx"))
+    yield n
+    n.stop()
+
+
+def sweep(url, out, *extra, check=True):
+    args = ["sweep", "--url", url, "--model", "sim", "--concurrency", "1,4", "--request-count",
+            "8", "--isl", "32", "--osl", "8", "--artifact-dir", str(out), "--quiet", *extra]
+    if not check:
+        return subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=300)
+    kneepoint(*args)
+    for c in (1, 4):
+        recs = records(out / f"concurrency_{c}")
+        assert len(recs) == 8 and all(r["error"] is None for r in recs)
+
+
+def test_private_ca_is_trusted_only_when_given(front, pki, tmp_path):
+    url = f"https://localhost:{front.tls}"
+    p = sweep(url, tmp_path / "untrusted", check=False)
+    assert p.returncode != 0
+    assert "certificate" in (p.stderr + p.stdout).lower(), p.stderr
+    sweep(url, tmp_path / "trusted", "--ca-bundle", str(pki / "ca.pem"))
+    assert set(front.protocols(front.tls)) == {"HTTP/1.1"}
+
+
+def test_insecure_skips_verification_with_a_warning(front, tmp_path):
+    p = subprocess.run([str(BIN), "sweep", "--url", f"https://127.0.0.1:{front.tls}", "--model",
+                        "sim", "--concurrency", "1", "--request-count", "2", "--isl", "16",
+                        "--osl", "4", "--artifact-dir", str(tmp_path / "x"), "--quiet",
+                        "--insecure"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "verification is OFF" in p.stderr
+    assert all(r["error"] is None for r in records(tmp_path / "x" / "concurrency_1"))
+
+
+def test_mutual_tls_needs_the_client_certificate(front, pki, tmp_path):
+    url = f"https://localhost:{front.mtls}"
+    ca = ["--ca-bundle", str(pki / "ca.pem")]
+    p = sweep(url, tmp_path / "anonymous", *ca, check=False)
+    assert p.returncode != 0 or any(
+        r["error"] for r in records(tmp_path / "anonymous" / "concurrency_1")), p.stdout
+    sweep(url, tmp_path / "mtls", *ca, "--client-cert", str(pki / "client.pem"),
+          "--client-key", str(pki / "client.key"))
+
+
+def test_http2_is_used_when_offered(front, pki, tmp_path):
+    before = len(front.protocols(front.tls))
+    sweep(f"https://localhost:{front.tls}", tmp_path / "h2", "--ca-bundle", str(pki / "ca.pem"),
+          "--http2")
+    assert set(front.protocols(front.tls)[before:]) == {"HTTP/2.0"}
+
+
+def test_vllm_behind_tls_with_http2(vllm, pki, tmp_path_factory, tmp_path):
+    n = Nginx(pki, vllm.url.removeprefix("http://"), tmp_path_factory.mktemp("nginx-vllm"))
+    try:
+        out = tmp_path / "vllm"
+        kneepoint("sweep", "--url", f"https://localhost:{n.mtls}", "--concurrency", "4",
+                  "--request-count", "8", "--isl", "64", "--osl", "16", "--tokenizer",
+                  str(vllm.tokenizer), "--ca-bundle", str(pki / "ca.pem"), "--client-cert",
+                  str(pki / "client.pem"), "--client-key", str(pki / "client.key"), "--http2",
+                  "--artifact-dir", str(out), "--quiet")
+        recs = records(out / "concurrency_4")
+        assert len(recs) == 8 and all(r["error"] is None for r in recs)
+        assert all(r["metadata"]["output_tokens_source"] == "usage" for r in recs)
+        assert set(n.protocols(n.mtls)) == {"HTTP/2.0"}
+    finally:
+        n.stop()
