@@ -51,32 +51,46 @@ class Server:
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **env}, start_new_session=True)
+        try:
+            self._wait_ready(ready_path, start_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, ready_path: str, start_timeout_s: float) -> None:
         deadline = time.monotonic() + start_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{name} exited with {self.proc.returncode}; see {self.log_path}:\n"
-                                   + self.tail())
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see "
+                                   f"{self.log_path}:\n" + self.tail())
             try:
                 if http_get(self.url + ready_path, timeout=2)[0] == 200:
                     return
             except OSError:
                 pass
             time.sleep(1)
-        self.stop()
-        raise RuntimeError(f"{name} did not answer {ready_path} within {start_timeout_s:.0f} s:\n"
-                           + self.tail())
+        raise RuntimeError(f"{self.name} did not answer {ready_path} within "
+                           f"{start_timeout_s:.0f} s:\n" + self.tail())
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+        """Ends the whole process group (vLLM's engine runs in a child process), even when the
+        leader has already exited."""
+        for sig, wait in [(signal.SIGTERM, 30), (signal.SIGKILL, 10)]:
             try:
-                self.proc.wait(30)
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(wait)
+                os.killpg(self.proc.pid, 0)  # anyone left in the group?
+                time.sleep(1)
+            except ProcessLookupError:
+                break
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+                continue
         self.log.close()
 
 

@@ -282,6 +282,10 @@ pub struct CommonArgs {
     /// Offer HTTP/2 by ALPN on https: streams then share one connection per host.
     #[arg(long)]
     pub http2: bool,
+    /// Proxy for every request (http://[user:pass@]host:port), or `none`; default: the
+    /// HTTPS_PROXY / HTTP_PROXY / ALL_PROXY / NO_PROXY environment, as curl reads it.
+    #[arg(long, value_name = "URL|none")]
+    pub proxy: Option<String>,
     /// Per-request deadline in seconds.
     #[arg(long, value_name = "SECONDS")]
     pub request_timeout_s: Option<f64>,

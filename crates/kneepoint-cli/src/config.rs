@@ -11,7 +11,8 @@ use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
 use kneepoint_runner::{Arrival, Deadlines, EarlyStop, LevelDuration, RetryPolicy};
 use kneepoint_sim::{Fault, FaultPlan, SimProfile};
 use kneepoint_transport::{
-    Api, ApiKey, ConnectOptions, MaxTokensField, OpenAiConfig, RequestIdHeader, RequestIdStyle,
+    Api, ApiKey, ConnectOptions, MaxTokensField, OpenAiConfig, ProxySetting, RequestIdHeader,
+    RequestIdStyle,
 };
 use kneepoint_workload::{
     DatasetConfig, DatasetFormat, LengthDist, Lengths, MixEntry, Sampling, SharedPrefix,
@@ -397,6 +398,8 @@ pub struct EndpointSection {
     pub insecure_skip_verify: Option<bool>,
     /// Offer HTTP/2 by ALPN.
     pub http2: Option<bool>,
+    /// A proxy URL, or `"none"` (default: the environment's).
+    pub proxy: Option<String>,
     /// Per-request deadline, seconds.
     pub request_timeout_s: Option<f64>,
     /// Response-headers deadline, seconds.
@@ -799,6 +802,14 @@ impl CommonSettings {
             client_key: args.client_key.clone().or(ep.client_key.clone()),
             insecure_skip_verify: args.insecure || ep.insecure_skip_verify.unwrap_or(false),
             http2: args.http2 || ep.http2.unwrap_or(false),
+            proxy: match args.proxy.as_ref().or(ep.proxy.as_ref()) {
+                None => ProxySetting::Environment,
+                Some(p) if p.eq_ignore_ascii_case("none") => ProxySetting::Off,
+                Some(p) if p.starts_with("http://") || p.starts_with("https://") => {
+                    ProxySetting::Url(p.clone())
+                }
+                Some(_) => bail!("--proxy must be an http:// or https:// URL, or none"),
+            },
         };
         if let Some(b) = &ep.extra_body {
             transport.extra_body = b.clone();

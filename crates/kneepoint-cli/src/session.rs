@@ -119,6 +119,8 @@ async fn start_simulator(
         // Our own simulator takes the prompt length from the client instead of tokenizing
         // every prompt on the CPU the client needs.
         c.send_input_token_hint = true;
+        // The simulator is on loopback: a proxy from the environment must not catch it.
+        c.connect.proxy = kneepoint_transport::ProxySetting::Off;
         let url = server.base_url();
         return Ok((Arc::new(OpenAiTransport::new(c)?), server, url));
     };
@@ -140,6 +142,7 @@ async fn start_simulator(
     let mut c = sm.config.clone();
     c.endpoint_url = Some(server.base_url());
     c.send_input_token_hint = true;
+    c.connect.proxy = kneepoint_transport::ProxySetting::Off;
     if c.model.is_empty() {
         c.model = profile.model.clone();
     }

@@ -11,17 +11,22 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::connect::{client_config, ConnectOptions};
 use crate::connector::StampingConnector;
-use crate::tls::{client_config, ConnectOptions};
 use crate::Error;
 
 /// The client type.
 pub(crate) type HttpClient = Client<HttpsConnector<StampingConnector>, Full<Bytes>>;
 
-/// A new pooled client (no connections are made until the first request).
+/// A new pooled client (no connections are made until the first request) for `endpoint`.
+///
+/// Plain http through a proxy is not pooled: forward proxies such as tinyproxy close the
+/// client connection after each response without saying so (no `Connection: close`), and a
+/// request that reuses it fails as `disconnected`, a client artefact.
 pub(crate) fn https_client(
     connect_timeout: Option<Duration>,
     options: &ConnectOptions,
+    endpoint: Option<&http::Uri>,
 ) -> Result<HttpClient, Error> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
@@ -30,18 +35,20 @@ pub(crate) fn https_client(
     let builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(client_config(options)?)
         .https_or_http();
+    let matcher = options.proxy.matcher();
+    let pooled = match (endpoint, &matcher) {
+        (Some(uri), Some(m)) => uri.scheme_str() != Some("http") || m.intercept(uri).is_none(),
+        _ => true,
+    };
+    let tcp = StampingConnector::new(http, matcher);
     let connector = if options.http2 {
-        builder
-            .enable_all_versions()
-            .wrap_connector(StampingConnector(http))
+        builder.enable_all_versions().wrap_connector(tcp)
     } else {
-        builder
-            .enable_http1()
-            .wrap_connector(StampingConnector(http))
+        builder.enable_http1().wrap_connector(tcp)
     };
     Ok(Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
-        .pool_max_idle_per_host(usize::MAX)
+        .pool_max_idle_per_host(if pooled { usize::MAX } else { 0 })
         .build(connector))
 }
 
@@ -77,8 +84,9 @@ const EXPLAINING: [&str; 5] = [
 ];
 
 /// The headers of a failed response that say why (a redirect's target, when to retry, which
-/// authentication is wanted), with lower-case names. A `location`'s query string is dropped
-/// (signed URLs carry credentials there) and every value is cut to 200 characters.
+/// authentication is wanted), with lower-case names. A `location` keeps only scheme, host and
+/// path (user info, query and fragment can carry credentials) and every value is cut to 200
+/// characters.
 pub(crate) fn explaining_headers(headers: &http::HeaderMap) -> Vec<(String, String)> {
     EXPLAINING
         .iter()
@@ -86,19 +94,46 @@ pub(crate) fn explaining_headers(headers: &http::HeaderMap) -> Vec<(String, Stri
             let v = headers.get(name)?;
             let mut v = String::from_utf8_lossy(v.as_bytes()).into_owned();
             if name == "location" {
-                if let Some(q) = v.find('?') {
-                    v.truncate(q);
-                    v.push_str("?…");
-                }
+                v = redact_location(&v);
             }
             Some((name.to_owned(), v.chars().take(200).collect()))
         })
         .collect()
 }
 
+/// `location` without user info, query or fragment (marked `…` where something was cut).
+fn redact_location(v: &str) -> String {
+    let (mut kept, cut) = match v.find(['?', '#']) {
+        Some(i) => (v[..i].to_owned(), true),
+        None => (v.to_owned(), false),
+    };
+    if let Some(scheme_end) = kept.find("://") {
+        let rest = &kept[scheme_end + 3..];
+        let authority_end = rest.find('/').unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@') {
+            kept = format!("{}…@{}", &kept[..scheme_end + 3], &rest[at + 1..]);
+        }
+    }
+    if cut {
+        kept.push('…');
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn locations_lose_credentials() {
+        assert_eq!(redact_location("https://h/p"), "https://h/p");
+        assert_eq!(
+            redact_location("https://u:pw@h:1/p?a=b"),
+            "https://…@h:1/p…"
+        );
+        assert_eq!(redact_location("/login#token=abc"), "/login…");
+        assert_eq!(redact_location("https://h/a@b"), "https://h/a@b");
+    }
 
     #[test]
     fn explaining_headers_keep_the_reasons_and_drop_query_strings() {
@@ -113,7 +148,7 @@ mod tests {
         assert_eq!(
             kept,
             vec![
-                ("location".to_owned(), "https://h/v1/chat?…".to_owned()),
+                ("location".to_owned(), "https://h/v1/chat…".to_owned()),
                 ("retry-after".to_owned(), "7".to_owned()),
             ]
         );

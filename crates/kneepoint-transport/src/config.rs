@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::connect::ConnectOptions;
 use crate::request_id::RequestIdHeader;
-use crate::tls::ConnectOptions;
 
 /// Which OpenAI-compatible API to call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -1,39 +1,188 @@
 //! The TCP connector under the pooled client: hyper-util's `HttpConnector` (DNS, connect
 //! timeout, `TCP_NODELAY`) whose streams are wrapped in [`StampedTcpStream`], so that every
 //! response carries its connection's [`crate::ReceiveClock`] as an extension.
+//!
+//! Proxies: where a [`Matcher`] (from `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`/`NO_PROXY`, or
+//! one proxy URL) intercepts a destination, an https destination is reached through an HTTP
+//! `CONNECT` tunnel (hyper-util's `Tunnel`, with the proxy URL's credentials as
+//! `Proxy-Authorization`) under the TLS layer, and an http destination by connecting to the
+//! proxy and sending requests in absolute form (`Connected::proxy`). The stream is stamped
+//! either way; through a proxy, receive times are the proxy's delivery times to the client.
 
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::Uri;
+use hyper::rt::{Read, ReadBufCursor, Write};
+use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioIo;
 use tower_service::Service;
 
 use crate::stamped_tcp::StampedTcpStream;
 
-/// Connects like [`HttpConnector`] and stamps the connection's reads.
+/// Connects like [`HttpConnector`] (through a proxy where one applies) and stamps the
+/// connection's reads.
+#[derive(Clone)]
+pub(crate) struct StampingConnector {
+    http: HttpConnector,
+    proxy: Option<Arc<Matcher>>,
+}
+
+impl std::fmt::Debug for StampingConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StampingConnector")
+            .field("proxy", &self.proxy.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl StampingConnector {
+    /// A connector over `http`; `proxy` decides which destinations go through a proxy.
+    pub(crate) fn new(http: HttpConnector, proxy: Option<Matcher>) -> Self {
+        StampingConnector {
+            http,
+            proxy: proxy.map(Arc::new),
+        }
+    }
+
+    fn direct(&self) -> Direct {
+        Direct(self.http.clone())
+    }
+}
+
+/// A TCP connection, stamped, that may lead to a plain-HTTP proxy.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    io: TokioIo<StampedTcpStream>,
+    via_http_proxy: bool,
+}
+
+/// Straight to the destination.
 #[derive(Clone, Debug)]
-pub(crate) struct StampingConnector(pub(crate) HttpConnector);
+struct Direct(HttpConnector);
 
-type ConnectError = <HttpConnector as Service<Uri>>::Error;
+impl Service<Uri> for Direct {
+    type Response = Conn;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Conn, BoxError>> + Send>>;
 
-impl Service<Uri> for StampingConnector {
-    type Response = TokioIo<StampedTcpStream>;
-    type Error = ConnectError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, ConnectError>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ConnectError>> {
-        self.0.poll_ready(cx)
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.0.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
         let connecting = self.0.call(uri);
         Box::pin(async move {
             let tcp = connecting.await?.into_inner();
-            Ok(TokioIo::new(StampedTcpStream::new(tcp)))
+            Ok(Conn {
+                io: TokioIo::new(StampedTcpStream::new(tcp)),
+                via_http_proxy: false,
+            })
         })
+    }
+}
+
+impl Service<Uri> for StampingConnector {
+    type Response = Conn;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Conn, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.http.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let intercept = self.proxy.as_ref().and_then(|m| m.intercept(&uri));
+        let mut direct = self.direct();
+        match intercept {
+            None => direct.call(uri),
+            Some(proxy) if uri.scheme_str() == Some("https") => {
+                let via = proxy_name(proxy.uri());
+                let mut tunnel = Tunnel::new(proxy.uri().clone(), direct);
+                if let Some(auth) = proxy.basic_auth() {
+                    tunnel = tunnel.with_auth(auth.clone());
+                }
+                Box::pin(async move {
+                    tunnel
+                        .call(uri)
+                        .await
+                        .map_err(|e| format!("through proxy {via}: {e}").into())
+                })
+            }
+            Some(proxy) => {
+                let via = proxy_name(proxy.uri());
+                let connecting = direct.call(proxy.uri().clone());
+                Box::pin(async move {
+                    let mut conn = connecting
+                        .await
+                        .map_err(|e| BoxError::from(format!("through proxy {via}: {e}")))?;
+                    conn.via_http_proxy = true;
+                    Ok(conn)
+                })
+            }
+        }
+    }
+}
+
+/// A proxy's host and port, for messages (never its credentials).
+fn proxy_name(uri: &Uri) -> String {
+    match (uri.host(), uri.port_u16()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_owned(),
+        _ => "(unnamed)".to_owned(),
+    }
+}
+
+impl Read for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: ReadBufCursor<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl Write for Conn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+}
+
+impl Connection for Conn {
+    fn connected(&self) -> Connected {
+        self.io.connected().proxy(self.via_http_proxy)
     }
 }
 

@@ -28,6 +28,7 @@
 mod body;
 mod client;
 mod config;
+mod connect;
 mod connector;
 mod error;
 mod openai;
@@ -39,14 +40,13 @@ pub mod sagemaker;
 pub mod sse;
 mod stamped_tcp;
 mod stream;
-mod tls;
 
 pub use body::request_body;
 pub use config::{Api, ApiKey, MaxTokensField, OpenAiConfig};
+pub use connect::{ConnectOptions, ProxySetting};
 pub use error::Error;
 pub use openai::OpenAiTransport;
 pub use parse::parse_body;
 pub use receive_clock::ReceiveClock;
 pub use request_id::{RequestIdHeader, RequestIdStyle};
 pub use stamped_tcp::StampedTcpStream;
-pub use tls::ConnectOptions;

@@ -68,7 +68,7 @@ impl OpenAiTransport {
         let headers = build_headers(&config)?;
         let ids = RequestIds::new(&config.request_id)?;
 
-        let client = https_client(config.connect_timeout, &config.connect)?;
+        let client = https_client(config.connect_timeout, &config.connect, Some(&uri))?;
         Ok(OpenAiTransport {
             config,
             uri,
@@ -288,7 +288,7 @@ impl Transport for OpenAiTransport {
     }
 
     fn request_id(&self, request: &Request) -> Option<String> {
-        Some(self.ids.value(request.id))
+        self.ids.sent(request.id)
     }
 }
 

@@ -78,7 +78,12 @@ impl RequestIds {
         self.name.as_ref()
     }
 
-    /// The id sent for request `id` (also when no header is sent: the record keeps it).
+    /// The id sent for request `id`, or `None` when no header is sent.
+    pub(crate) fn sent(&self, id: u64) -> Option<String> {
+        self.name.as_ref().map(|_| self.value(id))
+    }
+
+    /// The id that names request `id` in this transport's form.
     pub(crate) fn value(&self, id: u64) -> String {
         match self.style {
             RequestIdStyle::Integer => id.to_string(),
@@ -166,6 +171,8 @@ mod tests {
         .unwrap();
         assert!(plain.header_name().is_none());
         assert_eq!(plain.value(7), "7");
+        assert_eq!(plain.sent(7), None, "no header, no id in the record");
+        assert_eq!(a.sent(7), Some(a.value(7)));
         let bad = RequestIdHeader {
             name: Some("bad header".into()),
             style: RequestIdStyle::Uuid,

@@ -134,7 +134,7 @@ impl HttpClient for HyperForAws {
     ) -> SharedHttpConnector {
         SharedHttpConnector::new(HyperConnector {
             // A default client cannot fail to build; if it did, each call says so.
-            client: https_client(settings.connect_timeout(), &Default::default())
+            client: https_client(settings.connect_timeout(), &Default::default(), None)
                 .map_err(|e| e.to_string()),
             read_timeout: settings.read_timeout(),
         })

@@ -118,7 +118,7 @@ impl SageMakerTransport {
         }
         Ok(SageMakerTransport {
             ids: RequestIds::new(&config.request_id)?,
-            client: https_client(config.connect_timeout, &config.connect)?,
+            client: https_client(config.connect_timeout, &config.connect, Some(&uri))?,
             target: authority.clone(),
             host: authority,
             url,
@@ -307,6 +307,6 @@ impl Transport for SageMakerTransport {
     }
 
     fn request_id(&self, request: &Request) -> Option<String> {
-        Some(self.ids.value(request.id))
+        self.ids.sent(request.id)
     }
 }

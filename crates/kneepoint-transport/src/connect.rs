@@ -1,5 +1,5 @@
 //! How a transport connects: extra trusted CAs, a client certificate (mTLS), skipping
-//! verification (loudly), and HTTP/2 by ALPN.
+//! verification (loudly), HTTP/2 by ALPN, and proxies.
 //!
 //! Everything goes through rustls (ring): certificates and keys are read with the PEM support
 //! of `rustls-pki-types`, the system roots with `rustls-native-certs` (what hyper-rustls itself
@@ -12,14 +12,13 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::Error;
 
 /// TLS and protocol options of a transport's connections. The default trusts the system's
 /// roots, presents no client certificate and speaks HTTP/1.1.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ConnectOptions {
     /// A PEM file of CA certificates trusted besides the system's (a private CA).
     pub ca_bundle: Option<PathBuf>,
@@ -29,9 +28,78 @@ pub struct ConnectOptions {
     pub client_key: Option<PathBuf>,
     /// Accept any server certificate. For test endpoints only: a warning is logged at build.
     pub insecure_skip_verify: bool,
-    /// Offer HTTP/2 by ALPN on https (and use it when the server picks it). Many streams then
-    /// share one connection per host instead of one connection per in-flight request.
+    /// Offer HTTP/2 by ALPN on https (and use it when the server picks it). Every in-flight
+    /// request to a host is then a stream of one connection (hyper-util's pool opens no
+    /// second one), so past the server's `max_concurrent_streams` (nginx and AWS load balancers:
+    /// 128) requests wait in the client, and that wait counts as latency; receive times are
+    /// per connection, so a chunk may carry a later stream's read time (never an earlier one).
     pub http2: bool,
+    /// Which proxy, if any, connections go through.
+    pub proxy: ProxySetting,
+}
+
+/// Where a transport's connections go through a proxy. Its `Debug` and `Serialize` forms hide
+/// a proxy URL's credentials (`http://[redacted]@host:port`).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum ProxySetting {
+    /// `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY` and `NO_PROXY` (or their lower-case forms),
+    /// as curl reads them: loopback destinations are proxied too unless `NO_PROXY` names them.
+    #[default]
+    Environment,
+    /// No proxy, whatever the environment says.
+    Off,
+    /// This proxy (`http://[user:password@]host:port`) for every destination.
+    Url(String),
+}
+
+impl ProxySetting {
+    /// `environment`, `off`, or the proxy URL with any credentials replaced by `[redacted]`.
+    pub fn describe(&self) -> String {
+        match self {
+            ProxySetting::Environment => "environment".into(),
+            ProxySetting::Off => "off".into(),
+            ProxySetting::Url(url) => match (url.find("://"), url.rfind('@')) {
+                (Some(s), Some(at)) if at > s => {
+                    format!("{}[redacted]@{}", &url[..s + 3], &url[at + 1..])
+                }
+                _ => url.clone(),
+            },
+        }
+    }
+
+    /// The matcher that picks a proxy per destination; `None` when nothing is proxied.
+    pub(crate) fn matcher(&self) -> Option<hyper_util::client::proxy::matcher::Matcher> {
+        use hyper_util::client::proxy::matcher::Matcher;
+        match self {
+            ProxySetting::Off => None,
+            ProxySetting::Url(url) => Some(Matcher::builder().all(url.clone()).build()),
+            ProxySetting::Environment => {
+                let set = [
+                    "HTTPS_PROXY",
+                    "https_proxy",
+                    "HTTP_PROXY",
+                    "http_proxy",
+                    "ALL_PROXY",
+                    "all_proxy",
+                ]
+                .iter()
+                .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
+                set.then(Matcher::from_env)
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for ProxySetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ProxySetting({})", self.describe())
+    }
+}
+
+impl Serialize for ProxySetting {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.describe())
+    }
 }
 
 fn tls_error(path: Option<&Path>, reason: impl Into<String>) -> Error {
@@ -179,6 +247,20 @@ mod tests {
         })
         .unwrap_err();
         assert!(missing.to_string().contains("missing.pem"), "{missing}");
+    }
+
+    #[test]
+    fn proxy_credentials_never_show() {
+        let p = ProxySetting::Url("http://alice:s3cret@127.0.0.1:3128".into());
+        assert_eq!(p.describe(), "http://[redacted]@127.0.0.1:3128");
+        assert!(!format!("{p:?}").contains("s3cret"));
+        assert!(!serde_json::to_string(&p).unwrap().contains("s3cret"));
+        assert!(p.matcher().is_some());
+        assert!(ProxySetting::Off.matcher().is_none());
+        assert_eq!(
+            ProxySetting::Url("http://h:1".into()).describe(),
+            "http://h:1"
+        );
     }
 
     #[test]

@@ -1,8 +1,9 @@
-"""kneepoint through a real TLS front: nginx (Debian's package) with a private CA we generate,
-terminating TLS, mutual TLS and HTTP/2 in front of the built-in simulator and of vLLM CPU.
+"""kneepoint through a real TLS front and a real forward proxy: nginx (Debian's package) with a
+private CA we generate, terminating TLS, mutual TLS and HTTP/2 in front of the built-in
+simulator and of vLLM CPU; tinyproxy (Debian's package) as the HTTP proxy, plain and CONNECT.
 
-Certificates come from the openssl command line; nginx runs as an unprivileged-port process of
-its own (its own prefix, config and logs under the test's temporary folder).
+Certificates come from the openssl command line; nginx and tinyproxy run as processes of their
+own on loopback ports (config and logs under the test's temporary folder).
 """
 
 import json
@@ -15,6 +16,7 @@ import pytest
 from conftest import BIN, LOGS, Server, free_port, kneepoint, records
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
 
 
 def openssl(*args, cwd):
@@ -91,12 +93,15 @@ http {{
         import socket
         import time
         for _ in range(100):
+            if self.proc.poll() is not None:
+                break
             try:
                 socket.create_connection(("127.0.0.1", self.mtls), 0.2).close()
                 socket.create_connection(("127.0.0.1", self.tls), 0.2).close()
                 return
             except OSError:
                 time.sleep(0.1)
+        self.stop()
         raise RuntimeError("nginx did not start; see " + str(LOGS / "nginx-error.log"))
 
     def protocols(self, port: int) -> list[str]:
@@ -105,7 +110,11 @@ http {{
 
     def stop(self):
         self.proc.terminate()
-        self.proc.wait(10)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -177,3 +186,100 @@ def test_vllm_behind_tls_with_http2(vllm, pki, tmp_path_factory, tmp_path):
         assert set(n.protocols(n.mtls)) == {"HTTP/2.0"}
     finally:
         n.stop()
+
+
+class Tinyproxy:
+    def __init__(self, work: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = work / "tinyproxy.log"
+        (work / "tinyproxy.conf").write_text(
+            f"Port {self.port}\nListen 127.0.0.1\nTimeout 600\nLogFile \"{self.log}\"\n"
+            "LogLevel Connect\nMaxClients 200\nAllow 127.0.0.1\nDisableViaHeader Yes\n")
+        self.proc = subprocess.Popen([TINYPROXY, "-d", "-c", str(work / "tinyproxy.conf")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        import socket
+        import time
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("tinyproxy did not start")
+
+    def lines(self, word: str) -> int:
+        return sum(word in l for l in self.log.read_text(errors="replace").splitlines())
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    p = Tinyproxy(tmp_path_factory.mktemp("tinyproxy"))
+    yield p
+    p.stop()
+
+
+def run_with_env(url, out, env, *extra):
+    import os
+    base = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    p = subprocess.run([str(BIN), "sweep", "--url", url, "--model", "sim", "--concurrency", "2",
+                        "--request-count", "4", "--isl", "16", "--osl", "4", "--artifact-dir",
+                        str(out), "--quiet", *extra],
+                       capture_output=True, text=True, timeout=300, env={**base, **env})
+    return p
+
+
+def all_ok(out, c=2):
+    recs = records(out / f"concurrency_{c}")
+    return len(recs) == 4 and all(r["error"] is None for r in recs)
+
+
+def test_http_proxy_from_the_environment(proxy, simulator, tmp_path):
+    before = proxy.lines("Established connection")
+    p = run_with_env(simulator.url, tmp_path / "p", {"HTTP_PROXY": proxy.url})
+    assert p.returncode == 0, p.stderr
+    assert all_ok(tmp_path / "p")
+    # The readiness probe and the level's connections went through the proxy.
+    assert proxy.lines("Established connection") > before
+
+
+def test_https_through_a_connect_tunnel(proxy, front, pki, tmp_path):
+    before = proxy.lines("Established connection")
+    p = run_with_env(f"https://localhost:{front.tls}", tmp_path / "t",
+                     {"HTTPS_PROXY": proxy.url}, "--ca-bundle", str(pki / "ca.pem"))
+    assert p.returncode == 0, p.stderr
+    assert all_ok(tmp_path / "t")
+    assert proxy.lines("Established connection") > before
+
+
+def test_no_proxy_and_proxy_none_go_direct(simulator, tmp_path):
+    dead = "http://127.0.0.1:1"
+    p = run_with_env(simulator.url, tmp_path / "dead", {"HTTP_PROXY": dead})
+    assert p.returncode != 0 and "through proxy 127.0.0.1:1" in p.stderr, p.stderr
+    p = run_with_env(simulator.url, tmp_path / "no", {"HTTP_PROXY": dead, "NO_PROXY": "127.0.0.1"})
+    assert p.returncode == 0, p.stderr
+    assert all_ok(tmp_path / "no")
+    p = run_with_env(simulator.url, tmp_path / "off", {"HTTP_PROXY": dead}, "--proxy", "none")
+    assert p.returncode == 0, p.stderr
+    assert all_ok(tmp_path / "off")
+
+
+def test_explicit_proxy_flag_with_credentials_that_never_show(proxy, simulator, tmp_path):
+    before = proxy.lines("Established connection")
+    url = proxy.url.replace("http://", "http://alice:s3cret@")
+    p = run_with_env(simulator.url, tmp_path / "flag", {}, "--proxy", url)
+    assert p.returncode == 0, p.stderr
+    assert all_ok(tmp_path / "flag")
+    assert proxy.lines("Established connection") > before
+    for f in (tmp_path / "flag").rglob("*"):
+        if f.is_file():
+            assert "s3cret" not in f.read_text(errors="replace"), f
