@@ -31,7 +31,6 @@ import os
 import re
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
@@ -118,10 +117,10 @@ class Simulator:
         self.proc.wait()
 
 
-def tree_rss_mb(root_pid):
-    """Resident memory of a process and all its descendants, MB (from /proc)."""
-    children, rss = {}, {}
-    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+def tree_sum(root_pid, value):
+    """value(stat fields after the command name) summed over a process and all its live
+    descendants (from /proc)."""
+    children, vals = {}, {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
@@ -130,13 +129,19 @@ def tree_rss_mb(root_pid):
         fields = text[text.rfind(")") + 2:].split()
         pid = int(stat.parent.name)
         children.setdefault(int(fields[1]), []).append(pid)
-        rss[pid] = int(fields[21]) * page_kb
+        vals[pid] = value(fields)
     total, todo = 0, [root_pid]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        total += vals.get(pid, 0)
         todo.extend(children.get(pid, []))
-    return total / 1024
+    return total
+
+
+def tree_rss_mb(root_pid):
+    """Resident memory of a process and all its descendants, MB (from /proc)."""
+    page_kb = os.sysconf("SC_PAGE_SIZE") // 1024
+    return tree_sum(root_pid, lambda f: int(f[21]) * page_kb) / 1024
 
 
 def run_measured(cmd, env=None):

@@ -9,89 +9,16 @@ REAL_SERVERS_OPTIONAL=1 (CI sets nothing, so a missing server fails there).
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-WORK = Path(os.environ.get("REAL_SERVERS_DIR", ROOT / "target" / "real-servers"))
-LOGS = WORK / "logs"
+from servers import (  # noqa: F401
+    GEMMA, LOGS, ROOT, WORK, Server, free_port, http_get, start_llamacpp, start_vllm, tiny_llama,
+)
+
 BIN = Path(os.environ.get("KNEEPOINT_BIN", ROOT / "target" / "debug" / "kneepoint"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-class Server:
-    """A server process on a loopback port, its log file and its base URL."""
-
-    def __init__(self, name: str, argv: list[str], port: int, env: dict, ready_path: str,
-                 start_timeout_s: float):
-        LOGS.mkdir(parents=True, exist_ok=True)
-        self.name, self.port = name, port
-        self.url = f"http://127.0.0.1:{port}"
-        self.log_path = LOGS / f"{name}.log"
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, **env}, start_new_session=True)
-        try:
-            self._wait_ready(ready_path, start_timeout_s)
-        except BaseException:
-            self.stop()
-            raise
-
-    def _wait_ready(self, ready_path: str, start_timeout_s: float) -> None:
-        deadline = time.monotonic() + start_timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see "
-                                   f"{self.log_path}:\n" + self.tail())
-            try:
-                if http_get(self.url + ready_path, timeout=2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(1)
-        raise RuntimeError(f"{self.name} did not answer {ready_path} within "
-                           f"{start_timeout_s:.0f} s:\n" + self.tail())
-
-    def tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def stop(self) -> None:
-        """Ends the whole process group (vLLM's engine runs in a child process), even when the
-        leader has already exited."""
-        for sig, wait in [(signal.SIGTERM, 30), (signal.SIGKILL, 10)]:
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.proc.wait(wait)
-                os.killpg(self.proc.pid, 0)  # anyone left in the group?
-                time.sleep(1)
-            except ProcessLookupError:
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        self.log.close()
 
 
 def venv_python(name: str) -> Path:
@@ -112,53 +39,24 @@ class Running:
 
 @pytest.fixture(scope="session")
 def vllm():
-    model = WORK / "models" / "tiny-llama"
-    subprocess.run([sys.executable, str(Path(__file__).with_name("make_model.py")), str(model)],
-                   check=True)
     if os.environ.get("REAL_SERVERS_VLLM_URL"):
         server = Running(os.environ["REAL_SERVERS_VLLM_URL"])
-        server.tokenizer = model / "tokenizer.json"
+        server.tokenizer = tiny_llama() / "tokenizer.json"
         yield server
         return
-    py = venv_python("vllm")
-    port = free_port()
-    server = Server(
-        "vllm",
-        [str(py), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-         "--load-format", "dummy", "--served-model-name", "tiny", "--host", "127.0.0.1",
-         "--port", str(port), "--max-model-len", "4096", "--max-num-seqs", "64"],
-        port,
-        {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING"},
-        "/v1/models",
-        start_timeout_s=600,
-    )
-    server.tokenizer = model / "tokenizer.json"
+    server = start_vllm(venv_python("vllm"))
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="session")
 def llamacpp():
-    model = WORK / "models" / "gemma3-270m"
     if os.environ.get("REAL_SERVERS_LLAMACPP_URL"):
         server = Running(os.environ["REAL_SERVERS_LLAMACPP_URL"])
-        server.tokenizer = model / "tokenizer.json"
+        server.tokenizer = GEMMA / "tokenizer.json"
         yield server
         return
-    py = venv_python("llama")
-    gguf = str(model / "model.gguf")
-    port = free_port()
-    server = Server(
-        "llamacpp",
-        [str(py), "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1",
-         "--port", str(port), "--chat_format", "gemma", "--interrupt_requests", "False",
-         "--n_ctx", "2048", "--n_threads", "1"],
-        port,
-        {},
-        "/v1/models",
-        start_timeout_s=180,
-    )
-    server.tokenizer = model / "tokenizer.json"
+    server = start_llamacpp(venv_python("llama"))
     yield server
     server.stop()
 
@@ -172,6 +70,24 @@ def kneepoint(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess
         raise AssertionError(f"kneepoint {' '.join(args)} exited {p.returncode}\n"
                              f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p
+
+
+def sweep_levels(server, out: Path, isl: int, osl: int, levels: str, count: int,
+                 *extra: str) -> list[list[dict]]:
+    """`kneepoint sweep` of `server` at `levels` (e.g. "1,4"), `count` requests each; the
+    profiling records of each level, in order."""
+    kneepoint("sweep", "--url", server.url, "--concurrency", levels, "--request-count", str(count),
+              "--isl", str(isl), "--osl", str(osl), "--tokenizer", str(server.tokenizer),
+              "--artifact-dir", str(out), "--quiet", *extra)
+    return [records(out / f"concurrency_{c}") for c in levels.split(",")]
+
+
+def check_all_ok(levels: list[list[dict]], count: int) -> None:
+    """Every level has `count` records and none failed."""
+    for recs in levels:
+        assert len(recs) == count
+        bad = [r["error"] for r in recs if r["error"] is not None]
+        assert not bad, bad[:3]
 
 
 def records(level_dir: Path) -> list[dict]:

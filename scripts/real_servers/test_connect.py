@@ -6,7 +6,6 @@ Certificates come from the openssl command line; nginx and tinyproxy run as proc
 own on loopback ports (config and logs under the test's temporary folder).
 """
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -52,7 +51,35 @@ def simulator():
     server.stop()
 
 
-class Nginx:
+class Daemon:
+    """A foreground daemon of Debian's (nginx, tinyproxy) on loopback ports."""
+
+    def start(self, argv, ports, what):
+        import socket
+        import time
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        for _ in range(100):
+            if self.proc.poll() is not None:
+                break
+            try:
+                for port in ports:
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"{what} did not start")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Nginx(Daemon):
     def __init__(self, pki: Path, upstream: str, work: Path):
         self.tls, self.mtls = free_port(), free_port()
         self.access_log = work / "access.log"
@@ -88,33 +115,13 @@ http {{
 }}
 """
         (work / "nginx.conf").write_text(conf)
-        self.proc = subprocess.Popen([NGINX, "-p", str(work), "-c", str(work / "nginx.conf")],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        import socket
-        import time
-        for _ in range(100):
-            if self.proc.poll() is not None:
-                break
-            try:
-                socket.create_connection(("127.0.0.1", self.mtls), 0.2).close()
-                socket.create_connection(("127.0.0.1", self.tls), 0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("nginx did not start; see " + str(LOGS / "nginx-error.log"))
+        self.start([NGINX, "-p", str(work), "-c", str(work / "nginx.conf")],
+                   [self.tls, self.mtls], "nginx (see " + str(LOGS / "nginx-error.log") + ")")
 
     def protocols(self, port: int) -> list[str]:
         return [l.split()[1] for l in self.access_log.read_text().splitlines()
                 if l.split()[0] == str(port)]
 
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +195,7 @@ def test_vllm_behind_tls_with_http2(vllm, pki, tmp_path_factory, tmp_path):
         n.stop()
 
 
-class Tinyproxy:
+class Tinyproxy(Daemon):
     def __init__(self, work: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -196,29 +203,11 @@ class Tinyproxy:
         (work / "tinyproxy.conf").write_text(
             f"Port {self.port}\nListen 127.0.0.1\nTimeout 600\nLogFile \"{self.log}\"\n"
             "LogLevel Connect\nMaxClients 200\nAllow 127.0.0.1\nDisableViaHeader Yes\n")
-        self.proc = subprocess.Popen([TINYPROXY, "-d", "-c", str(work / "tinyproxy.conf")],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        import socket
-        import time
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("tinyproxy did not start")
+        self.start([TINYPROXY, "-d", "-c", str(work / "tinyproxy.conf")], [self.port], "tinyproxy")
 
     def lines(self, word: str) -> int:
         return sum(word in l for l in self.log.read_text(errors="replace").splitlines())
 
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture(scope="module")

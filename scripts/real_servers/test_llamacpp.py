@@ -6,21 +6,14 @@ that is not a UUID, and prepends Gemma's BOS token to every prompt. Every check 
 
 import pytest
 
-from conftest import kneepoint, metric, records
+from conftest import check_all_ok, kneepoint, metric, records, sweep_levels
 
 ISL, OSL = 32, 8
 
 
 def sweep(server, tmp_path, *extra, levels="1,2", count=4):
-    out = tmp_path / "run"
-    kneepoint("sweep", "--url", server.url, "--concurrency", levels, "--request-count", str(count),
-              "--isl", str(ISL), "--osl", str(OSL), "--tokenizer", str(server.tokenizer),
-              "--artifact-dir", str(out), "--quiet", *extra)
-    recs = [records(out / f"concurrency_{c}") for c in levels.split(",")]
-    for lv in recs:
-        assert len(lv) == count
-        bad = [r["error"] for r in lv if r["error"] is not None]
-        assert not bad, bad[:3]
+    recs = sweep_levels(server, tmp_path / "run", ISL, OSL, levels, count, *extra)
+    check_all_ok(recs, count)
     return [r for lv in recs for r in lv]
 
 

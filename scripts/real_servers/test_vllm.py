@@ -9,24 +9,13 @@ import statistics
 
 import pytest
 
-from conftest import kneepoint, metric, records, scrape
+from conftest import check_all_ok, kneepoint, metric, records, scrape, sweep_levels
 
 ISL, OSL = 64, 16
 
 
 def sweep(server, tmp_path, *extra, levels="1,4", count=12):
-    out = tmp_path / "run"
-    kneepoint("sweep", "--url", server.url, "--concurrency", levels, "--request-count", str(count),
-              "--isl", str(ISL), "--osl", str(OSL), "--tokenizer", str(server.tokenizer),
-              "--artifact-dir", str(out), "--quiet", *extra)
-    return out, [records(out / f"concurrency_{c}") for c in levels.split(",")]
-
-
-def check_all_ok(levels, count):
-    for recs in levels:
-        assert len(recs) == count
-        bad = [r["error"] for r in recs if r["error"] is not None]
-        assert not bad, bad[:3]
+    return sweep_levels(server, tmp_path / "run", ISL, OSL, levels, count, *extra)
 
 
 def check_osl_exact_from_usage(recs):
@@ -39,7 +28,7 @@ def check_osl_exact_from_usage(recs):
 
 @pytest.mark.parametrize("streaming", ["true", "false"])
 def test_chat_isl_has_a_constant_template_offset_and_osl_is_exact(vllm, tmp_path, streaming):
-    _, levels = sweep(vllm, tmp_path, "--endpoint-type", "chat", "--streaming", streaming)
+    levels = sweep(vllm, tmp_path, "--endpoint-type", "chat", "--streaming", streaming)
     check_all_ok(levels, 12)
     recs = [r for lv in levels for r in lv]
     offsets = {r["metadata"]["server_input_tokens"] - metric(r, "input_sequence_length")
@@ -51,7 +40,7 @@ def test_chat_isl_has_a_constant_template_offset_and_osl_is_exact(vllm, tmp_path
 
 @pytest.mark.parametrize("streaming", ["true", "false"])
 def test_completions_isl_is_exact_against_usage(vllm, tmp_path, streaming):
-    _, levels = sweep(vllm, tmp_path, "--endpoint-type", "completions", "--streaming", streaming)
+    levels = sweep(vllm, tmp_path, "--endpoint-type", "completions", "--streaming", streaming)
     check_all_ok(levels, 12)
     recs = [r for lv in levels for r in lv]
     for r in recs:
@@ -60,7 +49,7 @@ def test_completions_isl_is_exact_against_usage(vllm, tmp_path, streaming):
 
 
 def test_request_ids_are_uuids_the_server_accepts(vllm, tmp_path):
-    _, levels = sweep(vllm, tmp_path, levels="2", count=4)
+    levels = sweep(vllm, tmp_path, levels="2", count=4)
     check_all_ok(levels, 4)
     ids = [r["metadata"]["x_request_id"] for r in levels[0]]
     assert len(set(ids)) == 4
@@ -75,7 +64,7 @@ def test_client_latency_matches_vllms_own_histograms(vllm, tmp_path):
     its output processor, so the client's figure is larger by HTTP parsing, the chat template,
     tokenisation and SSE framing on a 2-core machine shared with the engine."""
     before = scrape(vllm.url)
-    _, levels = sweep(vllm, tmp_path, levels="1,4", count=16)
+    levels = sweep(vllm, tmp_path, levels="1,4", count=16)
     after = scrape(vllm.url)
     check_all_ok(levels, 16)
     recs = [r for lv in levels for r in lv]

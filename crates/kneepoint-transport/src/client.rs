@@ -18,6 +18,13 @@ use crate::Error;
 /// The client type.
 pub(crate) type HttpClient = Client<HttpsConnector<StampingConnector>, Full<Bytes>>;
 
+/// How long an idle connection stays in the pool. Below the keep-alive timeout of uvicorn
+/// (5 s by default), which serves vLLM, SGLang and most Python servers: a connection idle
+/// for longer may be closed by the server just as it is reused, and that request then fails
+/// as `disconnected` (seen against vLLM: a readiness probe's connection reused by the level
+/// after the prompts were prepared). Within a level connections are never idle that long.
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
 /// A new pooled client (no connections are made until the first request) for `endpoint`.
 ///
 /// Plain http through a proxy is not pooled: forward proxies such as tinyproxy close the
@@ -47,7 +54,7 @@ pub(crate) fn https_client(
         builder.enable_http1().wrap_connector(tcp)
     };
     Ok(Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_idle_timeout(POOL_IDLE)
         .pool_max_idle_per_host(if pooled { usize::MAX } else { 0 })
         .build(connector))
 }

@@ -1,0 +1,135 @@
+"""Real servers as processes on loopback ports, for the real-server suite and the peer
+comparison (benches/peers/real_servers_side_by_side.py): start, wait until ready, stop the
+whole process group. Standard library only.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORK = Path(os.environ.get("REAL_SERVERS_DIR", ROOT / "target" / "real-servers"))
+LOGS = WORK / "logs"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class Server:
+    """A server process on a loopback port, its log file and its base URL."""
+
+    def __init__(self, name: str, argv: list[str], port: int, env: dict, ready_path: str,
+                 start_timeout_s: float):
+        LOGS.mkdir(parents=True, exist_ok=True)
+        self.name, self.port = name, port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = LOGS / f"{name}.log"
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **env}, start_new_session=True)
+        try:
+            self._wait_ready(ready_path, start_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, ready_path: str, start_timeout_s: float) -> None:
+        deadline = time.monotonic() + start_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see "
+                                   f"{self.log_path}:\n" + self.tail())
+            try:
+                if http_get(self.url + ready_path, timeout=2)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(1)
+        raise RuntimeError(f"{self.name} did not answer {ready_path} within "
+                           f"{start_timeout_s:.0f} s:\n" + self.tail())
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """Ends the whole process group (vLLM's engine runs in a child process), even when the
+        leader has already exited."""
+        for sig, wait in [(signal.SIGTERM, 30), (signal.SIGKILL, 10)]:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(wait)
+                os.killpg(self.proc.pid, 0)  # anyone left in the group?
+                time.sleep(1)
+            except ProcessLookupError:
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self.log.close()
+
+
+GEMMA = WORK / "models" / "gemma3-270m"
+
+
+def tiny_llama() -> Path:
+    """The dummy-weight Llama folder vLLM serves (written by make_model.py)."""
+    model = WORK / "models" / "tiny-llama"
+    subprocess.run([sys.executable, str(Path(__file__).with_name("make_model.py")), str(model)],
+                   check=True)
+    return model
+
+
+def start_vllm(python: Path, name: str = "vllm") -> Server:
+    """vLLM CPU's OpenAI server on the tiny model (one engine process, one core reserved by
+    vLLM for the API server); `.tokenizer` is its tokenizer.json, `.model_dir` its folder."""
+    model = tiny_llama()
+    port = free_port()
+    server = Server(
+        name,
+        [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+         "--load-format", "dummy", "--served-model-name", "tiny", "--host", "127.0.0.1",
+         "--port", str(port), "--max-model-len", "4096", "--max-num-seqs", "64"],
+        port,
+        {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING"},
+        "/v1/models",
+        start_timeout_s=600,
+    )
+    server.tokenizer, server.model_dir, server.model = model / "tokenizer.json", model, "tiny"
+    return server
+
+
+def start_llamacpp(python: Path, name: str = "llamacpp") -> Server:
+    """llama-cpp-python's server on Gemma 3 270M (one thread, one sequence at a time)."""
+    gguf = str(GEMMA / "model.gguf")
+    port = free_port()
+    server = Server(
+        name,
+        [str(python), "-m", "llama_cpp.server", "--model", gguf, "--host", "127.0.0.1",
+         "--port", str(port), "--chat_format", "gemma", "--interrupt_requests", "False",
+         "--n_ctx", "2048", "--n_threads", "1"],
+        port,
+        {},
+        "/v1/models",
+        start_timeout_s=180,
+    )
+    server.tokenizer, server.model_dir, server.model = GEMMA / "tokenizer.json", GEMMA, gguf
+    return server
