@@ -11,7 +11,7 @@ use kneepoint_metrics::export::{
     write_aiperf_csv, write_aiperf_json, write_inputs_json, write_summary_text, InputEntry,
     JsonlSink, LevelInfo,
 };
-use kneepoint_metrics::{GoodputSlo, LevelSummary, PERCENTILES};
+use kneepoint_metrics::{GoodputSlo, LevelSummary};
 use kneepoint_planner::Measurement;
 use kneepoint_runner::{
     run_level, schedule, CancelToken, EarlyStop, LevelConfig, OpenLoop, RecordObserver,
@@ -502,18 +502,5 @@ impl Session {
 
 /// Every statistic of a level, keyed `metric:stat`, for the planner's SLA checks.
 pub(crate) fn measurement(s: &LevelSummary) -> Measurement {
-    let mut m = Measurement::new(s.output_token_throughput);
-    for (name, ms) in &s.metrics {
-        for stat in ["avg", "std", "min", "max"]
-            .into_iter()
-            .chain(PERCENTILES.iter().map(|(label, _)| *label))
-        {
-            if let Some(v) = ms.stats.get(stat) {
-                m = m.with(name, stat, v);
-            }
-        }
-    }
-    m.with("error_rate", "avg", s.error_rate)
-        .with("request_throughput", "avg", s.request_throughput)
-        .with("output_token_throughput", "avg", s.output_token_throughput)
+    Measurement::from(s)
 }

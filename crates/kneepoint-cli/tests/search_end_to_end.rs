@@ -112,6 +112,10 @@ fn search_settings_validate() {
     assert!(parse(&["--sla", "request_latency:p99:le"])
         .unwrap_err()
         .contains("metric:stat:op:threshold"));
+    // A misspelt metric is refused with the closest name and every valid one.
+    let e = parse(&["--sla", "request_latncy:p99:le:900"]).unwrap_err();
+    assert!(e.contains("did you mean request_latency?"), "{e}");
+    assert!(e.contains("time_to_first_token, "), "{e}");
     let ok = parse(&[
         "--sla",
         "request_latency:p90:le:900",

@@ -28,6 +28,7 @@ mod compare;
 mod confidence;
 mod error;
 pub mod export;
+mod measurement;
 mod request_metrics;
 mod stats;
 mod summary;

@@ -330,9 +330,23 @@ fn source_name(s: TokenSource) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use kneepoint_core::{ErrorKind, ErrorRecord};
+
+    /// Two successful streamed requests and one failure (503): every per-request metric and a
+    /// non-zero error rate.
+    pub(crate) fn sample_summary() -> LevelSummary {
+        let mut failed = rec(2, 0, 0, 0, 0);
+        failed.error = Some(ErrorRecord {
+            kind: ErrorKind::HttpStatus,
+            code: Some(503),
+            message: "busy".into(),
+        });
+        failed.end_ns = 200_000_000;
+        let records = [rec(0, 0, 100, 10, 10), rec(1, 500, 300, 50, 11), failed];
+        LevelSummary::from_records(1, &records, &GoodputSlo::default())
+    }
 
     fn rec(id: u64, start_ms: u64, ttft_ms: u64, itl_ms: u64, n: u32) -> RequestRecord {
         let ms = 1_000_000;

@@ -49,6 +49,6 @@ pub use search::{
     roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig,
     StopReason,
 };
-pub use sla::{check_all, Measurement, Op, Sla, SlaCheck};
+pub use sla::{check_all, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS, STATS};
 pub use sweep::{SweepLevel, SweepPlan};
 pub use zone::{operating_zone, OperatingZone, ZonePoint};

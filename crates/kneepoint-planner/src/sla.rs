@@ -41,6 +41,94 @@ impl Op {
     }
 }
 
+/// Per-request metrics an SLA can name (their distribution statistics are measured), in the
+/// names of `profile_export_aiperf.json`.
+pub const REQUEST_METRICS: [&str; 13] = [
+    "time_to_first_token",
+    "time_to_first_output_token",
+    "time_to_second_token",
+    "request_latency",
+    "stream_end_latency",
+    "inter_token_latency",
+    "inter_chunk_latency",
+    "output_token_throughput_per_user",
+    "output_sequence_length",
+    "input_sequence_length",
+    "time_to_first_token_from_schedule",
+    "request_latency_from_schedule",
+    "schedule_lag",
+];
+
+/// Level-wide metrics an SLA can name: one value per level, read as `avg`.
+pub const LEVEL_METRICS: [&str; 3] = [
+    "error_rate",
+    "request_throughput",
+    "output_token_throughput",
+];
+
+/// The statistics measured for every per-request metric.
+pub const STATS: [&str; 13] = [
+    "avg", "std", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99",
+];
+
+/// Rejects a metric or statistic that no level measures: such an SLA could only ever count as
+/// breached. The message lists the valid names (and the closest one).
+fn validate(sla: &str, metric: &str, stat: &str) -> Result<(), Error> {
+    let bad = |reason: String| Error::InvalidSla {
+        sla: sla.to_owned(),
+        reason,
+    };
+    if LEVEL_METRICS.contains(&metric) {
+        if stat != "avg" {
+            return Err(bad(format!(
+                "{metric} is one value per level: its statistic is avg, not {stat:?}"
+            )));
+        }
+        return Ok(());
+    }
+    if !REQUEST_METRICS.contains(&metric) {
+        let all = REQUEST_METRICS.iter().chain(LEVEL_METRICS.iter());
+        return Err(bad(format!(
+            "unknown metric {metric:?}{}; valid metrics: {}",
+            did_you_mean(metric, all.clone().copied()),
+            all.copied().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    if !STATS.contains(&stat) {
+        return Err(bad(format!(
+            "unknown statistic {stat:?}{}; valid statistics: {}",
+            did_you_mean(stat, STATS.iter().copied()),
+            STATS.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// ` (did you mean X?)` for the closest of `names` within two edits, else nothing.
+fn did_you_mean<'a>(word: &str, names: impl Iterator<Item = &'a str>) -> String {
+    names
+        .map(|n| (edit_distance(word, n), n))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, n)| format!(" (did you mean {n}?)"))
+        .unwrap_or_default()
+}
+
+/// Levenshtein distance over chars (names are short; a crate for this would be overkill).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 /// Metrics that only exist for streamed responses.
 const STREAMING_ONLY: [&str; 6] = [
     "time_to_first_token",
@@ -74,6 +162,7 @@ impl Sla {
                 reason: "the threshold must be a finite number".into(),
             });
         }
+        validate(name, metric, stat)?;
         Ok(Sla {
             name: name.to_owned(),
             metric: metric.to_owned(),
@@ -279,6 +368,31 @@ mod tests {
             assert!(Sla::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(s.to_string(), "output_token_throughput_per_user p50 >= 20");
+    }
+
+    #[test]
+    fn misspelt_metrics_and_stats_are_refused_with_the_valid_names() {
+        let e = Sla::parse("request_latncy:p99:le:100")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown metric \"request_latncy\""), "{e}");
+        assert!(e.contains("did you mean request_latency?"), "{e}");
+        for name in REQUEST_METRICS.iter().chain(LEVEL_METRICS.iter()) {
+            assert!(e.contains(name), "{name} missing from: {e}");
+        }
+        let e = Sla::parse("request_latency:p99.9:le:100")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown statistic \"p99.9\""), "{e}");
+        assert!(e.contains("p95, p99"), "{e}");
+        let e = Sla::parse("ttft:p95:le:100").unwrap_err().to_string();
+        assert!(e.contains("unknown metric \"ttft\""), "{e}");
+        let e = Sla::parse("error_rate:p99:le:0.1").unwrap_err().to_string();
+        assert!(e.contains("its statistic is avg"), "{e}");
+        assert!(Sla::parse("error_rate:avg:le:0.1").is_ok());
+        assert!(Sla::parse("request_throughput:avg:ge:5").is_ok());
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "ab"), 2);
     }
 
     #[test]

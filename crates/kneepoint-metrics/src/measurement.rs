@@ -1,0 +1,71 @@
+//! A level's summary as the planner reads it: every statistic keyed `metric:stat`, plus the
+//! level-wide values (error rate, request and output token throughput) that are fields of
+//! [`LevelSummary`] rather than metrics.
+
+use kneepoint_planner::Measurement;
+
+use crate::{LevelSummary, PERCENTILES};
+
+impl From<&LevelSummary> for Measurement {
+    fn from(s: &LevelSummary) -> Self {
+        let mut m = Measurement::new(s.output_token_throughput);
+        for (name, ms) in &s.metrics {
+            for stat in ["avg", "std", "min", "max"]
+                .into_iter()
+                .chain(PERCENTILES.iter().map(|(label, _)| *label))
+            {
+                if let Some(v) = ms.stats.get(stat) {
+                    m = m.with(name, stat, v);
+                }
+            }
+        }
+        m.with("error_rate", "avg", s.error_rate)
+            .with("request_throughput", "avg", s.request_throughput)
+            .with("output_token_throughput", "avg", s.output_token_throughput)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::RECORD_METRICS;
+    use kneepoint_planner::{check_all, Sla, LEVEL_METRICS, REQUEST_METRICS, STATS};
+
+    #[test]
+    fn every_measured_key_is_a_metric_an_sla_can_name() {
+        for (name, _, _) in RECORD_METRICS {
+            assert!(REQUEST_METRICS.contains(&name), "{name}");
+        }
+        for (label, _) in PERCENTILES {
+            assert!(STATS.contains(&label), "{label}");
+        }
+        let s = crate::summary::tests::sample_summary();
+        let m = Measurement::from(&s);
+        for key in m.values.keys() {
+            let (metric, stat) = key.split_once(':').unwrap();
+            let ok = REQUEST_METRICS.contains(&metric) && STATS.contains(&stat)
+                || LEVEL_METRICS.contains(&metric) && stat == "avg";
+            assert!(ok, "{key} is measured but no SLA could name it");
+        }
+    }
+
+    #[test]
+    fn error_rate_and_throughput_slas_hold_through_the_conversion() {
+        let s = crate::summary::tests::sample_summary();
+        assert!(s.error_rate > 0.0 && s.request_throughput > 0.0);
+        let m = Measurement::from(&s);
+        let holds = |spec: &str| check_all(&[Sla::parse(spec).unwrap()], &m)[0].holds;
+        assert!(holds(&format!("error_rate:avg:le:{}", s.error_rate)));
+        assert!(!holds(&format!("error_rate:avg:lt:{}", s.error_rate)));
+        assert!(check_all(&[Sla::error_rate(1.0).unwrap()], &m)[0].holds);
+        let rps = s.request_throughput;
+        assert!(holds(&format!("request_throughput:avg:ge:{}", rps * 0.99)));
+        assert!(!holds(&format!("request_throughput:avg:ge:{}", rps * 1.01)));
+        let tps = s.output_token_throughput;
+        assert!(holds(&format!(
+            "output_token_throughput:avg:ge:{}",
+            tps * 0.99
+        )));
+        assert!(holds("time_to_first_token:p95:le:1e9"));
+    }
+}
