@@ -663,21 +663,36 @@ fn sagemaker_settings(
     })
 }
 
+/// The longest input or output length accepted, in tokens: the longest context windows served
+/// today (10 M tokens); `--isl 1e12` would otherwise try to allocate terabytes.
+const MAX_TOKENS: f64 = 10_000_000.0;
+
 fn dist(mean: f64, stddev: f64, what: &str) -> anyhow::Result<LengthDist> {
     if !mean.is_finite() || mean < 1.0 {
         bail!("{what} mean must be at least 1 token (got {mean})");
     }
-    if !stddev.is_finite() || stddev < 0.0 {
-        bail!("{what} stddev must be ≥ 0 (got {stddev})");
+    if mean > MAX_TOKENS {
+        bail!("{what} mean must be at most {MAX_TOKENS} tokens (got {mean})");
+    }
+    if !stddev.is_finite() || !(0.0..=MAX_TOKENS).contains(&stddev) {
+        bail!("{what} stddev must be between 0 and {MAX_TOKENS} (got {stddev})");
     }
     Ok(LengthDist::mean_stddev(mean, stddev))
 }
 
+/// The longest deadline accepted: 30 days (a larger one is a typo, and `1e300` would not fit a
+/// `Duration`).
+const MAX_DEADLINE_S: f64 = 30.0 * 86_400.0;
+
 fn seconds(what: &str, v: Option<f64>) -> anyhow::Result<Option<Duration>> {
     match v {
         None => Ok(None),
-        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
-        Some(s) => bail!("the {what} must be a positive number of seconds, not {s}"),
+        Some(s) if s.is_finite() && s > 0.0 && s <= MAX_DEADLINE_S => {
+            Ok(Some(Duration::from_secs_f64(s)))
+        }
+        Some(s) => bail!(
+            "the {what} must be a positive number of seconds up to {MAX_DEADLINE_S} (30 days), not {s}"
+        ),
     }
 }
 
@@ -888,13 +903,14 @@ impl CommonSettings {
             args.osl_stddev.or(wl.output_tokens_stddev).unwrap_or(0.0),
             "output length",
         )?;
-        let timeout_s = args
-            .request_timeout_s
-            .or(ep.request_timeout_s)
-            .unwrap_or(600.0);
-        if !timeout_s.is_finite() || timeout_s <= 0.0 {
-            bail!("the request timeout must be a positive number of seconds");
-        }
+        let request_timeout = seconds(
+            "request timeout",
+            Some(
+                args.request_timeout_s
+                    .or(ep.request_timeout_s)
+                    .unwrap_or(600.0),
+            ),
+        )?;
         let artifact_dir = args
             .artifact_dir
             .clone()
@@ -1016,7 +1032,7 @@ impl CommonSettings {
                 backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),
             },
             deadlines: Deadlines {
-                request: Some(Duration::from_secs_f64(timeout_s)),
+                request: request_timeout,
                 response: seconds(
                     "response timeout",
                     args.response_timeout_s.or(ep.response_timeout_s),

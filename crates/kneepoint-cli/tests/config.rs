@@ -151,6 +151,44 @@ fn bad_input_gives_clear_errors() {
 }
 
 #[test]
+fn huge_deadlines_are_refused_not_a_panic() {
+    for (flag, v) in [
+        ("--request-timeout-s", "1e300"),
+        ("--idle-timeout-s", "1e300"),
+        ("--first-token-timeout-s", "1e20"),
+        ("--response-timeout-s", "1e300"),
+        ("--request-timeout-s", "inf"),
+    ] {
+        let e = format!("{:#}", resolve(&[flag, v]).unwrap_err());
+        assert!(e.contains("30 days"), "{flag} {v}: {e}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let f = write(&d, "t.toml", "[endpoint]\nidle_timeout_s = 1e300\n");
+    let e = format!("{:#}", resolve(&["--config", &f]).unwrap_err());
+    assert!(e.contains("30 days"), "{e}");
+    // Sizes a typo makes absurd are refused before anything is allocated.
+    for (flag, v, says) in [
+        ("--isl", "1e12", "at most 10000000 tokens"),
+        ("--osl", "1e12", "at most 10000000 tokens"),
+        ("--concurrency", "10000000", "above the maximum of 1000000"),
+    ] {
+        let e = format!("{:#}", resolve(&[flag, v]).unwrap_err());
+        assert!(e.contains(says), "{flag} {v}: {e}");
+    }
+    let ok = resolve(&[
+        "--request-timeout-s",
+        "2592000",
+        "--first-token-timeout-s",
+        "5",
+    ])
+    .unwrap();
+    assert_eq!(
+        ok.common.deadlines.request,
+        Some(std::time::Duration::from_secs(2_592_000))
+    );
+}
+
+#[test]
 fn sagemaker_endpoint_settings_from_file_and_flags() {
     use kneepoint_transport::sagemaker::{BodyFormat, CodecKind};
     let d = tempfile::tempdir().unwrap();

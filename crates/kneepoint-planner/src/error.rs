@@ -13,6 +13,14 @@ pub enum Error {
         /// Position of the offending level.
         index: usize,
     },
+    /// A concurrency beyond what one client can hold (see [`crate::MAX_CONCURRENCY`]).
+    #[error("concurrency {concurrency} is above the maximum of {max}: one client cannot hold that many requests (each level sends at least one request per slot, prepared in memory)")]
+    ConcurrencyTooHigh {
+        /// The level's concurrency.
+        concurrency: u32,
+        /// The maximum.
+        max: u32,
+    },
     /// A level needs at least one request.
     #[error("request_count must be at least 1 (concurrency {concurrency})")]
     ZeroRequests {

@@ -50,5 +50,5 @@ pub use search::{
     StopReason,
 };
 pub use sla::{check_all, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS, STATS};
-pub use sweep::{SweepLevel, SweepPlan};
+pub use sweep::{SweepLevel, SweepPlan, MAX_CONCURRENCY};
 pub use zone::{operating_zone, OperatingZone, ZonePoint};

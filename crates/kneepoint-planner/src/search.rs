@@ -76,6 +76,12 @@ impl SearchConfig {
         if self.concurrency_min == 0 {
             return bad("concurrency_min", "must be at least 1".into());
         }
+        if self.concurrency_max > crate::MAX_CONCURRENCY {
+            return bad(
+                "concurrency_max",
+                format!("must be at most {}", crate::MAX_CONCURRENCY),
+            );
+        }
         if self.concurrency_min > self.concurrency_max {
             return bad(
                 "concurrency_min",

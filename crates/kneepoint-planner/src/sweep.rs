@@ -4,6 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
+/// The highest concurrency a plan accepts: a million requests in flight is far beyond one
+/// client process (its ports alone allow about 28,000 connections to one endpoint), and a
+/// typo such as `--concurrency 10000000` would otherwise prepare ten million requests.
+pub const MAX_CONCURRENCY: u32 = 1_000_000;
+
 /// One level of a sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepLevel {
@@ -40,7 +45,7 @@ impl SweepPlan {
         )
     }
 
-    /// Levels with their own counts.
+    /// Levels with their own counts (concurrency 1 to [`MAX_CONCURRENCY`]).
     pub fn new(levels: Vec<SweepLevel>) -> Result<Self, Error> {
         if levels.is_empty() {
             return Err(Error::EmptyPlan);
@@ -49,6 +54,12 @@ impl SweepPlan {
         for (index, l) in levels.iter().enumerate() {
             if l.concurrency == 0 {
                 return Err(Error::ZeroConcurrency { index });
+            }
+            if l.concurrency > MAX_CONCURRENCY {
+                return Err(Error::ConcurrencyTooHigh {
+                    concurrency: l.concurrency,
+                    max: MAX_CONCURRENCY,
+                });
             }
             if l.request_count == 0 {
                 return Err(Error::ZeroRequests {
@@ -90,6 +101,11 @@ mod tests {
             SweepPlan::uniform(&[1, 0], 1),
             Err(Error::ZeroConcurrency { index: 1 })
         );
+        assert!(matches!(
+            SweepPlan::uniform(&[10_000_000], 20),
+            Err(Error::ConcurrencyTooHigh { .. })
+        ));
+        assert!(SweepPlan::uniform(&[MAX_CONCURRENCY], 1).is_ok());
         assert_eq!(
             SweepPlan::uniform(&[4], 0),
             Err(Error::ZeroRequests { concurrency: 4 })

@@ -133,7 +133,8 @@ pub struct Deadlines {
     pub response: Option<Duration>,
     /// Until the first token, from the request's start.
     pub first_token: Option<Duration>,
-    /// The longest gap between two events after the first token.
+    /// The longest gap between two events of a response (the first one counted from the
+    /// response headers).
     pub idle: Option<Duration>,
 }
 

@@ -32,13 +32,58 @@ fn timeout_error(phase: &'static str, limit: Duration) -> Error {
     }
 }
 
+/// Token chunks accepted for a request without an output length (and at least this many for one
+/// with it), and the generated text's size: a server that never stops streaming must not grow
+/// the client's memory without bound.
+const MAX_CHUNKS: usize = 1 << 20;
+const MAX_TEXT_BYTES: usize = 64 << 20;
+
+/// The most token chunks and text bytes read for `request` before it is cut off: four times
+/// the output length asked for plus 256 (servers may split a token), 256 bytes per token or
+/// 1 MiB, whichever is more; without a length, [`MAX_CHUNKS`] and [`MAX_TEXT_BYTES`].
+fn output_caps(request: &Request) -> (usize, usize) {
+    match request.max_output_tokens {
+        Some(n) => {
+            let n = n as usize;
+            (
+                n.saturating_mul(4).saturating_add(256).min(MAX_CHUNKS),
+                n.saturating_mul(256).clamp(1 << 20, MAX_TEXT_BYTES),
+            )
+        }
+        None => (MAX_CHUNKS, MAX_TEXT_BYTES),
+    }
+}
+
+/// The deadline that ends a wait first: `(phase, configured, time left)`.
+type Limit = (&'static str, Duration, Duration);
+
+fn earliest(a: Option<Limit>, b: Option<Limit>) -> Option<Limit> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.2 < x.2 { y } else { x }),
+        (x, y) => x.or(y),
+    }
+}
+
+/// The first-token deadline, which runs from the request's start, as a [`Limit`].
+fn first_token_limit(ctx: &Ctx, start: Instant) -> Option<Limit> {
+    ctx.deadlines
+        .first_token
+        .map(|d| ("first_token", d, d.saturating_sub(start.elapsed())))
+}
+
 async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
     let send = ctx.transport.send(request);
-    let sent = match ctx.deadlines.response {
-        Some(limit) => match tokio::time::timeout(limit, send).await {
+    // Headers must arrive within the response deadline, and within what is left of the
+    // first-token deadline (a server that accepts and never answers trips that one too).
+    let limit = earliest(
+        ctx.deadlines.response.map(|d| ("response", d, d)),
+        first_token_limit(ctx, start),
+    );
+    let sent = match limit {
+        Some((phase, configured, left)) => match tokio::time::timeout(left, send).await {
             Ok(r) => r,
             Err(_) => {
-                p.error = Some(timeout_error("response", limit));
+                p.error = Some(timeout_error(phase, configured));
                 return;
             }
         },
@@ -52,27 +97,27 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
         }
     };
     p.response = Some(Instant::now());
+    let (max_chunks, max_bytes) = output_caps(request);
     loop {
-        // Before the first token the deadline runs from the request's start; after it, each
-        // gap between events has its own.
-        let (phase, limit) = if p.chunks.is_empty() {
-            (
-                "first_token",
-                ctx.deadlines
-                    .first_token
-                    .map(|d| (d, d.saturating_sub(start.elapsed()))),
-            )
+        // Every gap between events (the first one counted from the headers) has the idle
+        // deadline; before the first token the first-token deadline, which runs from the
+        // request's start, applies as well.
+        let idle = ctx.deadlines.idle.map(|d| ("idle", d, d));
+        let limit = if p.chunks.is_empty() {
+            earliest(first_token_limit(ctx, start), idle)
         } else {
-            ("idle", ctx.deadlines.idle.map(|d| (d, d)))
+            idle
         };
         let item = match limit {
-            Some((configured, left)) => match tokio::time::timeout(left, stream.next()).await {
-                Ok(item) => item,
-                Err(_) => {
-                    p.error = Some(timeout_error(phase, configured));
-                    return;
+            Some((phase, configured, left)) => {
+                match tokio::time::timeout(left, stream.next()).await {
+                    Ok(item) => item,
+                    Err(_) => {
+                        p.error = Some(timeout_error(phase, configured));
+                        return;
+                    }
                 }
-            },
+            }
             None => stream.next().await,
         };
         let Some(item) = item else { break };
@@ -95,6 +140,18 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
                 }
                 p.text.push_str(&c.text);
                 p.text.push_str(&c.reasoning);
+                if p.chunks.len() > max_chunks || p.text.len() > max_bytes {
+                    p.error = Some(Error::malformed(format!(
+                        "the server kept streaming ({} token chunks, {} bytes{}); stopped reading",
+                        p.chunks.len(),
+                        p.text.len(),
+                        request
+                            .max_output_tokens
+                            .map(|n| format!(" for at most {n} tokens asked"))
+                            .unwrap_or_default()
+                    )));
+                    return;
+                }
             }
             Ok(ResponseEvent::Usage(u)) => {
                 p.prompt_usage = u.prompt_tokens.or(p.prompt_usage);

@@ -495,3 +495,72 @@ async fn chunks_are_stamped_with_their_receive_time_within_bounds() {
     // The headers cannot come after the first token.
     assert!(r.response_ns.unwrap() <= r.chunk_ns[0]);
 }
+
+/// A server that accepts and never answers (`send` never resolves), or sends headers and then
+/// nothing (`stream` never yields), or streams tokens forever.
+enum Hostile {
+    NoHeaders,
+    Silence,
+    Endless,
+}
+
+#[async_trait]
+impl Transport for Hostile {
+    async fn send(&self, _: &Request) -> Result<EventStream, Error> {
+        match self {
+            Hostile::NoHeaders => std::future::pending().await,
+            Hostile::Silence => Ok(Box::pin(stream::pending())),
+            Hostile::Endless => Ok(Box::pin(stream::repeat_with(|| {
+                Ok(ResponseEvent::Chunk(Chunk::content(" tok")))
+            }))),
+        }
+    }
+}
+
+async fn hostile(t: Hostile, deadlines: impl FnOnce(&mut LevelConfig)) -> RequestRecord {
+    let mut cfg = LevelConfig::new(1);
+    // The safety net: a bug shows as a `request` timeout after 30 s, not as a hang.
+    cfg.deadlines.request = Some(Duration::from_secs(30));
+    deadlines(&mut cfg);
+    let mut reqs = requests(1);
+    reqs[0].max_output_tokens = Some(16);
+    let run = run_level(Arc::new(t), &cfg, reqs, vec![], vec![], None)
+        .await
+        .unwrap();
+    run.records.into_iter().next().unwrap()
+}
+
+#[tokio::test]
+async fn the_first_token_deadline_runs_from_the_start_even_without_headers() {
+    let r = hostile(Hostile::NoHeaders, |c| {
+        c.deadlines.first_token = Some(Duration::from_millis(50))
+    })
+    .await;
+    let e = r.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::Timeout);
+    assert!(e.message.contains("first_token"), "{}", e.message);
+    assert!(r.response_ns.is_none());
+}
+
+#[tokio::test]
+async fn the_idle_deadline_covers_headers_then_silence() {
+    let r = hostile(Hostile::Silence, |c| {
+        c.deadlines.idle = Some(Duration::from_millis(50))
+    })
+    .await;
+    let e = r.error.unwrap();
+    assert!(e.message.contains("idle"), "{}", e.message);
+    assert!(r.response_ns.is_some() && r.chunk_ns.is_empty());
+}
+
+#[tokio::test]
+async fn an_endless_stream_is_cut_off_and_its_record_kept() {
+    let r = hostile(Hostile::Endless, |_| {}).await;
+    let e = r.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::MalformedResponse);
+    assert!(e.message.contains("kept streaming"), "{}", e.message);
+    assert!(e.message.contains("at most 16 tokens"), "{}", e.message);
+    // Four times the 16 tokens asked for, plus 256, then one more: the chunks that arrived
+    // stay in the record.
+    assert_eq!(r.chunk_ns.len(), 16 * 4 + 256 + 1);
+}
