@@ -95,9 +95,13 @@ fn validate(sla: &str, metric: &str, stat: &str) -> Result<(), Error> {
         )));
     }
     if !STATS.contains(&stat) {
+        let hint = if stat == "mean" || stat == "average" {
+            " (did you mean avg?)".to_owned()
+        } else {
+            did_you_mean(stat, STATS.iter().copied())
+        };
         return Err(bad(format!(
-            "unknown statistic {stat:?}{}; valid statistics: {}",
-            did_you_mean(stat, STATS.iter().copied()),
+            "unknown statistic {stat:?}{hint}; valid statistics: {}",
             STATS.join(", ")
         )));
     }
@@ -385,6 +389,10 @@ mod tests {
             .to_string();
         assert!(e.contains("unknown statistic \"p99.9\""), "{e}");
         assert!(e.contains("p95, p99"), "{e}");
+        let e = Sla::parse("request_latency:mean:le:100")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean avg?"), "{e}");
         let e = Sla::parse("ttft:p95:le:100").unwrap_err().to_string();
         assert!(e.contains("unknown metric \"ttft\""), "{e}");
         let e = Sla::parse("error_rate:p99:le:0.1").unwrap_err().to_string();

@@ -32,22 +32,29 @@ fn timeout_error(phase: &'static str, limit: Duration) -> Error {
     }
 }
 
-/// Token chunks accepted for a request without an output length (and at least this many for one
-/// with it), and the generated text's size: a server that never stops streaming must not grow
-/// the client's memory without bound.
+/// Token chunks and bytes of generated text accepted for one response: a server that never
+/// stops streaming must not grow the client's memory without bound.
 const MAX_CHUNKS: usize = 1 << 20;
 const MAX_TEXT_BYTES: usize = 64 << 20;
+/// The least a request with an output length may stream before it is cut off: the length the
+/// runner sees is the one asked for, and a server may legitimately send more (an `--extra-body`
+/// that overrides it, a server that ignores `max_completion_tokens`, reasoning budgeted apart).
+const MIN_CHUNKS: usize = 1 << 16;
+const MIN_TEXT_BYTES: usize = 16 << 20;
 
 /// The most token chunks and text bytes read for `request` before it is cut off: four times
-/// the output length asked for plus 256 (servers may split a token), 256 bytes per token or
-/// 1 MiB, whichever is more; without a length, [`MAX_CHUNKS`] and [`MAX_TEXT_BYTES`].
+/// the output length asked for plus 256 chunks and 256 bytes per token, but at least
+/// [`MIN_CHUNKS`] and [`MIN_TEXT_BYTES`]; without a length, [`MAX_CHUNKS`] and
+/// [`MAX_TEXT_BYTES`].
 fn output_caps(request: &Request) -> (usize, usize) {
     match request.max_output_tokens {
         Some(n) => {
             let n = n as usize;
             (
-                n.saturating_mul(4).saturating_add(256).min(MAX_CHUNKS),
-                n.saturating_mul(256).clamp(1 << 20, MAX_TEXT_BYTES),
+                n.saturating_mul(4)
+                    .saturating_add(256)
+                    .clamp(MIN_CHUNKS, MAX_CHUNKS),
+                n.saturating_mul(256).clamp(MIN_TEXT_BYTES, MAX_TEXT_BYTES),
             )
         }
         None => (MAX_CHUNKS, MAX_TEXT_BYTES),
@@ -99,14 +106,13 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
     p.response = Some(Instant::now());
     let (max_chunks, max_bytes) = output_caps(request);
     loop {
-        // Every gap between events (the first one counted from the headers) has the idle
-        // deadline; before the first token the first-token deadline, which runs from the
-        // request's start, applies as well.
-        let idle = ctx.deadlines.idle.map(|d| ("idle", d, d));
+        // Before the first token the first-token deadline (from the request's start) applies:
+        // servers send headers as soon as they accept a request, and a queued request may then
+        // be silent for long, legitimately; after it, each gap between events has the idle one.
         let limit = if p.chunks.is_empty() {
-            earliest(first_token_limit(ctx, start), idle)
+            first_token_limit(ctx, start)
         } else {
-            idle
+            ctx.deadlines.idle.map(|d| ("idle", d, d))
         };
         let item = match limit {
             Some((phase, configured, left)) => {

@@ -22,7 +22,10 @@ pub(crate) type HttpClient = Client<HttpsConnector<StampingConnector>, Full<Byte
 /// (5 s by default), which serves vLLM, SGLang and most Python servers: a connection idle
 /// for longer may be closed by the server just as it is reused, and that request then fails
 /// as `disconnected` (seen against vLLM: a readiness probe's connection reused by the level
-/// after the prompts were prepared). Within a level connections are never idle that long.
+/// after the prompts were prepared). In a closed loop connections are reused at once; an open
+/// loop slower than one request per 4 s per connection opens a new one for each request (its
+/// TTFT then includes the connect, as it would for a new client). hyper-util checks the expiry
+/// when it takes a connection from the pool.
 const POOL_IDLE: Duration = Duration::from_secs(4);
 
 /// A new pooled client (no connections are made until the first request) for `endpoint`.
