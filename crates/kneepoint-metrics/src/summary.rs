@@ -337,6 +337,16 @@ pub(crate) mod tests {
     /// Two successful streamed requests and one failure (503): every per-request metric and a
     /// non-zero error rate.
     pub(crate) fn sample_summary() -> LevelSummary {
+        let records = [
+            rec(0, 0, 100, 10, 10),
+            rec(1, 500, 300, 50, 11),
+            failed_503(),
+        ];
+        LevelSummary::from_records(1, &records, &GoodputSlo::default())
+    }
+
+    /// Request 2, failed with a 503 at 200 ms.
+    fn failed_503() -> RequestRecord {
         let mut failed = rec(2, 0, 0, 0, 0);
         failed.error = Some(ErrorRecord {
             kind: ErrorKind::HttpStatus,
@@ -344,8 +354,7 @@ pub(crate) mod tests {
             message: "busy".into(),
         });
         failed.end_ns = 200_000_000;
-        let records = [rec(0, 0, 100, 10, 10), rec(1, 500, 300, 50, 11), failed];
-        LevelSummary::from_records(1, &records, &GoodputSlo::default())
+        failed
     }
 
     fn rec(id: u64, start_ms: u64, ttft_ms: u64, itl_ms: u64, n: u32) -> RequestRecord {
@@ -383,13 +392,7 @@ pub(crate) mod tests {
         // two requests over 0..1000 ms: 10 tokens each; one failure; one warm-up ignored
         let a = rec(0, 0, 100, 10, 10); // ends at 190 ms
         let b = rec(1, 500, 300, 50, 11); // ends at 500+300+500 = 1300 ms
-        let mut failed = rec(2, 0, 0, 0, 0);
-        failed.error = Some(ErrorRecord {
-            kind: ErrorKind::HttpStatus,
-            code: Some(503),
-            message: "busy".into(),
-        });
-        failed.end_ns = 200_000_000;
+        let failed = failed_503();
         let mut warm = rec(3, 0, 5, 5, 3);
         warm.phase = Phase::Warmup;
         warm.end_ns = 99_000_000_000;
