@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use kneepoint_engine::{OpenLoopSettings, RunsSettings};
 use kneepoint_metrics::{ConvergenceRule, Criterion};
 use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
 use kneepoint_runner::{Arrival, Deadlines, EarlyStop, LevelDuration, RetryPolicy};
@@ -17,7 +18,7 @@ use kneepoint_transport::{
 use kneepoint_workload::{
     DatasetConfig, DatasetFormat, LengthDist, Lengths, MixEntry, Sampling, SharedPrefix,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::args::{CommonArgs, SearchArgs, SlaArgs, SweepArgs};
 
@@ -115,21 +116,12 @@ fn level_duration(args: &CommonArgs, file: &LoadSection) -> anyhow::Result<Optio
     }))
 }
 
-/// Open-loop arrivals, resolved.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OpenLoopSettings {
-    /// One level per rate (requests/s).
-    pub rates: Vec<f64>,
-    /// The arrival process.
-    pub arrival: Arrival,
-    /// Cap on requests in flight.
-    pub max_in_flight: Option<u32>,
-    /// Trace replay: the speed-up of the recorded send times (then `rates` is empty).
-    pub replay_speedup: Option<f64>,
-}
-
-impl OpenLoopSettings {
-    fn resolve(args: &CommonArgs, file: &LoadSection) -> anyhow::Result<Option<Self>> {
+/// Open-loop arrivals from the flags and `[load]`.
+fn resolve_open_loop(
+    args: &CommonArgs,
+    file: &LoadSection,
+) -> anyhow::Result<Option<OpenLoopSettings>> {
+    {
         let rates = if args.request_rate.is_empty() {
             file.request_rate.clone().unwrap_or_default()
         } else {
@@ -149,12 +141,7 @@ impl OpenLoopSettings {
             if cap == Some(0) {
                 bail!("max_in_flight must be at least 1");
             }
-            return Ok(Some(OpenLoopSettings {
-                rates,
-                arrival: Arrival::Constant,
-                max_in_flight: cap,
-                replay_speedup: Some(f),
-            }));
+            return Ok(Some(OpenLoopSettings::replay(f).with_max_in_flight(cap)));
         }
         if rates.is_empty() {
             if arrival.is_some() || burstiness.is_some() || cap.is_some() {
@@ -174,12 +161,9 @@ impl OpenLoopSettings {
                 bail!("burstiness must be a positive number, not {burstiness}");
             }
         }
-        Ok(Some(OpenLoopSettings {
-            rates,
-            arrival,
-            max_in_flight: cap,
-            replay_speedup: None,
-        }))
+        Ok(Some(
+            OpenLoopSettings::rates(rates, arrival).with_max_in_flight(cap),
+        ))
     }
 }
 
@@ -201,29 +185,9 @@ pub struct RunsSection {
     pub min_runs: Option<u32>,
 }
 
-/// Repeated runs of each level, resolved.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunsSettings {
-    /// Runs per level (the cap with convergence); 1 = a single run, no `profile_runs/`.
-    pub num_runs: u32,
-    /// Confidence level of the intervals.
-    pub confidence: f64,
-    /// Stop early once this converges.
-    pub convergence: Option<ConvergenceRule>,
-}
-
-impl Default for RunsSettings {
-    fn default() -> Self {
-        RunsSettings {
-            num_runs: 1,
-            confidence: 0.95,
-            convergence: None,
-        }
-    }
-}
-
-impl RunsSettings {
-    fn resolve(args: &CommonArgs, file: &RunsSection) -> anyhow::Result<Self> {
+/// Repeated runs from the flags and `[runs]`.
+fn resolve_runs(args: &CommonArgs, file: &RunsSection) -> anyhow::Result<RunsSettings> {
+    {
         let num_runs = args.num_runs.or(file.num_runs).unwrap_or(1);
         if num_runs == 0 {
             bail!("num_runs must be at least 1");
@@ -287,11 +251,7 @@ impl RunsSettings {
                 })
             }
         };
-        Ok(RunsSettings {
-            num_runs,
-            confidence,
-            convergence,
-        })
+        Ok(RunsSettings::new(num_runs, confidence, convergence))
     }
 }
 
@@ -916,7 +876,7 @@ impl CommonSettings {
             .clone()
             .or(file.artifact_dir.clone())
             .unwrap_or_else(default_artifact_dir);
-        let open_loop = OpenLoopSettings::resolve(args, &file.load.clone().unwrap_or_default())?;
+        let open_loop = resolve_open_loop(args, &file.load.clone().unwrap_or_default())?;
         Ok(CommonSettings {
             target: match (target, &sm_name) {
                 (_, Some(_)) => Target::SageMaker,
@@ -930,7 +890,7 @@ impl CommonSettings {
                 .warmup_requests
                 .or(sw.warmup_request_count)
                 .unwrap_or(0),
-            runs: RunsSettings::resolve(args, &file.runs.clone().unwrap_or_default())?,
+            runs: resolve_runs(args, &file.runs.clone().unwrap_or_default())?,
             open_loop: open_loop.clone(),
             duration: level_duration(args, &file.load.clone().unwrap_or_default())?,
             ramp_up: match args
@@ -1355,45 +1315,4 @@ fn default_artifact_dir() -> PathBuf {
         .filter(|c| c.is_ascii_digit() || *c == 'T')
         .collect();
     PathBuf::from("artifacts").join(format!("sweep-{stamp}Z"))
-}
-
-/// A condensed per-level row of `sweep_summary.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LevelRow {
-    /// Requests in flight.
-    pub concurrency: u32,
-    /// Measured requests recorded.
-    pub request_count: usize,
-    /// Failures.
-    pub error_count: usize,
-    /// failed / recorded.
-    pub error_rate: f64,
-    /// Seconds.
-    pub benchmark_duration_s: f64,
-    /// Successful requests / s.
-    pub request_throughput: f64,
-    /// Output tokens / s.
-    pub output_token_throughput: f64,
-    /// TTFT p50, ms.
-    pub ttft_p50_ms: Option<f64>,
-    /// TTFT p95, ms.
-    pub ttft_p95_ms: Option<f64>,
-    /// ITL p95, ms.
-    pub itl_p95_ms: Option<f64>,
-    /// Request latency p50, ms.
-    pub e2e_p50_ms: Option<f64>,
-    /// Request latency p90, ms.
-    pub e2e_p90_ms: Option<f64>,
-    /// Request latency p99, ms.
-    pub e2e_p99_ms: Option<f64>,
-    /// p99 − p50 of request latency, ms (a growing gap signals queueing).
-    pub e2e_spread_ms: Option<f64>,
-    /// Whether every SLA held (None when no SLA was given).
-    pub meets_slas: Option<bool>,
-    /// The first SLA that failed.
-    pub first_breach: Option<String>,
-    /// True at the knee.
-    pub is_knee: bool,
-    /// This level's artifact folder, relative to the sweep's.
-    pub dir: String,
 }

@@ -17,14 +17,13 @@
 mod args;
 mod config;
 mod output;
+mod progress;
 mod recommend_cmd;
 mod report_cmd;
-mod runs;
 mod search_cmd;
-mod session;
 mod sim_cmd;
 mod sweep;
-mod timed;
+mod target;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -37,9 +36,11 @@ pub use args::{
 };
 use clap::Parser;
 pub use config::{
-    CandidateSection, CommonSettings, FileConfig, LevelRow, LoadSection, OpenLoopSettings,
-    RunsSection, RunsSettings, SearchSettings, SweepSettings, Target,
+    CandidateSection, CommonSettings, FileConfig, LoadSection, RunsSection, SearchSettings,
+    SweepSettings, Target,
 };
+pub use kneepoint_engine::schema::LevelRow;
+pub use kneepoint_engine::{OpenLoopSettings, RunsSettings};
 pub use recommend_cmd::{run_recommend_with, PriceTable, RecommendOutcome};
 pub use report_cmd::{run_report, ReportOutcome};
 pub use search_cmd::{run_search, run_search_with, Interrupted, SearchOutcome};

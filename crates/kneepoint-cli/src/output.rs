@@ -5,9 +5,9 @@ use std::io::Write as _;
 
 use kneepoint_planner::{OperatingZone, ProbeRecord, SlaCheck};
 
-use crate::config::LevelRow;
 use crate::recommend_cmd::RecommendOutcome;
 use crate::{SearchOutcome, SweepOutcome};
+use kneepoint_engine::schema::LevelRow;
 
 fn ms(v: Option<f64>) -> String {
     match v {

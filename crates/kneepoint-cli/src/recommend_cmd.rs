@@ -5,20 +5,18 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use kneepoint_metrics::export::write_atomic;
-use kneepoint_metrics::LevelSummary;
-use kneepoint_planner::{
-    recommend, Candidate, CurvePoint, Objective, OperatingPoint, PeakPlan, Recommendation,
-};
+use kneepoint_engine::schema::PriceSource;
+use kneepoint_engine::{CandidateRun, CandidateSource, CandidateSpec, Recommend, Search, Sweep};
+use kneepoint_planner::{Objective, PeakPlan};
 use kneepoint_runner::CancelToken;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::args::{CommonArgs, RecommendArgs, SearchArgs, SweepArgs};
 use crate::config::{CandidateSection, FileConfig, SearchSettings, SweepSettings};
-use crate::{run_search_with, run_sweep_with};
+use crate::progress::Progress;
 
 /// A dated price list: `as_of`, optional `currency` and `source`, and `[prices]` by instance type.
 #[derive(Debug, Clone, Deserialize)]
@@ -51,124 +49,68 @@ impl PriceTable {
     }
 }
 
-/// What `recommend` produced.
-#[derive(Debug)]
-pub struct RecommendOutcome {
-    /// The objective ranked by.
-    pub objective: Objective,
-    /// Ranked candidates, then those that meet no SLA.
-    pub recommendations: Vec<Recommendation>,
-    /// Currency of the costs.
-    pub currency: String,
-    /// Where the files are.
-    pub artifact_dir: PathBuf,
-    /// True when interrupted (candidates not yet measured are missing).
-    pub interrupted: bool,
-}
+/// What `recommend` produced (the engine's report).
+pub type RecommendOutcome = kneepoint_engine::RecommendReport;
 
-/// A folder name from a candidate name.
-fn folder(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("candidate_{s}")
-}
-
-fn point(s: &LevelSummary) -> OperatingPoint {
-    let st = |m: &str, q: &str| s.stat(m, q);
-    OperatingPoint {
-        concurrency: s.concurrency,
-        output_token_throughput: s.output_token_throughput,
-        request_throughput: s.request_throughput,
-        ttft_p50_ms: st("time_to_first_token", "p50"),
-        ttft_p99_ms: st("time_to_first_token", "p99"),
-        itl_p50_ms: st("inter_token_latency", "p50"),
-        itl_p99_ms: st("inter_token_latency", "p99"),
-        e2e_p50_ms: st("request_latency", "p50"),
-        e2e_p90_ms: st("request_latency", "p90"),
-        e2e_p99_ms: st("request_latency", "p99"),
-        error_rate: s.error_rate,
-    }
-}
-
-fn curve(summaries: &[LevelSummary]) -> Vec<CurvePoint> {
-    let mut by_c: BTreeMap<u32, f64> = BTreeMap::new();
-    for s in summaries {
-        if let Some(p99) = s.stat("request_latency", "p99") {
-            by_c.insert(s.concurrency, p99);
-        }
-    }
-    by_c.into_iter()
-        .map(|(concurrency, e2e_p99_ms)| CurvePoint {
-            concurrency,
-            e2e_p99_ms,
-        })
-        .collect()
-}
-
-struct Measured {
-    point: Option<OperatingPoint>,
-    curve: Vec<CurvePoint>,
-    reason: Option<String>,
-    interrupted: bool,
-}
-
-async fn measure(
-    file: &FileConfig,
+/// Makes each candidate's run from the config file: the candidate's endpoint or simulator in
+/// place of the file's, resolved as `kneepoint search` (with SLAs) or `sweep` would.
+struct FromFile {
+    file: FileConfig,
+    by_name: BTreeMap<String, CandidateSection>,
     with_slas: bool,
     progress: bool,
-    cancel: &CancelToken,
-) -> anyhow::Result<Measured> {
-    let common = CommonArgs {
-        quiet: !progress,
-        ..CommonArgs::default()
-    };
-    if with_slas {
-        let args = SearchArgs {
-            common,
-            ..SearchArgs::default()
+}
+
+#[async_trait::async_trait]
+impl CandidateSource for FromFile {
+    async fn prepare(
+        &self,
+        candidate: &CandidateSpec,
+        dir: &Path,
+    ) -> Result<CandidateRun, Box<dyn std::error::Error + Send + Sync>> {
+        let c = self
+            .by_name
+            .get(&candidate.name)
+            .ok_or_else(|| format!("candidate {:?} is not in the config", candidate.name))?;
+        let mut f = self.file.clone();
+        f.candidates.clear();
+        f.endpoint = c.endpoint.clone();
+        f.simulator = c.simulator.clone().or(self.file.simulator.clone());
+        f.artifact_dir = Some(dir.to_owned());
+        let common = CommonArgs {
+            quiet: !self.progress,
+            ..CommonArgs::default()
         };
-        let settings = SearchSettings::resolve_with(&args, file)?;
-        let o = run_search_with(&settings, progress, cancel).await?;
-        let at = o.outcome.feasible_max.and_then(|c| {
-            o.history
-                .iter()
-                .zip(&o.summaries)
-                .rev()
-                .find(|(r, _)| r.probe.concurrency == c && r.pass)
-                .map(|(_, s)| point(s))
-        });
-        Ok(Measured {
-            reason: at.is_none().then(|| o.outcome.explanation.clone()),
-            point: at,
-            curve: curve(&o.summaries),
-            interrupted: o.interrupted,
-        })
-    } else {
-        let args = SweepArgs {
-            common,
-            ..SweepArgs::default()
+        let run = if self.with_slas {
+            let args = SearchArgs {
+                common,
+                ..SearchArgs::default()
+            };
+            let s = SearchSettings::resolve_with(&args, &f)?;
+            let bench = crate::target::prepare(&s.common, self.progress).await?;
+            CandidateRun::Search(
+                Search::on(bench)
+                    .config(s.search)
+                    .sla_by_confidence(s.sla_by_confidence)
+                    .build()?,
+            )
+        } else {
+            let args = SweepArgs {
+                common,
+                ..SweepArgs::default()
+            };
+            let s = SweepSettings::resolve_with(&args, &f)?;
+            let bench = crate::target::prepare(&s.common, self.progress).await?;
+            CandidateRun::Sweep(
+                Sweep::on(bench)
+                    .plan(s.plan)
+                    .slas(s.slas)
+                    .peak(s.peak)
+                    .headroom(s.headroom)
+                    .build()?,
+            )
         };
-        let settings = SweepSettings::resolve_with(&args, file)?;
-        let o = run_sweep_with(&settings, progress, cancel).await?;
-        let at = o
-            .zone
-            .ideal_balance
-            .and_then(|c| o.summaries.iter().find(|s| s.concurrency == c))
-            .map(point);
-        Ok(Measured {
-            reason: at.is_none().then(|| o.zone.summary.clone()),
-            point: at,
-            curve: curve(&o.summaries),
-            interrupted: o.interrupted,
-        })
+        Ok(run)
     }
 }
 
@@ -240,31 +182,19 @@ pub async fn run_recommend_with(
         .clone()
         .or(file.price_table.as_ref().map(|p| base.join(p)));
     let table = table_path.as_deref().map(PriceTable::load).transpose()?;
-    let mut seen = std::collections::BTreeSet::new();
-    let mut priced = Vec::new();
+    let mut specs = Vec::new();
     for c in &file.candidates {
-        if c.name.trim().is_empty() {
-            bail!("every candidate needs a name");
-        }
-        if !seen.insert(folder(&c.name)) {
-            bail!("two candidates share the name {:?}", c.name);
-        }
         let p = price(c, table.as_ref(), table_path.as_deref())?;
-        if !p.is_finite() || p < 0.0 {
-            bail!("candidate {:?}: the price must be a number ≥ 0", c.name);
-        }
-        if c.instance_count == Some(0) {
-            bail!("candidate {:?}: instance_count must be at least 1", c.name);
-        }
-        priced.push((c, p));
+        specs.push(
+            CandidateSpec::new(&c.name, c.instance_type.clone().unwrap_or_default(), p)
+                .with_instance_count(c.instance_count.unwrap_or(1)),
+        );
     }
     let root = args
         .artifact_dir
         .clone()
         .or(file.artifact_dir.clone())
         .unwrap_or_else(default_dir);
-    std::fs::create_dir_all(&root)
-        .with_context(|| format!("creating artifact directory {}", root.display()))?;
     let sp = file.search_params.clone().unwrap_or_default();
     let with_slas = sp.ttft_sla_ms.is_some()
         || sp.tpot_sla_ms.is_some()
@@ -280,93 +210,35 @@ pub async fn run_recommend_with(
         headroom: peak_settings.headroom,
     });
 
-    let mut candidates = Vec::new();
-    let mut dirs = Vec::new();
-    let mut interrupted = false;
-    for (i, (c, price)) in priced.iter().enumerate() {
-        if cancel.is_cancelled() {
-            interrupted = true;
-            break;
-        }
-        if progress {
-            eprintln!(
-                "\ncandidate {} of {}: {} ({})",
-                i + 1,
-                priced.len(),
-                c.name,
-                if with_slas { "SLA search" } else { "sweep" }
-            );
-        }
-        let mut f = file.clone();
-        f.candidates.clear();
-        f.endpoint = c.endpoint.clone();
-        f.simulator = c.simulator.clone().or(file.simulator.clone());
-        let dir = folder(&c.name);
-        f.artifact_dir = Some(root.join(&dir));
-        let m = measure(&f, with_slas, progress, cancel)
-            .await
-            .with_context(|| format!("measuring candidate {:?}", c.name))?;
-        candidates.push(Candidate {
-            name: c.name.clone(),
-            instance_type: c.instance_type.clone().unwrap_or_default(),
-            instance_count: c.instance_count.unwrap_or(1),
-            price_per_instance_hour: *price,
-            point: m.point,
-            curve: m.curve,
-            unmet_reason: m.reason,
-        });
-        dirs.push(dir);
-        if m.interrupted {
-            interrupted = true;
-            break;
-        }
-    }
-    let recommendations = recommend(&candidates, objective, peak)?;
     let currency = file
         .currency
         .clone()
         .or(table.as_ref().and_then(|t| t.currency.clone()))
         .unwrap_or_else(|| "USD".into());
-    let by_name: BTreeMap<&str, &str> = candidates
-        .iter()
-        .zip(&dirs)
-        .map(|(c, d)| (c.name.as_str(), d.as_str()))
-        .collect();
-    let listed: Vec<serde_json::Value> = recommendations
-        .iter()
-        .map(|r| {
-            let mut v = serde_json::to_value(r).unwrap_or_default();
-            v["artifact_dir"] = json!(by_name.get(r.name.as_str()));
-            v
-        })
-        .collect();
-    let doc = json!({
-        "kneepoint_version": env!("CARGO_PKG_VERSION"),
-        "complete": !interrupted,
-        "interrupted": interrupted,
-        "objective": objective,
-        "mode": if with_slas { "max-concurrency-under-sla" } else { "sweep" },
-        "currency": currency,
-        "price_table": table.as_ref().map(|t| json!({
-            "path": table_path.as_ref().map(|p| p.display().to_string()),
-            "as_of": t.as_of,
-            "source": t.source,
-        })),
-        "peak": peak,
-        "hours_per_month": kneepoint_planner::HOURS_PER_MONTH,
-        "candidates": listed,
-        "not_measured": priced.iter().skip(candidates.len()).map(|(c, _)| c.name.clone()).collect::<Vec<_>>(),
-    });
-    write_atomic(
-        &root.join("recommendations.json"),
-        &serde_json::to_vec_pretty(&doc)?,
-    )?;
-    crate::report_cmd::render_quietly(&root);
-    Ok(RecommendOutcome {
-        objective,
-        recommendations,
-        currency,
-        artifact_dir: root,
-        interrupted,
-    })
+    let source = FromFile {
+        by_name: file
+            .candidates
+            .iter()
+            .map(|c| (c.name.clone(), c.clone()))
+            .collect(),
+        file: file.clone(),
+        with_slas,
+        progress,
+    };
+    let mut r = Recommend::builder(objective, &root, source)
+        .by_search(with_slas)
+        .peak(peak)
+        .currency(currency)
+        .price_table(table.as_ref().map(|t| {
+            PriceSource::new(
+                table_path.as_ref().map(|p| p.display().to_string()),
+                t.as_of.clone(),
+                t.source.clone(),
+            )
+        }))
+        .observer(Arc::new(Progress::new(progress)));
+    for s in specs {
+        r = r.candidate(s);
+    }
+    Ok(r.build()?.run(cancel).await?)
 }

@@ -30,6 +30,7 @@ mod compare;
 mod error;
 mod html;
 pub mod plots;
+pub mod schema;
 
 use std::path::PathBuf;
 

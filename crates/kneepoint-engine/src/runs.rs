@@ -5,7 +5,6 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use anyhow::Context;
 use kneepoint_metrics::export::{
     read_jsonl, write_aggregate, write_aiperf_csv, write_aiperf_json, write_summary_text,
     AggregateInfo, LevelInfo,
@@ -14,11 +13,11 @@ use kneepoint_metrics::{summary_values, Convergence, GoodputSlo, LevelSummary, R
 use kneepoint_runner::CancelToken;
 use serde_json::json;
 
-use crate::session::Session;
+use crate::{Bench, Error};
 
 /// How a level's repetition ended.
 #[derive(Debug, Clone)]
-pub(crate) struct RunsOutcome {
+pub struct RunsOutcome {
     /// Runs completed (an interrupted run is not counted).
     pub completed: u32,
     /// Why the runs stopped.
@@ -27,8 +26,8 @@ pub(crate) struct RunsOutcome {
     pub aggregate: RunAggregate,
 }
 
-impl Session {
-    /// Runs a level as many times as the settings say (once: exactly [`Session::run_once`]).
+impl Bench {
+    /// Runs a level as many times as the settings say (once: exactly one run).
     /// Returns the level's summary (pooled over the runs), whether it was interrupted, and,
     /// with several runs, how the repetition ended.
     pub(crate) async fn run_level(
@@ -38,8 +37,8 @@ impl Session {
         request_count: u32,
         label: &str,
         cancel: &CancelToken,
-    ) -> anyhow::Result<(LevelSummary, bool, Option<RunsOutcome>)> {
-        let runs = self.settings().runs.clone();
+    ) -> Result<(LevelSummary, bool, Option<RunsOutcome>), Error> {
+        let runs = self.settings.runs.clone();
         if runs.num_runs <= 1 {
             let (s, cancelled) = self
                 .run_once(dir, concurrency, request_count, label, true, cancel)
@@ -77,10 +76,8 @@ impl Session {
                     .filter_map(|(_, s)| summary_values(s).get(&rule.statistic).map(|v| v.0))
                     .collect();
                 let v = rule.judge(&values);
-                if self.shows_progress() {
-                    let (Convergence::Continue { reason } | Convergence::Converged { reason }) = &v;
-                    eprintln!("{label}: run {k}: {reason}");
-                }
+                let (Convergence::Continue { reason } | Convergence::Converged { reason }) = &v;
+                self.observer.note(&format!("{label}: run {k}: {reason}"));
                 let converged = matches!(v, Convergence::Converged { .. });
                 if let Convergence::Converged { reason } = &v {
                     stop_reason = format!("converged: {reason}");
@@ -140,36 +137,36 @@ impl Session {
         runs: &[String],
         stop_reason: &str,
         partial: bool,
-    ) -> anyhow::Result<LevelSummary> {
+    ) -> Result<LevelSummary, Error> {
         let pooled = dir.join("profile_export.jsonl");
         let mut out = std::io::BufWriter::new(
-            std::fs::File::create(&pooled)
-                .with_context(|| format!("creating {}", pooled.display()))?,
+            std::fs::File::create(&pooled).map_err(|e| Error::io("create", &pooled, e))?,
         );
         let mut records = Vec::new();
         let (mut start, mut end) = (u64::MAX, 0u64);
         for run in runs {
             let run_dir = dir.join("profile_runs").join(run);
             let path = run_dir.join("profile_export.jsonl");
-            let bytes =
-                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let bytes = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
             out.write_all(&bytes)
-                .with_context(|| format!("writing {}", pooled.display()))?;
+                .map_err(|e| Error::io("write", &pooled, e))?;
             records.extend(read_jsonl(&path)?);
             let json_path = run_dir.join("profile_export_aiperf.json");
-            let doc: serde_json::Value = serde_json::from_slice(
-                &std::fs::read(&json_path)
-                    .with_context(|| format!("reading {}", json_path.display()))?,
-            )?;
+            let bytes = std::fs::read(&json_path).map_err(|e| Error::io("read", &json_path, e))?;
+            let doc: serde_json::Value =
+                serde_json::from_slice(&bytes).map_err(|source| Error::Saved {
+                    path: json_path.clone(),
+                    what: "level summary",
+                    source,
+                })?;
             if let Some(i) = LevelInfo::from_aiperf_json(&doc) {
                 start = start.min(i.start_unix_ns);
                 end = end.max(i.end_unix_ns);
             }
         }
-        out.flush()
-            .with_context(|| format!("writing {}", pooled.display()))?;
+        out.flush().map_err(|e| Error::io("write", &pooled, e))?;
         let summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
-        let mut input_config = self.description().clone();
+        let mut input_config = self.description.clone();
         input_config["level"] = json!({
             "concurrency": concurrency,
             "request_count": request_count,
@@ -192,7 +189,7 @@ impl Session {
 /// The measurement a search judges when SLAs must hold with confidence: each SLA's statistic
 /// at the pessimistic end of its interval across runs (upper end for `<=`/`<`, lower end for
 /// `>=`/`>`), the pooled values elsewhere.
-pub(crate) fn pessimistic(
+pub fn pessimistic(
     pooled: kneepoint_planner::Measurement,
     aggregate: &RunAggregate,
     slas: &[kneepoint_planner::Sla],

@@ -4,16 +4,15 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use anyhow::Context;
 use kneepoint_core::RecordSink;
 use kneepoint_metrics::export::{write_inputs_json, InputEntry, JsonlSink};
 use kneepoint_metrics::LevelSummary;
 use kneepoint_runner::{run_level_for, CancelToken, RequestSource};
 use serde_json::json;
 
-use crate::session::{progress, Session};
+use crate::{Bench, Error};
 
-impl Session {
+impl Bench {
     /// Runs one timed level into `dir` (the settings' duration; warm-up time only when
     /// `warmup`). Requests in flight after the grace period are recorded as cancelled.
     pub(crate) async fn run_timed(
@@ -23,14 +22,14 @@ impl Session {
         label: &str,
         warmup: bool,
         cancel: &CancelToken,
-    ) -> anyhow::Result<(LevelSummary, bool)> {
+    ) -> Result<(LevelSummary, bool), Error> {
         let Some(mut time) = self.settings.duration else {
-            anyhow::bail!("no duration set");
+            return Err(Error::invalid("a timed level needs a duration"));
         };
         if !warmup {
             time.warmup = std::time::Duration::ZERO;
         }
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
         let inputs: Arc<Mutex<Vec<InputEntry>>> = Arc::default();
         let source: RequestSource = {
             let (workload, transport, inputs) = (
@@ -51,21 +50,19 @@ impl Session {
         };
         let sink: Box<dyn RecordSink> =
             Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
-        let (bar, observer) = progress(self.progress, label, 0);
         let config = self.level_config(concurrency, cancel);
+        self.observer.level_started(label, 0);
         let run = run_level_for(
             self.transport.clone(),
             &config,
             time,
             source,
             vec![sink],
-            Some(observer),
+            Some(self.record_observer()),
         )
-        .await?;
-        bar.finish_and_clear();
-        for e in &run.sink_errors {
-            eprintln!("warning: {e}");
-        }
+        .await;
+        self.observer.level_finished(label);
+        let run = run?;
         // Inputs of the warm-up come first; keep the measured ones, as a count-bound level does.
         let drawn = inputs.lock().map(|v| v.clone()).unwrap_or_default();
         let skip = drawn.len().saturating_sub(run.records.len());

@@ -1,0 +1,265 @@
+//! What every load-sending command shares: the target (starting the built-in simulator when
+//! there is no URL), the transport and the workload, handed to the engine as a bench.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use kneepoint_core::{TokenCounter, Transport};
+use kneepoint_engine::{Bench, BenchBuilder, LevelSettings};
+use kneepoint_sim::SimServer;
+use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerTransport, StaticCredentials};
+use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
+use kneepoint_workload::{
+    load_tokenizer, DatasetWorkload, SyntheticConfig, SyntheticWorkload, TokenizerCounter, Workload,
+};
+
+use crate::config::{CommonSettings, SageMakerSettings, Target};
+use crate::progress::Progress;
+
+/// Asks the server which model it serves; also fails fast when the endpoint is unreachable.
+async fn detect_model(config: &OpenAiConfig) -> anyhow::Result<String> {
+    let probe = OpenAiTransport::new(config.clone())?;
+    let models = tokio::time::timeout(std::time::Duration::from_secs(30), probe.models())
+        .await
+        .map_err(|_| anyhow::anyhow!("GET /v1/models did not answer within 30 s"))?
+        .with_context(|| {
+            format!(
+                "no --model given, and asking {} for its models failed",
+                config.base_url
+            )
+        })?;
+    models
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("the server lists no models; pass --model"))
+}
+
+/// Fails fast when the endpoint cannot be reached at all, instead of running a sweep of
+/// connection failures. Any HTTP answer (even 404: not every server lists models) is enough.
+async fn ready(config: &OpenAiConfig) -> anyhow::Result<()> {
+    let probe = OpenAiTransport::new(config.clone())?;
+    match tokio::time::timeout(std::time::Duration::from_secs(15), probe.models()).await {
+        Err(_) => anyhow::bail!("{} did not answer within 15 s", config.base_url),
+        Ok(Err(e)) if e.kind() == kneepoint_core::ErrorKind::Connect => {
+            Err(anyhow::Error::new(e).context(format!("cannot reach {}", config.base_url)))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Fails fast when a SageMaker runtime URL cannot be reached at all (there is no cheap,
+/// unbilled request to send, so this checks that a TCP connection opens).
+async fn ready_tcp(base_url: &str) -> anyhow::Result<()> {
+    let uri: http::Uri = base_url
+        .parse()
+        .with_context(|| format!("invalid endpoint URL {base_url}"))?;
+    let host = uri.host().unwrap_or("localhost").to_owned();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    match tokio::time::timeout(
+        std::time::Duration::from_secs(15),
+        tokio::net::TcpStream::connect((host.as_str(), port)),
+    )
+    .await
+    {
+        Err(_) => anyhow::bail!("{base_url} did not accept a connection within 15 s"),
+        Ok(Err(e)) => Err(anyhow::Error::new(e).context(format!("cannot reach {base_url}"))),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+/// Starts the built-in simulator, speaking OpenAI or (with `sm`) the SageMaker protocol with
+/// a fresh test key; returns the transport to it.
+async fn start_simulator(
+    profile: &kneepoint_sim::SimProfile,
+    sm: Option<&SageMakerSettings>,
+    openai: &OpenAiConfig,
+    counter: Arc<dyn TokenCounter>,
+) -> anyhow::Result<(Arc<dyn Transport>, SimServer, String)> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let Some(sm) = sm else {
+        let server = SimServer::start_with_counter(profile.clone(), addr, counter)
+            .await
+            .context("starting the built-in simulator")?;
+        let mut c = openai.clone();
+        c.base_url = server.base_url();
+        // Our own simulator takes the prompt length from the client instead of tokenizing
+        // every prompt on the CPU the client needs.
+        c.send_input_token_hint = true;
+        // The simulator is on loopback: a proxy from the environment must not catch it.
+        c.connect.proxy = kneepoint_transport::ProxySetting::Off;
+        let url = server.base_url();
+        return Ok((Arc::new(OpenAiTransport::new(c)?), server, url));
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let key = kneepoint_sim::SigV4TestKey {
+        access_key_id: format!("AKIDKNEEPOINTSIM{}", nanos % 1_000_000),
+        secret_access_key: format!("sim-secret-{nanos:x}"),
+    };
+    let options = kneepoint_sim::SimOptions {
+        sigv4: Some(key.clone()),
+        endpoint_name: Some(sm.config.endpoint_name.clone()),
+    };
+    let server = SimServer::start_with_options(profile.clone(), addr, counter, options)
+        .await
+        .context("starting the built-in simulator")?;
+    let mut c = sm.config.clone();
+    c.endpoint_url = Some(server.base_url());
+    c.send_input_token_hint = true;
+    c.connect.proxy = kneepoint_transport::ProxySetting::Off;
+    if c.model.is_empty() {
+        c.model = profile.model.clone();
+    }
+    let creds = aws_credential_types::Credentials::new(
+        key.access_key_id,
+        key.secret_access_key,
+        None,
+        None,
+        "kneepoint-sim",
+    );
+    let url = server.base_url();
+    let t = SageMakerTransport::new(c, Arc::new(StaticCredentials(creds)))?;
+    Ok((Arc::new(t), server, url))
+}
+
+/// Starts the target (the built-in simulator when there is no URL), builds the transport and
+/// the workload, and returns the engine's bench for them.
+pub(crate) async fn prepare(
+    settings: &CommonSettings,
+    progress: bool,
+) -> anyhow::Result<BenchBuilder> {
+    std::fs::create_dir_all(&settings.artifact_dir).with_context(|| {
+        format!(
+            "creating artifact directory {}",
+            settings.artifact_dir.display()
+        )
+    })?;
+    let mut transport_config = settings.transport.clone();
+    let tokenizer = load_tokenizer(&settings.tokenizer)
+        .with_context(|| format!("loading tokenizer {:?}", settings.tokenizer))?;
+    let counter: Arc<dyn TokenCounter> = Arc::new(TokenizerCounter(tokenizer.clone()));
+    let mut resolved = settings.clone();
+    let (transport, server): (Arc<dyn Transport>, Option<SimServer>) = match (
+        &settings.target,
+        &settings.sagemaker,
+    ) {
+        (Target::Simulator(profile), sm) => {
+            let (transport, server, base_url) =
+                start_simulator(profile, sm.as_ref(), &transport_config, counter.clone()).await?;
+            if progress {
+                eprintln!(
+                    "built-in simulator ({} profile, {}x real time, {} protocol) on {}",
+                    profile.name,
+                    1.0 / profile.time_scale,
+                    if sm.is_some() { "SageMaker" } else { "OpenAI" },
+                    base_url
+                );
+            }
+            transport_config.base_url = base_url;
+            transport_config.send_input_token_hint = true;
+            (transport, Some(server))
+        }
+        (Target::SageMaker, Some(sm)) => {
+            ready_tcp(&sm.config.base_url()).await?;
+            let creds = AwsCredentialChain::load(
+                        &sm.config.region,
+                        sm.aws_profile.as_deref(),
+                    )
+                    .await
+                    .context("loading AWS credentials (environment, ~/.aws files, web identity, container or instance metadata)")?;
+            let t = SageMakerTransport::new(sm.config.clone(), Arc::new(creds))?;
+            (Arc::new(t), None)
+        }
+        (Target::SageMaker, None) => anyhow::bail!("no SageMaker endpoint configured"),
+        (Target::OpenAi(_), _) => {
+            if transport_config.model.is_empty() {
+                transport_config.model = detect_model(&transport_config).await?;
+                if progress {
+                    eprintln!("model: {} (from GET /v1/models)", transport_config.model);
+                }
+            } else {
+                ready(&transport_config).await?;
+            }
+            let t = OpenAiTransport::new(transport_config.clone())?;
+            (Arc::new(t), None)
+        }
+    };
+    resolved.transport = transport_config.clone();
+    let replaying = settings
+        .open_loop
+        .as_ref()
+        .is_some_and(|o| o.replay_speedup.is_some());
+    if replaying && settings.duration.is_some() {
+        anyhow::bail!("a trace replay runs for the trace's own length: drop duration_s");
+    }
+    let mut replay = None;
+    let workload: Box<dyn Workload> = match &settings.dataset {
+        Some(d) => {
+            let w = DatasetWorkload::load(tokenizer, d.clone())
+                .with_context(|| format!("loading dataset {}", d.path.display()))?;
+            if replaying {
+                let Some(times) = w.timestamps_ms() else {
+                    anyhow::bail!(
+                            "replay_speedup needs a trace dataset (timestamp, input_length, output_length); {} is not one",
+                            d.path.display()
+                        );
+                };
+                if d.sampling != kneepoint_workload::Sampling::Sequential {
+                    anyhow::bail!("a trace replay sends records in their recorded order: use sequential sampling");
+                }
+                replay = Some(times);
+            }
+            Box::new(w)
+        }
+        None if replaying => anyhow::bail!("replay_speedup needs --dataset with a trace"),
+        None => {
+            let mut config = SyntheticConfig::new(settings.isl, settings.osl, settings.seed);
+            if let Some(m) = &settings.mixture {
+                config.lengths = m.clone();
+            }
+            config.prefix = settings.prefix;
+            config.ignore_eos = settings.output_control;
+            config.min_tokens = settings.output_control;
+            Box::new(SyntheticWorkload::from_config(tokenizer, config)?)
+        }
+    };
+    let mut bench = Bench::builder(transport)
+        .boxed_workload(workload)
+        .token_counter(counter)
+        .settings(level_settings(&resolved))
+        .description(resolved.describe())
+        .observer(Arc::new(Progress::new(progress)))
+        .artifacts(&resolved.artifact_dir);
+    if let Some(times) = replay {
+        bench = bench.trace(times);
+    }
+    if let Some(server) = server {
+        bench = bench.keep_alive(server);
+    }
+    Ok(bench)
+}
+
+/// The engine's level settings from the resolved ones.
+pub(crate) fn level_settings(s: &CommonSettings) -> LevelSettings {
+    let mut l = LevelSettings::default();
+    l.request_count = s.request_count;
+    l.warmup_requests = s.warmup_requests;
+    l.runs = s.runs.clone();
+    l.open_loop = s.open_loop.clone();
+    l.duration = s.duration;
+    l.early_stop = s.early_stop;
+    l.ramp_up = s.ramp_up;
+    l.deadlines = s.deadlines;
+    l.require_finish_reason = s.require_finish_reason;
+    l.retry = s.retry;
+    l.seed = s.seed;
+    l
+}

@@ -1,0 +1,334 @@
+//! A [`Bench`]: a transport, a workload and the level settings, ready to run levels into
+//! artifact folders. Sweeps, searches and recommendations are made of a bench's levels.
+
+use std::any::Any;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use kneepoint_core::{ApproxTokenCounter, RequestRecord, TokenCounter, Transport};
+use kneepoint_metrics::export::{
+    write_aiperf_csv, write_aiperf_json, write_summary_text, LevelInfo,
+};
+use kneepoint_metrics::{GoodputSlo, LevelSummary};
+use kneepoint_runner::{CancelToken, EarlyStop, LevelConfig, LevelRun, RecordObserver};
+use kneepoint_workload::Workload;
+use serde_json::Value;
+
+use crate::{Error, LevelSettings, Observer, Silent};
+
+/// A transport, a workload and the level settings: what every sweep, search and
+/// recommendation candidate runs its levels with. Built by [`Bench::builder`] (or through
+/// the sweep and search builders, which forward the same methods).
+pub struct Bench {
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) workload: Arc<Mutex<Box<dyn Workload>>>,
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    pub(crate) settings: LevelSettings,
+    pub(crate) description: Value,
+    pub(crate) observer: Arc<dyn Observer>,
+    pub(crate) artifact_dir: PathBuf,
+    /// Open loop: the rate of the levels run next (requests/s).
+    pub(crate) rate: Option<f64>,
+    /// Levels run so far (varies the arrival schedule's seed).
+    pub(crate) levels_run: u64,
+    /// Trace replay: the trace's send times (ms) in record order, and the next record.
+    pub(crate) replay: Option<(Vec<u64>, usize)>,
+    _keep: Vec<Box<dyn Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Bench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bench")
+            .field("settings", &self.settings)
+            .field("artifact_dir", &self.artifact_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Bench`].
+pub struct BenchBuilder {
+    transport: Arc<dyn Transport>,
+    workload: Option<Box<dyn Workload>>,
+    counter: Option<Arc<dyn TokenCounter>>,
+    settings: LevelSettings,
+    description: Value,
+    observer: Arc<dyn Observer>,
+    artifact_dir: Option<PathBuf>,
+    trace: Option<Vec<u64>>,
+    keep: Vec<Box<dyn Any + Send + Sync>>,
+}
+
+impl BenchBuilder {
+    /// The prompts (required).
+    pub fn workload(mut self, workload: impl Workload + 'static) -> Self {
+        self.workload = Some(Box::new(workload));
+        self
+    }
+
+    /// The prompts, already boxed.
+    pub fn boxed_workload(mut self, workload: Box<dyn Workload>) -> Self {
+        self.workload = Some(workload);
+        self
+    }
+
+    /// Counts output tokens when the server reports no usage (default: about four characters a
+    /// token; give the workload's tokenizer for exact counts).
+    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = Some(counter);
+        self
+    }
+
+    /// How every level runs.
+    pub fn settings(mut self, settings: LevelSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Measured requests per level.
+    pub fn request_count(mut self, n: u32) -> Self {
+        self.settings.request_count = n;
+        self
+    }
+
+    /// The run's settings as recorded in every export's `input_config` (no secrets).
+    pub fn description(mut self, description: Value) -> Self {
+        self.description = description;
+        self
+    }
+
+    /// Receives progress (default: [`Silent`]).
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// The artifact folder (required; created if missing).
+    pub fn artifacts(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.artifact_dir = Some(dir.into());
+        self
+    }
+
+    /// A trace replay's recorded send times (ms, in record order), for
+    /// [`crate::OpenLoopSettings::replay`].
+    pub fn trace(mut self, send_times_ms: Vec<u64>) -> Self {
+        self.trace = Some(send_times_ms);
+        self
+    }
+
+    /// Keeps `value` alive as long as the bench (an in-process server, say).
+    pub fn keep_alive(mut self, value: impl Any + Send + Sync) -> Self {
+        self.keep.push(Box::new(value));
+        self
+    }
+
+    /// Checks the settings, creates the artifact folder and returns the bench.
+    pub fn build(self) -> Result<Bench, Error> {
+        self.settings.validate()?;
+        let workload = self
+            .workload
+            .ok_or_else(|| Error::invalid("no workload: call .workload(...)"))?;
+        let artifact_dir = self
+            .artifact_dir
+            .ok_or_else(|| Error::invalid("no artifact folder: call .artifacts(dir)"))?;
+        let replaying = self
+            .settings
+            .open_loop
+            .as_ref()
+            .is_some_and(|o| o.replay_speedup.is_some());
+        let replay = match (replaying, self.trace) {
+            (true, Some(t)) if !t.is_empty() => Some((t, 0)),
+            (true, _) => {
+                return Err(Error::invalid(
+                    "a trace replay needs the trace's send times (a trace dataset)",
+                ))
+            }
+            (false, _) => None,
+        };
+        std::fs::create_dir_all(&artifact_dir)
+            .map_err(|e| Error::io("create", &artifact_dir, e))?;
+        Ok(Bench {
+            transport: self.transport,
+            workload: Arc::new(Mutex::new(workload)),
+            counter: self.counter.unwrap_or_else(|| Arc::new(ApproxTokenCounter)),
+            settings: self.settings,
+            description: self.description,
+            observer: self.observer,
+            artifact_dir,
+            rate: None,
+            levels_run: 0,
+            replay,
+            _keep: self.keep,
+        })
+    }
+}
+
+impl Bench {
+    /// Starts a bench over `transport`.
+    pub fn builder(transport: Arc<dyn Transport>) -> BenchBuilder {
+        BenchBuilder {
+            transport,
+            workload: None,
+            counter: None,
+            settings: LevelSettings::default(),
+            description: Value::Object(Default::default()),
+            observer: Arc::new(Silent),
+            artifact_dir: None,
+            trace: None,
+            keep: Vec::new(),
+        }
+    }
+
+    /// The level settings.
+    pub fn settings(&self) -> &LevelSettings {
+        &self.settings
+    }
+
+    /// The run's description, as recorded in exports.
+    pub fn description(&self) -> &Value {
+        &self.description
+    }
+
+    /// The artifact folder.
+    pub fn artifact_dir(&self) -> &Path {
+        &self.artifact_dir
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.transport
+    }
+
+    /// Open loop: run the next levels at `rate` requests/s (`None`: closed loop).
+    pub(crate) fn set_rate(&mut self, rate: Option<f64>) {
+        self.rate = rate;
+    }
+
+    /// The record observer handed to the runner: forwards each record to the observer.
+    pub(crate) fn record_observer(&self) -> RecordObserver {
+        let observer = self.observer.clone();
+        Arc::new(move |r: &RequestRecord| observer.request_finished(r))
+    }
+
+    /// The runner's settings for one level.
+    pub(crate) fn level_config(&self, concurrency: u32, cancel: &CancelToken) -> LevelConfig {
+        let s = &self.settings;
+        let mut config = LevelConfig::new(concurrency);
+        config.deadlines = s.deadlines;
+        config.require_finish_reason = s.require_finish_reason;
+        config.retry = s.retry;
+        config.cancel = cancel.clone();
+        config.token_counter = self.counter.clone();
+        config.ramp_up = s.ramp_up;
+        // One batch per wave of a closed loop; an open loop has no waves.
+        config.early_stop = s.early_stop.map(|e| EarlyStop {
+            batch: if concurrency > 0 {
+                concurrency as usize
+            } else {
+                16
+            },
+            ..e
+        });
+        config
+    }
+
+    /// Summarises a finished run and writes its summary files (the records and inputs are
+    /// already written).
+    pub(crate) fn finish_level(
+        &self,
+        dir: &Path,
+        concurrency: u32,
+        level: Value,
+        run: &LevelRun,
+    ) -> Result<(LevelSummary, bool), Error> {
+        for e in &run.sink_errors {
+            self.observer.warning(e);
+        }
+        let summary = LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default());
+        let mut input_config = self.description.clone();
+        input_config["level"] = level;
+        if let Some(why) = &run.early_stop {
+            input_config["level"]["stopped_early"] = Value::String(why.clone());
+            self.observer
+                .note(&format!("concurrency {concurrency}: {why}"));
+        }
+        let info = LevelInfo {
+            start_unix_ns: run.start_unix_ns,
+            end_unix_ns: run.end_unix_ns,
+            input_config,
+            partial: run.cancelled,
+        };
+        write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
+        write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
+        write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
+        Ok((summary, run.cancelled))
+    }
+}
+
+/// The [`BenchBuilder`] methods, forwarded by the sweep and search builders.
+macro_rules! bench_methods {
+    () => {
+        /// The prompts (required).
+        pub fn workload(mut self, workload: impl kneepoint_workload::Workload + 'static) -> Self {
+            self.bench = self.bench.workload(workload);
+            self
+        }
+
+        /// The prompts, already boxed.
+        pub fn boxed_workload(mut self, workload: Box<dyn kneepoint_workload::Workload>) -> Self {
+            self.bench = self.bench.boxed_workload(workload);
+            self
+        }
+
+        /// Counts output tokens when the server reports no usage.
+        pub fn token_counter(
+            mut self,
+            counter: std::sync::Arc<dyn kneepoint_core::TokenCounter>,
+        ) -> Self {
+            self.bench = self.bench.token_counter(counter);
+            self
+        }
+
+        /// How every level runs.
+        pub fn settings(mut self, settings: $crate::LevelSettings) -> Self {
+            self.bench = self.bench.settings(settings);
+            self
+        }
+
+        /// Measured requests per level.
+        pub fn request_count(mut self, n: u32) -> Self {
+            self.bench = self.bench.request_count(n);
+            self
+        }
+
+        /// The run's settings as recorded in every export (no secrets).
+        pub fn description(mut self, description: serde_json::Value) -> Self {
+            self.bench = self.bench.description(description);
+            self
+        }
+
+        /// Receives progress (default: silent).
+        pub fn observer(mut self, observer: std::sync::Arc<dyn $crate::Observer>) -> Self {
+            self.bench = self.bench.observer(observer);
+            self
+        }
+
+        /// The artifact folder (required; created if missing).
+        pub fn artifacts(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+            self.bench = self.bench.artifacts(dir);
+            self
+        }
+
+        /// A trace replay's recorded send times (ms, in record order).
+        pub fn trace(mut self, send_times_ms: Vec<u64>) -> Self {
+            self.bench = self.bench.trace(send_times_ms);
+            self
+        }
+
+        /// Keeps `value` alive as long as the run (an in-process server, say).
+        pub fn keep_alive(mut self, value: impl std::any::Any + Send + Sync) -> Self {
+            self.bench = self.bench.keep_alive(value);
+            self
+        }
+    };
+}
+pub(crate) use bench_methods;

@@ -1,0 +1,140 @@
+//! One run of one level: closed loop, open loop on an arrival schedule, or a trace replay; its
+//! `inputs.json`, `profile_export.jsonl` and summaries in the level's folder.
+
+use std::path::Path;
+
+use kneepoint_core::RecordSink;
+use kneepoint_metrics::export::{write_inputs_json, InputEntry, JsonlSink};
+use kneepoint_metrics::LevelSummary;
+use kneepoint_runner::{run_level, schedule, CancelToken, OpenLoop};
+use serde_json::json;
+
+use crate::{Bench, Error};
+
+/// The seed of the `n`th level's arrival schedule.
+fn level_seed(seed: u64, n: u64) -> u64 {
+    seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+impl Bench {
+    /// Runs one level once into `dir` (created), writing every per-level file, and summarises
+    /// it; `warmup` sends the warm-up requests first. When `cancel` fires, in-flight requests
+    /// are recorded as cancelled and the level's files are written and marked partial; the
+    /// returned flag says so.
+    pub(crate) async fn run_once(
+        &mut self,
+        dir: &Path,
+        concurrency: u32,
+        request_count: u32,
+        label: &str,
+        warmup: bool,
+        cancel: &CancelToken,
+    ) -> Result<(LevelSummary, bool), Error> {
+        if self.settings.duration.is_some() && self.settings.open_loop.is_none() {
+            return self
+                .run_timed(dir, concurrency, label, warmup, cancel)
+                .await;
+        }
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+        let warmup_count = if warmup {
+            self.settings.warmup_requests as usize
+        } else {
+            0
+        };
+        let request_count = match &self.replay {
+            Some((times, next)) => {
+                let left = times.len().saturating_sub(*next);
+                if left <= warmup_count {
+                    return Err(Error::invalid(format!(
+                        "the trace has {} records and {next} were sent: none left to replay",
+                        times.len()
+                    )));
+                }
+                (request_count as usize).min(left - warmup_count) as u32
+            }
+            None => request_count,
+        };
+        let request_count = match (&self.settings.open_loop, self.rate, self.settings.duration) {
+            // An open loop for a duration: the requests whose intended start falls inside it.
+            (Some(o), Some(rate), Some(d)) => {
+                let secs = d.measure.as_secs_f64();
+                let n = (rate * secs * 1.25).ceil() as usize + 16;
+                let seed = level_seed(self.settings.seed, self.levels_run + 1);
+                let within = schedule(o.arrival, rate, n, seed)?
+                    .iter()
+                    .take_while(|t| **t < d.measure)
+                    .count();
+                within.max(1) as u32
+            }
+            _ => request_count,
+        };
+        let (warmup, requests) = {
+            let mut w = self
+                .workload
+                .lock()
+                .map_err(|_| Error::invalid("the workload generator panicked earlier"))?;
+            (
+                w.requests(warmup_count)?,
+                w.requests(request_count as usize)?,
+            )
+        };
+        let inputs: Vec<InputEntry> = requests
+            .iter()
+            .map(|r| InputEntry {
+                session_id: r.id.to_string(),
+                payloads: self.transport.payload(r).into_iter().collect(),
+            })
+            .collect();
+        write_inputs_json(&dir.join("inputs.json"), &inputs)?;
+        let sink: Box<dyn RecordSink> =
+            Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
+        let mut config = self.level_config(concurrency, cancel);
+        if let (Some(o), Some((times, next))) = (&self.settings.open_loop, &mut self.replay) {
+            let speedup = o.replay_speedup.unwrap_or(1.0);
+            let offsets = |ts: &[u64]| -> Vec<std::time::Duration> {
+                let t0 = ts.first().copied().unwrap_or(0);
+                ts.iter()
+                    .map(|t| {
+                        std::time::Duration::from_secs_f64(
+                            t.saturating_sub(t0) as f64 / 1000.0 / speedup,
+                        )
+                    })
+                    .collect()
+            };
+            let (w, n) = (warmup.len(), requests.len());
+            config.open_loop = Some(OpenLoop {
+                warmup_offsets: offsets(&times[*next..*next + w]),
+                offsets: offsets(&times[*next + w..*next + w + n]),
+                max_in_flight: o.max_in_flight,
+            });
+            *next += w + n;
+        } else if let (Some(o), Some(rate)) = (&self.settings.open_loop, self.rate) {
+            self.levels_run += 1;
+            let seed = level_seed(self.settings.seed, self.levels_run);
+            config.open_loop = Some(OpenLoop {
+                offsets: schedule(o.arrival, rate, requests.len(), seed)?,
+                warmup_offsets: schedule(o.arrival, rate, warmup.len(), !seed)?,
+                max_in_flight: o.max_in_flight,
+            });
+        }
+        self.observer.level_started(label, requests.len() as u64);
+        let run = run_level(
+            self.transport.clone(),
+            &config,
+            requests,
+            warmup,
+            vec![sink],
+            Some(self.record_observer()),
+        )
+        .await;
+        self.observer.level_finished(label);
+        let run = run?;
+        if run.unsent > 0 {
+            // Stopped early or interrupted: list only the requests that went out (in order).
+            let sent = inputs.len().saturating_sub(run.unsent);
+            write_inputs_json(&dir.join("inputs.json"), &inputs[..sent])?;
+        }
+        let level = json!({"concurrency": concurrency, "request_count": request_count});
+        self.finish_level(dir, concurrency, level, &run)
+    }
+}

@@ -1,0 +1,80 @@
+//! The kneepoint engine: everything `kneepoint sweep`, `search`, `recommend` and `report` do,
+//! as a library. Give it a [`Transport`](kneepoint_core::Transport) (the built-in OpenAI or
+//! SageMaker ones, the simulator's, or your own) and a
+//! [`Workload`](kneepoint_workload::Workload); it runs the levels, writes the artifact folder
+//! (per-level AIPerf-style exports, `sweep_summary.json` / `search_history.json` /
+//! `recommendations.json`, plots, `report.html`) and returns typed results. It prints nothing:
+//! progress goes to an [`Observer`].
+//!
+//! - [`Sweep`]: levels one after another, then the knee, the operating zone and the fleet.
+//! - [`Search`]: the max-concurrency-under-SLA search, one probe at a time.
+//! - [`Recommend`]: a sweep or search per candidate deployment, costed and ranked.
+//! - [`rerender`]: a saved folder's summaries, plots and page made again from its records.
+//!
+//! # Example
+//! ```
+//! use std::sync::Arc;
+//! use kneepoint_core::{iter_stream, Chunk, Error, EventStream, Request, ResponseEvent, Transport};
+//! use kneepoint_engine::Sweep;
+//! use kneepoint_runner::CancelToken;
+//! use kneepoint_workload::{load_tokenizer, LengthDist, SyntheticWorkload};
+//!
+//! /// A model that answers every prompt with four tokens at once.
+//! struct Echo;
+//!
+//! #[async_trait::async_trait]
+//! impl Transport for Echo {
+//!     async fn send(&self, _: &Request) -> Result<EventStream, Error> {
+//!         let tokens = (0..4).map(|i| Ok(ResponseEvent::Chunk(Chunk::content(format!(" t{i}")))));
+//!         Ok(Box::pin(iter_stream(tokens.collect::<Vec<_>>())))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let dir = tempfile::tempdir().unwrap();
+//! let workload = SyntheticWorkload::new(
+//!     load_tokenizer("builtin").unwrap(),
+//!     LengthDist::Fixed(16),
+//!     LengthDist::Fixed(4),
+//!     7,
+//! ).unwrap();
+//! let report = Sweep::builder(Arc::new(Echo))
+//!     .workload(workload)
+//!     .levels([1, 4])
+//!     .request_count(8)
+//!     .artifacts(dir.path())
+//!     .build().unwrap()
+//!     .run(&CancelToken::new()).await.unwrap();
+//! assert_eq!(report.sent, vec![8, 8]);
+//! assert!(dir.path().join("concurrency_4/profile_export.jsonl").is_file());
+//! assert!(dir.path().join("sweep_summary.json").is_file());
+//! # });
+//! ```
+
+mod bench;
+mod error;
+mod level;
+mod observer;
+mod open_sweep;
+mod recommend;
+mod rerender;
+mod runs;
+mod search;
+mod settings;
+mod sweep;
+mod timed;
+
+pub use bench::{Bench, BenchBuilder};
+pub use error::Error;
+pub use observer::{Observer, Silent};
+pub use recommend::{
+    CandidateRun, CandidateSource, CandidateSpec, Recommend, RecommendBuilder, RecommendReport,
+};
+pub use rerender::{rerender, Rerendered};
+pub use runs::{pessimistic, RunsOutcome};
+pub use search::{probe_dir, Search, SearchBuilder, SearchReport};
+pub use settings::{LevelSettings, OpenLoopSettings, RunsSettings};
+pub use sweep::{conclude, level_row, Sweep, SweepBuilder, SweepReport};
+
+pub use kneepoint_report::schema;
+pub use kneepoint_runner::CancelToken;

@@ -1,0 +1,139 @@
+//! Re-rendering a saved artifact folder: level summaries, the run's summary document, plots and
+//! `report.html`, made again from the records without sending a request. A sweep's summary is
+//! recomputed from its levels, a search's by replaying its probes through the planner; the
+//! output is byte for byte what the run itself wrote.
+
+use std::path::{Path, PathBuf};
+
+use kneepoint_metrics::LevelSummary;
+use kneepoint_planner::{Measurement, PeakTraffic, SearchConfig, Sla};
+use kneepoint_report::{write_report, Artifact, RunKind};
+use serde_json::Value;
+
+use crate::search::write_search_history;
+use crate::sweep::{conclude, write_sweep_summary, RunState, SweepDoc};
+use crate::{Error, Observer};
+
+/// What a re-render did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Rerendered {
+    /// The kind of run found.
+    pub kind: RunKind,
+    /// Every file written.
+    pub files: Vec<PathBuf>,
+    /// The page.
+    pub html: PathBuf,
+}
+
+fn field<T: serde::de::DeserializeOwned>(
+    a: &Artifact,
+    ptr: &str,
+    what: &'static str,
+) -> Result<T, Error> {
+    serde_json::from_value(a.doc.pointer(ptr).cloned().unwrap_or(Value::Null)).map_err(|source| {
+        Error::Saved {
+            path: a.root.clone(),
+            what,
+            source,
+        }
+    })
+}
+
+fn resummarise_sweep(a: &Artifact) -> Result<PathBuf, Error> {
+    let slas: Vec<Sla> = field(a, "/slas", "SLAs")?;
+    let peak: Option<PeakTraffic> = field(a, "/peak", "peak")?;
+    let headroom = a
+        .doc
+        .pointer("/fleet/headroom")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.2);
+    let doc = SweepDoc {
+        settings: a.doc.get("settings").cloned().unwrap_or(Value::Null),
+        levels_planned: a.doc.get("levels_planned").cloned().unwrap_or(Value::Null),
+        slas: slas.clone(),
+        peak,
+    };
+    let levels: Vec<(&LevelSummary, String)> = a
+        .levels
+        .iter()
+        .map(|l| (&l.summary, l.dir.clone()))
+        .collect();
+    let (rows, zone, fleet) = conclude(&levels, &slas, peak, headroom)?;
+    let state = RunState::of(&a.doc);
+    write_sweep_summary(&a.root, &doc, rows, &zone, fleet.as_ref(), state)?;
+    Ok(a.root.join("sweep_summary.json"))
+}
+
+fn resummarise_search(a: &Artifact) -> Result<PathBuf, Error> {
+    let config: SearchConfig = field(a, "/search_params", "search parameters")?;
+    let mut search = kneepoint_planner::Search::new(config)?;
+    for l in &a.levels {
+        match search.next_probe() {
+            Some(p) if p.concurrency == l.concurrency => {}
+            other => return Err(Error::invalid(format!(
+                "{}: replaying the search asked for {:?}, but the saved probe is concurrency {}",
+                a.root.display(),
+                other.map(|p| p.concurrency),
+                l.concurrency
+            ))),
+        }
+        search.observe(l.concurrency, &Measurement::from(&l.summary))?;
+    }
+    // The run asked for the next probe once more after its last observation (that is when the
+    // planner decides to stop); so does the replay.
+    let _ = search.next_probe();
+    let summaries: Vec<LevelSummary> = a.levels.iter().map(|l| l.summary.clone()).collect();
+    let settings = a.doc.get("settings").cloned().unwrap_or(Value::Null);
+    write_search_history(
+        &a.root,
+        &settings,
+        &search,
+        &summaries,
+        RunState::of(&a.doc),
+    )?;
+    Ok(a.root.join("search_history.json"))
+}
+
+fn resummarise(a: &Artifact) -> Result<Vec<PathBuf>, Error> {
+    let mut files = Vec::new();
+    for c in &a.candidates {
+        files.extend(resummarise(c)?);
+    }
+    files.extend(a.rewrite_level_summaries()?);
+    match a.kind {
+        // Open-loop levels are request rates: there is no knee or zone to recompute, and the
+        // summary document is kept as saved (its level files were re-rendered above).
+        RunKind::Sweep if a.doc.get("load").and_then(Value::as_str) == Some("open_loop") => {}
+        RunKind::Sweep => files.push(resummarise_sweep(a)?),
+        RunKind::Search => files.push(resummarise_search(a)?),
+        // The ranking is kept as saved: it also holds prices that only the config knew.
+        _ => {}
+    }
+    Ok(files)
+}
+
+/// Re-renders the run in `dir`: level summaries, the run's summary document, plots and
+/// `report.html`.
+pub fn rerender(dir: &Path) -> Result<Rerendered, Error> {
+    let a = Artifact::load(dir)?;
+    let mut files = resummarise(&a)?;
+    let a = Artifact::load(dir)?;
+    files.extend(write_report(&a)?);
+    Ok(Rerendered {
+        kind: a.kind,
+        files,
+        html: dir.join("report.html"),
+    })
+}
+
+/// Writes the plots and `report.html` of a run that just finished; a failure is a warning (the
+/// measurements are already saved).
+pub(crate) fn render_quietly(dir: &Path, observer: &dyn Observer) {
+    if let Err(e) = Artifact::load(dir).and_then(|a| write_report(&a)) {
+        observer.warning(&format!(
+            "the report of {} was not written: {e}",
+            dir.display()
+        ));
+    }
+}

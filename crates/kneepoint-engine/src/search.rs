@@ -1,0 +1,252 @@
+//! The max-concurrency-under-SLA search: one probe at a time, each probe a level with its own
+//! folder, and `search_history.json` rewritten after every probe.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kneepoint_core::Transport;
+use kneepoint_metrics::LevelSummary;
+use kneepoint_planner::{
+    operating_zone, KneeRule, LevelPoint, Measurement, OperatingZone, Outcome, Probe, ProbeRecord,
+    SearchConfig, ZonePoint,
+};
+use kneepoint_report::schema::{write_document, ProbeRow, SearchHistory, SCHEMA_VERSION};
+use kneepoint_runner::{drive_search, CancelToken};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::bench::{bench_methods, BenchBuilder};
+use crate::sweep::RunState;
+use crate::{Bench, Error};
+
+/// What a search produced.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SearchReport {
+    /// Every probe, in order.
+    pub history: Vec<ProbeRecord>,
+    /// The answer and why the search stopped.
+    pub outcome: Outcome,
+    /// Knee, breaking point and ideal balance over the probed levels.
+    pub zone: OperatingZone,
+    /// Each probe's full summary, in probe order.
+    pub summaries: Vec<LevelSummary>,
+    /// Where the files are.
+    pub artifact_dir: PathBuf,
+    /// True when the search was interrupted before it finished.
+    pub interrupted: bool,
+}
+
+pub(crate) fn zone_of(
+    history: &[ProbeRecord],
+    summaries: &[LevelSummary],
+) -> Result<OperatingZone, Error> {
+    // The last observation of each level stands for it; a level passes only if every
+    // observation passed.
+    let mut by_level: BTreeMap<u32, ZonePoint> = BTreeMap::new();
+    for (r, s) in history.iter().zip(summaries) {
+        let c = r.probe.concurrency;
+        let prev_ok = by_level.get(&c).and_then(|z| z.meets_slas).unwrap_or(true);
+        by_level.insert(
+            c,
+            ZonePoint {
+                point: LevelPoint::new(
+                    c,
+                    s.output_token_throughput,
+                    s.stat("request_latency", "p99").unwrap_or(0.0),
+                ),
+                meets_slas: Some(prev_ok && r.pass),
+            },
+        );
+    }
+    let points: Vec<ZonePoint> = by_level.into_values().collect();
+    Ok(operating_zone(&points, &KneeRule::default())?)
+}
+
+/// A probe's folder name.
+pub fn probe_dir(p: &Probe) -> String {
+    format!("probe_{:02}_concurrency_{}", p.iteration, p.concurrency)
+}
+
+/// Writes `search_history.json`: every probe with its folder, the boundary and the zone.
+pub(crate) fn write_search_history(
+    dir: &Path,
+    description: &Value,
+    search: &kneepoint_planner::Search,
+    summaries: &[LevelSummary],
+    state: RunState,
+) -> Result<(), Error> {
+    let doc = SearchHistory {
+        schema_version: SCHEMA_VERSION,
+        kneepoint_version: env!("CARGO_PKG_VERSION").to_owned(),
+        recipe: "max-concurrency-under-sla".into(),
+        complete: state == RunState::Complete,
+        interrupted: state == RunState::Interrupted,
+        settings: description.clone(),
+        search_params: search.config().clone(),
+        probes: search
+            .history()
+            .iter()
+            .map(|r| ProbeRow::new(r.clone(), probe_dir(&r.probe)))
+            .collect(),
+        boundary: search.outcome(),
+        zone: zone_of(search.history(), summaries).ok(),
+    };
+    write_document(&dir.join("search_history.json"), &doc)?;
+    Ok(())
+}
+
+/// Builds a [`Search`]: the bench's methods and the search's parameters.
+pub struct SearchBuilder {
+    bench: BenchBuilder,
+    config: Option<SearchConfig>,
+    by_confidence: bool,
+}
+
+impl SearchBuilder {
+    bench_methods!();
+
+    /// The search's parameters and SLAs (its `request_count` is each probe's).
+    pub fn config(mut self, config: SearchConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Judges each SLA at the pessimistic end of its confidence interval across runs (needs
+    /// `num_runs` ≥ 2 in the settings).
+    pub fn sla_by_confidence(mut self, yes: bool) -> Self {
+        self.by_confidence = yes;
+        self
+    }
+
+    /// Validates everything and creates the artifact folder.
+    pub fn build(self) -> Result<Search, Error> {
+        let config = self
+            .config
+            .ok_or_else(|| Error::invalid("a search needs its parameters: call .config(...)"))?;
+        config.validate()?;
+        let bench = self.bench.build()?;
+        if bench.settings.open_loop.is_some() {
+            return Err(Error::invalid("the search finds the highest concurrency under the SLAs in a closed loop; open-loop rates apply to a sweep"));
+        }
+        if self.by_confidence && bench.settings.runs.num_runs < 2 {
+            return Err(Error::invalid(
+                "judging SLAs by their confidence interval across runs needs num_runs of 2 or more",
+            ));
+        }
+        Ok(Search {
+            bench,
+            config,
+            by_confidence: self.by_confidence,
+        })
+    }
+}
+
+/// A search ready to run.
+#[derive(Debug)]
+pub struct Search {
+    bench: Bench,
+    config: SearchConfig,
+    by_confidence: bool,
+}
+
+impl Search {
+    /// Starts a search over `transport`.
+    pub fn builder(transport: Arc<dyn Transport>) -> SearchBuilder {
+        Search::on(Bench::builder(transport))
+    }
+
+    /// Starts a search on a bench already configured.
+    pub fn on(bench: BenchBuilder) -> SearchBuilder {
+        SearchBuilder {
+            bench,
+            config: None,
+            by_confidence: false,
+        }
+    }
+
+    /// Runs probes until the planner stops, writing every artifact. When `cancel` fires, the
+    /// probe in progress is written and marked partial (and not fed to the planner), and the
+    /// history is marked interrupted.
+    pub async fn run(self, cancel: &CancelToken) -> Result<SearchReport, Error> {
+        let dir = self.bench.artifact_dir.clone();
+        let description = self.bench.description.clone();
+        let observer = self.bench.observer.clone();
+        let mut planner = kneepoint_planner::Search::new(self.config.clone())?;
+        let bench = Arc::new(Mutex::new(self.bench));
+        let summaries = Arc::new(Mutex::new(Vec::<LevelSummary>::new()));
+        let by_confidence = self.by_confidence;
+        let slas = self.config.slas.clone();
+        let measure = |p: Probe| {
+            let (bench, summaries, dir) = (bench.clone(), summaries.clone(), dir.clone());
+            let (slas, cancel) = (slas.clone(), cancel.clone());
+            async move {
+                let mut b = bench.lock().await;
+                let label = format!("probe {} @ {}", p.iteration, p.concurrency);
+                let (summary, cancelled, runs) = b
+                    .run_level(
+                        &dir.join(probe_dir(&p)),
+                        p.concurrency,
+                        p.request_count,
+                        &label,
+                        &cancel,
+                    )
+                    .await
+                    .map_err(Stop::Failed)?;
+                if cancelled {
+                    return Err(Stop::Interrupted);
+                }
+                let m = match (&runs, by_confidence) {
+                    (Some(r), true) => {
+                        crate::runs::pessimistic(Measurement::from(&summary), &r.aggregate, &slas)
+                    }
+                    _ => Measurement::from(&summary),
+                };
+                summaries.lock().await.push(summary);
+                Ok::<_, Stop>(m)
+            }
+        };
+        let after = |search: &kneepoint_planner::Search| -> Result<(), Stop> {
+            if let Some(r) = search.history().last() {
+                observer.probe_decided(r);
+            }
+            let done = summaries.try_lock().map(|s| s.clone()).unwrap_or_default();
+            write_search_history(&dir, &description, search, &done, RunState::Running)
+                .map_err(Stop::Failed)
+        };
+        let interrupted = match drive_search(&mut planner, measure, after).await {
+            Ok(_) => false,
+            Err(Stop::Interrupted) => true,
+            Err(Stop::Failed(e)) => return Err(e),
+        };
+        let summaries = std::mem::take(&mut *summaries.lock().await);
+        let state = if interrupted {
+            RunState::Interrupted
+        } else {
+            RunState::Complete
+        };
+        write_search_history(&dir, &description, &planner, &summaries, state)?;
+        crate::rerender::render_quietly(&dir, observer.as_ref());
+        Ok(SearchReport {
+            history: planner.history().to_vec(),
+            outcome: planner.outcome(),
+            zone: zone_of(planner.history(), &summaries)?,
+            summaries,
+            artifact_dir: dir,
+            interrupted,
+        })
+    }
+}
+
+/// Why the probe loop stopped early.
+enum Stop {
+    Interrupted,
+    Failed(Error),
+}
+
+impl From<kneepoint_planner::Error> for Stop {
+    fn from(e: kneepoint_planner::Error) -> Self {
+        Stop::Failed(e.into())
+    }
+}

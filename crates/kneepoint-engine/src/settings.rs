@@ -1,0 +1,165 @@
+//! How each level runs: request counts, warm-up, repetition, load shape, deadlines, retries.
+
+use std::time::Duration;
+
+use kneepoint_metrics::ConvergenceRule;
+use kneepoint_runner::{Arrival, Deadlines, EarlyStop, LevelDuration, RetryPolicy};
+
+/// How every level of a sweep, search or recommendation runs. Start from
+/// [`LevelSettings::default`] and change what you need; [`LevelSettings::validate`] (called by
+/// every builder) says what does not fit together.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LevelSettings {
+    /// Measured requests per level (a sweep's plan may say otherwise per level).
+    pub request_count: u32,
+    /// Warm-up requests sent before each level's measured ones (not recorded).
+    pub warmup_requests: u32,
+    /// Repeated runs of each level.
+    pub runs: RunsSettings,
+    /// Open-loop arrivals (`None`: a closed loop at each level's concurrency).
+    pub open_loop: Option<OpenLoopSettings>,
+    /// Timed levels (`None`: each level sends its request count).
+    pub duration: Option<LevelDuration>,
+    /// Stop a level early once its statistics are precise enough (`batch` is set per level).
+    pub early_stop: Option<EarlyStop>,
+    /// Closed loop: each phase's first wave is spread over this time.
+    pub ramp_up: Option<Duration>,
+    /// Per-request deadlines.
+    pub deadlines: Deadlines,
+    /// A response without a finish reason is an `incomplete` failure.
+    pub require_finish_reason: bool,
+    /// Retries of transient failures (none by default).
+    pub retry: RetryPolicy,
+    /// Seeds the open-loop arrival schedules.
+    pub seed: u64,
+}
+
+impl Default for LevelSettings {
+    fn default() -> Self {
+        LevelSettings {
+            request_count: 100,
+            warmup_requests: 0,
+            runs: RunsSettings::default(),
+            open_loop: None,
+            duration: None,
+            early_stop: None,
+            ramp_up: None,
+            deadlines: Deadlines::default(),
+            require_finish_reason: false,
+            retry: RetryPolicy::default(),
+            seed: 0,
+        }
+    }
+}
+
+impl LevelSettings {
+    /// Checks that the settings describe a run that can be made.
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        if self.request_count == 0 && self.duration.is_none() {
+            return Err(crate::Error::invalid("request_count must be at least 1"));
+        }
+        if self.runs.num_runs == 0 {
+            return Err(crate::Error::invalid("num_runs must be at least 1"));
+        }
+        if !(self.runs.confidence > 0.0 && self.runs.confidence < 1.0) {
+            return Err(crate::Error::invalid(
+                "the confidence level must be between 0 and 1 (exclusive)",
+            ));
+        }
+        if let Some(o) = &self.open_loop {
+            if o.replay_speedup.is_some() && self.duration.is_some() {
+                return Err(crate::Error::invalid(
+                    "a trace replay runs for the trace's own length: drop the duration",
+                ));
+            }
+            if o.replay_speedup.is_none() && o.rates.is_empty() {
+                return Err(crate::Error::invalid(
+                    "an open loop needs at least one request rate",
+                ));
+            }
+            if let Some(r) = o.rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+                return Err(crate::Error::invalid(format!(
+                    "request rates must be positive requests/s, not {r}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Open-loop arrivals.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct OpenLoopSettings {
+    /// One level per rate (requests/s).
+    pub rates: Vec<f64>,
+    /// The arrival process.
+    pub arrival: Arrival,
+    /// Cap on requests in flight.
+    pub max_in_flight: Option<u32>,
+    /// Trace replay: the speed-up of the recorded send times (then `rates` is empty).
+    pub replay_speedup: Option<f64>,
+}
+
+impl OpenLoopSettings {
+    /// One level per rate, arrivals drawn from `arrival`.
+    pub fn rates(rates: Vec<f64>, arrival: Arrival) -> Self {
+        OpenLoopSettings {
+            rates,
+            arrival,
+            max_in_flight: None,
+            replay_speedup: None,
+        }
+    }
+
+    /// One level replaying a trace's send times, `speedup` times faster.
+    pub fn replay(speedup: f64) -> Self {
+        OpenLoopSettings {
+            rates: Vec::new(),
+            arrival: Arrival::Constant,
+            max_in_flight: None,
+            replay_speedup: Some(speedup),
+        }
+    }
+
+    /// Caps the requests in flight.
+    pub fn with_max_in_flight(mut self, cap: Option<u32>) -> Self {
+        self.max_in_flight = cap;
+        self
+    }
+}
+
+/// Repeated runs of each level.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct RunsSettings {
+    /// Runs per level (the cap with convergence); 1 = a single run, no `profile_runs/`.
+    pub num_runs: u32,
+    /// Confidence level of the intervals.
+    pub confidence: f64,
+    /// Stop early once this converges.
+    pub convergence: Option<ConvergenceRule>,
+}
+
+impl Default for RunsSettings {
+    fn default() -> Self {
+        RunsSettings {
+            num_runs: 1,
+            confidence: 0.95,
+            convergence: None,
+        }
+    }
+}
+
+impl RunsSettings {
+    /// `num_runs` runs per level with intervals at `confidence`, stopping early when
+    /// `convergence` (if any) is met.
+    pub fn new(num_runs: u32, confidence: f64, convergence: Option<ConvergenceRule>) -> Self {
+        RunsSettings {
+            num_runs,
+            confidence,
+            convergence,
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The typed top-level documents of an artifact folder: `sweep_summary.json`,
+//! `search_history.json` and `recommendations.json`. The engine writes these types; readers
+//! (this crate, other tools) decode them. Each carries [`SCHEMA_VERSION`]; files written before
+//! the field existed have none and read as version 0 (same fields). The documents are plain
+//! structs so that writers can build them; [`LevelRow`] and [`ProbeRow`] have constructors.
+
+use kneepoint_planner::{
+    FleetPlan, KneeEstimate, Objective, OperatingZone, Outcome, PeakPlan, PeakTraffic, ProbeRecord,
+    Recommendation, SearchConfig, Sla,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The version of the documents below. Raised when a field changes meaning or goes away (new
+/// fields do not raise it).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A condensed per-level row of `sweep_summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LevelRow {
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// Measured requests recorded.
+    pub request_count: usize,
+    /// Failures.
+    pub error_count: usize,
+    /// failed / recorded.
+    pub error_rate: f64,
+    /// Seconds.
+    pub benchmark_duration_s: f64,
+    /// Successful requests / s.
+    pub request_throughput: f64,
+    /// Output tokens / s.
+    pub output_token_throughput: f64,
+    /// TTFT p50, ms.
+    pub ttft_p50_ms: Option<f64>,
+    /// TTFT p95, ms.
+    pub ttft_p95_ms: Option<f64>,
+    /// ITL p95, ms.
+    pub itl_p95_ms: Option<f64>,
+    /// Request latency p50, ms.
+    pub e2e_p50_ms: Option<f64>,
+    /// Request latency p90, ms.
+    pub e2e_p90_ms: Option<f64>,
+    /// Request latency p99, ms.
+    pub e2e_p99_ms: Option<f64>,
+    /// p99 − p50 of request latency, ms (a growing gap signals queueing).
+    pub e2e_spread_ms: Option<f64>,
+    /// Whether every SLA held (None when no SLA was given).
+    pub meets_slas: Option<bool>,
+    /// The first SLA that failed.
+    pub first_breach: Option<String>,
+    /// True at the knee.
+    pub is_knee: bool,
+    /// This level's artifact folder, relative to the sweep's.
+    pub dir: String,
+}
+
+impl LevelRow {
+    /// The row of a level summarised as `s`, in folder `dir`, given its SLA verdict.
+    pub fn new(
+        s: &kneepoint_metrics::LevelSummary,
+        dir: String,
+        meets_slas: Option<bool>,
+        first_breach: Option<String>,
+    ) -> Self {
+        let st = |m: &str, q: &str| s.stat(m, q);
+        LevelRow {
+            concurrency: s.concurrency,
+            request_count: s.request_count,
+            error_count: s.error_count,
+            error_rate: s.error_rate,
+            benchmark_duration_s: s.benchmark_duration_s,
+            request_throughput: s.request_throughput,
+            output_token_throughput: s.output_token_throughput,
+            ttft_p50_ms: st("time_to_first_token", "p50"),
+            ttft_p95_ms: st("time_to_first_token", "p95"),
+            itl_p95_ms: st("inter_token_latency", "p95"),
+            e2e_p50_ms: st("request_latency", "p50"),
+            e2e_p90_ms: st("request_latency", "p90"),
+            e2e_p99_ms: st("request_latency", "p99"),
+            e2e_spread_ms: st("request_latency", "p99")
+                .zip(st("request_latency", "p50"))
+                .map(|(a, b)| a - b),
+            meets_slas,
+            first_breach,
+            is_knee: false,
+            dir,
+        }
+    }
+}
+
+/// `sweep_summary.json`: the levels, the knee, the operating zone and the fleet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSummary {
+    /// [`SCHEMA_VERSION`] when written (0: before versioning).
+    #[serde(default)]
+    pub schema_version: u32,
+    /// The writer's version.
+    pub kneepoint_version: String,
+    /// Every planned level ran.
+    pub complete: bool,
+    /// Stopped by an interrupt.
+    pub interrupted: bool,
+    /// `open_loop` for a sweep of request rates (absent: closed loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
+    /// The run's settings (no secrets).
+    pub settings: Value,
+    /// The closed-loop plan: `[{concurrency, request_count}]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub levels_planned: Option<Value>,
+    /// Open loop: each level's request rate, in run order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_rates: Option<Vec<f64>>,
+    /// SLAs judged at each level.
+    #[serde(default)]
+    pub slas: Vec<Sla>,
+    /// One row per level, in run order.
+    pub levels: Vec<LevelRow>,
+    /// The knee (closed loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<KneeEstimate>,
+    /// The operating zone.
+    pub zone: OperatingZone,
+    /// Peak traffic the fleet is sized for.
+    #[serde(default)]
+    pub peak: Option<PeakTraffic>,
+    /// Instances for the peak.
+    #[serde(default)]
+    pub fleet: Option<FleetPlan>,
+}
+
+/// One probe of `search_history.json`: the planner's record and the probe's folder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProbeRow {
+    /// What was probed and the verdict.
+    #[serde(flatten)]
+    pub record: ProbeRecord,
+    /// The probe's artifact folder, relative to the search's.
+    pub dir: String,
+}
+
+impl ProbeRow {
+    /// The row of `record` in folder `dir`.
+    pub fn new(record: ProbeRecord, dir: String) -> Self {
+        ProbeRow { record, dir }
+    }
+}
+
+/// `search_history.json`: every probe, the boundary found and the zone over the probes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHistory {
+    /// [`SCHEMA_VERSION`] when written (0: before versioning).
+    #[serde(default)]
+    pub schema_version: u32,
+    /// The writer's version.
+    pub kneepoint_version: String,
+    /// The recipe (`max-concurrency-under-sla`).
+    pub recipe: String,
+    /// The search finished.
+    pub complete: bool,
+    /// Stopped by an interrupt.
+    pub interrupted: bool,
+    /// The run's settings (no secrets).
+    pub settings: Value,
+    /// The search's parameters and SLAs.
+    pub search_params: SearchConfig,
+    /// Every probe, in order.
+    pub probes: Vec<ProbeRow>,
+    /// The answer so far.
+    pub boundary: Outcome,
+    /// Knee and zone over the probed levels.
+    pub zone: Option<OperatingZone>,
+}
+
+/// A price table's provenance, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriceSource {
+    /// The table's file.
+    pub path: Option<String>,
+    /// When the prices were read.
+    pub as_of: String,
+    /// Where they come from.
+    pub source: Option<String>,
+}
+
+impl PriceSource {
+    /// A table read from `path`, dated `as_of`.
+    pub fn new(path: Option<String>, as_of: String, source: Option<String>) -> Self {
+        PriceSource {
+            path,
+            as_of,
+            source,
+        }
+    }
+}
+
+/// One ranked candidate of `recommendations.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankedCandidate {
+    /// The planner's verdict.
+    #[serde(flatten)]
+    pub recommendation: Recommendation,
+    /// The candidate's run, relative to the recommendation's folder.
+    pub artifact_dir: Option<String>,
+}
+
+/// `recommendations.json`: the ranking of the candidates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recommendations {
+    /// [`SCHEMA_VERSION`] when written (0: before versioning).
+    #[serde(default)]
+    pub schema_version: u32,
+    /// The writer's version.
+    pub kneepoint_version: String,
+    /// Every candidate was measured.
+    pub complete: bool,
+    /// Stopped by an interrupt.
+    pub interrupted: bool,
+    /// The objective ranked by.
+    pub objective: Objective,
+    /// `max-concurrency-under-sla` or `sweep`.
+    pub mode: String,
+    /// Currency of the costs.
+    pub currency: String,
+    /// The price table, when one was used.
+    pub price_table: Option<PriceSource>,
+    /// Peak traffic and headroom the fleets are sized for.
+    pub peak: Option<PeakPlan>,
+    /// Hours in the monthly cost.
+    pub hours_per_month: f64,
+    /// Ranked candidates, then those that meet no SLA.
+    pub candidates: Vec<RankedCandidate>,
+    /// Candidates not measured (interrupted).
+    #[serde(default)]
+    pub not_measured: Vec<String>,
+}
+
+/// Writes `doc` as pretty JSON to `path`, atomically.
+pub fn write_document<T: Serialize>(path: &std::path::Path, doc: &T) -> Result<(), crate::Error> {
+    let bytes =
+        serde_json::to_vec_pretty(doc).map_err(|source| kneepoint_metrics::Error::Json {
+            what: "the run's summary document",
+            source,
+        })?;
+    kneepoint_metrics::export::write_atomic(path, &bytes)?;
+    Ok(())
+}
