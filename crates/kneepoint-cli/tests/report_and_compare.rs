@@ -10,7 +10,11 @@ use std::sync::Mutex;
 use clap::Parser;
 use kneepoint_cli::{run_search, run_sweep, Cli, Command, SearchSettings, SweepSettings};
 
-/// The two tests measure timing: run them one at a time.
+#[allow(dead_code)]
+#[path = "../../kneepoint-engine/examples/custom_transport_sweep.rs"]
+mod custom_transport_sweep;
+
+/// The tests measure timing: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn cli(args: &[&str]) -> Command {
@@ -96,6 +100,30 @@ const SMALL: [&str; 10] = [
     "--quiet",
     "--sim-time-scale=1",
 ];
+
+/// A folder written by a library user's own program (the engine example with its own
+/// transport) is one `kneepoint report` renders again byte for byte.
+#[test]
+fn report_reproduces_the_custom_transport_example_byte_for_byte() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("custom");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let report = runtime
+        .block_on(custom_transport_sweep::sweep_into(&dir))
+        .unwrap();
+    assert_eq!(report.rows.len(), 3);
+    let copied = tmp.path().join("custom-copy");
+    copy(&dir, &copied);
+    strip(&copied);
+    let command = cli(&["report", copied.to_str().unwrap()]);
+    kneepoint_cli::run(Cli {
+        command,
+        verbose: 0,
+    })
+    .unwrap();
+    assert_same(&dir, &copied);
+}
 
 #[test]
 fn report_reproduces_a_sweep_and_a_search_byte_for_byte() {

@@ -39,6 +39,28 @@ pub trait Transport: Send + Sync {
     }
 }
 
+macro_rules! forward_transport {
+    ($($ty:ty),*) => {$(
+        #[async_trait::async_trait]
+        impl<T: Transport + ?Sized> Transport for $ty {
+            async fn send(&self, request: &Request) -> Result<EventStream, Error> {
+                (**self).send(request).await
+            }
+
+            fn payload(&self, request: &Request) -> Option<serde_json::Value> {
+                (**self).payload(request)
+            }
+
+            fn request_id(&self, request: &Request) -> Option<String> {
+                (**self).request_id(request)
+            }
+        }
+    )*};
+}
+
+// A shared, boxed or borrowed transport is a transport.
+forward_transport!(std::sync::Arc<T>, Box<T>, &T);
+
 /// A stream over already-known events (for tests and simple transports).
 pub fn iter_stream<I>(items: I) -> IterStream<I::IntoIter>
 where
@@ -70,6 +92,15 @@ mod tests {
     // Object safety is checked at compile time.
     fn _object_safe(_: Arc<dyn Transport>) {}
 
+    // Arc, Box and references forward to the transport they hold.
+    fn _forwarding<T: Transport + 'static>(t: T) {
+        fn takes(_: impl Transport) {}
+        let shared: Arc<dyn Transport> = Arc::new(t);
+        takes(&shared);
+        takes(shared.clone());
+        takes(Box::new(shared));
+    }
+
     struct Fixed;
 
     #[async_trait::async_trait]
@@ -88,5 +119,9 @@ mod tests {
         let mut s = t.send(&Request::text(0, "x")).await.unwrap();
         assert!(matches!(s.next().await, Some(Err(Error::Cancelled))));
         assert!(s.next().await.is_none());
+        // The forwarding impls reach the inner transport.
+        let boxed: Box<dyn Transport> = Box::new(&t);
+        let mut s = boxed.send(&Request::text(1, "y")).await.unwrap();
+        assert!(matches!(s.next().await, Some(Err(Error::Cancelled))));
     }
 }

@@ -71,12 +71,14 @@ fn resummarise_search(a: &Artifact) -> Result<PathBuf, Error> {
     for l in &a.levels {
         match search.next_probe() {
             Some(p) if p.concurrency == l.concurrency => {}
-            other => return Err(Error::invalid(format!(
+            other => {
+                return Err(Error::invalid(format!(
                 "{}: replaying the search asked for {:?}, but the saved probe is concurrency {}",
                 a.root.display(),
                 other.map(|p| p.concurrency),
                 l.concurrency
-            ))),
+            )))
+            }
         }
         search.observe(l.concurrency, &Measurement::from(&l.summary))?;
     }

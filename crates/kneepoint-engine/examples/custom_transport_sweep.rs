@@ -1,0 +1,82 @@
+//! A sweep over your own transport: a fake in-process model that batches up to eight requests
+//! at full speed and slows down beyond, three concurrency levels, the full artifact folder and
+//! the knee (at 8: past it, throughput stays flat while latency grows).
+//!
+//! `cargo run -p kneepoint-engine --example custom_transport_sweep [DIR]`, then
+//! `kneepoint report DIR` renders the same folder again, byte for byte.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kneepoint_core::{Chunk, Error, EventStream, Request, ResponseEvent, Transport};
+use kneepoint_engine::{CancelToken, Sweep, SweepReport};
+use kneepoint_workload::{load_tokenizer, LengthDist, SyntheticWorkload};
+
+/// A token every 4 ms for up to eight requests at once; beyond, the gap grows with the load.
+#[derive(Default)]
+struct FakeModel {
+    in_flight: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl Transport for FakeModel {
+    async fn send(&self, request: &Request) -> Result<EventStream, Error> {
+        let load = self.in_flight.fetch_add(1, Ordering::SeqCst) as u64 + 1;
+        let (in_flight, n) = (
+            self.in_flight.clone(),
+            request.max_output_tokens.unwrap_or(8),
+        );
+        let gap = Duration::from_millis(4 * load.div_ceil(8));
+        let stream = futures_util::stream::unfold(0, move |i| {
+            let in_flight = in_flight.clone();
+            async move {
+                if i == n {
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    return None;
+                }
+                tokio::time::sleep(gap).await;
+                Some((Ok(ResponseEvent::Chunk(Chunk::content(" token"))), i + 1))
+            }
+        });
+        Ok(Box::pin(stream))
+    }
+}
+
+/// The sweep itself: a workload, the levels, the folder.
+pub async fn sweep_into(dir: &Path) -> anyhow::Result<SweepReport> {
+    let workload = SyntheticWorkload::new(
+        load_tokenizer("builtin")?,
+        LengthDist::Fixed(64),
+        LengthDist::Fixed(8),
+        1,
+    )?;
+    let report = Sweep::builder(Arc::new(FakeModel::default()))
+        .workload(workload)
+        .levels([1, 8, 32])
+        .request_count(64)
+        .artifacts(dir)
+        .build()?
+        .run(&CancelToken::new())
+        .await?;
+    Ok(report)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or("artifacts/custom-transport".into());
+    let report = sweep_into(Path::new(&dir)).await?;
+    for row in &report.rows {
+        let (c, tps) = (row.concurrency, row.output_token_throughput);
+        println!(
+            "concurrency {c:>3}: {tps:>8.0} tokens/s, p99 {:?} ms",
+            row.e2e_p99_ms
+        );
+    }
+    let knee = &report.zone.knee;
+    println!("knee: {:?} ({}); files in {dir}", knee.knee, knee.reason);
+    Ok(())
+}
