@@ -282,7 +282,7 @@ pub struct CommonArgs {
     /// Offer HTTP/2 by ALPN on https: streams then share one connection per host.
     #[arg(long)]
     pub http2: bool,
-    /// Proxy for every request (http://[user:pass@]host:port), or `none`; default: the
+    /// Proxy for every request (http://host:port, or http://user:pass@host:port), or `none`; default: the
     /// HTTPS_PROXY / HTTP_PROXY / ALL_PROXY / NO_PROXY environment, as curl reads it.
     #[arg(long, value_name = "URL|none")]
     pub proxy: Option<String>,
@@ -301,7 +301,7 @@ pub struct CommonArgs {
     /// Seed for the workload.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Where results go (default: artifacts/sweep-<UTC time>).
+    /// Where results go (default: artifacts/sweep-YYYYMMDDTHHMMSSZ, UTC).
     #[arg(long, value_name = "DIR")]
     pub artifact_dir: Option<PathBuf>,
     /// Built-in simulator profile: calibrated or fast.

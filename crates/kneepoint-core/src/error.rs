@@ -41,8 +41,8 @@ pub enum Error {
     /// A deadline passed.
     #[error("timed out after {after_ms} ms ({phase})")]
     Timeout {
-        /// Which deadline: `request`, `connect`, `first_byte`, `idle`.
-        phase: &'static str,
+        /// Which deadline.
+        phase: TimeoutPhase,
         /// The configured deadline in milliseconds.
         after_ms: u64,
     },
@@ -213,6 +213,42 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
+/// Which deadline a request missed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimeoutPhase {
+    /// The whole request (`--request-timeout-s`).
+    Request,
+    /// The response headers (`--response-timeout-s`).
+    Response,
+    /// The first token, from the request's start (`--first-token-timeout-s`).
+    FirstToken,
+    /// The gap between two tokens (`--idle-timeout-s`).
+    Idle,
+    /// Opening the connection.
+    Connect,
+}
+
+impl TimeoutPhase {
+    /// The phase's name in messages and exports (`request`, `response`, `first_token`,
+    /// `idle`, `connect`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeoutPhase::Request => "request",
+            TimeoutPhase::Response => "response",
+            TimeoutPhase::FirstToken => "first_token",
+            TimeoutPhase::Idle => "idle",
+            TimeoutPhase::Connect => "connect",
+        }
+    }
+}
+
+impl std::fmt::Display for TimeoutPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,7 +274,7 @@ mod tests {
         };
         assert_eq!(e.to_string(), "server error (overloaded): try later");
         assert!(Error::Timeout {
-            phase: "request",
+            phase: TimeoutPhase::Request,
             after_ms: 5
         }
         .is_timeout());

@@ -42,7 +42,7 @@ mod tokens;
 mod transport;
 
 pub use async_trait::async_trait;
-pub use error::{Error, ErrorKind};
+pub use error::{Error, ErrorKind, TimeoutPhase};
 pub use event::{Chunk, ResponseEvent, Usage};
 pub use record::{ErrorRecord, Phase, RequestRecord, TokenSource};
 pub use request::{Message, Prompt, Request};

@@ -52,6 +52,7 @@ impl From<&crate::Error> for ErrorRecord {
 /// Everything measured about one request. Times are nanoseconds on the run's monotonic clock,
 /// relative to the level's origin; `origin_unix_ns` anchors them to wall-clock time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RequestRecord {
     /// The request's id.
     pub request_id: u64,
@@ -107,6 +108,34 @@ fn one() -> u32 {
 }
 
 impl RequestRecord {
+    /// A record of request `request_id` in `phase` with nothing measured yet (every time 0,
+    /// every count absent, one attempt): set the fields that were measured.
+    pub fn new(request_id: u64, phase: Phase) -> Self {
+        RequestRecord {
+            request_id,
+            x_request_id: None,
+            worker: 0,
+            phase,
+            origin_unix_ns: 0,
+            start_ns: 0,
+            response_ns: None,
+            chunk_ns: Vec::new(),
+            first_content_ns: None,
+            end_ns: 0,
+            input_tokens: None,
+            server_input_tokens: None,
+            output_tokens: None,
+            output_tokens_source: None,
+            client_output_tokens: None,
+            output_bytes: 0,
+            requested_output_tokens: None,
+            finish_reason: None,
+            error: None,
+            attempts: 1,
+            intended_start_ns: None,
+        }
+    }
+
     /// True when the request succeeded.
     pub fn is_ok(&self) -> bool {
         self.error.is_none()

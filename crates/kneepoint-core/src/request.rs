@@ -63,6 +63,7 @@ impl Message {
 
 /// One request, prepared before timing starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Request {
     /// Unique within a run; also the record's id.
     pub id: u64,

@@ -12,28 +12,28 @@ fn records(n: u64, tokens: u64) -> Vec<RequestRecord> {
             let chunk_ns: Vec<u64> = (0..tokens)
                 .map(|t| start + 50_000_000 + t * 9_000_000 + (i * 7919 + t * 104_729) % 1_000_000)
                 .collect();
-            RequestRecord {
-                request_id: i,
-                x_request_id: None,
-                worker: (i % 256) as u32,
-                phase: Phase::Profiling,
-                origin_unix_ns: 0,
-                start_ns: start,
-                response_ns: Some(start + 1_000_000),
-                first_content_ns: chunk_ns.first().copied(),
-                end_ns: chunk_ns.last().copied().unwrap_or(start) + 100_000,
-                chunk_ns,
-                input_tokens: Some(1024),
-                server_input_tokens: Some(1024),
-                output_tokens: Some(tokens as u32),
-                output_tokens_source: Some(TokenSource::Usage),
-                client_output_tokens: Some(tokens as u32),
-                output_bytes: tokens * 6,
-                requested_output_tokens: Some(tokens as u32),
-                finish_reason: Some("length".into()),
-                error: None,
-                attempts: 1,
-                intended_start_ns: None,
+            {
+                let mut built = RequestRecord::new(i, Phase::Profiling);
+                built.x_request_id = None;
+                built.worker = (i % 256) as u32;
+                built.origin_unix_ns = 0;
+                built.start_ns = start;
+                built.response_ns = Some(start + 1_000_000);
+                built.first_content_ns = chunk_ns.first().copied();
+                built.end_ns = chunk_ns.last().copied().unwrap_or(start) + 100_000;
+                built.chunk_ns = chunk_ns;
+                built.input_tokens = Some(1024);
+                built.server_input_tokens = Some(1024);
+                built.output_tokens = Some(tokens as u32);
+                built.output_tokens_source = Some(TokenSource::Usage);
+                built.client_output_tokens = Some(tokens as u32);
+                built.output_bytes = tokens * 6;
+                built.requested_output_tokens = Some(tokens as u32);
+                built.finish_reason = Some("length".into());
+                built.error = None;
+                built.attempts = 1;
+                built.intended_start_ns = None;
+                built
             }
         })
         .collect()

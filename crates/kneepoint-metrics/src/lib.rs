@@ -9,16 +9,15 @@
 //! use kneepoint_metrics::{GoodputSlo, LevelSummary};
 //!
 //! let ms = 1_000_000;
-//! let record = RequestRecord {
-//!     request_id: 0, x_request_id: None, worker: 0, phase: Phase::Profiling, origin_unix_ns: 0,
-//!     start_ns: 0, response_ns: Some(5 * ms),
-//!     chunk_ns: vec![50 * ms, 60 * ms, 70 * ms], first_content_ns: Some(50 * ms),
-//!     end_ns: 71 * ms, input_tokens: Some(128), server_input_tokens: Some(128),
-//!     output_tokens: Some(3), output_tokens_source: Some(TokenSource::Usage),
-//!     client_output_tokens: Some(3), output_bytes: 12, requested_output_tokens: Some(3),
-//!     finish_reason: Some("length".into()), error: None, attempts: 1,
-//!     intended_start_ns: None,
-//! };
+//! let mut record = RequestRecord::new(0, Phase::Profiling);
+//! record.response_ns = Some(5 * ms);
+//! record.chunk_ns = vec![50 * ms, 60 * ms, 70 * ms];
+//! record.first_content_ns = Some(50 * ms);
+//! record.end_ns = 71 * ms;
+//! record.input_tokens = Some(128);
+//! record.output_tokens = Some(3);
+//! record.output_tokens_source = Some(TokenSource::Usage);
+//! record.finish_reason = Some("length".into());
 //! let summary = LevelSummary::from_records(1, &[record], &GoodputSlo::default());
 //! assert_eq!(summary.stat("time_to_first_token", "p50"), Some(50.0));
 //! assert_eq!(summary.stat("inter_token_latency", "avg"), Some(10.0));

@@ -86,28 +86,28 @@ mod tests {
     use kneepoint_core::{Phase, TokenSource};
 
     pub(crate) fn record(start: u64, chunks: &[u64], end: u64, osl: u32) -> RequestRecord {
-        RequestRecord {
-            request_id: 0,
-            x_request_id: None,
-            worker: 0,
-            phase: Phase::Profiling,
-            origin_unix_ns: 0,
-            start_ns: start,
-            response_ns: Some(start + 1),
-            chunk_ns: chunks.to_vec(),
-            first_content_ns: chunks.first().copied(),
-            end_ns: end,
-            input_tokens: Some(100),
-            server_input_tokens: Some(100),
-            output_tokens: Some(osl),
-            output_tokens_source: Some(TokenSource::Usage),
-            client_output_tokens: Some(osl),
-            output_bytes: 0,
-            requested_output_tokens: Some(osl),
-            finish_reason: Some("length".into()),
-            error: None,
-            attempts: 1,
-            intended_start_ns: None,
+        {
+            let mut built = RequestRecord::new(0, Phase::Profiling);
+            built.x_request_id = None;
+            built.worker = 0;
+            built.origin_unix_ns = 0;
+            built.start_ns = start;
+            built.response_ns = Some(start + 1);
+            built.chunk_ns = chunks.to_vec();
+            built.first_content_ns = chunks.first().copied();
+            built.end_ns = end;
+            built.input_tokens = Some(100);
+            built.server_input_tokens = Some(100);
+            built.output_tokens = Some(osl);
+            built.output_tokens_source = Some(TokenSource::Usage);
+            built.client_output_tokens = Some(osl);
+            built.output_bytes = 0;
+            built.requested_output_tokens = Some(osl);
+            built.finish_reason = Some("length".into());
+            built.error = None;
+            built.attempts = 1;
+            built.intended_start_ns = None;
+            built
         }
     }
 

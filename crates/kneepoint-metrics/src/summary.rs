@@ -85,6 +85,7 @@ pub const SCHEDULE_LAG_LIMIT_MS: f64 = 10.0;
 
 /// Everything measured at one level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LevelSummary {
     /// Requests in flight (closed loop).
     pub concurrency: u32,
@@ -362,28 +363,28 @@ pub(crate) mod tests {
         let chunks: Vec<u64> = (0..n as u64)
             .map(|i| (start_ms + ttft_ms + i * itl_ms) * ms)
             .collect();
-        RequestRecord {
-            request_id: id,
-            x_request_id: None,
-            worker: 0,
-            phase: Phase::Profiling,
-            origin_unix_ns: 0,
-            start_ns: start_ms * ms,
-            response_ns: None,
-            end_ns: chunks.last().copied().unwrap_or(start_ms * ms),
-            first_content_ns: chunks.first().copied(),
-            chunk_ns: chunks,
-            input_tokens: Some(10),
-            server_input_tokens: None,
-            output_tokens: Some(n),
-            output_tokens_source: Some(TokenSource::Usage),
-            client_output_tokens: Some(n),
-            output_bytes: 0,
-            requested_output_tokens: Some(n),
-            finish_reason: None,
-            error: None,
-            attempts: 1,
-            intended_start_ns: None,
+        {
+            let mut built = RequestRecord::new(id, Phase::Profiling);
+            built.x_request_id = None;
+            built.worker = 0;
+            built.origin_unix_ns = 0;
+            built.start_ns = start_ms * ms;
+            built.response_ns = None;
+            built.end_ns = chunks.last().copied().unwrap_or(start_ms * ms);
+            built.first_content_ns = chunks.first().copied();
+            built.chunk_ns = chunks;
+            built.input_tokens = Some(10);
+            built.server_input_tokens = None;
+            built.output_tokens = Some(n);
+            built.output_tokens_source = Some(TokenSource::Usage);
+            built.client_output_tokens = Some(n);
+            built.output_bytes = 0;
+            built.requested_output_tokens = Some(n);
+            built.finish_reason = None;
+            built.error = None;
+            built.attempts = 1;
+            built.intended_start_ns = None;
+            built
         }
     }
 

@@ -26,6 +26,7 @@ use crate::Error;
 
 /// Parameters of the search (SageMaker's `search_params` names in the comments).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SearchConfig {
     /// Every SLA must hold at the answer.
     pub slas: Vec<Sla>,

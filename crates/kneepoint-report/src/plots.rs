@@ -528,32 +528,32 @@ mod tests {
     }
 
     fn record(i: u64, ok: bool) -> RequestRecord {
-        RequestRecord {
-            request_id: i,
-            x_request_id: None,
-            worker: 0,
-            phase: Phase::Profiling,
-            origin_unix_ns: 0,
-            start_ns: i * 10_000_000,
-            response_ns: None,
-            chunk_ns: vec![i * 10_000_000 + (20 + i % 7) * 1_000_000],
-            first_content_ns: None,
-            end_ns: i * 10_000_000 + 90_000_000,
-            input_tokens: None,
-            server_input_tokens: None,
-            output_tokens: Some(1),
-            output_tokens_source: None,
-            client_output_tokens: None,
-            output_bytes: 0,
-            requested_output_tokens: None,
-            finish_reason: None,
-            error: (!ok).then(|| ErrorRecord {
+        {
+            let mut built = RequestRecord::new(i, Phase::Profiling);
+            built.x_request_id = None;
+            built.worker = 0;
+            built.origin_unix_ns = 0;
+            built.start_ns = i * 10_000_000;
+            built.response_ns = None;
+            built.chunk_ns = vec![i * 10_000_000 + (20 + i % 7) * 1_000_000];
+            built.first_content_ns = None;
+            built.end_ns = i * 10_000_000 + 90_000_000;
+            built.input_tokens = None;
+            built.server_input_tokens = None;
+            built.output_tokens = Some(1);
+            built.output_tokens_source = None;
+            built.client_output_tokens = None;
+            built.output_bytes = 0;
+            built.requested_output_tokens = None;
+            built.finish_reason = None;
+            built.error = (!ok).then(|| ErrorRecord {
                 kind: ErrorKind::Timeout,
                 code: None,
                 message: "t".into(),
-            }),
-            attempts: 1,
-            intended_start_ns: None,
+            });
+            built.attempts = 1;
+            built.intended_start_ns = None;
+            built
         }
     }
 

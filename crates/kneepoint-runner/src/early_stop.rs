@@ -93,28 +93,28 @@ mod tests {
     use kneepoint_core::Phase;
 
     fn rec(latency_ms: u64, ttft_ms: u64) -> RequestRecord {
-        RequestRecord {
-            request_id: 0,
-            x_request_id: None,
-            worker: 0,
-            phase: Phase::Profiling,
-            origin_unix_ns: 0,
-            start_ns: 0,
-            response_ns: Some(1),
-            chunk_ns: vec![ttft_ms * 1_000_000, latency_ms * 1_000_000],
-            first_content_ns: None,
-            end_ns: latency_ms * 1_000_000,
-            input_tokens: None,
-            server_input_tokens: None,
-            output_tokens: Some(2),
-            output_tokens_source: None,
-            client_output_tokens: None,
-            output_bytes: 0,
-            requested_output_tokens: None,
-            finish_reason: Some("stop".into()),
-            error: None,
-            attempts: 1,
-            intended_start_ns: None,
+        {
+            let mut built = RequestRecord::new(0, Phase::Profiling);
+            built.x_request_id = None;
+            built.worker = 0;
+            built.origin_unix_ns = 0;
+            built.start_ns = 0;
+            built.response_ns = Some(1);
+            built.chunk_ns = vec![ttft_ms * 1_000_000, latency_ms * 1_000_000];
+            built.first_content_ns = None;
+            built.end_ns = latency_ms * 1_000_000;
+            built.input_tokens = None;
+            built.server_input_tokens = None;
+            built.output_tokens = Some(2);
+            built.output_tokens_source = None;
+            built.client_output_tokens = None;
+            built.output_bytes = 0;
+            built.requested_output_tokens = None;
+            built.finish_reason = Some("stop".into());
+            built.error = None;
+            built.attempts = 1;
+            built.intended_start_ns = None;
+            built
         }
     }
 

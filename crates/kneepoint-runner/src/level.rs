@@ -22,6 +22,7 @@ pub type RecordObserver = Arc<dyn Fn(&RequestRecord) + Send + Sync>;
 
 /// How to run one level.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct LevelConfig {
     /// Requests kept in flight.
     pub concurrency: u32,

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use kneepoint_core::{
-    Error, ErrorRecord, Phase, Request, RequestRecord, ResponseEvent, TokenCounter, TokenSource,
-    Transport,
+    Error, ErrorRecord, Phase, Request, RequestRecord, ResponseEvent, TimeoutPhase, TokenCounter,
+    TokenSource, Transport,
 };
 
 use crate::{CancelToken, Deadlines, RetryPolicy};
@@ -25,7 +25,7 @@ struct Progress {
     error: Option<Error>,
 }
 
-fn timeout_error(phase: &'static str, limit: Duration) -> Error {
+fn timeout_error(phase: TimeoutPhase, limit: Duration) -> Error {
     Error::Timeout {
         phase,
         after_ms: limit.as_millis() as u64,
@@ -62,7 +62,7 @@ fn output_caps(request: &Request) -> (usize, usize) {
 }
 
 /// The deadline that ends a wait first: `(phase, configured, time left)`.
-type Limit = (&'static str, Duration, Duration);
+type Limit = (TimeoutPhase, Duration, Duration);
 
 fn earliest(a: Option<Limit>, b: Option<Limit>) -> Option<Limit> {
     match (a, b) {
@@ -73,9 +73,13 @@ fn earliest(a: Option<Limit>, b: Option<Limit>) -> Option<Limit> {
 
 /// The first-token deadline, which runs from the request's start, as a [`Limit`].
 fn first_token_limit(ctx: &Ctx, start: Instant) -> Option<Limit> {
-    ctx.deadlines
-        .first_token
-        .map(|d| ("first_token", d, d.saturating_sub(start.elapsed())))
+    ctx.deadlines.first_token.map(|d| {
+        (
+            TimeoutPhase::FirstToken,
+            d,
+            d.saturating_sub(start.elapsed()),
+        )
+    })
 }
 
 async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
@@ -83,7 +87,9 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
     // Headers must arrive within the response deadline, and within what is left of the
     // first-token deadline (a server that accepts and never answers trips that one too).
     let limit = earliest(
-        ctx.deadlines.response.map(|d| ("response", d, d)),
+        ctx.deadlines
+            .response
+            .map(|d| (TimeoutPhase::Response, d, d)),
         first_token_limit(ctx, start),
     );
     let sent = match limit {
@@ -112,7 +118,7 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
         let limit = if p.chunks.is_empty() {
             first_token_limit(ctx, start)
         } else {
-            ctx.deadlines.idle.map(|d| ("idle", d, d))
+            ctx.deadlines.idle.map(|d| (TimeoutPhase::Idle, d, d))
         };
         let item = match limit {
             Some((phase, configured, left)) => {
@@ -214,7 +220,7 @@ async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
             match ctx.deadlines.request {
                 Some(limit) => tokio::time::timeout(limit, drive(ctx, request, start, &mut p))
                     .await
-                    .map_err(|_| timeout_error("request", limit)),
+                    .map_err(|_| timeout_error(TimeoutPhase::Request, limit)),
                 None => {
                     drive(ctx, request, start, &mut p).await;
                     Ok(())
@@ -280,34 +286,31 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
             message: "the response ended without a finish_reason (generation cut short)".into(),
         });
     }
-    RequestRecord {
-        request_id: request.id,
-        x_request_id: ctx.transport.request_id(request),
-        worker,
-        phase,
-        origin_unix_ns,
-        start_ns: ns(start),
-        // Headers and the first chunk often come in one read; a first chunk stamped by its
-        // receive time can then precede the moment `send` returned.
-        response_ns: p
-            .response
-            .map(|r| p.chunks.first().map_or(r, |&c| r.min(c)))
-            .map(ns),
-        chunk_ns: p.chunks.iter().map(|&t| ns(t)).collect(),
-        first_content_ns: p.first_content.map(ns),
-        end_ns: ns(end),
-        input_tokens: request.input_tokens,
-        server_input_tokens: p.prompt_usage,
-        output_tokens,
-        output_tokens_source: source,
-        client_output_tokens: Some(client_count),
-        output_bytes: p.text.len() as u64,
-        requested_output_tokens: request.max_output_tokens.filter(|_| {
-            request.ignore_eos || request.min_output_tokens == request.max_output_tokens
-        }),
-        finish_reason: p.finish,
-        error: p.error.as_ref().map(ErrorRecord::from),
-        attempts,
-        intended_start_ns: None,
-    }
+    let mut r = RequestRecord::new(request.id, phase);
+    r.x_request_id = ctx.transport.request_id(request);
+    r.worker = worker;
+    r.origin_unix_ns = origin_unix_ns;
+    r.start_ns = ns(start);
+    // Headers and the first chunk often come in one read; a first chunk stamped by its
+    // receive time can then precede the moment `send` returned.
+    r.response_ns = p
+        .response
+        .map(|r| p.chunks.first().map_or(r, |&c| r.min(c)))
+        .map(ns);
+    r.chunk_ns = p.chunks.iter().map(|&t| ns(t)).collect();
+    r.first_content_ns = p.first_content.map(ns);
+    r.end_ns = ns(end);
+    r.input_tokens = request.input_tokens;
+    r.server_input_tokens = p.prompt_usage;
+    r.output_tokens = output_tokens;
+    r.output_tokens_source = source;
+    r.client_output_tokens = Some(client_count);
+    r.output_bytes = p.text.len() as u64;
+    r.requested_output_tokens = request
+        .max_output_tokens
+        .filter(|_| request.ignore_eos || request.min_output_tokens == request.max_output_tokens);
+    r.finish_reason = p.finish;
+    r.error = p.error.as_ref().map(ErrorRecord::from);
+    r.attempts = attempts;
+    r
 }

@@ -34,4 +34,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The options ask for a protocol this build leaves out.
+    #[error("{what} needs kneepoint-sim's `{feature}` feature")]
+    FeatureOff {
+        /// What was asked for.
+        what: &'static str,
+        /// The cargo feature that provides it.
+        feature: &'static str,
+    },
 }

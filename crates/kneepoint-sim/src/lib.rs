@@ -30,6 +30,7 @@ mod predict;
 mod profile;
 mod render;
 mod request;
+#[cfg(feature = "sagemaker")]
 mod sagemaker;
 mod server;
 mod sse_body;

@@ -8,6 +8,7 @@ use crate::{Error, FaultPlan};
 /// server sleeps `time × time_scale` of wall time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SimProfile {
     /// The profile's name.
     pub name: String,

@@ -14,6 +14,7 @@ pub(crate) enum Api {
 
 impl Api {
     /// The API a SageMaker invocation body speaks (`messages`, `prompt` or `inputs`).
+    #[cfg(feature = "sagemaker")]
     pub(crate) fn detect(body: &[u8]) -> Api {
         let head = &body[..body.len().min(4096)];
         let has = |k: &[u8]| head.windows(k.len()).any(|w| w == k);
@@ -188,6 +189,7 @@ mod tests {
         assert!(parse_request(Api::Completions, br#"{"prompt":"x","max_tokens":-1}"#, c).is_err());
     }
 
+    #[cfg(feature = "sagemaker")]
     #[test]
     fn tgi_request_and_detection() {
         let body = br#"{"inputs":"a b c","parameters":{"max_new_tokens":7,"ignore_eos":true},"stream":true}"#;

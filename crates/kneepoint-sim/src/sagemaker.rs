@@ -14,7 +14,17 @@ use hyper::body::Frame;
 use kneepoint_transport::sagemaker::eventstream::{encode, exception, payload_part};
 use kneepoint_transport::sagemaker::sign::{verify_request, VerifyError};
 
+use std::sync::Arc;
+use std::time::Instant;
+
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+
 use crate::fault::Fault;
+use crate::request::Api;
+use crate::server::{
+    error, full, generate, request_hints, Body, FaultTag, ResetMarker, State, MAX_REQUEST_BYTES,
+};
 use crate::sse_body::InjectedFault;
 
 /// Which SageMaker operation a path names: `Some((endpoint, streaming))`.
@@ -186,6 +196,125 @@ impl hyper::body::Body for EventStreamBody {
             },
         }
     }
+}
+
+/// Answers one SageMaker invocation: checks the signature and endpoint name, generates, and
+/// wraps errors and streams the way SageMaker does.
+pub(crate) async fn respond(
+    state: Arc<State>,
+    req: hyper::Request<Incoming>,
+    name: String,
+    streaming: bool,
+    arrival: Instant,
+) -> Response<Body> {
+    let (client_request_id, hint) = request_hints(req.headers());
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect();
+    let host = req
+        .headers()
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("localhost")
+        .to_owned();
+    let url = format!("http://{host}{}", req.uri().path());
+    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "ValidationError",
+                "unreadable body",
+            )
+        }
+    };
+    if let Some(key) = &state.options.sigv4 {
+        let creds = aws_credential_types::Credentials::new(
+            key.access_key_id.clone(),
+            key.secret_access_key.clone(),
+            None,
+            None,
+            "kneepoint-sim",
+        );
+        if let Some(r) = check_signature(&creds, "POST", &url, &headers, &body) {
+            return r;
+        }
+    }
+    if state
+        .options
+        .endpoint_name
+        .as_ref()
+        .is_some_and(|n| *n != name)
+    {
+        let mut r = error(
+            StatusCode::BAD_REQUEST,
+            "ValidationError",
+            &format!("Endpoint {name} of account 000000000000 not found."),
+        );
+        r.headers_mut().insert(
+            "x-amzn-errortype",
+            http::HeaderValue::from_static(
+                "ValidationError:http://internal.amazon.com/coral/com.amazon.coral.validate/",
+            ),
+        );
+        return r;
+    }
+    let api = Api::detect(&body);
+    let resp = generate(
+        state,
+        api,
+        &body,
+        (hint, client_request_id),
+        Some(streaming),
+        arrival,
+    )
+    .await;
+    let fault = resp.extensions().get::<FaultTag>().and_then(|f| f.0);
+    if resp.extensions().get::<ResetMarker>().is_some() {
+        return resp;
+    }
+    if !resp.status().is_success() {
+        let original = resp
+            .into_body()
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        let status = http::StatusCode::from_u16(
+            serde_json::from_slice::<serde_json::Value>(&original)
+                .ok()
+                .and_then(|v| v.get("code").and_then(serde_json::Value::as_u64))
+                .and_then(|c| u16::try_from(c).ok())
+                .unwrap_or(500),
+        )
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut shell = Response::new(full(Bytes::new()));
+        *shell.status_mut() = status;
+        return wrap_error(shell, original);
+    }
+    let is_sse = resp
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if streaming && is_sse {
+        let (mut parts, body) = resp.into_parts();
+        parts.headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/vnd.amazon.eventstream"),
+        );
+        parts.headers.insert(
+            "x-amzn-sagemaker-content-type",
+            http::HeaderValue::from_static("text/event-stream"),
+        );
+        let body = EventStreamBody::new(body, fault).boxed_unsync();
+        return Response::from_parts(parts, body);
+    }
+    resp
 }
 
 #[cfg(test)]

@@ -34,11 +34,12 @@ use crate::{Error, SimProfile};
 
 pub(crate) type Body = UnsyncBoxBody<Bytes, InjectedFault>;
 
-const MAX_REQUEST_BYTES: usize = 64 << 20;
+pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
 
-struct State {
+pub(crate) struct State {
     profile: SimProfile,
-    options: SimOptions,
+    #[cfg_attr(not(feature = "sagemaker"), allow(dead_code))]
+    pub(crate) options: SimOptions,
     counter: Arc<dyn TokenCounter>,
     model_json: String,
     engine: Mutex<Sender<Command>>,
@@ -121,6 +122,14 @@ impl SimServer {
         options: SimOptions,
     ) -> Result<SimServer, Error> {
         profile.validate()?;
+        if cfg!(not(feature = "sagemaker"))
+            && (options.sigv4.is_some() || options.endpoint_name.is_some())
+        {
+            return Err(Error::FeatureOff {
+                what: "the SageMaker protocol (a SigV4 key or an endpoint name)",
+                feature: "sagemaker",
+            });
+        }
         let listener = listen(addr).map_err(|source| Error::Bind {
             addr: addr.to_string(),
             source,
@@ -220,7 +229,7 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
     }
 }
 
-fn full(bytes: impl Into<Bytes>) -> Body {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())
         .map_err(|never: Infallible| match never {})
         .boxed_unsync()
@@ -236,7 +245,7 @@ pub(crate) fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
     r
 }
 
-fn error(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
+pub(crate) fn error(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
     json_response(status, error_body(status.as_u16(), kind, message))
 }
 
@@ -261,7 +270,7 @@ async fn handle(
 
 /// Marks a response that must not be sent: the connection is dropped instead.
 #[derive(Clone, Copy)]
-struct ResetMarker;
+pub(crate) struct ResetMarker;
 
 async fn respond(
     state: Arc<State>,
@@ -269,9 +278,10 @@ async fn respond(
     arrival: Instant,
 ) -> Response<Body> {
     if req.method() == Method::POST {
+        #[cfg(feature = "sagemaker")]
         if let Some((name, streaming)) = crate::sagemaker::route(req.uri().path()) {
             let name = name.to_owned();
-            return respond_sagemaker(state, req, name, streaming, arrival).await;
+            return crate::sagemaker::respond(state, req, name, streaming, arrival).await;
         }
     }
     let api = match (req.method(), req.uri().path()) {
@@ -331,10 +341,12 @@ fn truth_response(state: &State) -> Response<Body> {
 
 /// The fault injected into a streamed response (carried to the SageMaker framing).
 #[derive(Clone, Copy)]
-struct FaultTag(Option<Fault>);
+pub(crate) struct FaultTag(
+    #[cfg_attr(not(feature = "sagemaker"), allow(dead_code))] pub(crate) Option<Fault>,
+);
 
 /// Reads the headers a generation needs: the client's request id and input-length hint.
-fn request_hints(headers: &http::HeaderMap) -> (Option<String>, Option<usize>) {
+pub(crate) fn request_hints(headers: &http::HeaderMap) -> (Option<String>, Option<usize>) {
     let id = headers
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
@@ -346,127 +358,10 @@ fn request_hints(headers: &http::HeaderMap) -> (Option<String>, Option<usize>) {
     (id, hint)
 }
 
-async fn respond_sagemaker(
-    state: Arc<State>,
-    req: hyper::Request<Incoming>,
-    name: String,
-    streaming: bool,
-    arrival: Instant,
-) -> Response<Body> {
-    let (client_request_id, hint) = request_hints(req.headers());
-    let headers: Vec<(String, String)> = req
-        .headers()
-        .iter()
-        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
-        .collect();
-    let host = req
-        .headers()
-        .get(http::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("localhost")
-        .to_owned();
-    let url = format!("http://{host}{}", req.uri().path());
-    let body = match Limited::new(req.into_body(), MAX_REQUEST_BYTES)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "ValidationError",
-                "unreadable body",
-            )
-        }
-    };
-    if let Some(key) = &state.options.sigv4 {
-        let creds = aws_credential_types::Credentials::new(
-            key.access_key_id.clone(),
-            key.secret_access_key.clone(),
-            None,
-            None,
-            "kneepoint-sim",
-        );
-        if let Some(r) = crate::sagemaker::check_signature(&creds, "POST", &url, &headers, &body) {
-            return r;
-        }
-    }
-    if state
-        .options
-        .endpoint_name
-        .as_ref()
-        .is_some_and(|n| *n != name)
-    {
-        let mut r = error(
-            StatusCode::BAD_REQUEST,
-            "ValidationError",
-            &format!("Endpoint {name} of account 000000000000 not found."),
-        );
-        r.headers_mut().insert(
-            "x-amzn-errortype",
-            http::HeaderValue::from_static(
-                "ValidationError:http://internal.amazon.com/coral/com.amazon.coral.validate/",
-            ),
-        );
-        return r;
-    }
-    let api = Api::detect(&body);
-    let resp = generate(
-        state,
-        api,
-        &body,
-        (hint, client_request_id),
-        Some(streaming),
-        arrival,
-    )
-    .await;
-    let fault = resp.extensions().get::<FaultTag>().and_then(|f| f.0);
-    if resp.extensions().get::<ResetMarker>().is_some() {
-        return resp;
-    }
-    if !resp.status().is_success() {
-        let original = resp
-            .into_body()
-            .collect()
-            .await
-            .map(|c| c.to_bytes())
-            .unwrap_or_default();
-        let status = http::StatusCode::from_u16(
-            serde_json::from_slice::<serde_json::Value>(&original)
-                .ok()
-                .and_then(|v| v.get("code").and_then(serde_json::Value::as_u64))
-                .and_then(|c| u16::try_from(c).ok())
-                .unwrap_or(500),
-        )
-        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut shell = Response::new(full(Bytes::new()));
-        *shell.status_mut() = status;
-        return crate::sagemaker::wrap_error(shell, original);
-    }
-    let is_sse = resp
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if streaming && is_sse {
-        let (mut parts, body) = resp.into_parts();
-        parts.headers.insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/vnd.amazon.eventstream"),
-        );
-        parts.headers.insert(
-            "x-amzn-sagemaker-content-type",
-            http::HeaderValue::from_static("text/event-stream"),
-        );
-        let body = crate::sagemaker::EventStreamBody::new(body, fault).boxed_unsync();
-        return Response::from_parts(parts, body);
-    }
-    resp
-}
-
 /// Runs one generation request (already routed and read) and answers it (a streamed answer
 /// carries the injected fault, if any, as a [`FaultTag`]). `stream` overrides the body's `stream` flag (SageMaker decides
 /// by the operation).
-async fn generate(
+pub(crate) async fn generate(
     state: Arc<State>,
     api: Api,
     body: &[u8],

@@ -73,6 +73,7 @@ impl std::fmt::Debug for ApiKey {
 
 /// Everything the OpenAI-compatible transport needs.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OpenAiConfig {
     /// `scheme://host[:port][/prefix]`. A trailing `/v1` is not repeated when the path starts
     /// with `/v1/`.

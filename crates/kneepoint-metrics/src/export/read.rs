@@ -85,35 +85,33 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
         .and_then(Value::as_str)
         .filter(|s| *s != request_id.to_string())
         .map(str::to_owned);
-    Ok(RequestRecord {
-        request_id,
-        x_request_id,
-        worker,
-        phase,
-        origin_unix_ns: origin,
-        start_ns: start,
-        response_ns: num("request_ack_ns").map(rel),
-        chunk_ns,
-        first_content_ns: metric(v, "time_to_first_output_token").map(|t| start + ms_to_ns(t)),
-        end_ns: end,
-        input_tokens: isl.map(|x| x.round() as u32),
-        server_input_tokens: u32_of(md.get("server_input_tokens")),
-        output_tokens: metric(v, "output_sequence_length").map(|x| x.round() as u32),
-        output_tokens_source: md
-            .get("output_tokens_source")
-            .cloned()
-            .and_then(|s| serde_json::from_value::<TokenSource>(s).ok()),
-        client_output_tokens: u32_of(md.get("client_output_tokens")),
-        output_bytes: 0,
-        requested_output_tokens: u32_of(md.get("requested_output_tokens")),
-        finish_reason: md
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        error,
-        attempts: u32_of(md.get("attempts")).unwrap_or(1),
-        intended_start_ns: num("intended_start_ns").map(rel),
-    })
+    let mut r = RequestRecord::new(request_id, phase);
+    r.x_request_id = x_request_id;
+    r.worker = worker;
+    r.origin_unix_ns = origin;
+    r.start_ns = start;
+    r.response_ns = num("request_ack_ns").map(rel);
+    r.chunk_ns = chunk_ns;
+    r.first_content_ns = metric(v, "time_to_first_output_token").map(|t| start + ms_to_ns(t));
+    r.end_ns = end;
+    r.input_tokens = isl.map(|x| x.round() as u32);
+    r.server_input_tokens = u32_of(md.get("server_input_tokens"));
+    r.output_tokens = metric(v, "output_sequence_length").map(|x| x.round() as u32);
+    r.output_tokens_source = md
+        .get("output_tokens_source")
+        .cloned()
+        .and_then(|s| serde_json::from_value::<TokenSource>(s).ok());
+    r.client_output_tokens = u32_of(md.get("client_output_tokens"));
+    r.output_bytes = 0;
+    r.requested_output_tokens = u32_of(md.get("requested_output_tokens"));
+    r.finish_reason = md
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    r.error = error;
+    r.attempts = u32_of(md.get("attempts")).unwrap_or(1);
+    r.intended_start_ns = num("intended_start_ns").map(rel);
+    Ok(r)
 }
 
 /// Reads every record of a `profile_export.jsonl`; a malformed line is an error naming it.
@@ -157,36 +155,40 @@ mod tests {
     use crate::{GoodputSlo, LevelSummary};
 
     fn rec(id: u64, start: u64, chunks: &[u64], end: u64, err: bool) -> RequestRecord {
-        RequestRecord {
-            request_id: id,
-            x_request_id: (id == 2).then(|| "00000000-0000-4000-8000-000000000002".to_owned()),
-            worker: (id % 3) as u32,
-            phase: if id == 0 {
-                Phase::Warmup
-            } else {
-                Phase::Profiling
-            },
-            origin_unix_ns: 1_795_000_000_000_000_000,
-            start_ns: start,
-            response_ns: Some(start + 1_234),
-            chunk_ns: chunks.to_vec(),
-            first_content_ns: chunks.get(1).copied(),
-            end_ns: end,
-            input_tokens: Some(100 + id as u32),
-            server_input_tokens: Some(100 + id as u32),
-            output_tokens: (!err).then_some(chunks.len() as u32),
-            output_tokens_source: Some(TokenSource::Usage),
-            client_output_tokens: Some(chunks.len() as u32),
-            output_bytes: 10,
-            requested_output_tokens: Some(4),
-            finish_reason: (!err).then(|| "length".to_owned()),
-            error: err.then(|| ErrorRecord {
+        {
+            let mut built = RequestRecord::new(
+                id,
+                if id == 0 {
+                    Phase::Warmup
+                } else {
+                    Phase::Profiling
+                },
+            );
+            built.x_request_id =
+                (id == 2).then(|| "00000000-0000-4000-8000-000000000002".to_owned());
+            built.worker = (id % 3) as u32;
+            built.origin_unix_ns = 1_795_000_000_000_000_000;
+            built.start_ns = start;
+            built.response_ns = Some(start + 1_234);
+            built.chunk_ns = chunks.to_vec();
+            built.first_content_ns = chunks.get(1).copied();
+            built.end_ns = end;
+            built.input_tokens = Some(100 + id as u32);
+            built.server_input_tokens = Some(100 + id as u32);
+            built.output_tokens = (!err).then_some(chunks.len() as u32);
+            built.output_tokens_source = Some(TokenSource::Usage);
+            built.client_output_tokens = Some(chunks.len() as u32);
+            built.output_bytes = 10;
+            built.requested_output_tokens = Some(4);
+            built.finish_reason = (!err).then(|| "length".to_owned());
+            built.error = err.then(|| ErrorRecord {
                 kind: ErrorKind::HttpStatus,
                 code: Some(429),
                 message: "too many".into(),
-            }),
-            attempts: 1 + (id % 2) as u32,
-            intended_start_ns: (id == 1).then_some(start / 2),
+            });
+            built.attempts = 1 + (id % 2) as u32;
+            built.intended_start_ns = (id == 1).then_some(start / 2);
+            built
         }
     }
 

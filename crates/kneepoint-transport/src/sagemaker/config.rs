@@ -71,6 +71,7 @@ pub struct InvokeHeaders {
 
 /// Everything the SageMaker runtime transport needs (credentials come separately).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct SageMakerConfig {
     /// The endpoint's name.
     pub endpoint_name: String,

@@ -2,12 +2,16 @@
 //! Hugging Face `tokenizer.json` files, loaded from a path or resolved offline from the local
 //! Hugging Face cache. Prompts are counted the way they are sent: no special tokens.
 
+#[cfg(feature = "builtin-tokenizer")]
 mod builtin;
+#[cfg(feature = "hf-tokenizer")]
 mod hf;
 
 use std::sync::Arc;
 
+#[cfg(feature = "builtin-tokenizer")]
 pub use builtin::BuiltinTokenizer;
+#[cfg(feature = "hf-tokenizer")]
 pub use hf::{hf_cache_candidates, HfTokenizer};
 
 use crate::Error;
@@ -29,12 +33,39 @@ pub trait Tokenizer: Send + Sync {
 /// Loads a tokenizer from a spec: `builtin` (or empty) for tiktoken's `o200k_base`, a path to a
 /// `tokenizer.json` (or a directory holding one), or a Hugging Face model id (`org/name`)
 /// resolved offline from the local cache (`HF_HUB_CACHE`, `HF_HOME/hub`,
-/// `~/.cache/huggingface/hub`).
+/// `~/.cache/huggingface/hub`). Each kind needs its feature (`builtin-tokenizer`,
+/// `hf-tokenizer`, both on by default); without it the spec is refused with the feature's name.
 pub fn load_tokenizer(spec: &str) -> Result<Arc<dyn Tokenizer>, Error> {
     let spec = spec.trim();
     if spec.is_empty() || spec == "builtin" || spec == "o200k_base" {
-        return Ok(Arc::new(BuiltinTokenizer::o200k_base()?));
+        return builtin();
     }
+    hugging_face(spec)
+}
+
+#[cfg(feature = "builtin-tokenizer")]
+fn builtin() -> Result<Arc<dyn Tokenizer>, Error> {
+    Ok(Arc::new(BuiltinTokenizer::o200k_base()?))
+}
+
+#[cfg(not(feature = "builtin-tokenizer"))]
+fn builtin() -> Result<Arc<dyn Tokenizer>, Error> {
+    Err(Error::Tokenizer {
+        name: "builtin".into(),
+        reason: "kneepoint-workload was built without its `builtin-tokenizer` feature".into(),
+    })
+}
+
+#[cfg(not(feature = "hf-tokenizer"))]
+fn hugging_face(spec: &str) -> Result<Arc<dyn Tokenizer>, Error> {
+    Err(Error::Tokenizer {
+        name: spec.into(),
+        reason: "kneepoint-workload was built without its `hf-tokenizer` feature".into(),
+    })
+}
+
+#[cfg(feature = "hf-tokenizer")]
+fn hugging_face(spec: &str) -> Result<Arc<dyn Tokenizer>, Error> {
     let path = std::path::Path::new(spec);
     if path.is_file() {
         return Ok(Arc::new(HfTokenizer::from_file(path)?));
