@@ -15,15 +15,12 @@
 //! ```
 
 mod args;
-mod config;
 mod output;
 mod progress;
-mod recommend_cmd;
 mod report_cmd;
 mod search_cmd;
 mod sim_cmd;
 mod sweep;
-mod target;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -35,15 +32,14 @@ pub use args::{
     SimCommand, SlaArgs, SweepArgs,
 };
 use clap::Parser;
-pub use config::{
-    CandidateSection, CommonSettings, FileConfig, LoadSection, RunsSection, SearchSettings,
-    SweepSettings, Target,
+pub use kneepoint_config::{
+    CandidateSection, CommonSettings, FileConfig, LoadSection, OpenLoopSettings, PriceTable,
+    RunsSection, RunsSettings, SearchSettings, SweepSettings, Target,
 };
 pub use kneepoint_engine::schema::LevelRow;
-pub use kneepoint_engine::{OpenLoopSettings, RunsSettings};
-pub use recommend_cmd::{run_recommend_with, PriceTable, RecommendOutcome};
 pub use report_cmd::{run_report, ReportOutcome};
 pub use search_cmd::{run_search, run_search_with, Interrupted, SearchOutcome};
+pub use sweep::{run_recommend_with, RecommendOutcome};
 pub use sweep::{run_sweep, run_sweep_with, SweepOutcome};
 
 /// `kneepoint compare` found a regression beyond the tolerance (exit status 1).

@@ -5,7 +5,7 @@ use std::io::Write as _;
 
 use kneepoint_planner::{OperatingZone, ProbeRecord, SlaCheck};
 
-use crate::recommend_cmd::RecommendOutcome;
+use crate::RecommendOutcome;
 use crate::{SearchOutcome, SweepOutcome};
 use kneepoint_engine::schema::LevelRow;
 

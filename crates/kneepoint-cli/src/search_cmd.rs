@@ -1,9 +1,11 @@
-//! `kneepoint search`: the resolved settings handed to the engine's [`Search`].
+//! `kneepoint search`: the resolved settings' search, with progress drawn on stderr.
 
-use kneepoint_engine::Search;
+use std::sync::Arc;
+
+use kneepoint_config::SearchSettings;
 use kneepoint_runner::CancelToken;
 
-use crate::config::SearchSettings;
+use crate::progress::Progress;
 
 /// What a search produced (the engine's report).
 pub type SearchOutcome = kneepoint_engine::SearchReport;
@@ -35,10 +37,6 @@ pub async fn run_search_with(
     progress: bool,
     cancel: &CancelToken,
 ) -> anyhow::Result<SearchOutcome> {
-    let bench = crate::target::prepare(&settings.common, progress).await?;
-    let search = Search::on(bench)
-        .config(settings.search.clone())
-        .sla_by_confidence(settings.sla_by_confidence)
-        .build()?;
+    let search = settings.prepare(Arc::new(Progress::new(progress))).await?;
     Ok(search.run(cancel).await?)
 }

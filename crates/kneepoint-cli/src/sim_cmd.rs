@@ -59,7 +59,7 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
                 });
             }
             if let Some(rate) = fault_rate {
-                p.faults = Some(crate::config::fault_plan(rate, &faults, stall_ms)?);
+                p.faults = Some(kneepoint_config::fault_plan(rate, &faults, stall_ms)?);
             }
             if let Some(s) = seed {
                 p.seed = s;

@@ -1,9 +1,12 @@
-//! `kneepoint sweep`: the resolved settings handed to the engine's [`Sweep`].
+//! `kneepoint sweep` and `kneepoint recommend`: the resolved settings' runs, with progress
+//! drawn on stderr.
 
-use kneepoint_engine::Sweep;
+use std::sync::Arc;
+
+use kneepoint_config::{RecommendArgs, SweepSettings};
 use kneepoint_runner::CancelToken;
 
-use crate::config::SweepSettings;
+use crate::progress::Progress;
 
 /// What a sweep produced (the engine's report).
 pub type SweepOutcome = kneepoint_engine::SweepReport;
@@ -21,12 +24,21 @@ pub async fn run_sweep_with(
     progress: bool,
     cancel: &CancelToken,
 ) -> anyhow::Result<SweepOutcome> {
-    let bench = crate::target::prepare(&settings.common, progress).await?;
-    let sweep = Sweep::on(bench)
-        .plan(settings.plan.clone())
-        .slas(settings.slas.clone())
-        .peak(settings.peak)
-        .headroom(settings.headroom)
-        .build()?;
+    let sweep = settings.prepare(Arc::new(Progress::new(progress))).await?;
     Ok(sweep.run(cancel).await?)
+}
+
+/// What `recommend` produced (the engine's report).
+pub type RecommendOutcome = kneepoint_engine::RecommendReport;
+
+/// Runs `kneepoint recommend`: measures every candidate in turn, ranks them, and writes
+/// `recommendations.json`, plots and `report.html`. Stops early (keeping what was measured) when
+/// `cancel` fires.
+pub async fn run_recommend_with(
+    args: &RecommendArgs,
+    progress: bool,
+    cancel: &CancelToken,
+) -> anyhow::Result<RecommendOutcome> {
+    let r = kneepoint_config::recommendation(args, Arc::new(Progress::new(progress)))?;
+    Ok(r.run(cancel).await?)
 }

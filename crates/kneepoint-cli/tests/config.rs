@@ -12,7 +12,7 @@ fn resolve(args: &[&str]) -> anyhow::Result<SweepSettings> {
     let Command::Sweep(a) = cli.command else {
         panic!()
     };
-    SweepSettings::resolve(&a)
+    Ok(SweepSettings::resolve(&a)?)
 }
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
@@ -136,7 +136,7 @@ fn bad_input_gives_clear_errors() {
     .contains("chat or completions"));
     assert!(
         format!("{:#}", resolve(&["--sim-profile", "huge"]).unwrap_err())
-            .contains("unknown simulator profile")
+            .contains("possible values: calibrated, fast")
     );
     assert!(
         format!("{:#}", resolve(&["--sim-time-scale", "0"]).unwrap_err()).contains("time_scale")
@@ -257,5 +257,5 @@ aws_profile = "bench"
         e(&["--sagemaker-endpoint", "ok", "--sagemaker-body", "xml"])
             .contains("chat, completions or tgi")
     );
-    assert!(e(&["--sim-protocol", "grpc"]).contains("openai or sagemaker"));
+    assert!(e(&["--sim-protocol", "grpc"]).contains("possible values: openai, sagemaker"));
 }

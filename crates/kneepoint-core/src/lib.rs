@@ -35,6 +35,7 @@
 
 mod error;
 mod event;
+mod names;
 mod record;
 mod request;
 mod sink;
@@ -44,6 +45,7 @@ mod transport;
 pub use async_trait::async_trait;
 pub use error::{Error, ErrorKind, TimeoutPhase};
 pub use event::{Chunk, ResponseEvent, Usage};
+pub use names::UnknownName;
 pub use record::{ErrorRecord, Phase, RequestRecord, TokenSource};
 pub use request::{Message, Prompt, Request};
 pub use sink::{RecordSink, VecSink};

@@ -34,6 +34,7 @@ mod fleet;
 mod knee;
 mod recommend;
 mod search;
+mod search_config;
 mod sla;
 mod sweep;
 mod zone;

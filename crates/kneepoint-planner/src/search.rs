@@ -21,103 +21,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sla::{check_all, Measurement, Sla, SlaCheck};
+pub use crate::search_config::SearchConfig;
+use crate::sla::{check_all, Measurement, SlaCheck};
 use crate::Error;
-
-/// Parameters of the search (SageMaker's `search_params` names in the comments).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct SearchConfig {
-    /// Every SLA must hold at the answer.
-    pub slas: Vec<Sla>,
-    /// `concurrency_min` (default 16).
-    pub concurrency_min: u32,
-    /// `concurrency_max` (default 4096).
-    pub concurrency_max: u32,
-    /// `search_max_iterations`: probes in all, confirmations included (default 10).
-    pub max_iterations: u32,
-    /// `request_count` per probe (default 1024); a probe sends at least one request per slot.
-    pub request_count: u32,
-    /// `search_initial_points`: the doubling phase grows ×4 above this level (optional).
-    pub initial_points: Option<u32>,
-    /// Relative width at which the bracket counts as converged (default 0.05).
-    pub precision: f64,
-    /// A passing answer with a smaller relative SLA margin is probed again (default 0.05; 0
-    /// disables confirmation).
-    pub confirm_margin: f64,
-    /// Whether responses are streamed (TTFT/TPOT SLAs need it).
-    pub streaming: bool,
-}
-
-impl SearchConfig {
-    /// Defaults of the source documents' recipe with the given SLAs.
-    pub fn new(slas: Vec<Sla>) -> Self {
-        SearchConfig {
-            slas,
-            concurrency_min: 16,
-            concurrency_max: 4096,
-            max_iterations: 10,
-            request_count: 1024,
-            initial_points: None,
-            precision: 0.05,
-            confirm_margin: 0.05,
-            streaming: true,
-        }
-    }
-
-    /// Checks the configuration.
-    pub fn validate(&self) -> Result<(), Error> {
-        let bad = |field: &'static str, reason: String| Err(Error::InvalidSearch { field, reason });
-        if self.slas.is_empty() {
-            return bad(
-                "slas",
-                "give at least one SLA (ttft_sla_ms, tpot_sla_ms, e2e_sla_ms, error_rate_sla or metric:stat:op:threshold)".into(),
-            );
-        }
-        if self.concurrency_min == 0 {
-            return bad("concurrency_min", "must be at least 1".into());
-        }
-        if self.concurrency_max > crate::MAX_CONCURRENCY {
-            return bad(
-                "concurrency_max",
-                format!("must be at most {}", crate::MAX_CONCURRENCY),
-            );
-        }
-        if self.concurrency_min > self.concurrency_max {
-            return bad(
-                "concurrency_min",
-                format!(
-                    "{} is greater than concurrency_max {}",
-                    self.concurrency_min, self.concurrency_max
-                ),
-            );
-        }
-        if self.max_iterations == 0 {
-            return bad("search_max_iterations", "must be at least 1".into());
-        }
-        if self.request_count == 0 {
-            return bad("request_count", "must be at least 1".into());
-        }
-        if !(self.precision > 0.0 && self.precision < 1.0) {
-            return bad("precision", "must be between 0 and 1 (exclusive)".into());
-        }
-        if !(self.confirm_margin >= 0.0 && self.confirm_margin.is_finite()) {
-            return bad("confirm_margin", "must be a finite number ≥ 0".into());
-        }
-        if !self.streaming {
-            if let Some(s) = self.slas.iter().find(|s| s.requires_streaming()) {
-                return bad(
-                    "streaming",
-                    format!(
-                        "{} needs streaming responses ({} is measured per token)",
-                        s.name, s.metric
-                    ),
-                );
-            }
-        }
-        Ok(())
-    }
-}
 
 /// Why a probe was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -566,6 +472,7 @@ pub fn roundest_in(a: u32, b: u32) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Sla;
 
     #[test]
     fn roundest() {

@@ -26,6 +26,7 @@ mod error;
 mod fault;
 mod fixed;
 mod live;
+mod modes;
 mod predict;
 mod profile;
 mod render;

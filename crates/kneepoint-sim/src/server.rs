@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};
@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 use crate::engine::SeqSpec;
 use crate::fault::Fault;
 use crate::live::{spawn_engine, Command, Submission};
-use crate::render::{error_body, ResponseMeta};
+use crate::render::error_body;
 use crate::request::{parse_request, Api, GenRequest};
 use crate::sse_body::{InjectedFault, SseBody};
 use crate::truth::{ServerTiming, TruthLog, WallClock};
@@ -41,13 +41,13 @@ pub(crate) struct State {
     #[cfg_attr(not(feature = "sagemaker"), allow(dead_code))]
     pub(crate) options: SimOptions,
     counter: Arc<dyn TokenCounter>,
-    model_json: String,
+    pub(crate) model_json: String,
     engine: Mutex<Sender<Command>>,
     next_id: AtomicU64,
     lengths: Mutex<StdRng>,
     /// Zero-latency mode: rendered bodies by (api, stream, usage, prompt and output tokens,
     /// finish reason).
-    rendered: Mutex<RenderedBodies>,
+    pub(crate) rendered: Mutex<RenderedBodies>,
     /// The server-side truth of completed requests.
     truth: Arc<Mutex<TruthLog>>,
     clock: WallClock,
@@ -451,9 +451,9 @@ pub(crate) async fn generate(
     }
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     if state.profile.instant {
-        return instant_response(&state, api, id, &gen, output_tokens, finish_reason);
+        return crate::modes::instant_response(&state, api, id, &gen, output_tokens, finish_reason);
     }
-    let meta = response_meta(
+    let meta = crate::modes::response_meta(
         &state,
         api,
         id,
@@ -470,7 +470,7 @@ pub(crate) async fn generate(
             client_request_id,
             (state.truth.clone(), state.clock),
         );
-        return fixed_response(schedule, meta, &gen).await;
+        return crate::modes::fixed_response(schedule, meta, &gen).await;
     }
     let (tx, rx) = unbounded_channel();
     let submitted = state.engine.lock().is_ok_and(|e| {
@@ -515,117 +515,6 @@ pub(crate) async fn generate(
             "generation aborted",
         )
     }
-}
-
-/// What a response's chunks say about the request (ids, model, lengths, finish reason).
-fn response_meta(
-    state: &State,
-    api: Api,
-    id: u64,
-    prompt_tokens: u32,
-    output_tokens: u32,
-    finish_reason: &'static str,
-) -> ResponseMeta {
-    ResponseMeta {
-        api,
-        id,
-        model_json: state.model_json.clone(),
-        created: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        prompt_tokens,
-        output_tokens,
-        finish_reason,
-    }
-}
-
-/// Zero-latency mode: the whole response at once, rendered once per shape and then reused
-/// (the ids inside are those of the first request of that shape).
-fn instant_response(
-    state: &State,
-    api: Api,
-    id: u64,
-    gen: &GenRequest,
-    output_tokens: u32,
-    finish_reason: &'static str,
-) -> Response<Body> {
-    let key = (
-        api,
-        gen.stream,
-        gen.include_usage,
-        gen.prompt_tokens,
-        output_tokens,
-        finish_reason,
-    );
-    let cached = state
-        .rendered
-        .lock()
-        .ok()
-        .and_then(|c| c.get(&key).cloned());
-    let body = cached.unwrap_or_else(|| {
-        let meta = response_meta(
-            state,
-            api,
-            id,
-            gen.prompt_tokens,
-            output_tokens,
-            finish_reason,
-        );
-        let bytes = if gen.stream {
-            let mut b = Vec::new();
-            if api == Api::Chat {
-                b.extend_from_slice(&meta.role_event());
-            }
-            for i in 0..output_tokens {
-                b.extend_from_slice(&meta.token_event(i, i + 1 == output_tokens));
-            }
-            if gen.include_usage {
-                b.extend_from_slice(&meta.usage_event());
-            }
-            b.extend_from_slice(b"data: [DONE]\n\n");
-            Bytes::from(b)
-        } else {
-            meta.whole()
-        };
-        if let Ok(mut c) = state.rendered.lock() {
-            c.insert(key, bytes.clone());
-        }
-        bytes
-    });
-    let mut r = Response::new(full(body));
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static(if gen.stream {
-            "text/event-stream"
-        } else {
-            "application/json"
-        }),
-    );
-    r
-}
-
-/// Fixed-latency mode: a stream on the request's own schedule, or the whole body once its last
-/// token is due.
-async fn fixed_response(
-    schedule: crate::fixed::Schedule,
-    meta: ResponseMeta,
-    gen: &GenRequest,
-) -> Response<Body> {
-    if gen.stream {
-        let body = crate::fixed::FixedBody::new(schedule, meta, gen.include_usage);
-        let mut r = Response::new(body.boxed_unsync());
-        r.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("text/event-stream"),
-        );
-        return r;
-    }
-    let last = meta.output_tokens.saturating_sub(1);
-    tokio::time::sleep_until(schedule.due(last).into()).await;
-    let now = Instant::now();
-    schedule.record(&meta, now, now);
-    json_response(StatusCode::OK, meta.whole())
 }
 
 /// Counts nothing: used when the client's hint gives the prompt's length.

@@ -28,6 +28,23 @@ impl Api {
     }
 }
 
+impl std::str::FromStr for Api {
+    type Err = kneepoint_core::UnknownName;
+
+    /// `chat` or `completions`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "chat" => Ok(Api::Chat),
+            "completions" => Ok(Api::Completions),
+            _ => Err(kneepoint_core::UnknownName::new(
+                "the endpoint type",
+                s,
+                &["chat", "completions"],
+            )),
+        }
+    }
+}
+
 /// Which body field carries the output length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -45,6 +62,23 @@ impl MaxTokensField {
         match self {
             MaxTokensField::MaxTokens => "max_tokens",
             MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+impl std::str::FromStr for MaxTokensField {
+    type Err = kneepoint_core::UnknownName;
+
+    /// `max_tokens` or `max_completion_tokens`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "max_tokens" => Ok(MaxTokensField::MaxTokens),
+            "max_completion_tokens" => Ok(MaxTokensField::MaxCompletionTokens),
+            _ => Err(kneepoint_core::UnknownName::new(
+                "the max-tokens field",
+                s,
+                &["max_tokens", "max_completion_tokens"],
+            )),
         }
     }
 }

@@ -27,6 +27,23 @@ pub enum RequestIdStyle {
     Integer,
 }
 
+impl std::str::FromStr for RequestIdStyle {
+    type Err = kneepoint_core::UnknownName;
+
+    /// `uuid` or `integer`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "uuid" => Ok(RequestIdStyle::Uuid),
+            "integer" => Ok(RequestIdStyle::Integer),
+            _ => Err(kneepoint_core::UnknownName::new(
+                "the request id format",
+                s,
+                &["uuid", "integer"],
+            )),
+        }
+    }
+}
+
 /// Which header names each request, and how. `name: None` sends no id at all.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestIdHeader {

@@ -29,5 +29,5 @@ pub fn fast_sweep(osl: &str, extra: &[&str], dir: &Path) -> anyhow::Result<Sweep
     let Command::Sweep(a) = Cli::try_parse_from(args)?.command else {
         panic!("not a sweep")
     };
-    SweepSettings::resolve(&a)
+    Ok(SweepSettings::resolve(&a)?)
 }

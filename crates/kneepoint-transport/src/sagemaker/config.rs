@@ -36,6 +36,21 @@ impl BodyFormat {
     }
 }
 
+impl std::str::FromStr for BodyFormat {
+    type Err = kneepoint_core::UnknownName;
+
+    /// `chat`, `completions` or `tgi` (see [`BodyFormat::parse`]).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s).ok_or_else(|| {
+            kneepoint_core::UnknownName::new(
+                "the SageMaker body",
+                s,
+                &["chat", "completions", "tgi"],
+            )
+        })
+    }
+}
+
 /// How the bytes inside a response stream's `PayloadPart`s are framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -45,6 +60,23 @@ pub enum CodecKind {
     Sse,
     /// One JSON object per line.
     JsonLines,
+}
+
+impl std::str::FromStr for CodecKind {
+    type Err = kneepoint_core::UnknownName;
+
+    /// `sse` or `jsonlines` (also `json_lines`, `jsonl`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "sse" => Ok(CodecKind::Sse),
+            "jsonlines" | "json_lines" | "jsonl" => Ok(CodecKind::JsonLines),
+            _ => Err(kneepoint_core::UnknownName::new(
+                "the payload codec",
+                s,
+                &["sse", "jsonlines"],
+            )),
+        }
+    }
 }
 
 /// Makes a fresh codec for each response (for payload framings kneepoint does not know).

@@ -91,6 +91,32 @@ impl Sampling {
     }
 }
 
+impl std::str::FromStr for Sampling {
+    type Err = kneepoint_core::UnknownName;
+
+    /// `sequential`, `random` or `shuffle`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s).ok_or_else(|| {
+            kneepoint_core::UnknownName::new("sampling", s, &["sequential", "random", "shuffle"])
+        })
+    }
+}
+
+impl std::str::FromStr for DatasetFormat {
+    type Err = kneepoint_core::UnknownName;
+
+    /// `jsonl`, `sharegpt` or `trace` (see [`DatasetFormat::parse`]).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s).ok_or_else(|| {
+            kneepoint_core::UnknownName::new(
+                "the dataset format",
+                s,
+                &["jsonl", "sharegpt", "trace"],
+            )
+        })
+    }
+}
+
 /// How to read and use a dataset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DatasetConfig {

@@ -4,19 +4,19 @@
 //! `recommendations.json` and `report.html` sit on top.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
 use kneepoint_engine::schema::PriceSource;
-use kneepoint_engine::{CandidateRun, CandidateSource, CandidateSpec, Recommend, Search, Sweep};
+use kneepoint_engine::{
+    CandidateRun, CandidateSource, CandidateSpec, Observer, Recommend, Search, Sweep,
+};
 use kneepoint_planner::{Objective, PeakPlan};
-use kneepoint_runner::CancelToken;
 use serde::Deserialize;
 
-use crate::args::{CommonArgs, RecommendArgs, SearchArgs, SweepArgs};
-use crate::config::{CandidateSection, FileConfig, SearchSettings, SweepSettings};
-use crate::progress::Progress;
+use crate::error::{bail, Context};
+use crate::file::{CandidateSection, FileConfig};
+use crate::{RecommendArgs, Result, SearchArgs, SearchSettings, SweepArgs, SweepSettings};
 
 /// A dated price list: `as_of`, optional `currency` and `source`, and `[prices]` by instance type.
 #[derive(Debug, Clone, Deserialize)]
@@ -33,7 +33,7 @@ pub struct PriceTable {
 }
 
 impl PriceTable {
-    fn load(path: &Path) -> anyhow::Result<Self> {
+    fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading price table {}", path.display()))?;
         if path
@@ -49,16 +49,13 @@ impl PriceTable {
     }
 }
 
-/// What `recommend` produced (the engine's report).
-pub type RecommendOutcome = kneepoint_engine::RecommendReport;
-
 /// Makes each candidate's run from the config file: the candidate's endpoint or simulator in
 /// place of the file's, resolved as `kneepoint search` (with SLAs) or `sweep` would.
 struct FromFile {
     file: FileConfig,
     by_name: BTreeMap<String, CandidateSection>,
     with_slas: bool,
-    progress: bool,
+    observer: Arc<dyn Observer>,
 }
 
 #[async_trait::async_trait]
@@ -77,17 +74,9 @@ impl CandidateSource for FromFile {
         f.endpoint = c.endpoint.clone();
         f.simulator = c.simulator.clone().or(self.file.simulator.clone());
         f.artifact_dir = Some(dir.to_owned());
-        let common = CommonArgs {
-            quiet: !self.progress,
-            ..CommonArgs::default()
-        };
         let run = if self.with_slas {
-            let args = SearchArgs {
-                common,
-                ..SearchArgs::default()
-            };
-            let s = SearchSettings::resolve_with(&args, &f)?;
-            let bench = crate::target::prepare(&s.common, self.progress).await?;
+            let s = SearchSettings::resolve_with(&SearchArgs::default(), &f)?;
+            let bench = crate::target::prepare(&s.common, self.observer.clone()).await?;
             CandidateRun::Search(
                 Search::on(bench)
                     .config(s.search)
@@ -95,12 +84,8 @@ impl CandidateSource for FromFile {
                     .build()?,
             )
         } else {
-            let args = SweepArgs {
-                common,
-                ..SweepArgs::default()
-            };
-            let s = SweepSettings::resolve_with(&args, &f)?;
-            let bench = crate::target::prepare(&s.common, self.progress).await?;
+            let s = SweepSettings::resolve_with(&SweepArgs::default(), &f)?;
+            let bench = crate::target::prepare(&s.common, self.observer.clone()).await?;
             CandidateRun::Sweep(
                 Sweep::on(bench)
                     .plan(s.plan)
@@ -118,7 +103,7 @@ fn price(
     c: &CandidateSection,
     table: Option<&PriceTable>,
     table_path: Option<&Path>,
-) -> anyhow::Result<f64> {
+) -> Result<f64> {
     if let Some(p) = c.price_per_hour {
         return Ok(p);
     }
@@ -140,27 +125,10 @@ fn price(
     })
 }
 
-fn default_dir() -> PathBuf {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let stamp: String = kneepoint_metrics::export::rfc3339(now)
-        .chars()
-        .take(19)
-        .filter(|c| c.is_ascii_digit() || *c == 'T')
-        .collect();
-    PathBuf::from("artifacts").join(format!("recommend-{stamp}Z"))
-}
-
-/// Runs `kneepoint recommend`: measures every candidate in turn, ranks them, and writes
-/// `recommendations.json`, plots and `report.html`. Stops early (keeping what was measured) when
-/// `cancel` fires.
-pub async fn run_recommend_with(
-    args: &RecommendArgs,
-    progress: bool,
-    cancel: &CancelToken,
-) -> anyhow::Result<RecommendOutcome> {
+/// The recommendation `kneepoint recommend --config FILE` runs: every `[[candidates]]` entry
+/// priced (its own price or the price table's), each measured by a search when the file has
+/// SLAs and by a sweep otherwise, ranked by the objective. Call `run` on it.
+pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Result<Recommend> {
     let file = FileConfig::load(&args.config)?;
     if file.candidates.is_empty() {
         bail!(
@@ -173,9 +141,9 @@ pub async fn run_recommend_with(
         .clone()
         .or(file.objective.clone())
         .unwrap_or_else(|| "cost".into());
-    let objective = Objective::parse(&objective_name).with_context(|| {
-        format!("objective must be cost, latency or throughput, not {objective_name:?}")
-    })?;
+    let Some(objective) = Objective::parse(&objective_name) else {
+        bail!("objective must be cost, latency or throughput, not {objective_name:?}");
+    };
     let base = args.config.parent().unwrap_or(Path::new("."));
     let table_path = args
         .price_table
@@ -194,7 +162,7 @@ pub async fn run_recommend_with(
         .artifact_dir
         .clone()
         .or(file.artifact_dir.clone())
-        .unwrap_or_else(default_dir);
+        .unwrap_or_else(|| crate::commands::default_artifact_dir("recommend"));
     let sp = file.search_params.clone().unwrap_or_default();
     let with_slas = sp.ttft_sla_ms.is_some()
         || sp.tpot_sla_ms.is_some()
@@ -223,7 +191,7 @@ pub async fn run_recommend_with(
             .collect(),
         file: file.clone(),
         with_slas,
-        progress,
+        observer: observer.clone(),
     };
     let mut r = Recommend::builder(objective, &root, source)
         .by_search(with_slas)
@@ -236,9 +204,9 @@ pub async fn run_recommend_with(
                 t.source.clone(),
             )
         }))
-        .observer(Arc::new(Progress::new(progress)));
+        .observer(observer);
     for s in specs {
         r = r.candidate(s);
     }
-    Ok(r.build()?.run(cancel).await?)
+    Ok(r.build()?)
 }

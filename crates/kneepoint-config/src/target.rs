@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
 use kneepoint_core::{TokenCounter, Transport};
-use kneepoint_engine::{Bench, BenchBuilder, LevelSettings};
+use kneepoint_engine::{Bench, BenchBuilder, LevelSettings, Observer};
 use kneepoint_sim::SimServer;
 use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerTransport, StaticCredentials};
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
@@ -13,15 +12,15 @@ use kneepoint_workload::{
     load_tokenizer, DatasetWorkload, SyntheticConfig, SyntheticWorkload, TokenizerCounter, Workload,
 };
 
-use crate::config::{CommonSettings, SageMakerSettings, Target};
-use crate::progress::Progress;
+use crate::error::{bail, Context};
+use crate::{CommonSettings, Error, Result, SageMakerSettings, Target};
 
 /// Asks the server which model it serves; also fails fast when the endpoint is unreachable.
-async fn detect_model(config: &OpenAiConfig) -> anyhow::Result<String> {
+async fn detect_model(config: &OpenAiConfig) -> Result<String> {
     let probe = OpenAiTransport::new(config.clone())?;
     let models = tokio::time::timeout(std::time::Duration::from_secs(30), probe.models())
         .await
-        .map_err(|_| anyhow::anyhow!("GET /v1/models did not answer within 30 s"))?
+        .map_err(|_| Error::Invalid("GET /v1/models did not answer within 30 s".into()))?
         .with_context(|| {
             format!(
                 "no --model given, and asking {} for its models failed",
@@ -31,17 +30,17 @@ async fn detect_model(config: &OpenAiConfig) -> anyhow::Result<String> {
     models
         .into_iter()
         .next()
-        .ok_or_else(|| anyhow::anyhow!("the server lists no models; pass --model"))
+        .ok_or_else(|| Error::Invalid("the server lists no models; pass --model".into()))
 }
 
 /// Fails fast when the endpoint cannot be reached at all, instead of running a sweep of
 /// connection failures. Any HTTP answer (even 404: not every server lists models) is enough.
-async fn ready(config: &OpenAiConfig) -> anyhow::Result<()> {
+async fn ready(config: &OpenAiConfig) -> Result<()> {
     let probe = OpenAiTransport::new(config.clone())?;
     match tokio::time::timeout(std::time::Duration::from_secs(15), probe.models()).await {
-        Err(_) => anyhow::bail!("{} did not answer within 15 s", config.base_url),
+        Err(_) => bail!("{} did not answer within 15 s", config.base_url),
         Ok(Err(e)) if e.kind() == kneepoint_core::ErrorKind::Connect => {
-            Err(anyhow::Error::new(e).context(format!("cannot reach {}", config.base_url)))
+            Err(e).context(format!("cannot reach {}", config.base_url))
         }
         Ok(_) => Ok(()),
     }
@@ -49,7 +48,7 @@ async fn ready(config: &OpenAiConfig) -> anyhow::Result<()> {
 
 /// Fails fast when a SageMaker runtime URL cannot be reached at all (there is no cheap,
 /// unbilled request to send, so this checks that a TCP connection opens).
-async fn ready_tcp(base_url: &str) -> anyhow::Result<()> {
+async fn ready_tcp(base_url: &str) -> Result<()> {
     let uri: http::Uri = base_url
         .parse()
         .with_context(|| format!("invalid endpoint URL {base_url}"))?;
@@ -67,8 +66,8 @@ async fn ready_tcp(base_url: &str) -> anyhow::Result<()> {
     )
     .await
     {
-        Err(_) => anyhow::bail!("{base_url} did not accept a connection within 15 s"),
-        Ok(Err(e)) => Err(anyhow::Error::new(e).context(format!("cannot reach {base_url}"))),
+        Err(_) => bail!("{base_url} did not accept a connection within 15 s"),
+        Ok(Err(e)) => Err(e).context(format!("cannot reach {base_url}")),
         Ok(Ok(_)) => Ok(()),
     }
 }
@@ -80,7 +79,7 @@ async fn start_simulator(
     sm: Option<&SageMakerSettings>,
     openai: &OpenAiConfig,
     counter: Arc<dyn TokenCounter>,
-) -> anyhow::Result<(Arc<dyn Transport>, SimServer, String)> {
+) -> Result<(Arc<dyn Transport>, SimServer, String)> {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let Some(sm) = sm else {
         let server = SimServer::start_with_counter(profile.clone(), addr, counter)
@@ -131,11 +130,12 @@ async fn start_simulator(
 }
 
 /// Starts the target (the built-in simulator when there is no URL), builds the transport and
-/// the workload, and returns the engine's bench for them.
-pub(crate) async fn prepare(
+/// the workload, and returns the engine's bench for them, reporting to `observer`. The bench
+/// keeps a started simulator alive.
+pub async fn prepare(
     settings: &CommonSettings,
-    progress: bool,
-) -> anyhow::Result<BenchBuilder> {
+    observer: Arc<dyn Observer>,
+) -> Result<BenchBuilder> {
     std::fs::create_dir_all(&settings.artifact_dir).with_context(|| {
         format!(
             "creating artifact directory {}",
@@ -154,15 +154,13 @@ pub(crate) async fn prepare(
         (Target::Simulator(profile), sm) => {
             let (transport, server, base_url) =
                 start_simulator(profile, sm.as_ref(), &transport_config, counter.clone()).await?;
-            if progress {
-                eprintln!(
-                    "built-in simulator ({} profile, {}x real time, {} protocol) on {}",
-                    profile.name,
-                    1.0 / profile.time_scale,
-                    if sm.is_some() { "SageMaker" } else { "OpenAI" },
-                    base_url
-                );
-            }
+            observer.note(&format!(
+                "built-in simulator ({} profile, {}x real time, {} protocol) on {}",
+                profile.name,
+                1.0 / profile.time_scale,
+                if sm.is_some() { "SageMaker" } else { "OpenAI" },
+                base_url
+            ));
             transport_config.base_url = base_url;
             transport_config.send_input_token_hint = true;
             (transport, Some(server))
@@ -178,13 +176,14 @@ pub(crate) async fn prepare(
             let t = SageMakerTransport::new(sm.config.clone(), Arc::new(creds))?;
             (Arc::new(t), None)
         }
-        (Target::SageMaker, None) => anyhow::bail!("no SageMaker endpoint configured"),
+        (Target::SageMaker, None) => bail!("no SageMaker endpoint configured"),
         (Target::OpenAi(_), _) => {
             if transport_config.model.is_empty() {
                 transport_config.model = detect_model(&transport_config).await?;
-                if progress {
-                    eprintln!("model: {} (from GET /v1/models)", transport_config.model);
-                }
+                observer.note(&format!(
+                    "model: {} (from GET /v1/models)",
+                    transport_config.model
+                ));
             } else {
                 ready(&transport_config).await?;
             }
@@ -198,7 +197,7 @@ pub(crate) async fn prepare(
         .as_ref()
         .is_some_and(|o| o.replay_speedup.is_some());
     if replaying && settings.duration.is_some() {
-        anyhow::bail!("a trace replay runs for the trace's own length: drop duration_s");
+        bail!("a trace replay runs for the trace's own length: drop duration_s");
     }
     let mut replay = None;
     let workload: Box<dyn Workload> = match &settings.dataset {
@@ -207,19 +206,19 @@ pub(crate) async fn prepare(
                 .with_context(|| format!("loading dataset {}", d.path.display()))?;
             if replaying {
                 let Some(times) = w.timestamps_ms() else {
-                    anyhow::bail!(
+                    bail!(
                             "replay_speedup needs a trace dataset (timestamp, input_length, output_length); {} is not one",
                             d.path.display()
                         );
                 };
                 if d.sampling != kneepoint_workload::Sampling::Sequential {
-                    anyhow::bail!("a trace replay sends records in their recorded order: use sequential sampling");
+                    bail!("a trace replay sends records in their recorded order: use sequential sampling");
                 }
                 replay = Some(times);
             }
             Box::new(w)
         }
-        None if replaying => anyhow::bail!("replay_speedup needs --dataset with a trace"),
+        None if replaying => bail!("replay_speedup needs --dataset with a trace"),
         None => {
             let mut config = SyntheticConfig::new(settings.isl, settings.osl, settings.seed);
             if let Some(m) = &settings.mixture {
@@ -236,7 +235,7 @@ pub(crate) async fn prepare(
         .token_counter(counter)
         .settings(level_settings(&resolved))
         .description(resolved.describe())
-        .observer(Arc::new(Progress::new(progress)))
+        .observer(observer)
         .artifacts(&resolved.artifact_dir);
     if let Some(times) = replay {
         bench = bench.trace(times);

@@ -1,0 +1,246 @@
+//! The settings of `kneepoint sweep` and `kneepoint search`: the common ones, the levels or
+//! the search's parameters, and the SLAs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kneepoint_engine::{Observer, Search, Sweep};
+
+use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
+
+use crate::error::bail;
+use crate::file::{FileConfig, SearchSection};
+use crate::{CommonSettings, Result, SearchArgs, SlaArgs, SweepArgs, DEFAULT_CONCURRENCY};
+
+fn load(path: &Option<PathBuf>) -> Result<FileConfig> {
+    match path {
+        Some(p) => {
+            let file = FileConfig::load(p)?;
+            if !file.candidates.is_empty() {
+                bail!(
+                    "{} lists candidates: run it with `kneepoint recommend --config {}`",
+                    p.display(),
+                    p.display()
+                );
+            }
+            Ok(file)
+        }
+        None => Ok(FileConfig::default()),
+    }
+}
+
+/// SLAs from the flags, else from the file's `search_params`.
+fn slas(args: &SlaArgs, file: &SearchSection) -> Result<Vec<Sla>> {
+    let flags_given = args.ttft_sla_ms.is_some()
+        || args.tpot_sla_ms.is_some()
+        || args.e2e_sla_ms.is_some()
+        || args.error_rate_sla.is_some()
+        || !args.slas.is_empty();
+    let (ttft, tpot, e2e, err, general) = if flags_given {
+        (
+            args.ttft_sla_ms,
+            args.tpot_sla_ms,
+            args.e2e_sla_ms,
+            args.error_rate_sla,
+            &args.slas,
+        )
+    } else {
+        (
+            file.ttft_sla_ms,
+            file.tpot_sla_ms,
+            file.e2e_sla_ms,
+            file.error_rate_sla,
+            &file.slas,
+        )
+    };
+    let mut out = Vec::new();
+    for (v, make) in [
+        (
+            ttft,
+            Sla::ttft_ms as fn(f64) -> Result<Sla, kneepoint_planner::Error>,
+        ),
+        (tpot, Sla::tpot_ms),
+        (e2e, Sla::e2e_ms),
+        (err, Sla::error_rate),
+    ] {
+        if let Some(v) = v {
+            if v < 0.0 {
+                bail!("SLA thresholds must be ≥ 0 (got {v})");
+            }
+            out.push(make(v)?);
+        }
+    }
+    for g in general {
+        out.push(Sla::parse(g)?);
+    }
+    Ok(out)
+}
+
+/// Everything a sweep needs.
+#[derive(Debug, Clone)]
+pub struct SweepSettings {
+    /// Target, workload, output.
+    pub common: CommonSettings,
+    /// The levels.
+    pub plan: SweepPlan,
+    /// SLAs that mark each level pass/fail (may be empty).
+    pub slas: Vec<Sla>,
+    /// Peak traffic to size a fleet for.
+    pub peak: Option<PeakTraffic>,
+    /// Reserved capacity fraction for fleet sizing.
+    pub headroom: f64,
+}
+
+impl SweepSettings {
+    /// Merges the config file (if any) with the flags and validates the result.
+    pub fn resolve(args: &SweepArgs) -> Result<Self> {
+        Self::resolve_with(args, &load(&args.common.config)?)
+    }
+
+    /// [`SweepSettings::resolve`] with the file already read.
+    pub fn resolve_with(args: &SweepArgs, file: &FileConfig) -> Result<Self> {
+        let sw = file.sweep_params.clone().unwrap_or_default();
+        let common = CommonSettings::resolve(&args.common, file, sw.request_count)?;
+        let concurrency = if !args.concurrency.is_empty() {
+            args.concurrency.clone()
+        } else {
+            sw.concurrency
+                .clone()
+                .unwrap_or_else(|| DEFAULT_CONCURRENCY.to_vec())
+        };
+        let plan = SweepPlan::uniform(&concurrency, common.request_count)?;
+        let slas = slas(&args.sla, &file.search_params.clone().unwrap_or_default())?;
+        if !common.transport.streaming {
+            if let Some(s) = slas.iter().find(|s| s.requires_streaming()) {
+                bail!("{} needs streaming responses", s.name);
+            }
+        }
+        let fleet = file.fleet.clone().unwrap_or_default();
+        let peaks = [
+            args.peak_concurrency
+                .or(fleet.peak_concurrency)
+                .map(PeakTraffic::Concurrency),
+            args.peak_rps
+                .or(fleet.peak_rps)
+                .map(PeakTraffic::RequestsPerSecond),
+            args.peak_output_tokens_per_s
+                .or(fleet.peak_output_tokens_per_s)
+                .map(PeakTraffic::OutputTokensPerSecond),
+        ];
+        let given: Vec<PeakTraffic> = peaks.into_iter().flatten().collect();
+        if given.len() > 1 {
+            bail!("give one of --peak-concurrency, --peak-rps, --peak-output-tokens-per-s");
+        }
+        let headroom = args.headroom.or(fleet.headroom).unwrap_or(0.2);
+        if !(0.0..1.0).contains(&headroom) {
+            bail!("--headroom must be at least 0 and below 1");
+        }
+        Ok(SweepSettings {
+            common,
+            plan,
+            slas,
+            peak: given.first().copied(),
+            headroom,
+        })
+    }
+}
+
+/// Everything a search needs.
+#[derive(Debug, Clone)]
+pub struct SearchSettings {
+    /// Target, workload, output.
+    pub common: CommonSettings,
+    /// The search's parameters and SLAs.
+    pub search: SearchConfig,
+    /// SLAs judged at the pessimistic end of each probe's across-run confidence interval.
+    pub sla_by_confidence: bool,
+}
+
+impl SearchSettings {
+    /// Merges the config file (if any) with the flags and validates the result.
+    pub fn resolve(args: &SearchArgs) -> Result<Self> {
+        Self::resolve_with(args, &load(&args.common.config)?)
+    }
+
+    /// [`SearchSettings::resolve`] with the file already read.
+    pub fn resolve_with(args: &SearchArgs, file: &FileConfig) -> Result<Self> {
+        let sp = file.search_params.clone().unwrap_or_default();
+        if let Some(r) = &sp.search_recipe {
+            if r != "max-concurrency-under-sla" {
+                bail!("search_recipe {r:?} is not known (only max-concurrency-under-sla)");
+            }
+        }
+        let common = CommonSettings::resolve(&args.common, file, sp.request_count)?;
+        if common.open_loop.is_some() {
+            bail!("the search finds the highest concurrency under the SLAs in a closed loop; request_rate (open loop) applies to `kneepoint sweep`");
+        }
+        let mut search = SearchConfig::new(slas(&args.sla, &sp)?);
+        search.request_count = common.request_count;
+        search.streaming = common.transport.streaming;
+        if let Some(v) = args.concurrency_min.or(sp.concurrency_min) {
+            search.concurrency_min = v;
+        }
+        if let Some(v) = args.concurrency_max.or(sp.concurrency_max) {
+            search.concurrency_max = v;
+        }
+        if let Some(v) = args.search_max_iterations.or(sp.search_max_iterations) {
+            search.max_iterations = v;
+        }
+        search.initial_points = args.search_initial_points.or(sp.search_initial_points);
+        if let Some(v) = args.precision.or(sp.precision) {
+            search.precision = v;
+        }
+        if let Some(v) = args.confirm_margin.or(sp.confirm_margin) {
+            search.confirm_margin = v;
+        }
+        search.validate()?;
+        let sla_by_confidence = args.sla_by_confidence || sp.sla_by_confidence.unwrap_or(false);
+        if sla_by_confidence && common.runs.num_runs < 2 {
+            bail!("sla_by_confidence judges each probe by its confidence interval across runs: set num_runs to 2 or more");
+        }
+        Ok(SearchSettings {
+            common,
+            search,
+            sla_by_confidence,
+        })
+    }
+}
+
+/// `artifacts/<kind>-YYYYMMDDTHHMMSSZ` (UTC).
+pub(crate) fn default_artifact_dir(kind: &str) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let stamp: String = kneepoint_metrics::export::rfc3339(now)
+        .chars()
+        .take(19)
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .collect();
+    PathBuf::from("artifacts").join(format!("{kind}-{stamp}Z"))
+}
+
+impl SweepSettings {
+    /// Starts the target and returns the engine's sweep, ready to run, reporting to `observer`.
+    pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Sweep> {
+        let bench = crate::target::prepare(&self.common, observer).await?;
+        Ok(Sweep::on(bench)
+            .plan(self.plan.clone())
+            .slas(self.slas.clone())
+            .peak(self.peak)
+            .headroom(self.headroom)
+            .build()?)
+    }
+}
+
+impl SearchSettings {
+    /// Starts the target and returns the engine's search, ready to run, reporting to
+    /// `observer`.
+    pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Search> {
+        let bench = crate::target::prepare(&self.common, observer).await?;
+        Ok(Search::on(bench)
+            .config(self.search.clone())
+            .sla_by_confidence(self.sla_by_confidence)
+            .build()?)
+    }
+}

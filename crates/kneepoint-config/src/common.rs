@@ -1,0 +1,191 @@
+//! What every load-sending command needs, resolved and validated: the target, the
+//! transport's configuration, the workload and how levels run.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kneepoint_runner::{Deadlines, EarlyStop, LevelDuration, RetryPolicy};
+use kneepoint_sim::SimProfile;
+use kneepoint_transport::OpenAiConfig;
+use kneepoint_workload::{DatasetConfig, LengthDist, Lengths, SharedPrefix};
+
+use crate::endpoint::{deadlines, openai_config, sagemaker_settings};
+use crate::error::bail;
+use crate::file::FileConfig;
+use crate::load::{early_stop, level_duration, ramp_up, resolve_open_loop, resolve_runs};
+use crate::workload::{dataset, lengths, mixture, prefix};
+use crate::{CommonArgs, OpenLoopSettings, Result, RunsSettings, DEFAULT_REQUEST_COUNT};
+
+/// What the sweep runs against.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A SageMaker endpoint (real, or at an `endpoint_url`).
+    SageMaker,
+    /// The built-in simulator, started in-process.
+    Simulator(SimProfile),
+    /// An OpenAI-compatible endpoint.
+    OpenAi(OpenAiConfig),
+}
+
+/// What every load-sending command needs, resolved and validated.
+#[derive(Debug, Clone)]
+pub struct CommonSettings {
+    /// The target.
+    pub target: Target,
+    /// Chat or completions, path, headers...: the transport template (URL filled in for the
+    /// simulator once it is listening).
+    pub transport: OpenAiConfig,
+    /// Measured requests per level (sweep) or probe (search).
+    pub request_count: u32,
+    /// Warm-up requests per level.
+    pub warmup_requests: u32,
+    /// Repeated runs of each level.
+    pub runs: RunsSettings,
+    /// Open-loop arrivals (`None`: closed loop).
+    pub open_loop: Option<OpenLoopSettings>,
+    /// Timed levels (`None`: each level sends `request_count` requests).
+    pub duration: Option<LevelDuration>,
+    /// Stop levels early once precise enough (`batch` is set per level).
+    pub early_stop: Option<EarlyStop>,
+    /// Closed loop: each phase's first wave spread over this time.
+    pub ramp_up: Option<Duration>,
+    /// Tokenizer spec (`builtin`, a path, a model id).
+    pub tokenizer: String,
+    /// Input lengths.
+    pub isl: LengthDist,
+    /// Output lengths.
+    pub osl: LengthDist,
+    /// A weighted mixture of (isl, osl) pairs that replaces `isl`/`osl`.
+    pub mixture: Option<Lengths>,
+    /// Shared prefixes.
+    pub prefix: Option<SharedPrefix>,
+    /// A dataset instead of synthetic prompts (lengths then come from the records).
+    pub dataset: Option<DatasetConfig>,
+    /// Send `ignore_eos`/`min_tokens`.
+    pub output_control: bool,
+    /// Workload seed.
+    pub seed: u64,
+    /// Per-request deadlines (whole request, response headers, first token, idle gap).
+    pub deadlines: Deadlines,
+    /// A response without a finish_reason is an `incomplete` failure.
+    pub require_finish_reason: bool,
+    /// Retries of transient failures (none by default).
+    pub retry: RetryPolicy,
+    /// Output directory.
+    pub artifact_dir: PathBuf,
+    /// Set when the target speaks the SageMaker runtime protocol (a real endpoint, or the
+    /// simulator with `protocol = "sagemaker"`).
+    pub sagemaker: Option<SageMakerSettings>,
+}
+
+/// How to reach a SageMaker endpoint.
+#[derive(Debug, Clone)]
+pub struct SageMakerSettings {
+    /// The transport's configuration.
+    pub config: kneepoint_transport::sagemaker::SageMakerConfig,
+    /// AWS profile for the credential chain.
+    pub aws_profile: Option<String>,
+}
+
+impl CommonSettings {
+    /// Merges `file` with the flags and validates the result. `request_count` is the file's
+    /// count for this command (sweep or search).
+    pub fn resolve(
+        args: &CommonArgs,
+        file: &FileConfig,
+        request_count: Option<u32>,
+    ) -> Result<Self> {
+        let ep = file.endpoint.clone().unwrap_or_default();
+        let wl = file.workload.clone().unwrap_or_default();
+        let sw = file.sweep_params.clone().unwrap_or_default();
+        let sim = file.simulator.clone().unwrap_or_default();
+        let load = file.load.clone().unwrap_or_default();
+        let url = args.url.clone().or(ep.url.clone());
+        let target = match &url {
+            Some(_) => None,
+            None => Some(crate::simulator::profile(args, &sim)?),
+        };
+        let transport = openai_config(args, &ep, &wl, url.as_deref(), target.as_ref())?;
+        let sm_name = args
+            .sagemaker_endpoint
+            .clone()
+            .or(ep.sagemaker_endpoint.clone());
+        let sim_protocol = args
+            .sim_protocol
+            .clone()
+            .or(sim.protocol.clone())
+            .unwrap_or_else(|| "openai".into());
+        if !matches!(sim_protocol.as_str(), "openai" | "sagemaker") {
+            bail!("the simulator protocol must be openai or sagemaker, not {sim_protocol:?}");
+        }
+        if sm_name.is_some() && url.is_some() {
+            bail!(
+                "give either --url (an OpenAI-compatible server) or --sagemaker-endpoint, not both"
+            );
+        }
+        let sagemaker = match (&sm_name, target.is_some() && sim_protocol == "sagemaker") {
+            (Some(name), _) => Some(sagemaker_settings(args, &ep, &transport, name.clone())?),
+            (None, true) => Some(sagemaker_settings(
+                args,
+                &ep,
+                &transport,
+                "kneepoint-sim".into(),
+            )?),
+            (None, false) => None,
+        };
+
+        let request_count = args
+            .request_count
+            .or(request_count)
+            .unwrap_or(DEFAULT_REQUEST_COUNT);
+        if request_count == 0 {
+            bail!("request_count must be at least 1");
+        }
+        let (isl, osl) = lengths(args, &wl)?;
+        let artifact_dir = args
+            .artifact_dir
+            .clone()
+            .or(file.artifact_dir.clone())
+            .unwrap_or_else(|| crate::commands::default_artifact_dir("sweep"));
+        let open_loop = resolve_open_loop(args, &load)?;
+        let output_control = !args.no_output_control && wl.output_control.unwrap_or(true);
+        Ok(CommonSettings {
+            target: match (target, &sm_name) {
+                (_, Some(_)) => Target::SageMaker,
+                (Some(p), None) => Target::Simulator(p),
+                (None, None) => Target::OpenAi(transport.clone()),
+            },
+            sagemaker,
+            transport,
+            request_count,
+            warmup_requests: args
+                .warmup_requests
+                .or(sw.warmup_request_count)
+                .unwrap_or(0),
+            runs: resolve_runs(args, &file.runs.clone().unwrap_or_default())?,
+            ramp_up: ramp_up(args, &load, open_loop.is_some())?,
+            open_loop,
+            duration: level_duration(args, &load)?,
+            early_stop: early_stop(args, &load, file.runs.as_ref())?,
+            tokenizer: args
+                .tokenizer
+                .clone()
+                .or(wl.tokenizer.clone())
+                .unwrap_or_else(|| "builtin".into()),
+            mixture: mixture(args, &wl)?,
+            prefix: prefix(args, &wl),
+            dataset: dataset(args, &wl, &osl)?,
+            isl,
+            osl,
+            output_control,
+            seed: args.seed.or(wl.seed).unwrap_or(0),
+            require_finish_reason: !args.allow_missing_finish_reason,
+            retry: RetryPolicy {
+                max_retries: args.retries.unwrap_or(0),
+                backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),
+            },
+            deadlines: deadlines(args, &ep)?,
+            artifact_dir,
+        })
+    }
+}

@@ -1,0 +1,86 @@
+//! The resolved settings as recorded in every export's `input_config` (no secrets).
+
+use crate::{CommonSettings, Target};
+
+impl CommonSettings {
+    /// The settings as recorded in exports (no secrets: the API key and header values are
+    /// left out).
+    pub fn describe(&self) -> serde_json::Value {
+        let target = match &self.target {
+            Target::Simulator(p) => serde_json::json!({"kind": "simulator", "profile": p}),
+            Target::OpenAi(c) => serde_json::json!({"kind": "openai", "url": c.url()}),
+            Target::SageMaker => serde_json::json!({"kind": "sagemaker"}),
+        };
+        let sagemaker = self.sagemaker.as_ref().map(|s| {
+            let c = &s.config;
+            serde_json::json!({
+                "endpoint_name": c.endpoint_name,
+                "region": c.region,
+                "url": c.url(),
+                "body": c.body,
+                "payload_codec": c.codec,
+                "streaming": c.streaming,
+                "headers": c.headers,
+                "credentials": match &s.aws_profile {
+                    Some(p) => format!("AWS default chain, profile {p}"),
+                    None => "AWS default chain".to_owned(),
+                },
+            })
+        });
+        serde_json::json!({
+            "target": target,
+            "sagemaker": sagemaker,
+            "endpoint": {
+                "type": self.transport.api,
+                "url": self.transport.url(),
+                "model": self.transport.model,
+                "streaming": self.transport.streaming,
+                "max_tokens_field": self.transport.max_tokens_field,
+                "request_id": self.transport.request_id,
+                "connect": self.transport.connect,
+                "header_names": self.transport.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                "api_key": self.transport.api_key.as_ref().map(|_| "[redacted]"),
+                "extra_body": self.transport.extra_body,
+            },
+            "workload": {
+                "tokenizer": self.tokenizer,
+                "isl": self.isl,
+                "osl": self.osl,
+                "mixture": self.mixture,
+                "shared_prefix": self.prefix,
+                "dataset": self.dataset,
+                "output_control": self.output_control,
+                "seed": self.seed,
+                "prompts": "built-in corpus, exact token counts",
+            },
+            "requests": {
+                "request_count": self.request_count,
+                "warmup_request_count": self.warmup_requests,
+                "open_loop": self.open_loop.as_ref().map(|o| serde_json::json!({
+                    "request_rates": o.rates,
+                    "arrival": format!("{:?}", o.arrival),
+                    "max_in_flight": o.max_in_flight,
+                    "replay_speedup": o.replay_speedup,
+                })),
+                "duration_s": self.duration.map(|d| d.measure.as_secs_f64()),
+                "grace_s": self.duration.map(|d| d.grace.as_secs_f64()),
+                "warmup_duration_s": self.duration.map(|d| d.warmup.as_secs_f64()),
+                "ramp_up_s": self.ramp_up.map(|d| d.as_secs_f64()),
+                "early_stop": self.early_stop.map(|e| serde_json::json!({
+                    "max_relative_width": e.max_relative_width,
+                    "min_requests": e.min_requests,
+                    "confidence": e.confidence,
+                })),
+                "num_runs": self.runs.num_runs,
+                "confidence_level": self.runs.confidence,
+                "convergence": self.runs.convergence,
+                "request_timeout_s": self.deadlines.request.map(|d| d.as_secs_f64()),
+                "response_timeout_s": self.deadlines.response.map(|d| d.as_secs_f64()),
+                "first_token_timeout_s": self.deadlines.first_token.map(|d| d.as_secs_f64()),
+                "idle_timeout_s": self.deadlines.idle.map(|d| d.as_secs_f64()),
+                "retries": self.retry.max_retries,
+                "retry_backoff_ms": self.retry.backoff.as_millis() as u64,
+            },
+        })
+    }
+}

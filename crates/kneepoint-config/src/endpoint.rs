@@ -1,0 +1,202 @@
+//! The endpoint: the OpenAI-compatible transport's configuration (URL, API, headers, key,
+//! TLS, proxy, request ids), SageMaker's, and the per-request deadlines, from the flags and
+//! `[endpoint]`.
+
+use kneepoint_runner::Deadlines;
+use kneepoint_sim::SimProfile;
+use kneepoint_transport::{
+    Api, ApiKey, ConnectOptions, OpenAiConfig, ProxySetting, RequestIdHeader,
+};
+
+use crate::error::{bail, Context};
+use crate::file::{EndpointSection, WorkloadSection};
+use crate::limits::seconds;
+use crate::{CommonArgs, Result, SageMakerSettings};
+
+/// The OpenAI-compatible transport's configuration; `url` is `None` for the built-in
+/// simulator `sim` (whose model it names). Without a model, a URL target's is asked of the
+/// server (`GET /v1/models`) when the run starts.
+pub(crate) fn openai_config(
+    args: &CommonArgs,
+    ep: &EndpointSection,
+    wl: &WorkloadSection,
+    url: Option<&str>,
+    sim: Option<&SimProfile>,
+) -> Result<OpenAiConfig> {
+    let api = args.endpoint_type.or(ep.api).unwrap_or_default();
+    let streaming = args.streaming.or(wl.streaming).unwrap_or(true);
+    let max_tokens_field = args
+        .max_tokens_field
+        .or(ep.max_tokens_field)
+        .unwrap_or_default();
+    let model = args.model.clone().or(ep.model.clone());
+    let mut transport = OpenAiConfig::new(
+        url.unwrap_or("http://127.0.0.1:0"),
+        model.unwrap_or_else(|| sim.map(|p| p.model.clone()).unwrap_or_default()),
+    );
+    transport.api = api;
+    transport.path = args.endpoint_path.clone().or(ep.path.clone());
+    transport.streaming = streaming;
+    transport.max_tokens_field = max_tokens_field;
+    transport.request_id = request_id_header(args, ep)?;
+    transport.connect = ConnectOptions {
+        ca_bundle: args.ca_bundle.clone().or(ep.ca_bundle.clone()),
+        client_cert: args.client_cert.clone().or(ep.client_cert.clone()),
+        client_key: args.client_key.clone().or(ep.client_key.clone()),
+        insecure_skip_verify: args.insecure || ep.insecure_skip_verify.unwrap_or(false),
+        http2: args.http2 || ep.http2.unwrap_or(false),
+        proxy: match args.proxy.as_ref().or(ep.proxy.as_ref()) {
+            None => ProxySetting::Environment,
+            Some(p) if p.eq_ignore_ascii_case("none") => ProxySetting::Off,
+            Some(p) if p.starts_with("http://") || p.starts_with("https://") => {
+                ProxySetting::Url(p.clone())
+            }
+            Some(_) => bail!("--proxy must be an http:// or https:// URL, or none"),
+        },
+    };
+    if let Some(b) = &ep.extra_body {
+        transport.extra_body = b.clone();
+    }
+    if let Some(b) = &args.extra_body {
+        let v: serde_json::Value =
+            serde_json::from_str(b).context("--extra-body must be a JSON object")?;
+        let serde_json::Value::Object(m) = v else {
+            bail!("--extra-body must be a JSON object");
+        };
+        transport.extra_body.extend(m);
+    }
+    transport.headers = ep.headers.clone().into_iter().collect();
+    for h in &args.headers {
+        transport.headers.push(parse_header(h)?);
+    }
+    let key_env = args
+        .api_key_env
+        .clone()
+        .or(ep.api_key_env.clone())
+        .unwrap_or_else(|| "OPENAI_API_KEY".into());
+    if url.is_some() {
+        if let Ok(k) = std::env::var(&key_env) {
+            if !k.is_empty() {
+                transport.api_key = Some(ApiKey::new(k));
+            }
+        }
+    }
+    // Fail early on a bad URL or header.
+    kneepoint_transport::OpenAiTransport::new(transport.clone())?;
+
+    Ok(transport)
+}
+
+/// The per-request deadlines.
+pub(crate) fn deadlines(args: &CommonArgs, ep: &EndpointSection) -> Result<Deadlines> {
+    let request_timeout = seconds(
+        "request timeout",
+        Some(
+            args.request_timeout_s
+                .or(ep.request_timeout_s)
+                .unwrap_or(600.0),
+        ),
+    )?;
+    Ok(Deadlines {
+        request: request_timeout,
+        response: seconds(
+            "response timeout",
+            args.response_timeout_s.or(ep.response_timeout_s),
+        )?,
+        first_token: seconds(
+            "first-token timeout",
+            args.first_token_timeout_s.or(ep.first_token_timeout_s),
+        )?,
+        idle: seconds("idle timeout", args.idle_timeout_s.or(ep.idle_timeout_s))?,
+    })
+}
+
+pub(crate) fn sagemaker_settings(
+    args: &CommonArgs,
+    ep: &EndpointSection,
+    transport: &OpenAiConfig,
+    name: String,
+) -> Result<SageMakerSettings> {
+    use kneepoint_transport::sagemaker::{BodyFormat, CodecKind, InvokeHeaders, SageMakerConfig};
+    let region = args
+        .region
+        .clone()
+        .or(ep.region.clone())
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        .unwrap_or_else(|| "us-east-1".into());
+    let mut c = SageMakerConfig::new(name, region);
+    c.endpoint_url = args.endpoint_url.clone().or(ep.endpoint_url.clone());
+    let file_body = ep.body_format.as_deref().map(str::parse).transpose();
+    c.body = match args
+        .sagemaker_body
+        .or(file_body.context("[endpoint] body_format")?)
+    {
+        Some(b) => b,
+        None if transport.api == Api::Completions => BodyFormat::OpenAiCompletions,
+        None => BodyFormat::OpenAiChat,
+    };
+    let file_codec = ep.payload_codec.as_deref().map(str::parse).transpose();
+    c.codec = args
+        .payload_codec
+        .or(file_codec.context("[endpoint] payload_codec")?)
+        .unwrap_or(CodecKind::Sse);
+    c.model = transport.model.clone();
+    c.streaming = transport.streaming;
+    c.max_tokens_field = transport.max_tokens_field;
+    c.request_id = transport.request_id.clone();
+    c.connect = transport.connect.clone();
+    c.extra_body = transport.extra_body.clone();
+    c.connect_timeout = transport.connect_timeout;
+    c.headers = InvokeHeaders {
+        custom_attributes: args
+            .custom_attributes
+            .clone()
+            .or(ep.custom_attributes.clone()),
+        target_variant: args.target_variant.clone().or(ep.target_variant.clone()),
+        target_container_hostname: args
+            .target_container_hostname
+            .clone()
+            .or(ep.target_container_hostname.clone()),
+        inference_component: args
+            .inference_component
+            .clone()
+            .or(ep.inference_component.clone()),
+        session_id: ep.session_id.clone(),
+        inference_id: ep.inference_id.clone(),
+        target_model: args.target_model.clone().or(ep.target_model.clone()),
+    };
+    c.validate()?;
+    Ok(SageMakerSettings {
+        config: c,
+        aws_profile: args.aws_profile.clone().or(ep.aws_profile.clone()),
+    })
+}
+
+/// `--request-id-header` / `--request-id-format` (or `[endpoint]`'s keys) over the default
+/// (`x-request-id` with a UUID).
+fn request_id_header(args: &CommonArgs, ep: &EndpointSection) -> Result<RequestIdHeader> {
+    let mut h = RequestIdHeader::default();
+    match args
+        .request_id_header
+        .as_ref()
+        .or(ep.request_id_header.as_ref())
+    {
+        Some(n) if n.eq_ignore_ascii_case("none") => h.name = None,
+        Some(n) if n.trim().is_empty() => bail!("--request-id-header needs a name (or none)"),
+        Some(n) => h.name = Some(n.trim().to_ascii_lowercase()),
+        None => {}
+    }
+    h.style = args
+        .request_id_format
+        .or(ep.request_id_format)
+        .unwrap_or_default();
+    Ok(h)
+}
+
+fn parse_header(h: &str) -> Result<(String, String)> {
+    let Some((k, v)) = h.split_once(':') else {
+        bail!("header {h:?} must look like 'Name: value'");
+    };
+    Ok((k.trim().to_owned(), v.trim().to_owned()))
+}

@@ -1,0 +1,331 @@
+//! The config file (TOML or JSON): its sections, with SageMaker's names where they exist
+//! (`sweep_params.concurrency`, `sweep_params.request_count`, `prompt_input_tokens_mean`, ...).
+//! Unknown keys are errors.
+
+use std::path::{Path, PathBuf};
+
+use kneepoint_sim::FaultPlan;
+use kneepoint_transport::{Api, MaxTokensField, RequestIdStyle};
+use kneepoint_workload::MixEntry;
+use serde::Deserialize;
+
+use crate::error::Context;
+use crate::Result;
+
+/// Default levels: the source documents' sweep with a low level added.
+pub const DEFAULT_CONCURRENCY: [u32; 4] = [16, 64, 256, 1024];
+/// Default measured requests per level (SageMaker's example).
+pub const DEFAULT_REQUEST_COUNT: u32 = 1024;
+/// Default speed of the built-in simulator for `kneepoint sweep`.
+pub const DEFAULT_SIM_TIME_SCALE: f64 = 0.1;
+
+/// The whole config file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// The endpoint to benchmark; absent means the built-in simulator.
+    pub endpoint: Option<EndpointSection>,
+    /// What to send (SageMaker `CreateAIWorkloadConfig` names).
+    pub workload: Option<WorkloadSection>,
+    /// The levels (SageMaker `sweep_params`).
+    pub sweep_params: Option<SweepSection>,
+    /// The SLA search (SageMaker `search_params`); its SLAs also mark a sweep's levels.
+    pub search_params: Option<SearchSection>,
+    /// Fleet sizing for a sweep.
+    pub fleet: Option<FleetSection>,
+    /// The built-in simulator.
+    pub simulator: Option<SimulatorSection>,
+    /// Repeated runs of each level and convergence.
+    pub runs: Option<RunsSection>,
+    /// Open-loop arrivals.
+    pub load: Option<LoadSection>,
+    /// Where results go.
+    pub artifact_dir: Option<PathBuf>,
+    /// `kneepoint recommend`: what to rank by (`cost`, `latency` or `throughput`).
+    pub objective: Option<String>,
+    /// `kneepoint recommend`: a dated price table (TOML or JSON) for candidates without a price.
+    pub price_table: Option<PathBuf>,
+    /// `kneepoint recommend`: the currency prices are in (default `USD`).
+    pub currency: Option<String>,
+    /// `kneepoint recommend`: the deployments to compare.
+    #[serde(default)]
+    pub candidates: Vec<CandidateSection>,
+}
+
+/// `[load]`: open-loop arrivals (the `--request-rate` family of flags).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSection {
+    /// Request rates, one level each (requests/s).
+    pub request_rate: Option<Vec<f64>>,
+    /// `poisson`, `constant` or `gamma`.
+    pub arrival: Option<String>,
+    /// Gamma shape.
+    pub burstiness: Option<f64>,
+    /// Cap on requests in flight.
+    pub max_in_flight: Option<u32>,
+    /// Replay a trace dataset at its recorded times, this many times faster.
+    pub replay_speedup: Option<f64>,
+    /// Seconds per level instead of a request count.
+    pub duration_s: Option<f64>,
+    /// Grace for requests in flight at the end of a timed level, seconds.
+    pub grace_s: Option<f64>,
+    /// Warm-up seconds of a timed level.
+    pub warmup_duration_s: Option<f64>,
+    /// Spread each closed-loop level's first wave over this many seconds.
+    pub ramp_up_s: Option<f64>,
+    /// Stop a level early once its intervals are this narrow (fraction of the mean).
+    pub early_stop_width: Option<f64>,
+    /// Requests before early stopping is considered.
+    pub early_stop_min_requests: Option<u32>,
+}
+
+/// `[runs]`: repeated runs of each level (the `--num-runs` family of flags).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunsSection {
+    /// Runs per level (the cap when converging).
+    pub num_runs: Option<u32>,
+    /// Confidence level of the intervals.
+    pub confidence_level: Option<f64>,
+    /// The statistic whose convergence stops the repetition (`<metric>_<stat>`).
+    pub converge_on: Option<String>,
+    /// `ci-width` or `cv`.
+    pub converge_criterion: Option<String>,
+    /// Threshold of the test.
+    pub converge_threshold: Option<f64>,
+    /// Runs before convergence may stop.
+    pub min_runs: Option<u32>,
+}
+
+/// `[[candidates]]`: one deployment to measure and rank.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CandidateSection {
+    /// A name people recognise (also the candidate's folder name).
+    pub name: String,
+    /// The instance type (for the price table and the report).
+    pub instance_type: Option<String>,
+    /// Instances behind the endpoint (default 1).
+    pub instance_count: Option<u32>,
+    /// Price of one instance-hour; else looked up in the price table.
+    pub price_per_hour: Option<f64>,
+    /// The endpoint; absent means the built-in simulator.
+    pub endpoint: Option<EndpointSection>,
+    /// The built-in simulator's settings for this candidate.
+    pub simulator: Option<SimulatorSection>,
+}
+
+/// `[search_params]` (SageMaker's names).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSection {
+    /// Only `max-concurrency-under-sla` is known.
+    pub search_recipe: Option<String>,
+    /// p95 TTFT limit, ms.
+    pub ttft_sla_ms: Option<f64>,
+    /// p95 ITL limit, ms.
+    pub tpot_sla_ms: Option<f64>,
+    /// p99 end-to-end limit, ms.
+    pub e2e_sla_ms: Option<f64>,
+    /// Mean error-rate limit (fraction).
+    pub error_rate_sla: Option<f64>,
+    /// General SLAs, `metric:stat:op:threshold`.
+    #[serde(default)]
+    pub slas: Vec<String>,
+    /// Lowest concurrency probed.
+    pub concurrency_min: Option<u32>,
+    /// Highest concurrency probed.
+    pub concurrency_max: Option<u32>,
+    /// Probe budget.
+    pub search_max_iterations: Option<u32>,
+    /// Above this the bracketing phase grows x4.
+    pub search_initial_points: Option<u32>,
+    /// Requests per probe.
+    pub request_count: Option<u32>,
+    /// Final bracket width.
+    pub precision: Option<f64>,
+    /// Judge SLAs at the pessimistic end of the across-run confidence interval.
+    pub sla_by_confidence: Option<bool>,
+    /// Close-call margin.
+    pub confirm_margin: Option<f64>,
+}
+
+/// `[fleet]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSection {
+    /// Peak concurrent requests.
+    pub peak_concurrency: Option<f64>,
+    /// Peak requests per second.
+    pub peak_rps: Option<f64>,
+    /// Peak output tokens per second.
+    pub peak_output_tokens_per_s: Option<f64>,
+    /// Reserved capacity fraction (default 0.2).
+    pub headroom: Option<f64>,
+}
+
+/// `[endpoint]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSection {
+    /// Base URL.
+    pub url: Option<String>,
+    /// `chat` or `completions`.
+    #[serde(rename = "type")]
+    pub api: Option<Api>,
+    /// Request path override.
+    pub path: Option<String>,
+    /// The `model` field.
+    pub model: Option<String>,
+    /// Environment variable holding the API key (keys are never read from the file).
+    pub api_key_env: Option<String>,
+    /// Extra headers.
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Extra body fields.
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `max_tokens` or `max_completion_tokens`.
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// The header naming each request (`x-request-id`), or `"none"`.
+    pub request_id_header: Option<String>,
+    /// `uuid` or `integer`.
+    pub request_id_format: Option<RequestIdStyle>,
+    /// PEM CA bundle trusted besides the system's roots.
+    pub ca_bundle: Option<PathBuf>,
+    /// PEM client certificate (mTLS).
+    pub client_cert: Option<PathBuf>,
+    /// PEM key of `client_cert`.
+    pub client_key: Option<PathBuf>,
+    /// Accept any server certificate.
+    pub insecure_skip_verify: Option<bool>,
+    /// Offer HTTP/2 by ALPN.
+    pub http2: Option<bool>,
+    /// A proxy URL, or `"none"` (default: the environment's).
+    pub proxy: Option<String>,
+    /// Per-request deadline, seconds.
+    pub request_timeout_s: Option<f64>,
+    /// Response-headers deadline, seconds.
+    pub response_timeout_s: Option<f64>,
+    /// First-token deadline, seconds.
+    pub first_token_timeout_s: Option<f64>,
+    /// Idle-gap deadline, seconds.
+    pub idle_timeout_s: Option<f64>,
+    /// A SageMaker endpoint name (instead of `url`).
+    pub sagemaker_endpoint: Option<String>,
+    /// Its AWS region.
+    pub region: Option<String>,
+    /// SageMaker runtime URL override.
+    pub endpoint_url: Option<String>,
+    /// `chat`, `completions` or `tgi`.
+    pub body_format: Option<String>,
+    /// `sse` or `jsonlines`.
+    pub payload_codec: Option<String>,
+    /// `X-Amzn-SageMaker-Inference-Component`.
+    pub inference_component: Option<String>,
+    /// `X-Amzn-SageMaker-Target-Variant`.
+    pub target_variant: Option<String>,
+    /// `X-Amzn-SageMaker-Custom-Attributes`.
+    pub custom_attributes: Option<String>,
+    /// `X-Amzn-SageMaker-Target-Container-Hostname`.
+    pub target_container_hostname: Option<String>,
+    /// `X-Amzn-SageMaker-Target-Model`.
+    pub target_model: Option<String>,
+    /// `X-Amzn-SageMaker-Session-Id`.
+    pub session_id: Option<String>,
+    /// `X-Amzn-SageMaker-Inference-Id`.
+    pub inference_id: Option<String>,
+    /// AWS profile for credentials.
+    pub aws_profile: Option<String>,
+}
+
+/// `[workload]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSection {
+    /// Tokenizer: `builtin`, a tokenizer.json path, or a Hugging Face model id (local cache).
+    pub tokenizer: Option<String>,
+    /// Tokens of a shared system prompt inside each input.
+    pub shared_prefix_tokens: Option<u32>,
+    /// Distinct shared prefixes.
+    pub shared_prefix_pool: Option<u32>,
+    /// Weighted (isl, osl) pairs instead of the means.
+    pub mixture: Option<Vec<MixEntry>>,
+    /// A dataset file instead of synthetic prompts.
+    pub dataset: Option<PathBuf>,
+    /// `jsonl`, `sharegpt` or `trace`.
+    pub dataset_format: Option<String>,
+    /// `sequential`, `random` or `shuffle`.
+    pub sampling: Option<String>,
+    /// Tokens per trace block.
+    pub trace_block_tokens: Option<u32>,
+    /// Stream responses.
+    pub streaming: Option<bool>,
+    /// Mean input tokens.
+    pub prompt_input_tokens_mean: Option<f64>,
+    /// Input tokens stddev.
+    pub prompt_input_tokens_stddev: Option<f64>,
+    /// Mean output tokens.
+    pub output_tokens_mean: Option<f64>,
+    /// Output tokens stddev.
+    pub output_tokens_stddev: Option<f64>,
+    /// Seed.
+    pub seed: Option<u64>,
+    /// Send `ignore_eos` and `min_tokens`.
+    pub output_control: Option<bool>,
+}
+
+/// `[sweep_params]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSection {
+    /// Levels.
+    pub concurrency: Option<Vec<u32>>,
+    /// Measured requests per level.
+    pub request_count: Option<u32>,
+    /// Warm-up requests per level.
+    pub warmup_request_count: Option<u32>,
+}
+
+/// `[simulator]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulatorSection {
+    /// `calibrated` or `fast`.
+    pub profile: Option<String>,
+    /// Wall seconds per modelled second.
+    pub time_scale: Option<f64>,
+    /// Seed.
+    pub seed: Option<u64>,
+    /// Fault injection: `{rate, kinds, stall_ms}`.
+    pub faults: Option<FaultPlan>,
+    /// Multiplies every engine step cost (1.2 = a server 20 % slower), to model a slower or
+    /// faster deployment.
+    pub slowdown: Option<f64>,
+    /// Relative standard deviation of each engine step (noise between requests and runs).
+    pub jitter: Option<f64>,
+    /// `openai` (default) or `sagemaker`: the protocol the simulator speaks.
+    pub protocol: Option<String>,
+}
+
+impl FileConfig {
+    /// Reads a `.toml` or `.json` file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        Self::parse(&text, is_json).with_context(|| format!("in {}", path.display()))
+    }
+
+    /// Parses the text of a config file: JSON when `is_json`, TOML otherwise. Unknown keys are
+    /// errors.
+    pub fn parse(text: &str, is_json: bool) -> Result<Self> {
+        if is_json {
+            serde_json::from_str(text).context("parsing the config as JSON")
+        } else {
+            toml::from_str(text).context("parsing the config as TOML")
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The flags of `kneepoint sweep`, `search` and `recommend` as clap [`Args`]: flatten them
+//! into another command line to offer kneepoint's options, then resolve them with
+//! [`crate::SweepSettings::resolve`] and friends.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// `kneepoint sweep`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SweepArgs {
+    /// Target, workload and output options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Optional SLAs: levels are marked pass/fail and the SLA breaking point is reported.
+    #[command(flatten)]
+    pub sla: SlaArgs,
+    /// Concurrency levels, run one after another: e.g. 64,256,1024.
+    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    pub concurrency: Vec<u32>,
+    /// Peak concurrent requests to serve: prints the fleet size.
+    #[arg(long, value_name = "N")]
+    pub peak_concurrency: Option<f64>,
+    /// Peak requests per second to serve: prints the fleet size.
+    #[arg(long, value_name = "RPS")]
+    pub peak_rps: Option<f64>,
+    /// Peak output tokens per second to serve: prints the fleet size.
+    #[arg(long, value_name = "TOKENS")]
+    pub peak_output_tokens_per_s: Option<f64>,
+    /// Capacity held in reserve on each instance when sizing the fleet (0.2 = plan at 80 %).
+    #[arg(long, value_name = "FRACTION")]
+    pub headroom: Option<f64>,
+}
+
+/// `kneepoint search`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SearchArgs {
+    /// Target, workload and output options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The SLAs the answer must meet (at least one).
+    #[command(flatten)]
+    pub sla: SlaArgs,
+    /// Lowest concurrency probed (default 16).
+    #[arg(long, value_name = "N")]
+    pub concurrency_min: Option<u32>,
+    /// Highest concurrency probed (default 4096).
+    #[arg(long, value_name = "N")]
+    pub concurrency_max: Option<u32>,
+    /// Probes in all, confirmations included (default 10).
+    #[arg(long, value_name = "N")]
+    pub search_max_iterations: Option<u32>,
+    /// Above this level the bracketing phase grows x4 instead of x2.
+    #[arg(long, value_name = "N")]
+    pub search_initial_points: Option<u32>,
+    /// Relative width of the final bracket (default 0.05).
+    #[arg(long, value_name = "FRACTION")]
+    pub precision: Option<f64>,
+    /// Re-measure an answer whose smallest SLA margin is below this (default 0.05; 0 = never).
+    #[arg(long, value_name = "FRACTION")]
+    pub confirm_margin: Option<f64>,
+    /// With --num-runs of at least 2: a probe meets an SLA only if the SLA holds at the
+    /// pessimistic end of its confidence interval across runs (the upper end for a limit, the
+    /// lower end for a floor), not just at the pooled value.
+    #[arg(long)]
+    pub sla_by_confidence: bool,
+}
+
+/// SLA thresholds (SageMaker's names).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SlaArgs {
+    /// Maximum p95 time to first token, ms (needs streaming).
+    #[arg(long, value_name = "MS")]
+    pub ttft_sla_ms: Option<f64>,
+    /// Maximum p95 time per output token (ITL), ms (needs streaming).
+    #[arg(long, value_name = "MS")]
+    pub tpot_sla_ms: Option<f64>,
+    /// Maximum p99 end-to-end latency, ms.
+    #[arg(long, value_name = "MS")]
+    pub e2e_sla_ms: Option<f64>,
+    /// Maximum fraction of failed requests (0.01 = 1 %).
+    #[arg(long, value_name = "FRACTION")]
+    pub error_rate_sla: Option<f64>,
+    /// Any SLA as metric:stat:op:threshold, e.g. time_to_first_token:p99:le:800 (repeatable).
+    #[arg(long = "sla", value_name = "SPEC")]
+    pub slas: Vec<String>,
+}
+
+/// Options shared by every command that sends load.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CommonArgs {
+    /// A TOML or JSON config file (SageMaker-style `sweep_params` and workload names accepted).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000. Without it the
+    /// built-in simulator is started on a loopback port.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// `chat` (/v1/chat/completions) or `completions` (/v1/completions).
+    #[arg(long, value_name = "chat|completions")]
+    pub endpoint_type: Option<kneepoint_transport::Api>,
+    /// Request path, overriding the endpoint type's default.
+    #[arg(long, value_name = "PATH")]
+    pub endpoint_path: Option<String>,
+    /// The `model` field sent (default with --url: the first model GET /v1/models lists).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key (default: OPENAI_API_KEY).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Extra header `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Extra JSON object merged into every request body.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// Measured requests per level.
+    #[arg(long, value_name = "N")]
+    pub request_count: Option<u32>,
+    /// Warm-up requests per level, excluded from metrics.
+    #[arg(long, value_name = "N")]
+    pub warmup_requests: Option<u32>,
+    /// Open loop: send requests at these rates (requests/s; one level per rate, comma-separated)
+    /// on an arrival schedule instead of keeping a number in flight. Latency is reported from
+    /// the actual and from the intended start, and the schedule lag is measured.
+    #[arg(long, value_delimiter = ',', value_name = "RPS")]
+    pub request_rate: Vec<f64>,
+    /// Open loop: `poisson` (default), `constant` or `gamma`.
+    #[arg(long, value_name = "PROCESS", value_parser = ["poisson", "constant", "gamma"])]
+    pub arrival: Option<String>,
+    /// Open loop, gamma arrivals: the shape (1 = Poisson, < 1 burstier, > 1 smoother).
+    #[arg(long, value_name = "B")]
+    pub burstiness: Option<f64>,
+    /// Run each level for this many seconds instead of a request count (closed loop: requests
+    /// are drawn while the time lasts; open loop: the schedule covers this time).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration_s: Option<f64>,
+    /// With --duration-s: how long requests in flight at the end may finish before they are
+    /// cancelled and recorded as cancelled (default 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub grace_s: Option<f64>,
+    /// With --duration-s: warm-up time at the level's own load before measuring (default 0;
+    /// --warmup-requests is the count-based warm-up).
+    #[arg(long, value_name = "SECONDS")]
+    pub warmup_duration_s: Option<f64>,
+    /// Closed loop: spread each level's first wave of requests over this many seconds (slot k
+    /// of n starts k/n of the way through), instead of sending them all at the same instant.
+    /// Requests are timed from when they are sent.
+    #[arg(long, value_name = "SECONDS")]
+    pub ramp_up_s: Option<f64>,
+    /// Stop a level before its request count (or duration) once the confidence intervals of
+    /// its mean request latency and mean TTFT are narrower than this fraction of the means
+    /// (e.g. 0.05); requests in flight finish. Batch means of one wave of requests each.
+    #[arg(long, value_name = "FRACTION")]
+    pub early_stop_width: Option<f64>,
+    /// With --early-stop-width: requests recorded before stopping early is considered
+    /// (default 200).
+    #[arg(long, value_name = "N")]
+    pub early_stop_min_requests: Option<u32>,
+    /// Open loop: replay a trace dataset (`--dataset`, trace format) at its recorded send
+    /// times, sped up by this factor (2 = twice as fast). Sends up to `--request-count` records.
+    #[arg(long, value_name = "FACTOR")]
+    pub replay_speedup: Option<f64>,
+    /// Open loop: cap on requests in flight (default: none). Requests waiting for a slot are
+    /// sent late and the lag counts against the server.
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<u32>,
+    /// Runs of each level (default 1). With more than one, each run is kept in
+    /// `profile_runs/run_NNNN/` and `aggregate/` gets mean, std, CV, standard error and a
+    /// Student-t confidence interval of every statistic; the level's own files pool the runs.
+    #[arg(long, value_name = "N")]
+    pub num_runs: Option<u32>,
+    /// Confidence level of the multi-run intervals (default 0.95).
+    #[arg(long, value_name = "P")]
+    pub confidence_level: Option<f64>,
+    /// Stop repeating a level once this statistic converges, e.g. `time_to_first_token_p99`
+    /// (`<metric>_<stat>`; `--num-runs` is then the cap).
+    #[arg(long, value_name = "STAT")]
+    pub converge_on: Option<String>,
+    /// `ci-width` (interval width / mean, default) or `cv` (coefficient of variation).
+    #[arg(long, value_name = "TEST", value_parser = ["ci-width", "ci_width", "cv"])]
+    pub converge_criterion: Option<String>,
+    /// Threshold of the convergence test (default 0.05).
+    #[arg(long, value_name = "X")]
+    pub converge_threshold: Option<f64>,
+    /// Runs before convergence may stop the repetition (default 3, at least 2).
+    #[arg(long, value_name = "N")]
+    pub min_runs: Option<u32>,
+    /// Tokenizer for prompt lengths: `builtin` (o200k_base, default), a tokenizer.json path, or
+    /// a Hugging Face model id found in the local cache.
+    #[arg(long, value_name = "SPEC")]
+    pub tokenizer: Option<String>,
+    /// Tokens of a system prompt shared by every request (prefix caching), inside the ISL.
+    #[arg(long, value_name = "TOKENS")]
+    pub shared_prefix_tokens: Option<u32>,
+    /// Distinct shared prefixes; each request uses one at random (default 1).
+    #[arg(long, value_name = "N")]
+    pub shared_prefix_pool: Option<u32>,
+    /// A weighted mixture of (input, output) lengths instead of --isl/--osl:
+    /// ISL:OSL:WEIGHT,... e.g. 1024:256:0.7,128:1024:0.3.
+    #[arg(long, value_name = "MIX")]
+    pub mix: Option<String>,
+    /// Requests from a dataset instead of synthetic prompts: single-turn JSONL, ShareGPT JSON,
+    /// or a trace JSONL (timestamp, input_length, output_length, hash_ids).
+    #[arg(long, value_name = "FILE")]
+    pub dataset: Option<PathBuf>,
+    /// The dataset's format: jsonl, sharegpt or trace (default: detected).
+    #[arg(long, value_name = "FORMAT")]
+    pub dataset_format: Option<kneepoint_workload::DatasetFormat>,
+    /// Order of dataset records: sequential, random or shuffle.
+    #[arg(long, value_name = "ORDER")]
+    pub sampling: Option<kneepoint_workload::Sampling>,
+    /// Tokens per trace block (hash_ids), default 512.
+    #[arg(long, value_name = "TOKENS")]
+    pub trace_block_tokens: Option<u32>,
+    /// Mean input tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub isl: Option<f64>,
+    /// Standard deviation of input tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub isl_stddev: Option<f64>,
+    /// Mean output tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub osl: Option<f64>,
+    /// Standard deviation of output tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub osl_stddev: Option<f64>,
+    /// Stream responses (SSE); needed for TTFT and ITL. `--streaming false` for whole responses.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub streaming: Option<bool>,
+    /// Body field for the output length: max_tokens or max_completion_tokens.
+    #[arg(long, value_name = "FIELD")]
+    pub max_tokens_field: Option<kneepoint_transport::MaxTokensField>,
+    /// Do not send ignore_eos / min_tokens (for servers that reject them).
+    #[arg(long)]
+    pub no_output_control: bool,
+    /// Header naming each request: x-request-id (default), another name, or `none`.
+    #[arg(long, value_name = "NAME|none")]
+    pub request_id_header: Option<String>,
+    /// Form of the request id: uuid (default; servers that validate ids accept it) or integer.
+    #[arg(long, value_name = "uuid|integer")]
+    pub request_id_format: Option<kneepoint_transport::RequestIdStyle>,
+    /// PEM file of CA certificates to trust besides the system's (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub ca_bundle: Option<PathBuf>,
+    /// PEM client certificate chain for mutual TLS (with --client-key).
+    #[arg(long, value_name = "FILE")]
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key of --client-cert.
+    #[arg(long, value_name = "FILE")]
+    pub client_key: Option<PathBuf>,
+    /// Accept any TLS certificate (test endpoints only; a warning is printed).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Offer HTTP/2 by ALPN on https: streams then share one connection per host.
+    #[arg(long)]
+    pub http2: bool,
+    /// Proxy for every request (http://host:port, or http://user:pass@host:port), or `none`; default: the
+    /// HTTPS_PROXY / HTTP_PROXY / ALL_PROXY / NO_PROXY environment, as curl reads it.
+    #[arg(long, value_name = "URL|none")]
+    pub proxy: Option<String>,
+    /// Per-request deadline in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub request_timeout_s: Option<f64>,
+    /// Deadline for the response headers, seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub response_timeout_s: Option<f64>,
+    /// Deadline for the first token, from the request's start, seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub first_token_timeout_s: Option<f64>,
+    /// Longest gap between two streamed events after the first token, seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_timeout_s: Option<f64>,
+    /// Seed for the workload.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where results go (default: artifacts/sweep-YYYYMMDDTHHMMSSZ, UTC).
+    #[arg(long, value_name = "DIR")]
+    pub artifact_dir: Option<PathBuf>,
+    /// Built-in simulator profile: calibrated or fast.
+    #[arg(long, value_name = "NAME", value_parser = ["calibrated", "fast"])]
+    pub sim_profile: Option<String>,
+    /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
+    #[arg(long, value_name = "FACTOR")]
+    pub sim_time_scale: Option<f64>,
+    /// Retry requests that fail before their first token with a transient error (connect,
+    /// connection lost, 429/502/503/504) up to N times; off by default (a benchmark must see
+    /// errors). Retried requests keep their full latency and an `attempts` count.
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// Wait before the first retry, ms (doubled for each further one; default 500).
+    #[arg(long, value_name = "MS")]
+    pub retry_backoff_ms: Option<u64>,
+    /// Count a response without a finish_reason as a success (for servers that never send
+    /// one); by default it is an `incomplete` failure (generation cut short).
+    #[arg(long)]
+    pub allow_missing_finish_reason: bool,
+    /// Built-in simulator: fraction of requests that get an injected fault (0..1).
+    #[arg(long, value_name = "FRACTION")]
+    pub sim_fault_rate: Option<f64>,
+    /// Built-in simulator: which faults (comma-separated; default all): http_429, http_500,
+    /// http_503, reset_before_headers, reset_mid_stream, stall, invalid_json, invalid_utf8,
+    /// overlong_line, wrong_content_type, no_done, done_without_finish.
+    #[arg(long, value_delimiter = ',', value_name = "FAULTS")]
+    pub sim_faults: Vec<String>,
+    /// Built-in simulator: how long a `stall` fault lasts, ms.
+    #[arg(long, value_name = "MS")]
+    pub sim_stall_ms: Option<u64>,
+    /// A SageMaker endpoint to invoke (SigV4-signed, credentials from the standard AWS chain)
+    /// instead of an OpenAI-compatible URL.
+    #[arg(long, value_name = "NAME")]
+    pub sagemaker_endpoint: Option<String>,
+    /// AWS region of the SageMaker endpoint (else AWS_REGION / AWS_DEFAULT_REGION).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// SageMaker runtime URL override (VPC endpoint, or a local simulator).
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// SageMaker request body: chat (OpenAI chat, the vLLM container), completions, or tgi
+    /// (`{"inputs", "parameters"}`).
+    #[arg(long, value_name = "FORMAT")]
+    pub sagemaker_body: Option<kneepoint_transport::sagemaker::BodyFormat>,
+    /// Framing of streamed payloads: sse (default) or jsonlines.
+    #[arg(long, value_name = "CODEC")]
+    pub payload_codec: Option<kneepoint_transport::sagemaker::CodecKind>,
+    /// X-Amzn-SageMaker-Inference-Component.
+    #[arg(long, value_name = "NAME")]
+    pub inference_component: Option<String>,
+    /// X-Amzn-SageMaker-Target-Variant.
+    #[arg(long, value_name = "VARIANT")]
+    pub target_variant: Option<String>,
+    /// X-Amzn-SageMaker-Custom-Attributes.
+    #[arg(long, value_name = "TEXT")]
+    pub custom_attributes: Option<String>,
+    /// X-Amzn-SageMaker-Target-Container-Hostname.
+    #[arg(long, value_name = "HOST")]
+    pub target_container_hostname: Option<String>,
+    /// X-Amzn-SageMaker-Target-Model (InvokeEndpoint only).
+    #[arg(long, value_name = "MODEL")]
+    pub target_model: Option<String>,
+    /// AWS profile for credentials (else AWS_PROFILE / default).
+    #[arg(long, value_name = "PROFILE")]
+    pub aws_profile: Option<String>,
+    /// Built-in simulator: speak `openai` (default) or the `sagemaker` runtime protocol (signed
+    /// requests, event streams) to the client.
+    #[arg(long, value_name = "PROTOCOL", value_parser = ["openai", "sagemaker"])]
+    pub sim_protocol: Option<String>,
+    /// Built-in simulator: multiply every engine step cost (1.2 = a server 20 % slower).
+    #[arg(long, value_name = "FACTOR")]
+    pub sim_slowdown: Option<f64>,
+    /// Built-in simulator: relative standard deviation of each engine step (0 = none; the
+    /// default profile has 0.03); more jitter makes runs noisier.
+    #[arg(long, value_name = "SD")]
+    pub sim_jitter: Option<f64>,
+    /// No progress bars.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `kneepoint recommend`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RecommendArgs {
+    /// The config file: `[[candidates]]`, `objective`, SLAs (`[search_params]`), the workload,
+    /// the levels (`[sweep_params]`, when there are no SLAs) and the peak (`[fleet]`).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// `cost`, `latency` or `throughput` (overrides the file).
+    #[arg(long, value_parser = ["cost", "latency", "throughput"])]
+    pub objective: Option<String>,
+    /// A dated price table (TOML or JSON) for candidates without `price_per_hour`.
+    #[arg(long, value_name = "FILE")]
+    pub price_table: Option<PathBuf>,
+    /// Where results go (one sub-folder per candidate).
+    #[arg(long, value_name = "DIR")]
+    pub artifact_dir: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}

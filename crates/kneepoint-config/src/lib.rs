@@ -1,0 +1,62 @@
+//! kneepoint's flags and config file as a library: the clap [`Args`](clap::Args) of `kneepoint
+//! sweep`, `search` and `recommend` (flatten them into another command line), the config file
+//! (TOML or JSON, with SageMaker's names where they exist), their resolution into validated
+//! settings (flags win over the file, the file over defaults), and starting the target they name
+//! (the built-in simulator, an OpenAI-compatible server or a SageMaker endpoint) as an engine
+//! run. Nothing here prints: progress goes to the [`Observer`](kneepoint_engine::Observer)
+//! given.
+//!
+//! # Example
+//! ```
+//! use std::sync::Arc;
+//! use kneepoint_config::{FileConfig, SweepArgs, SweepSettings};
+//! use kneepoint_engine::{CancelToken, Silent};
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let dir = tempfile::tempdir().unwrap();
+//! let file = FileConfig::parse(&format!(r#"
+//!     artifact_dir = {:?}
+//!     [workload]
+//!     prompt_input_tokens_mean = 32
+//!     output_tokens_mean = 4
+//!     [sweep_params]
+//!     concurrency = [1, 4]
+//!     request_count = 8
+//!     [simulator]
+//!     profile = "fast"
+//!     time_scale = 1.0
+//! "#, dir.path()), false).unwrap();
+//! let settings = SweepSettings::resolve_with(&SweepArgs::default(), &file).unwrap();
+//! let sweep = settings.prepare(Arc::new(Silent)).await.unwrap();
+//! let report = sweep.run(&CancelToken::new()).await.unwrap();
+//! assert_eq!(report.sent, vec![8, 8]);
+//! # });
+//! ```
+
+mod commands;
+mod common;
+mod describe;
+mod endpoint;
+mod error;
+mod file;
+mod flags;
+mod limits;
+mod load;
+mod recommend;
+mod simulator;
+mod target;
+mod workload;
+
+pub use commands::{SearchSettings, SweepSettings};
+pub use common::{CommonSettings, SageMakerSettings, Target};
+pub use error::{Error, Result};
+pub use file::{
+    CandidateSection, EndpointSection, FileConfig, FleetSection, LoadSection, RunsSection,
+    SearchSection, SimulatorSection, SweepSection, WorkloadSection, DEFAULT_CONCURRENCY,
+    DEFAULT_REQUEST_COUNT, DEFAULT_SIM_TIME_SCALE,
+};
+pub use flags::{CommonArgs, RecommendArgs, SearchArgs, SlaArgs, SweepArgs};
+pub use kneepoint_engine::{OpenLoopSettings, RunsSettings};
+pub use recommend::{recommendation, PriceTable};
+pub use simulator::fault_plan;
+pub use target::prepare;

@@ -1,0 +1,213 @@
+//! How levels load the endpoint: timed levels, open-loop arrivals, repeated runs, the ramp of
+//! a closed loop's first wave and early stop, from the flags and the `[load]` and `[runs]`
+//! sections.
+
+use std::time::Duration;
+
+use kneepoint_engine::{OpenLoopSettings, RunsSettings};
+use kneepoint_metrics::{ConvergenceRule, Criterion};
+use kneepoint_runner::{Arrival, EarlyStop, LevelDuration};
+
+use crate::error::bail;
+use crate::file::{LoadSection, RunsSection};
+use crate::{CommonArgs, Result};
+
+/// A timed level from the flags and the `[load]` section (`None`: count-bound levels).
+pub(crate) fn level_duration(
+    args: &CommonArgs,
+    file: &LoadSection,
+) -> Result<Option<LevelDuration>> {
+    let secs = |what: &str, v: f64, zero_ok: bool| -> Result<Duration> {
+        if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) || v > 1e7 {
+            bail!(
+                "{what} must be a {} number of seconds, not {v}",
+                if zero_ok { "non-negative" } else { "positive" }
+            );
+        }
+        Ok(Duration::from_secs_f64(v))
+    };
+    let grace = args.grace_s.or(file.grace_s);
+    let warm = args.warmup_duration_s.or(file.warmup_duration_s);
+    let Some(d) = args.duration_s.or(file.duration_s) else {
+        if grace.is_some() || warm.is_some() {
+            bail!("grace_s and warmup_duration_s need duration_s");
+        }
+        return Ok(None);
+    };
+    Ok(Some(LevelDuration {
+        measure: secs("duration_s", d, false)?,
+        grace: secs("grace_s", grace.unwrap_or(30.0), true)?,
+        warmup: secs("warmup_duration_s", warm.unwrap_or(0.0), true)?,
+    }))
+}
+
+/// Open-loop arrivals from the flags and `[load]`.
+pub(crate) fn resolve_open_loop(
+    args: &CommonArgs,
+    file: &LoadSection,
+) -> Result<Option<OpenLoopSettings>> {
+    {
+        let rates = if args.request_rate.is_empty() {
+            file.request_rate.clone().unwrap_or_default()
+        } else {
+            args.request_rate.clone()
+        };
+        let arrival = args.arrival.clone().or(file.arrival.clone());
+        let burstiness = args.burstiness.or(file.burstiness);
+        let cap = args.max_in_flight.or(file.max_in_flight);
+        let replay = args.replay_speedup.or(file.replay_speedup);
+        if let Some(f) = replay {
+            if !(f.is_finite() && f > 0.0) {
+                bail!("replay_speedup must be a positive factor, not {f}");
+            }
+            if !rates.is_empty() || arrival.is_some() || burstiness.is_some() {
+                bail!("replay_speedup replays a trace's own times: it does not combine with request_rate, arrival or burstiness");
+            }
+            if cap == Some(0) {
+                bail!("max_in_flight must be at least 1");
+            }
+            return Ok(Some(OpenLoopSettings::replay(f).with_max_in_flight(cap)));
+        }
+        if rates.is_empty() {
+            if arrival.is_some() || burstiness.is_some() || cap.is_some() {
+                bail!("arrival, burstiness and max_in_flight need request_rate (open loop)");
+            }
+            return Ok(None);
+        }
+        if let Some(r) = rates.iter().find(|r| !(r.is_finite() && **r > 0.0)) {
+            bail!("request_rate must be positive requests/s, not {r}");
+        }
+        if cap == Some(0) {
+            bail!("max_in_flight must be at least 1");
+        }
+        let arrival = Arrival::parse(arrival.as_deref().unwrap_or("poisson"), burstiness)?;
+        if let Arrival::Gamma { burstiness } = arrival {
+            if !(burstiness.is_finite() && burstiness > 0.0) {
+                bail!("burstiness must be a positive number, not {burstiness}");
+            }
+        }
+        Ok(Some(
+            OpenLoopSettings::rates(rates, arrival).with_max_in_flight(cap),
+        ))
+    }
+}
+
+/// Repeated runs from the flags and `[runs]`.
+pub(crate) fn resolve_runs(args: &CommonArgs, file: &RunsSection) -> Result<RunsSettings> {
+    {
+        let num_runs = args.num_runs.or(file.num_runs).unwrap_or(1);
+        if num_runs == 0 {
+            bail!("num_runs must be at least 1");
+        }
+        let confidence = args
+            .confidence_level
+            .or(file.confidence_level)
+            .unwrap_or(0.95);
+        if !(confidence > 0.0 && confidence < 1.0) {
+            bail!("confidence_level must be between 0 and 1 (exclusive), not {confidence}");
+        }
+        let statistic = args.converge_on.clone().or(file.converge_on.clone());
+        let criterion = args
+            .converge_criterion
+            .clone()
+            .or(file.converge_criterion.clone());
+        let threshold = args.converge_threshold.or(file.converge_threshold);
+        let min_runs = args.min_runs.or(file.min_runs);
+        let convergence = match statistic {
+            None => {
+                if criterion.is_some() || threshold.is_some() || min_runs.is_some() {
+                    bail!("converge_criterion, converge_threshold and min_runs need converge_on (the statistic to watch)");
+                }
+                None
+            }
+            Some(statistic) => {
+                let known = kneepoint_metrics::RECORD_METRICS
+                    .iter()
+                    .any(|(m, _, _)| statistic.starts_with(&format!("{m}_")))
+                    || [
+                        "request_throughput_avg",
+                        "output_token_throughput_avg",
+                        "error_rate_avg",
+                        "goodput_avg",
+                    ]
+                    .contains(&statistic.as_str());
+                if !known {
+                    bail!("converge_on {statistic:?} is not a statistic: use <metric>_<stat>, e.g. time_to_first_token_p99 or output_token_throughput_avg");
+                }
+                let max = threshold.unwrap_or(0.05);
+                if !(max > 0.0 && max.is_finite()) {
+                    bail!("converge_threshold must be a positive number, not {max}");
+                }
+                let criterion = match criterion.as_deref().unwrap_or("ci-width") {
+                    "ci-width" | "ci_width" => Criterion::CiWidth { max },
+                    "cv" => Criterion::Cv { max },
+                    other => bail!("converge_criterion must be ci-width or cv, not {other:?}"),
+                };
+                let min_runs = min_runs.unwrap_or(3);
+                if min_runs < 2 {
+                    bail!("min_runs must be at least 2 (an interval needs two runs)");
+                }
+                if num_runs < min_runs {
+                    bail!("num_runs ({num_runs}) is the cap on runs and must be at least min_runs ({min_runs})");
+                }
+                Some(ConvergenceRule {
+                    statistic,
+                    criterion,
+                    min_runs: min_runs as usize,
+                    confidence,
+                })
+            }
+        };
+        Ok(RunsSettings::new(num_runs, confidence, convergence))
+    }
+}
+
+/// Closed loop: the time each phase's first wave is spread over.
+pub(crate) fn ramp_up(
+    args: &CommonArgs,
+    load: &LoadSection,
+    open_loop: bool,
+) -> Result<Option<Duration>> {
+    Ok(match args.ramp_up_s.or(load.ramp_up_s) {
+        None => None,
+        Some(_) if open_loop => {
+            bail!("ramp_up_s spreads a closed loop's first wave; an open loop (request_rate, replay_speedup) has its own schedule")
+        }
+        Some(v) if v.is_finite() && (0.0..=3600.0).contains(&v) => Some(Duration::from_secs_f64(v)),
+        Some(v) => bail!("ramp_up_s must be between 0 and 3600 seconds, not {v}"),
+    })
+}
+
+/// Early stop of a level once its statistics are precise enough.
+pub(crate) fn early_stop(
+    args: &CommonArgs,
+    load: &LoadSection,
+    runs: Option<&RunsSection>,
+) -> Result<Option<EarlyStop>> {
+    Ok({
+        let width = args.early_stop_width.or(load.early_stop_width);
+        let min = args
+            .early_stop_min_requests
+            .or(load.early_stop_min_requests);
+        match width {
+            None if min.is_some() => {
+                bail!("early_stop_min_requests needs early_stop_width")
+            }
+            None => None,
+            Some(w) if !(w.is_finite() && w > 0.0 && w < 2.0) => {
+                bail!(
+                    "early_stop_width must be a fraction of the mean above 0 (e.g. 0.05), not {w}"
+                )
+            }
+            Some(w) => Some(EarlyStop {
+                min_requests: min.unwrap_or(200).max(20) as usize,
+                max_relative_width: w,
+                confidence: args
+                    .confidence_level
+                    .or(runs.and_then(|r| r.confidence_level))
+                    .unwrap_or(0.95),
+                batch: 1,
+            }),
+        }
+    })
+}

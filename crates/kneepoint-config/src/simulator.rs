@@ -1,0 +1,62 @@
+//! The built-in simulator's profile from the flags and `[simulator]`, and fault plans.
+
+use kneepoint_sim::{Fault, FaultPlan, SimProfile};
+
+use crate::error::bail;
+use crate::file::SimulatorSection;
+use crate::{CommonArgs, Result, DEFAULT_SIM_TIME_SCALE};
+
+/// The simulator profile the flags and `[simulator]` describe (validated).
+pub(crate) fn profile(args: &CommonArgs, sim: &SimulatorSection) -> Result<SimProfile> {
+    let mut p = SimProfile::by_name(
+        args.sim_profile
+            .as_deref()
+            .or(sim.profile.as_deref())
+            .unwrap_or("calibrated"),
+    )?;
+    p.time_scale = args
+        .sim_time_scale
+        .or(sim.time_scale)
+        .unwrap_or(DEFAULT_SIM_TIME_SCALE);
+    if let Some(s) = sim.seed {
+        p.seed = s;
+    }
+    if let Some(k) = args.sim_slowdown.or(sim.slowdown) {
+        if !k.is_finite() || k <= 0.0 {
+            bail!("the simulator slowdown must be a positive factor (got {k})");
+        }
+        p.step_base_ms *= k;
+        p.step_per_seq_ms *= k;
+        p.step_per_context_token_us *= k;
+        p.prefill_per_token_us *= k;
+    }
+    if let Some(j) = args.sim_jitter.or(sim.jitter) {
+        if !j.is_finite() || j < 0.0 {
+            bail!("the simulator jitter must be 0 or more (got {j})");
+        }
+        p.jitter = j;
+    }
+    p.faults = sim.faults.clone();
+    if let Some(rate) = args.sim_fault_rate {
+        p.faults = Some(fault_plan(rate, &args.sim_faults, args.sim_stall_ms)?);
+    }
+    p.validate()?;
+    Ok(p)
+}
+
+/// A fault plan from the command line: `rate` of requests get one of `kinds` (all HTTP/SSE
+/// kinds when empty).
+pub fn fault_plan(rate: f64, kinds: &[String], stall_ms: Option<u64>) -> Result<FaultPlan> {
+    let kinds = kinds
+        .iter()
+        .map(|k| {
+            Fault::parse(k.trim())
+                .ok_or_else(|| crate::Error::Invalid(format!("unknown simulator fault {k:?}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut plan = FaultPlan::new(rate, kinds);
+    if let Some(ms) = stall_ms {
+        plan.stall_ms = ms;
+    }
+    Ok(plan)
+}

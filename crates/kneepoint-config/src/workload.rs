@@ -1,0 +1,87 @@
+//! What to send: lengths, mixtures, shared prefixes and datasets, from the flags and
+//! `[workload]`.
+
+use kneepoint_workload::{
+    DatasetConfig, DatasetFormat, LengthDist, Lengths, Sampling, SharedPrefix,
+};
+
+use crate::error::Context;
+use crate::file::WorkloadSection;
+use crate::limits::dist;
+use crate::{CommonArgs, Result};
+
+/// Input and output length distributions.
+pub(crate) fn lengths(args: &CommonArgs, wl: &WorkloadSection) -> Result<(LengthDist, LengthDist)> {
+    let isl = dist(
+        args.isl.or(wl.prompt_input_tokens_mean).unwrap_or(1024.0),
+        args.isl_stddev
+            .or(wl.prompt_input_tokens_stddev)
+            .unwrap_or(0.0),
+        "input length",
+    )?;
+    let osl = dist(
+        args.osl.or(wl.output_tokens_mean).unwrap_or(256.0),
+        args.osl_stddev.or(wl.output_tokens_stddev).unwrap_or(0.0),
+        "output length",
+    )?;
+    Ok((isl, osl))
+}
+
+/// A weighted mixture of (isl, osl) pairs replacing the two distributions.
+pub(crate) fn mixture(args: &CommonArgs, wl: &WorkloadSection) -> Result<Option<Lengths>> {
+    Ok(match (&args.mix, &wl.mixture) {
+        (Some(m), _) => Some(Lengths::parse_mixture(m)?),
+        (None, Some(entries)) => {
+            let l = Lengths::Mixture(entries.clone());
+            l.validate()?;
+            Some(l)
+        }
+        (None, None) => None,
+    })
+}
+
+/// Shared system-prompt prefixes.
+pub(crate) fn prefix(args: &CommonArgs, wl: &WorkloadSection) -> Option<SharedPrefix> {
+    match args.shared_prefix_tokens.or(wl.shared_prefix_tokens) {
+        None | Some(0) => None,
+        Some(tokens) => Some(SharedPrefix {
+            tokens,
+            pool: args
+                .shared_prefix_pool
+                .or(wl.shared_prefix_pool)
+                .unwrap_or(1),
+        }),
+    }
+}
+
+/// A dataset or trace instead of synthetic prompts.
+pub(crate) fn dataset(
+    args: &CommonArgs,
+    wl: &WorkloadSection,
+    osl: &LengthDist,
+) -> Result<Option<DatasetConfig>> {
+    Ok(match args.dataset.clone().or(wl.dataset.clone()) {
+        None => None,
+        Some(path) => {
+            let mut d = DatasetConfig::new(path);
+            let file_format = wl
+                .dataset_format
+                .as_deref()
+                .map(str::parse::<DatasetFormat>);
+            if let Some(f) = args.dataset_format.map(Ok).or(file_format) {
+                d.format = Some(f.context("[workload] dataset_format")?);
+            }
+            let file_sampling = wl.sampling.as_deref().map(str::parse::<Sampling>);
+            if let Some(o) = args.sampling.map(Ok).or(file_sampling) {
+                d.sampling = o.context("[workload] sampling")?;
+            }
+            if let Some(b) = args.trace_block_tokens.or(wl.trace_block_tokens) {
+                d.trace_block_tokens = b;
+            }
+            d.seed = args.seed.or(wl.seed).unwrap_or(0);
+            d.default_output_tokens = osl.mean().round().max(1.0) as u32;
+            d.output_control = !args.no_output_control && wl.output_control.unwrap_or(true);
+            Some(d)
+        }
+    })
+}
