@@ -180,6 +180,15 @@ async fn next_signal() -> bool {
     }
 }
 
+/// A run where no request succeeded is an error (exit 1) naming the most common failure: its
+/// files are written, but there is nothing to operate at.
+fn failed_run(summaries: &[kneepoint_metrics::LevelSummary]) -> anyhow::Result<()> {
+    match kneepoint_engine::every_request_failed(summaries) {
+        Some(why) => anyhow::bail!("no request succeeded: {why}"),
+        None => Ok(()),
+    }
+}
+
 /// Runs a parsed command on a new Tokio runtime.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -195,7 +204,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 if outcome.interrupted {
                     return Err(Interrupted.into());
                 }
-                Ok(())
+                failed_run(&outcome.summaries)
             }
             Command::Search(args) => {
                 let settings = SearchSettings::resolve(&args)?;
@@ -205,7 +214,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 if outcome.interrupted {
                     return Err(Interrupted.into());
                 }
-                Ok(())
+                failed_run(&outcome.summaries)
             }
             Command::Recommend(args) => {
                 let cancel = on_signals();

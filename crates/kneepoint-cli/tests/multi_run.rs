@@ -178,7 +178,7 @@ fn bad_run_settings_are_clear_errors() {
                 "--converge-criterion",
                 "t",
             ][..],
-            "ci-width or cv",
+            "possible values: ci-width, ci_width, cv",
         ),
     ] {
         let e = sweep_args(args, tmp.path()).unwrap_err();

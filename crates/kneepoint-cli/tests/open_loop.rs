@@ -112,7 +112,7 @@ fn bad_open_loop_settings_are_clear_errors() {
         (&["--max-in-flight", "4"][..], "need request_rate"),
         (
             &["--request-rate", "5", "--arrival", "weibull"][..],
-            "unknown arrival process",
+            "possible values: poisson, constant, gamma",
         ),
         (
             &[

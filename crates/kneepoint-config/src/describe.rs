@@ -79,6 +79,7 @@ impl CommonSettings {
                 "first_token_timeout_s": self.deadlines.first_token.map(|d| d.as_secs_f64()),
                 "idle_timeout_s": self.deadlines.idle.map(|d| d.as_secs_f64()),
                 "retries": self.retry.max_retries,
+                "trust_server_usage": self.trust_server_usage,
                 "retry_backoff_ms": self.retry.backoff.as_millis() as u64,
             },
         })

@@ -295,6 +295,10 @@ pub struct CommonArgs {
     /// one); by default it is an `incomplete` failure (generation cut short).
     #[arg(long)]
     pub allow_missing_finish_reason: bool,
+    /// Keep the server's completion_tokens even when implausible (zero for generated text, or
+    /// more than the chunks and text could hold); by default the client's count replaces it.
+    #[arg(long)]
+    pub trust_server_usage: bool,
     /// Built-in simulator: fraction of requests that get an injected fault (0..1).
     #[arg(long, value_name = "FRACTION")]
     pub sim_fault_rate: Option<f64>,

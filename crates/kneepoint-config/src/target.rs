@@ -259,6 +259,7 @@ pub(crate) fn level_settings(s: &CommonSettings) -> LevelSettings {
     l.deadlines = s.deadlines;
     l.require_finish_reason = s.require_finish_reason;
     l.retry = s.retry;
+    l.trust_server_usage = s.trust_server_usage;
     l.seed = s.seed;
     l
 }

@@ -114,7 +114,60 @@ fn status_headers(headers: &[(String, String)]) -> String {
         .collect()
 }
 
+/// What replaces a secret in a recorded message.
+pub const REDACTED: &str = "[redacted]";
+
+fn scrub(s: &mut String, secrets: &[&str]) {
+    for secret in secrets {
+        // Very short values would blank out ordinary words; they are not credentials.
+        if secret.len() >= 6 && s.contains(secret) {
+            *s = s.replace(secret, REDACTED);
+        }
+    }
+}
+
 impl Error {
+    /// The error with every occurrence of each of `secrets` (an API key, a header value) in
+    /// its messages, body excerpt and header values replaced by [`REDACTED`]: a server that
+    /// echoes the request's credentials back must not put them in a record. Values shorter
+    /// than six bytes are left alone.
+    pub fn redact(mut self, secrets: &[&str]) -> Self {
+        if secrets.is_empty() {
+            return self;
+        }
+        match &mut self {
+            Error::Connect {
+                target, message, ..
+            } => {
+                scrub(target, secrets);
+                scrub(message, secrets);
+            }
+            Error::Status {
+                body_excerpt,
+                headers,
+                ..
+            } => {
+                scrub(body_excerpt, secrets);
+                for (_, v) in headers.iter_mut() {
+                    scrub(v, secrets);
+                }
+            }
+            Error::Server { code, message } => {
+                if let Some(c) = code {
+                    scrub(c, secrets);
+                }
+                scrub(message, secrets);
+            }
+            Error::MalformedResponse { message, .. }
+            | Error::Disconnected { message, .. }
+            | Error::InvalidRequest { message }
+            | Error::Incomplete { message } => scrub(message, secrets),
+            Error::Sink { sink, .. } => scrub(sink, secrets),
+            Error::Timeout { .. } | Error::Cancelled => {}
+        }
+        self
+    }
+
     /// An [`Error::Status`] without explaining headers.
     pub fn status_code(status: u16, body_excerpt: impl Into<String>) -> Self {
         Error::Status {
@@ -252,6 +305,29 @@ impl std::fmt::Display for TimeoutPhase {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redact_replaces_echoed_secrets_everywhere() {
+        let key = "sk-live-0123456789";
+        let e = Error::Status {
+            status: 401,
+            body_excerpt: format!("invalid key {key} (Bearer {key})"),
+            headers: vec![("www-authenticate".into(), format!("Bearer {key}"))],
+        }
+        .redact(&[key, "abc"]);
+        let text = e.to_string();
+        assert!(!text.contains(key), "{text}");
+        assert!(text.contains("invalid key [redacted]"), "{text}");
+        let e = Error::Server {
+            code: None,
+            message: format!("echo {key}"),
+        }
+        .redact(&[key]);
+        assert_eq!(e.to_string(), "server error: echo [redacted]");
+        // Short values are not secrets worth blanking words for.
+        let e = Error::malformed("a bad chunk").redact(&["bad"]);
+        assert!(e.to_string().contains("a bad chunk"));
+    }
 
     #[test]
     fn kinds_and_display() {

@@ -43,7 +43,7 @@ mod tokens;
 mod transport;
 
 pub use async_trait::async_trait;
-pub use error::{Error, ErrorKind, TimeoutPhase};
+pub use error::{Error, ErrorKind, TimeoutPhase, REDACTED};
 pub use event::{Chunk, ResponseEvent, Usage};
 pub use names::UnknownName;
 pub use record::{ErrorRecord, Phase, RequestRecord, TokenSource};

@@ -101,6 +101,11 @@ pub struct RequestRecord {
     /// in a closed loop). `start_ns − intended_start_ns` is the schedule lag.
     #[serde(default)]
     pub intended_start_ns: Option<u64>,
+    /// The server's `completion_tokens` when it was set aside as implausible (zero tokens for
+    /// generated text, or far more tokens than the chunks and text could hold); the client's
+    /// count is then `output_tokens`.
+    #[serde(default)]
+    pub rejected_usage_tokens: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -133,6 +138,7 @@ impl RequestRecord {
             error: None,
             attempts: 1,
             intended_start_ns: None,
+            rejected_usage_tokens: None,
         }
     }
 

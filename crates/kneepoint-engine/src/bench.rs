@@ -216,6 +216,7 @@ impl Bench {
         config.deadlines = s.deadlines;
         config.require_finish_reason = s.require_finish_reason;
         config.retry = s.retry;
+        config.trust_server_usage = s.trust_server_usage;
         config.cancel = cancel.clone();
         config.token_counter = self.counter.clone();
         config.ramp_up = s.ramp_up;

@@ -53,6 +53,7 @@
 
 mod bench;
 mod error;
+mod failure;
 mod level;
 mod observer;
 mod open_sweep;
@@ -66,13 +67,14 @@ mod timed;
 
 pub use bench::{Bench, BenchBuilder};
 pub use error::Error;
+pub use failure::every_request_failed;
 pub use observer::{Observer, Silent};
 pub use recommend::{
     CandidateRun, CandidateSource, CandidateSpec, Recommend, RecommendBuilder, RecommendReport,
 };
 pub use rerender::{rerender, Rerendered};
 pub use runs::{pessimistic, RunsOutcome};
-pub use search::{probe_dir, Search, SearchBuilder, SearchReport};
+pub use search::{probe_dir, Search, SearchBuilder, SearchReport, DEFAULT_ERROR_GUARD};
 pub use settings::{LevelSettings, OpenLoopSettings, RunsSettings};
 pub use sweep::{conclude, level_row, Sweep, SweepBuilder, SweepReport};
 

@@ -50,14 +50,15 @@ pub(crate) fn zone_of(
         let prev_ok = by_level.get(&c).and_then(|z| z.meets_slas).unwrap_or(true);
         by_level.insert(
             c,
-            ZonePoint {
-                point: LevelPoint::new(
+            ZonePoint::new(
+                LevelPoint::new(
                     c,
                     s.output_token_throughput,
                     s.stat("request_latency", "p99").unwrap_or(0.0),
                 ),
-                meets_slas: Some(prev_ok && r.pass),
-            },
+                Some(prev_ok && r.pass),
+                s.error_rate,
+            ),
         );
     }
     let points: Vec<ZonePoint> = by_level.into_values().collect();
@@ -102,7 +103,12 @@ pub struct SearchBuilder {
     bench: BenchBuilder,
     config: Option<SearchConfig>,
     by_confidence: bool,
+    error_guard: Option<f64>,
 }
+
+/// The error rate above which a probe fails when the SLAs say nothing of errors: a server
+/// that fails fast meets every latency SLA, and such a level must never be the answer.
+pub const DEFAULT_ERROR_GUARD: f64 = 0.05;
 
 impl SearchBuilder {
     bench_methods!();
@@ -120,11 +126,24 @@ impl SearchBuilder {
         self
     }
 
+    /// When no SLA bounds `error_rate`, adds `error_rate:avg:<=:limit` (default
+    /// [`DEFAULT_ERROR_GUARD`]; `None` adds nothing). The added SLA is written in
+    /// `search_history.json` with the others.
+    pub fn error_guard(mut self, limit: Option<f64>) -> Self {
+        self.error_guard = limit;
+        self
+    }
+
     /// Validates everything and creates the artifact folder.
     pub fn build(self) -> Result<Search, Error> {
-        let config = self
+        let mut config = self
             .config
             .ok_or_else(|| Error::invalid("a search needs its parameters: call .config(...)"))?;
+        if let Some(limit) = self.error_guard {
+            if !config.slas.iter().any(|s| s.metric == "error_rate") {
+                config.slas.push(kneepoint_planner::Sla::error_rate(limit)?);
+            }
+        }
         config.validate()?;
         let bench = self.bench.build()?;
         if bench.settings.open_loop.is_some() {
@@ -163,6 +182,7 @@ impl Search {
             bench,
             config: None,
             by_confidence: false,
+            error_guard: Some(DEFAULT_ERROR_GUARD),
         }
     }
 

@@ -31,6 +31,8 @@ pub struct LevelSettings {
     pub require_finish_reason: bool,
     /// Retries of transient failures (none by default).
     pub retry: RetryPolicy,
+    /// Keep the server's `completion_tokens` even when implausible.
+    pub trust_server_usage: bool,
     /// Seeds the open-loop arrival schedules.
     pub seed: u64,
 }
@@ -48,6 +50,7 @@ impl Default for LevelSettings {
             deadlines: Deadlines::default(),
             require_finish_reason: false,
             retry: RetryPolicy::default(),
+            trust_server_usage: false,
             seed: 0,
         }
     }

@@ -73,13 +73,13 @@ pub fn level_row(s: &LevelSummary, dir: String, slas: &[Sla]) -> LevelRow {
 fn zone_of(rows: &[LevelRow]) -> Result<OperatingZone, Error> {
     let points: Vec<ZonePoint> = rows
         .iter()
-        .map(|r| ZonePoint {
-            point: LevelPoint::new(
+        .map(|r| {
+            let point = LevelPoint::new(
                 r.concurrency,
                 r.output_token_throughput,
                 r.e2e_p99_ms.unwrap_or(0.0),
-            ),
-            meets_slas: r.meets_slas,
+            );
+            ZonePoint::new(point, r.meets_slas, r.error_rate)
         })
         .collect();
     Ok(operating_zone(&points, &KneeRule::default())?)
@@ -329,6 +329,7 @@ pub(crate) fn open_loop_zone() -> OperatingZone {
             steps: Vec::new(),
         },
         sla_breaking_point: None,
+        error_breaking_point: None,
         ideal_balance: None,
         safe_max: None,
         summary: "open loop: compare latency from the intended start and the schedule lag across rates".into(),

@@ -177,6 +177,8 @@ impl LevelSummary {
         let mut osl_sources: BTreeMap<String, usize> = BTreeMap::new();
         let mut mismatches = 0usize;
         let mut disagreements = 0usize;
+        let mut rejected: Option<(u32, usize)> = None;
+        let mut rejected_count = 0usize;
         let mut errors_by_kind: BTreeMap<String, usize> = BTreeMap::new();
         let mut groups: BTreeMap<(String, Option<u16>, String), usize> = BTreeMap::new();
         for r in &measured {
@@ -226,6 +228,10 @@ impl LevelSummary {
                 if want != got {
                     mismatches += 1;
                 }
+            }
+            if let Some(u) = r.rejected_usage_tokens {
+                rejected.get_or_insert((u, r.chunk_ns.len()));
+                rejected_count += 1;
             }
             if r.output_tokens_source == Some(TokenSource::Usage) {
                 if let (Some(s), Some(c)) = (r.output_tokens, r.client_output_tokens) {
@@ -277,6 +283,11 @@ impl LevelSummary {
         if disagreements > 0 {
             warnings.push(format!(
                 "{disagreements} requests: the server's completion_tokens and the client's token count differ by more than 5 %"
+            ));
+        }
+        if let Some((u, chunks)) = rejected {
+            warnings.push(format!(
+                "{rejected_count} requests: the server's completion_tokens was implausible (e.g. {u} tokens for {chunks} chunks) and the client's count was used instead (--trust-server-usage keeps the server's)"
             ));
         }
         if let Some(n) = osl_sources.get("estimate") {

@@ -42,6 +42,10 @@ pub struct KneeRule {
     pub min_elasticity: f64,
     /// At or above this ratio p99 latency "climbs" (default 1.25).
     pub min_latency_growth: f64,
+    /// A level whose error rate is above this is broken (default 0.05): it is left out of the
+    /// knee's curve and is never the operating level, whatever its latency (the requests that
+    /// failed fast make it look good).
+    pub max_error_rate: f64,
 }
 
 impl Default for KneeRule {
@@ -49,6 +53,7 @@ impl Default for KneeRule {
         KneeRule {
             min_elasticity: 0.15,
             min_latency_growth: 1.25,
+            max_error_rate: 0.05,
         }
     }
 }

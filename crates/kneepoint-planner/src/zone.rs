@@ -7,6 +7,9 @@
 //!   latency. Without a knee, every level counts; without SLAs, every level passes.
 //! - **Safe zone**: levels up to the lower of the knee and the last level before the breaking
 //!   point.
+//! - **Broken levels**: a level whose error rate is above [`KneeRule::max_error_rate`] is left
+//!   out of the knee's curve, counts as failing (the breaking point is the lowest failing or
+//!   broken level) and is never the ideal balance: a server that fails fast looks fast.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +23,29 @@ pub struct ZonePoint {
     pub point: LevelPoint,
     /// Whether every SLA held (None when no SLA was given).
     pub meets_slas: Option<bool>,
+    /// Failed / recorded requests at the level (0 when unknown).
+    #[serde(default)]
+    pub error_rate: f64,
+}
+
+impl ZonePoint {
+    /// A level's point, SLA verdict and error rate.
+    pub fn new(point: LevelPoint, meets_slas: Option<bool>, error_rate: f64) -> Self {
+        ZonePoint {
+            point,
+            meets_slas,
+            error_rate,
+        }
+    }
+
+    fn broken(&self, rule: &KneeRule) -> bool {
+        // A NaN error rate (nothing recorded) counts as broken.
+        self.error_rate.is_nan() || self.error_rate > rule.max_error_rate
+    }
+
+    fn fails(&self, rule: &KneeRule) -> bool {
+        self.meets_slas == Some(false) || self.broken(rule)
+    }
 }
 
 /// Where to operate.
@@ -27,8 +53,11 @@ pub struct ZonePoint {
 pub struct OperatingZone {
     /// The saturation knee and its evidence.
     pub knee: KneeEstimate,
-    /// The lowest level that failed an SLA.
+    /// The lowest level that failed an SLA or had too many errors.
     pub sla_breaking_point: Option<u32>,
+    /// The lowest level whose error rate was above the rule's limit.
+    #[serde(default)]
+    pub error_breaking_point: Option<u32>,
     /// The recommended operating level.
     pub ideal_balance: Option<u32>,
     /// The highest level of the safe zone.
@@ -41,15 +70,35 @@ pub struct OperatingZone {
 pub fn operating_zone(points: &[ZonePoint], rule: &KneeRule) -> Result<OperatingZone, Error> {
     let mut pts = points.to_vec();
     pts.sort_by_key(|p| p.point.concurrency);
-    let knee = find_knee(&pts.iter().map(|p| p.point).collect::<Vec<_>>(), rule)?;
+    let healthy: Vec<LevelPoint> = pts
+        .iter()
+        .filter(|p| !p.broken(rule))
+        .map(|p| p.point)
+        .collect();
+    let mut knee = find_knee(&healthy, rule)?;
+    let error_break = pts
+        .iter()
+        .find(|p| p.broken(rule))
+        .map(|p| p.point.concurrency);
+    if healthy.is_empty() && !pts.is_empty() {
+        knee.reason = format!(
+            "every level had more than {} % of its requests fail: no curve to find a knee on",
+            rule.max_error_rate * 100.0
+        );
+    } else if error_break.is_some() {
+        knee.reason.push_str(&format!(
+            " (levels with more than {} % errors left out)",
+            rule.max_error_rate * 100.0
+        ));
+    }
     let breaking = pts
         .iter()
-        .find(|p| p.meets_slas == Some(false))
+        .find(|p| p.fails(rule))
         .map(|p| p.point.concurrency);
     let limit = knee.knee.unwrap_or(u32::MAX);
     let ideal = pts
         .iter()
-        .filter(|p| p.point.concurrency <= limit && p.meets_slas != Some(false))
+        .filter(|p| p.point.concurrency <= limit && !p.fails(rule))
         .filter(|p| breaking.is_none_or(|b| p.point.concurrency < b))
         .fold(None::<&ZonePoint>, |best, p| match best {
             Some(b) if b.point.throughput >= p.point.throughput => Some(b),
@@ -66,17 +115,35 @@ pub fn operating_zone(points: &[ZonePoint], rule: &KneeRule) -> Result<Operating
     };
     let mut summary = match ideal {
         Some(i) => format!("operate at {i} concurrent requests"),
+        None if healthy.is_empty() && !pts.is_empty() => format!(
+            "no level is usable: more than {} % of requests failed at every level",
+            rule.max_error_rate * 100.0
+        ),
         None => "no level meets the SLAs".to_owned(),
     };
     if let Some(k) = knee.knee {
         summary.push_str(&format!("; throughput saturates at {k}"));
     }
-    if let Some(b) = breaking {
-        summary.push_str(&format!("; SLAs break at {b}"));
+    match (breaking, error_break) {
+        (Some(b), Some(e)) if b == e => summary.push_str(&format!(
+            "; errors exceed {} % at {e}",
+            rule.max_error_rate * 100.0
+        )),
+        (Some(b), e) => {
+            summary.push_str(&format!("; SLAs break at {b}"));
+            if let Some(e) = e {
+                summary.push_str(&format!(
+                    "; errors exceed {} % at {e}",
+                    rule.max_error_rate * 100.0
+                ));
+            }
+        }
+        _ => {}
     }
     Ok(OperatingZone {
         knee,
         sla_breaking_point: breaking,
+        error_breaking_point: error_break,
         ideal_balance: ideal,
         safe_max,
         summary,
@@ -88,10 +155,66 @@ mod tests {
     use super::*;
 
     fn z(c: u32, t: f64, l: f64, ok: Option<bool>) -> ZonePoint {
-        ZonePoint {
-            point: LevelPoint::new(c, t, l),
-            meets_slas: ok,
-        }
+        ZonePoint::new(LevelPoint::new(c, t, l), ok, 0.0)
+    }
+
+    /// A server that answers 503 beyond two streams: the levels at 97 % errors look fast (the
+    /// failures return at once) and their throughput of the few successes is flat. They must
+    /// never be the operating level or define the knee.
+    #[test]
+    fn levels_with_errors_are_never_the_operating_level() {
+        let e =
+            |c: u32, t: f64, l: f64, err: f64| ZonePoint::new(LevelPoint::new(c, t, l), None, err);
+        let pts = [
+            e(1, 100.0, 50.0, 0.0),
+            e(2, 190.0, 55.0, 0.0),
+            e(8, 200.0, 20.0, 0.75),
+            e(32, 205.0, 21.0, 0.97),
+        ];
+        let zone = operating_zone(&pts, &KneeRule::default()).unwrap();
+        assert_eq!(zone.ideal_balance, Some(2), "{zone:?}");
+        assert_eq!(zone.safe_max, Some(2), "{zone:?}");
+        assert_eq!(zone.error_breaking_point, Some(8));
+        assert_eq!(zone.sla_breaking_point, Some(8));
+        assert!(
+            zone.summary.contains("errors exceed 5 % at 8"),
+            "{}",
+            zone.summary
+        );
+        assert!(
+            zone.knee.reason.contains("left out"),
+            "{}",
+            zone.knee.reason
+        );
+        // The same levels with SLAs that the fast failures meet: still not chosen.
+        let with_slas: Vec<ZonePoint> = pts
+            .iter()
+            .map(|p| ZonePoint::new(p.point, Some(true), p.error_rate))
+            .collect();
+        let zone = operating_zone(&with_slas, &KneeRule::default()).unwrap();
+        assert_eq!(zone.ideal_balance, Some(2));
+    }
+
+    #[test]
+    fn a_run_where_every_request_failed_has_no_operating_level() {
+        let pts = [
+            ZonePoint::new(LevelPoint::new(1, 0.0, 3.0), None, 1.0),
+            ZonePoint::new(LevelPoint::new(8, 0.0, 3.0), None, 1.0),
+        ];
+        let zone = operating_zone(&pts, &KneeRule::default()).unwrap();
+        assert_eq!(zone.ideal_balance, None);
+        assert_eq!(zone.knee.knee, None);
+        assert_eq!(zone.safe_max, None);
+        assert!(
+            zone.summary.starts_with("no level is usable"),
+            "{}",
+            zone.summary
+        );
+        assert!(
+            zone.knee.reason.contains("every level"),
+            "{}",
+            zone.knee.reason
+        );
     }
 
     #[test]

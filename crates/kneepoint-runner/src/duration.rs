@@ -125,6 +125,7 @@ async fn timed_loop(
         deadlines: config.deadlines,
         cancel: in_flight.clone(),
         require_finish_reason: config.require_finish_reason,
+        trust_server_usage: config.trust_server_usage,
         retry: config.retry,
     });
     let stop_at = Instant::from_std(origin) + length;

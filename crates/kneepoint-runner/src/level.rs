@@ -37,6 +37,9 @@ pub struct LevelConfig {
     /// A response that ends without a `finish_reason` is a failure (`incomplete`): the server
     /// cut the generation short. Off by default for transports that never report one.
     pub require_finish_reason: bool,
+    /// Take the server's `completion_tokens` as given, even when implausible (by default a
+    /// count that the chunks and text cannot hold is set aside for the client's count).
+    pub trust_server_usage: bool,
     /// Retries of failed requests; none by default (a benchmark must see errors).
     pub retry: RetryPolicy,
     /// Open-loop load: requests start on a schedule (`concurrency` is then unused).
@@ -95,6 +98,7 @@ impl LevelConfig {
             token_counter: Arc::new(ApproxTokenCounter),
             sink_queue: 4096,
             require_finish_reason: false,
+            trust_server_usage: false,
             retry: RetryPolicy::default(),
             open_loop: None,
             early_stop: None,
@@ -181,6 +185,7 @@ pub async fn run_level(
         deadlines: config.deadlines,
         cancel: config.cancel.clone(),
         require_finish_reason: config.require_finish_reason,
+        trust_server_usage: config.trust_server_usage,
         retry: config.retry,
     };
     let warmup_records = if warmup.is_empty() {

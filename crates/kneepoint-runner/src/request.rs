@@ -191,6 +191,24 @@ pub(crate) struct Ctx {
     pub cancel: CancelToken,
     pub require_finish_reason: bool,
     pub retry: RetryPolicy,
+    pub trust_server_usage: bool,
+}
+
+/// Whether a server's `completion_tokens` of `usage` can describe a response of `chunks`
+/// token-bearing chunks whose text the client counts as `client` tokens. Servers batch a few
+/// tokens per chunk (speculative decoding, stream intervals) and tokenizers differ by tens of
+/// percent, so the bounds are wide: at most 16 tokens per chunk plus 16, within 4x of the
+/// client's count once that is 16 or more, and at least 1 when text came back.
+pub(crate) fn usage_is_plausible(usage: u32, chunks: usize, client: u32) -> bool {
+    let chunks = u64::try_from(chunks).unwrap_or(u64::MAX);
+    let (usage, client) = (u64::from(usage), u64::from(client));
+    if usage == 0 {
+        return client == 0;
+    }
+    if usage > chunks.saturating_mul(16).saturating_add(16) {
+        return false;
+    }
+    client < 16 || (usage <= client.saturating_mul(4) && usage.saturating_mul(4) >= client)
 }
 
 /// Whether a failure before the first token is worth another attempt.
@@ -269,15 +287,19 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
 
     let client_count = u32::try_from(counter.count(&p.text)).unwrap_or(u32::MAX);
-    let (output_tokens, source) = if let Some(n) = p.completion_usage {
-        (Some(n), Some(TokenSource::Usage))
-    } else if let Some(n) = p.chunk_tokens {
-        (Some(n), Some(TokenSource::Chunks))
-    } else if counter.is_exact() {
-        (Some(client_count), Some(TokenSource::Tokenizer))
-    } else {
-        (Some(client_count), Some(TokenSource::Estimate))
-    };
+    let rejected_usage = p.completion_usage.filter(|&n| {
+        !ctx.trust_server_usage && !usage_is_plausible(n, p.chunks.len(), client_count)
+    });
+    let (output_tokens, source) =
+        if let Some(n) = p.completion_usage.filter(|_| rejected_usage.is_none()) {
+            (Some(n), Some(TokenSource::Usage))
+        } else if let Some(n) = p.chunk_tokens {
+            (Some(n), Some(TokenSource::Chunks))
+        } else if counter.is_exact() {
+            (Some(client_count), Some(TokenSource::Tokenizer))
+        } else {
+            (Some(client_count), Some(TokenSource::Estimate))
+        };
     if p.error.is_none() && p.chunks.is_empty() {
         p.error = Some(Error::malformed("the response carried no generated tokens"));
     }
@@ -312,5 +334,6 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
     r.finish_reason = p.finish;
     r.error = p.error.as_ref().map(ErrorRecord::from);
     r.attempts = attempts;
+    r.rejected_usage_tokens = rejected_usage;
     r
 }

@@ -567,3 +567,61 @@ async fn an_endless_stream_is_cut_off_and_its_record_kept() {
     // legitimately), then one more: the chunks that arrived stay in the record.
     assert_eq!(r.chunk_ns.len(), (1 << 16) + 1);
 }
+
+/// Answers with `chunks` one-token chunks, then usage claiming `usage` completion tokens.
+struct Lying {
+    chunks: usize,
+    usage: u32,
+}
+
+#[async_trait]
+impl Transport for Lying {
+    async fn send(&self, _: &Request) -> Result<EventStream, Error> {
+        let mut events: Vec<Result<ResponseEvent, Error>> = (0..self.chunks)
+            .map(|_| Ok(ResponseEvent::Chunk(Chunk::content(" tok"))))
+            .collect();
+        events.push(Ok(ResponseEvent::Usage(Usage {
+            prompt_tokens: Some(3),
+            completion_tokens: Some(self.usage),
+        })));
+        Ok(Box::pin(stream::iter(events)))
+    }
+}
+
+/// Issue 20, item 9: usage 100x the chunks sent (2.39 M tokens/s), or 0 for generated text,
+/// was taken as given. It is now set aside for the client's count and kept in the record;
+/// `trust_server_usage` restores the server's number.
+#[tokio::test]
+async fn implausible_server_usage_is_set_aside_unless_trusted() {
+    for (chunks, usage) in [(20, 2000), (20, 0)] {
+        let r = one_request(Lying { chunks, usage }).await.records.remove(0);
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(r.rejected_usage_tokens, Some(usage));
+        assert_eq!(r.output_tokens, r.client_output_tokens);
+        assert_ne!(r.output_tokens_source, Some(TokenSource::Usage));
+        let mut cfg = LevelConfig::new(1);
+        cfg.trust_server_usage = true;
+        let run = run_level(
+            Arc::new(Lying { chunks, usage }),
+            &cfg,
+            requests(1),
+            vec![],
+            vec![],
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(run.records[0].output_tokens, Some(usage));
+        assert_eq!(run.records[0].rejected_usage_tokens, None);
+    }
+    // Plausible counts are kept: several tokens per chunk, a tokenizer that differs.
+    for (chunks, usage) in [(20, 20), (20, 60), (10, 12)] {
+        let r = one_request(Lying { chunks, usage }).await.records.remove(0);
+        assert_eq!(
+            r.output_tokens,
+            Some(usage),
+            "{chunks} chunks, {usage} tokens"
+        );
+        assert_eq!(r.output_tokens_source, Some(TokenSource::Usage));
+    }
+}

@@ -28,6 +28,9 @@ pub struct OpenAiTransport {
     headers: HeaderMap,
     ids: RequestIds,
     client: HttpClient,
+    /// The API key and header values: never written into a record, even when a server
+    /// echoes them back in an error body.
+    secrets: std::sync::Arc<Vec<String>>,
 }
 
 impl std::fmt::Debug for OpenAiTransport {
@@ -69,6 +72,12 @@ impl OpenAiTransport {
         let ids = RequestIds::new(&config.request_id)?;
 
         let client = https_client(config.connect_timeout, &config.connect, Some(&uri))?;
+        let secrets = config
+            .api_key
+            .iter()
+            .map(|k| k.expose().to_owned())
+            .chain(config.headers.iter().map(|(_, v)| v.clone()))
+            .collect();
         Ok(OpenAiTransport {
             config,
             uri,
@@ -76,6 +85,7 @@ impl OpenAiTransport {
             headers,
             ids,
             client,
+            secrets: std::sync::Arc::new(secrets),
         })
     }
 
@@ -247,6 +257,33 @@ pub(crate) async fn read_limited(
 #[async_trait]
 impl Transport for OpenAiTransport {
     async fn send(&self, request: &Request) -> Result<EventStream, RequestError> {
+        if self.secrets.is_empty() {
+            return self.send_unredacted(request).await;
+        }
+        let secrets = self.secrets.clone();
+        let redact = move |e: RequestError| {
+            let list: Vec<&str> = secrets.iter().map(String::as_str).collect();
+            e.redact(&list)
+        };
+        let stream = self.send_unredacted(request).await.map_err(&redact)?;
+        Ok(Box::pin(futures_util::StreamExt::map(
+            stream,
+            move |item| item.map_err(&redact),
+        )))
+    }
+
+    fn payload(&self, request: &Request) -> Option<serde_json::Value> {
+        Some(request_body(&self.config, request))
+    }
+
+    fn request_id(&self, request: &Request) -> Option<String> {
+        self.ids.sent(request.id)
+    }
+}
+
+impl OpenAiTransport {
+    /// Sends `request`; errors may still hold what the server echoed.
+    async fn send_unredacted(&self, request: &Request) -> Result<EventStream, RequestError> {
         let req = self.http_request(request)?;
         let resp = self.roundtrip(req).await?;
         let status = resp.status();
@@ -281,14 +318,6 @@ impl Transport for OpenAiTransport {
             )));
         }
         whole_body(resp, self.config.max_body_bytes).await
-    }
-
-    fn payload(&self, request: &Request) -> Option<serde_json::Value> {
-        Some(request_body(&self.config, request))
-    }
-
-    fn request_id(&self, request: &Request) -> Option<String> {
-        self.ids.sent(request.id)
     }
 }
 

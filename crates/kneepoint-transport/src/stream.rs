@@ -56,11 +56,17 @@ impl SseStream {
                 *finished = true;
                 return;
             }
-            if ev.event == Some("error") && !data.starts_with('{') {
-                let e = Error::Server {
-                    code: None,
-                    message: data.to_owned(),
+            if ev.event == Some("error") {
+                // An error event fails the request whatever its data holds: a JSON error
+                // object gives its message, anything else is the message itself.
+                let e = match parse_body(data, events) {
+                    Err(e @ Error::Server { .. }) => e,
+                    _ => Error::Server {
+                        code: None,
+                        message: error_event_message(data),
+                    },
                 };
+                events.clear();
                 fail(pending, e, finished);
                 return;
             }
@@ -92,6 +98,27 @@ impl SseStream {
         };
         self.fail(Error::malformed(why));
     }
+}
+
+/// The message of an `event: error` whose data is not an error object: its `message` or
+/// `detail` field when it is JSON, else its text (an excerpt).
+fn error_event_message(data: &str) -> String {
+    let v: Option<serde_json::Value> = serde_json::from_str(data).ok();
+    let field = v.as_ref().and_then(|v| {
+        ["message", "detail"].iter().find_map(|k| {
+            v.get(k)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        })
+    });
+    field.unwrap_or_else(|| {
+        let text: String = data.chars().take(200).collect();
+        if text.is_empty() {
+            "the server sent an error event with no data".into()
+        } else {
+            text
+        }
+    })
 }
 
 fn sse_error(e: SseError) -> Error {

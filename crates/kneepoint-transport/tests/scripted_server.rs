@@ -190,6 +190,33 @@ async fn error_object_in_stream_fails_the_request() {
     assert!(err.to_string().contains("engine died"));
 }
 
+/// Issue 20, item 8: an `event: error` whose JSON has no `error` key used to count as a
+/// success (its data parsed as an empty chunk).
+#[tokio::test]
+async fn an_error_event_fails_the_request_whatever_its_data() {
+    for (event, want) in [
+        (
+            "event: error\ndata: {\"message\":\"overloaded, retry\"}\n\n",
+            "overloaded, retry",
+        ),
+        ("event: error\ndata: {\"detail\":\"busy\"}\n\n", "busy"),
+        ("event: error\ndata: {}\n\n", "{}"),
+        ("event: error\ndata: plain words\n\n", "plain words"),
+    ] {
+        let body = delta(" a") + event + &delta(" b");
+        let script = vec![
+            Write(SSE_HEAD.to_vec()),
+            Write(chunk(body.as_bytes())),
+            Write(END.to_vec()),
+        ];
+        let ev = collect(serve(script).await, Api::Chat).await;
+        assert_eq!(texts(&ev), " a", "{event}");
+        let err = ev.last().unwrap().as_ref().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Server, "{event}");
+        assert!(err.to_string().contains(want), "{event}: {err}");
+    }
+}
+
 #[tokio::test]
 async fn garbage_body_is_malformed() {
     let script = vec![

@@ -69,6 +69,7 @@ pub fn record_json(r: &RequestRecord) -> Value {
             "attempts": r.attempts,
             "level_origin_unix_ns": r.origin_unix_ns,
             "intended_start_ns": r.intended_start_ns.map(abs),
+            "rejected_usage_tokens": r.rejected_usage_tokens,
         },
         "metrics": if r.is_ok() || !metrics.is_empty() { Value::Object(metrics) } else { Value::Null },
         "error": r.error.as_ref().map(|e| json!({

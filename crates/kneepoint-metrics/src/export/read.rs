@@ -110,6 +110,7 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
         .map(str::to_owned);
     r.error = error;
     r.attempts = u32_of(md.get("attempts")).unwrap_or(1);
+    r.rejected_usage_tokens = u32_of(md.get("rejected_usage_tokens"));
     r.intended_start_ns = num("intended_start_ns").map(rel);
     Ok(r)
 }
