@@ -8,7 +8,7 @@
 //! let cli = kneepoint_cli::Cli::try_parse_from([
 //!     "kneepoint", "sweep", "--sim-profile", "fast", "--concurrency", "1,4",
 //!     "--request-count", "8", "--isl", "32", "--osl", "4", "--quiet",
-//!     "--artifact-dir", dir.to_str().unwrap(),
+//!     "--artifact-dir", dir.to_str().unwrap(), "--overwrite",
 //! ]).unwrap();
 //! kneepoint_cli::run(cli).unwrap();
 //! assert!(dir.join("concurrency_4/profile_export_aiperf.json").is_file());

@@ -147,6 +147,16 @@ fn bad_input_gives_clear_errors() {
     assert!(
         format!("{:#}", resolve(&["--extra-body", "[1]"]).unwrap_err()).contains("JSON object")
     );
+    // Issue 20, item 10: kneepoint's own fields cannot be overridden behind the records' back.
+    for body in [
+        r#"{"stream":false}"#,
+        r#"{"model":"x"}"#,
+        r#"{"max_tokens":9}"#,
+    ] {
+        let e = format!("{:#}", resolve(&["--extra-body", body]).unwrap_err());
+        assert!(e.contains("extra_body must not set"), "{body}: {e}");
+    }
+    assert!(resolve(&["--extra-body", r#"{"temperature":0.2}"#]).is_ok());
     assert!(resolve(&["--request-count", "-5"]).is_err());
 }
 

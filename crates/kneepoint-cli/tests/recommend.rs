@@ -63,6 +63,7 @@ async fn recommend(dir: &Path, config: &str, objective: &str) -> kneepoint_cli::
         objective: Some(objective.into()),
         price_table: None,
         artifact_dir: Some(dir.join(format!("out-{objective}"))),
+        overwrite: false,
         quiet: true,
     };
     run_recommend_with(&args, false, &CancelToken::new())
@@ -189,6 +190,7 @@ fn bad_recommend_configs_are_clear_errors() {
             objective: objective.map(str::to_owned),
             price_table: None,
             artifact_dir: Some(tmp.path().join("o")),
+            overwrite: true,
             quiet: true,
         };
         rt.block_on(run_recommend_with(&args, false, &CancelToken::new()))

@@ -73,6 +73,8 @@ pub struct CommonSettings {
     pub retry: RetryPolicy,
     /// Keep the server's `completion_tokens` even when implausible.
     pub trust_server_usage: bool,
+    /// Replace a run already in the artifact folder.
+    pub overwrite: bool,
     /// Output directory.
     pub artifact_dir: PathBuf,
     /// Set when the target speaks the SageMaker runtime protocol (a real endpoint, or the
@@ -183,6 +185,7 @@ impl CommonSettings {
             seed: args.seed.or(wl.seed).unwrap_or(0),
             require_finish_reason: !args.allow_missing_finish_reason,
             trust_server_usage: args.trust_server_usage,
+            overwrite: args.overwrite,
             retry: RetryPolicy {
                 max_retries: args.retries.unwrap_or(0),
                 backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),

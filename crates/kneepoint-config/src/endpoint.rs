@@ -13,6 +13,20 @@ use crate::file::{EndpointSection, WorkloadSection};
 use crate::limits::seconds;
 use crate::{CommonArgs, Result, SageMakerSettings};
 
+/// Body fields kneepoint writes itself: an `extra_body` that set them would make the records
+/// describe requests other than those sent.
+const OWN_FIELDS: [&str; 9] = [
+    "model",
+    "stream",
+    "stream_options",
+    "messages",
+    "prompt",
+    "max_tokens",
+    "max_completion_tokens",
+    "min_tokens",
+    "ignore_eos",
+];
+
 /// The OpenAI-compatible transport's configuration; `url` is `None` for the built-in
 /// simulator `sim` (whose model it names). Without a model, a URL target's is asked of the
 /// server (`GET /v1/models`) when the run starts.
@@ -64,6 +78,13 @@ pub(crate) fn openai_config(
             bail!("--extra-body must be a JSON object");
         };
         transport.extra_body.extend(m);
+    }
+    if let Some(k) = transport
+        .extra_body
+        .keys()
+        .find(|k| OWN_FIELDS.contains(&k.as_str()))
+    {
+        bail!("extra_body must not set {k:?}: kneepoint sets it from its own settings (and records what it sent); use the matching option instead (--model, --osl, --streaming, --endpoint-type, --max-tokens-field)");
     }
     transport.headers = ep.headers.clone().into_iter().collect();
     for h in &args.headers {

@@ -277,6 +277,10 @@ pub struct CommonArgs {
     /// Where results go (default: artifacts/sweep-YYYYMMDDTHHMMSSZ, UTC).
     #[arg(long, value_name = "DIR")]
     pub artifact_dir: Option<PathBuf>,
+    /// Replace the run already in --artifact-dir (its level folders, summaries, plots and
+    /// page; nothing else is touched). Without it such a folder is refused.
+    #[arg(long)]
+    pub overwrite: bool,
     /// Built-in simulator profile: calibrated or fast.
     #[arg(long, value_name = "NAME", value_parser = ["calibrated", "fast"])]
     pub sim_profile: Option<String>,
@@ -377,6 +381,10 @@ pub struct RecommendArgs {
     /// Where results go (one sub-folder per candidate).
     #[arg(long, value_name = "DIR")]
     pub artifact_dir: Option<PathBuf>,
+    /// Replace the recommendation already in --artifact-dir. Without it such a folder is
+    /// refused.
+    #[arg(long)]
+    pub overwrite: bool,
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,

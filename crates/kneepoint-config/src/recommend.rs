@@ -204,7 +204,8 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
                 t.source.clone(),
             )
         }))
-        .observer(observer);
+        .observer(observer)
+        .overwrite(args.overwrite);
     for s in specs {
         r = r.candidate(s);
     }

@@ -136,12 +136,6 @@ pub async fn prepare(
     settings: &CommonSettings,
     observer: Arc<dyn Observer>,
 ) -> Result<BenchBuilder> {
-    std::fs::create_dir_all(&settings.artifact_dir).with_context(|| {
-        format!(
-            "creating artifact directory {}",
-            settings.artifact_dir.display()
-        )
-    })?;
     let mut transport_config = settings.transport.clone();
     let tokenizer = load_tokenizer(&settings.tokenizer)
         .with_context(|| format!("loading tokenizer {:?}", settings.tokenizer))?;
@@ -236,7 +230,8 @@ pub async fn prepare(
         .settings(level_settings(&resolved))
         .description(resolved.describe())
         .observer(observer)
-        .artifacts(&resolved.artifact_dir);
+        .artifacts(&resolved.artifact_dir)
+        .overwrite(resolved.overwrite);
     if let Some(times) = replay {
         bench = bench.trace(times);
     }

@@ -56,9 +56,73 @@ pub struct BenchBuilder {
     artifact_dir: Option<PathBuf>,
     trace: Option<Vec<u64>>,
     keep: Vec<Box<dyn Any + Send + Sync>>,
+    overwrite: bool,
+}
+
+/// Whether `name` (an entry of an artifact folder) is something a kneepoint run writes.
+fn is_ours(name: &str, is_dir: bool) -> bool {
+    if is_dir {
+        name == "plots"
+            || name == "aggregate"
+            || [
+                "concurrency_",
+                "probe_",
+                "request_rate_",
+                "trace_replay_",
+                "candidate_",
+            ]
+            .iter()
+            .any(|p| name.starts_with(p))
+    } else {
+        matches!(
+            name,
+            "sweep_summary.json" | "search_history.json" | "recommendations.json" | "report.html"
+        )
+    }
+}
+
+/// Prepares `dir` for a new run: refuses a folder that holds a kneepoint run (a new run would
+/// mix its levels and plots with the stale ones, and `report` would render both) unless
+/// `overwrite`, which removes exactly what a run writes and nothing else; then creates it.
+pub(crate) fn fresh_folder(dir: &Path, overwrite: bool) -> Result<(), Error> {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let ours: Vec<(PathBuf, bool)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let is_dir = e.file_type().ok()?.is_dir();
+                let name = e.file_name().to_str()?.to_owned();
+                is_ours(&name, is_dir).then(|| (e.path(), is_dir))
+            })
+            .collect();
+        if !ours.is_empty() && !overwrite {
+            return Err(Error::invalid(format!(
+                "{} already holds a kneepoint run: choose another artifact folder, or pass --overwrite (`.overwrite(true)`) to replace it",
+                dir.display()
+            )));
+        }
+        for (path, is_dir) in ours {
+            let removed = if is_dir {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            removed.map_err(|e| Error::io("remove", &path, e))?;
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))
 }
 
 impl BenchBuilder {
+    /// Replace a previous run in the artifact folder (by default such a folder is refused).
+    pub fn overwrite(mut self, yes: bool) -> Self {
+        self.overwrite = yes;
+        self
+    }
+
+    pub(crate) fn level_settings(&self) -> &LevelSettings {
+        &self.settings
+    }
+
     /// The prompts (required).
     pub fn workload(mut self, workload: impl Workload + 'static) -> Self {
         self.workload = Some(Box::new(workload));
@@ -144,8 +208,7 @@ impl BenchBuilder {
             }
             (false, _) => None,
         };
-        std::fs::create_dir_all(&artifact_dir)
-            .map_err(|e| Error::io("create", &artifact_dir, e))?;
+        fresh_folder(&artifact_dir, self.overwrite)?;
         Ok(Bench {
             transport: self.transport,
             workload: Arc::new(Mutex::new(workload)),
@@ -175,6 +238,7 @@ impl Bench {
             artifact_dir: None,
             trace: None,
             keep: Vec::new(),
+            overwrite: false,
         }
     }
 
@@ -322,6 +386,12 @@ macro_rules! bench_methods {
         /// A trace replay's recorded send times (ms, in record order).
         pub fn trace(mut self, send_times_ms: Vec<u64>) -> Self {
             self.bench = self.bench.trace(send_times_ms);
+            self
+        }
+
+        /// Replace a previous run in the artifact folder (refused by default).
+        pub fn overwrite(mut self, yes: bool) -> Self {
+            self.bench = self.bench.overwrite(yes);
             self
         }
 

@@ -114,6 +114,7 @@ pub struct Recommend {
     price_table: Option<PriceSource>,
     artifact_dir: PathBuf,
     observer: Arc<dyn Observer>,
+    overwrite: bool,
 }
 
 /// Builds a [`Recommend`].
@@ -156,6 +157,12 @@ impl RecommendBuilder {
         self
     }
 
+    /// Replace a previous run in the artifact folder (refused by default).
+    pub fn overwrite(mut self, yes: bool) -> Self {
+        self.0.overwrite = yes;
+        self
+    }
+
     /// Checks the candidates and creates the artifact folder.
     pub fn build(self) -> Result<Recommend, Error> {
         let r = self.0;
@@ -186,8 +193,7 @@ impl RecommendBuilder {
                 )));
             }
         }
-        std::fs::create_dir_all(&r.artifact_dir)
-            .map_err(|e| Error::io("create", &r.artifact_dir, e))?;
+        crate::bench::fresh_folder(&r.artifact_dir, r.overwrite)?;
         Ok(r)
     }
 }
@@ -285,6 +291,7 @@ impl Recommend {
             price_table: None,
             artifact_dir: dir.into(),
             observer: Arc::new(Silent),
+            overwrite: false,
         })
     }
 

@@ -145,15 +145,16 @@ impl SearchBuilder {
             }
         }
         config.validate()?;
-        let bench = self.bench.build()?;
-        if bench.settings.open_loop.is_some() {
+        let settings = self.bench.level_settings();
+        if settings.open_loop.is_some() {
             return Err(Error::invalid("the search finds the highest concurrency under the SLAs in a closed loop; open-loop rates apply to a sweep"));
         }
-        if self.by_confidence && bench.settings.runs.num_runs < 2 {
+        if self.by_confidence && settings.runs.num_runs < 2 {
             return Err(Error::invalid(
                 "judging SLAs by their confidence interval across runs needs num_runs of 2 or more",
             ));
         }
+        let bench = self.bench.build()?;
         Ok(Search {
             bench,
             config,

@@ -204,19 +204,22 @@ impl SweepBuilder {
         if !(0.0..1.0).contains(&self.headroom) {
             return Err(Error::invalid("headroom must be at least 0 and below 1"));
         }
-        let bench = self.bench.build()?;
+        // Everything is checked before the artifact folder is made.
+        let settings = self.bench.level_settings();
+        let count = settings.request_count.max(1);
         let plan = match self.plan {
             Some(p) => p,
-            None if bench.settings.open_loop.is_some() && self.levels.is_empty() => {
-                SweepPlan::uniform(&[1], bench.settings.request_count.max(1))?
+            None if settings.open_loop.is_some() && self.levels.is_empty() => {
+                SweepPlan::uniform(&[1], count)?
             }
             None if self.levels.is_empty() => {
                 return Err(Error::invalid(
                     "a sweep needs concurrency levels: call .levels([...])",
                 ))
             }
-            None => SweepPlan::uniform(&self.levels, bench.settings.request_count.max(1))?,
+            None => SweepPlan::uniform(&self.levels, count)?,
         };
+        let bench = self.bench.build()?;
         Ok(Sweep {
             bench,
             plan,

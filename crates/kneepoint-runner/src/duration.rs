@@ -74,8 +74,8 @@ pub async fn run_level_for(
     };
     let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
     let stop_sending = CancelToken::new();
-    let early = config.early_stop.map(|r| (r, stop_sending.clone()));
-    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer, early));
+    let (early, stop) = (config.early_stop, stop_sending.clone());
+    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer, early, stop));
     let start_unix_ns = unix_ns();
     let result = timed_loop(
         &transport,

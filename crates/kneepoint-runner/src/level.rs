@@ -220,8 +220,8 @@ pub async fn run_level(
     let total = requests.len();
     let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
     let stop_sending = CancelToken::new();
-    let early = config.early_stop.map(|r| (r, stop_sending.clone()));
-    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer, early));
+    let (early, stop) = (config.early_stop, stop_sending.clone());
+    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer, early, stop));
     let origin = Instant::now();
     let start_unix_ns = unix_ns();
     let ctx = ctx(Phase::Profiling, origin, start_unix_ns);
@@ -375,7 +375,8 @@ pub(crate) fn drain(
     mut rx: mpsc::Receiver<RequestRecord>,
     mut sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,
-    early: Option<(EarlyStop, CancelToken)>,
+    early: Option<EarlyStop>,
+    stop: CancelToken,
 ) -> (Vec<RequestRecord>, Vec<String>, Option<String>) {
     let mut precision = Precision::default();
     let mut stopped = None;
@@ -389,14 +390,23 @@ pub(crate) fn drain(
             }
             if let Err(e) = sink.record(&record) {
                 tracing::error!("record sink failed: {e}");
-                errors.push(format!("{e}: {}", source_text(&e)));
+                let why = format!("{e}: {}", source_text(&e));
+                // A record that cannot be stored makes further requests pointless (a full
+                // disk): stop sending; the requests in flight finish and stay in memory.
+                if stopped.is_none() {
+                    stop.cancel();
+                    stopped = Some(format!(
+                        "stopped sending: the record sink failed ({why}); the records in memory are kept"
+                    ));
+                }
+                errors.push(why);
                 failed[i] = true;
             }
         }
         if let Some(o) = &observer {
             o(&record);
         }
-        if let (Some((rule, stop)), None) = (&early, &stopped) {
+        if let (Some(rule), None) = (&early, &stopped) {
             if let Some(why) = precision.add(&record, rule) {
                 stop.cancel();
                 stopped = Some(why);

@@ -25,6 +25,12 @@ use crate::Error;
 /// Writes `bytes` to `path` atomically (temporary file, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).map_err(Error::io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(Error::io(path))
+    let written = std::fs::write(&tmp, bytes)
+        .map_err(Error::io(&tmp))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(Error::io(path)));
+    if written.is_err() {
+        // A full disk must not leave a half-written temporary file behind.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }

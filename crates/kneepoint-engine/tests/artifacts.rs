@@ -1,0 +1,70 @@
+//! Issue 20, item 10: the artifact-folder policy. A folder that holds a run is refused
+//! (a new run used to mix its levels and plots with the stale ones, and `report` rendered
+//! both); `overwrite` replaces exactly what a run writes; a run whose settings are refused
+//! creates no folder.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use kneepoint_engine::{CancelToken, Sweep};
+use kneepoint_testkit::{MockTransport, Model};
+use kneepoint_workload::{load_tokenizer, LengthDist, SyntheticWorkload};
+
+fn workload() -> SyntheticWorkload {
+    SyntheticWorkload::new(
+        load_tokenizer("builtin").unwrap(),
+        LengthDist::Fixed(16),
+        LengthDist::Fixed(2),
+        1,
+    )
+    .unwrap()
+}
+
+async fn sweep(dir: &std::path::Path, levels: &[u32], overwrite: bool) -> Result<(), String> {
+    let (t, _) = MockTransport::new(Model::instant(2));
+    let s = Sweep::builder(Arc::new(t))
+        .workload(workload())
+        .levels(levels.iter().copied())
+        .request_count(4)
+        .artifacts(dir)
+        .overwrite(overwrite)
+        .build()
+        .map_err(|e| e.to_string())?;
+    s.run(&CancelToken::new())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_with_a_run_is_refused_unless_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    sweep(&dir, &[1, 4], false).await.unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let e = sweep(&dir, &[2], false).await.unwrap_err();
+    assert!(e.contains("already holds a kneepoint run"), "{e}");
+    assert!(
+        dir.join("concurrency_4").is_dir(),
+        "a refused run touches nothing"
+    );
+    sweep(&dir, &[2], true).await.unwrap();
+    assert!(dir.join("concurrency_2").is_dir());
+    assert!(!dir.join("concurrency_1").exists() && !dir.join("concurrency_4").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_settings_create_no_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("never");
+    let e = sweep(&dir, &[0], false).await.unwrap_err();
+    assert!(e.contains("concurrency"), "{e}");
+    assert!(!dir.exists());
+    let e = sweep(&dir, &[], false).await.unwrap_err();
+    assert!(e.contains("levels"), "{e}");
+    assert!(!dir.exists());
+}
