@@ -108,6 +108,8 @@ pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         }
     };
     init_tracing(cli.verbose);
+    // Each connection in flight holds a descriptor: lift the soft limit to the hard one.
+    let _ = kneepoint_transport::raise_fd_limit();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<Regressed>() => {

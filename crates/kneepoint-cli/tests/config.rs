@@ -269,3 +269,20 @@ aws_profile = "bench"
     );
     assert!(e(&["--sim-protocol", "grpc"]).contains("possible values: openai, sagemaker"));
 }
+
+/// Issue 20, item 12: the README's first command warned about itself ("only 1.0 requests per
+/// slot" at 1,024). Without a request count, each level now sends at least four per slot; a
+/// count given is kept as given.
+#[test]
+fn the_default_job_sends_at_least_four_requests_per_slot() {
+    let s = resolve(&[]).unwrap();
+    let plan: Vec<(u32, u32)> = s
+        .plan
+        .levels()
+        .iter()
+        .map(|l| (l.concurrency, l.request_count))
+        .collect();
+    assert_eq!(plan, [(16, 1024), (64, 1024), (256, 1024), (1024, 4096)]);
+    let s = resolve(&["--request-count", "100", "--concurrency", "8,64"]).unwrap();
+    assert!(s.plan.levels().iter().all(|l| l.request_count == 100));
+}

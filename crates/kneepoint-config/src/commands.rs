@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kneepoint_engine::{Observer, Search, Sweep};
 
-use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepPlan};
+use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepLevel, SweepPlan};
 
 use crate::error::bail;
 use crate::file::{FileConfig, SearchSection};
@@ -108,7 +108,22 @@ impl SweepSettings {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_CONCURRENCY.to_vec())
         };
-        let plan = SweepPlan::uniform(&concurrency, common.request_count)?;
+        // Without a request count, each level sends at least four requests per slot, so
+        // that ramp-up and drain do not dominate its figures (the default 1,024 would give
+        // one per slot at concurrency 1,024).
+        let given = args.common.request_count.or(sw.request_count).is_some();
+        let plan = if given {
+            SweepPlan::uniform(&concurrency, common.request_count)?
+        } else {
+            let levels = concurrency
+                .iter()
+                .map(|&c| SweepLevel {
+                    concurrency: c,
+                    request_count: common.request_count.max(c.saturating_mul(4)),
+                })
+                .collect();
+            SweepPlan::new(levels)?
+        };
         let slas = slas(&args.sla, &file.search_params.clone().unwrap_or_default())?;
         if !common.transport.streaming {
             if let Some(s) = slas.iter().find(|s| s.requires_streaming()) {
@@ -223,6 +238,8 @@ pub(crate) fn default_artifact_dir(kind: &str) -> PathBuf {
 impl SweepSettings {
     /// Starts the target and returns the engine's sweep, ready to run, reporting to `observer`.
     pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Sweep> {
+        let widest = self.plan.levels().iter().map(|l| l.concurrency).max();
+        warn_if_fds_short(widest, observer.as_ref());
         let bench = crate::target::prepare(&self.common, observer).await?;
         Ok(Sweep::on(bench)
             .plan(self.plan.clone())
@@ -237,10 +254,18 @@ impl SearchSettings {
     /// Starts the target and returns the engine's search, ready to run, reporting to
     /// `observer`.
     pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Search> {
+        warn_if_fds_short(Some(self.search.concurrency_max), observer.as_ref());
         let bench = crate::target::prepare(&self.common, observer).await?;
         Ok(Search::on(bench)
             .config(self.search.clone())
             .sla_by_confidence(self.sla_by_confidence)
             .build()?)
+    }
+}
+
+/// Says before the run when its widest level cannot get a file descriptor per connection.
+fn warn_if_fds_short(concurrency: Option<u32>, observer: &dyn Observer) {
+    if let Some(why) = concurrency.and_then(|c| kneepoint_transport::fd_shortfall(u64::from(c))) {
+        observer.warning(&why);
     }
 }

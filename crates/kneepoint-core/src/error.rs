@@ -88,6 +88,16 @@ pub enum Error {
         /// What was missing.
         message: String,
     },
+    /// The client ran out of a resource of its own (file descriptors: `EMFILE`/`ENFILE`);
+    /// the server is not at fault.
+    #[error("client out of resources: {message}")]
+    ClientResources {
+        /// What ran out and what to do.
+        message: String,
+        /// The operating system's error.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// A record sink failed to store a record.
     #[error("record sink {sink} failed")]
     Sink {
@@ -163,6 +173,7 @@ impl Error {
             | Error::InvalidRequest { message }
             | Error::Incomplete { message } => scrub(message, secrets),
             Error::Sink { sink, .. } => scrub(sink, secrets),
+            Error::ClientResources { message, .. } => scrub(message, secrets),
             Error::Timeout { .. } | Error::Cancelled => {}
         }
         self
@@ -190,6 +201,7 @@ impl Error {
             Error::Cancelled => ErrorKind::Cancelled,
             Error::Incomplete { .. } => ErrorKind::Incomplete,
             Error::Sink { .. } => ErrorKind::Sink,
+            Error::ClientResources { .. } => ErrorKind::ClientResources,
         }
     }
 
@@ -240,6 +252,8 @@ pub enum ErrorKind {
     Incomplete,
     /// See [`Error::Sink`].
     Sink,
+    /// The client ran out of file descriptors (or another resource of its own).
+    ClientResources,
 }
 
 impl ErrorKind {
@@ -256,6 +270,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Incomplete => "incomplete",
             ErrorKind::Sink => "sink",
+            ErrorKind::ClientResources => "client_resources",
         }
     }
 }

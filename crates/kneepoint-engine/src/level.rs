@@ -16,7 +16,61 @@ fn level_seed(seed: u64, n: u64) -> u64 {
     seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// Prompts made between two looks at the cancel token.
+const DRAW_BATCH: usize = 2048;
+
 impl Bench {
+    /// Draws `n` requests from the workload in batches, yielding between them, so that an
+    /// interrupt during a long preparation (a million prompts) is seen at once: `None` then.
+    async fn draw(
+        &self,
+        n: usize,
+        cancel: &CancelToken,
+    ) -> Result<Option<Vec<kneepoint_core::Request>>, Error> {
+        let mut out = Vec::with_capacity(n.min(1 << 20));
+        while out.len() < n {
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let k = (n - out.len()).min(DRAW_BATCH);
+            let batch = self
+                .workload
+                .lock()
+                .map_err(|_| Error::invalid("the workload generator panicked earlier"))?
+                .requests(k)?;
+            out.extend(batch);
+            tokio::task::yield_now().await;
+        }
+        Ok(Some(out))
+    }
+
+    /// The files of a level interrupted before its first request: no records, marked partial.
+    fn interrupted_before_sending(
+        &self,
+        dir: &Path,
+        concurrency: u32,
+        request_count: u32,
+    ) -> Result<(LevelSummary, bool), Error> {
+        write_inputs_json(&dir.join("inputs.json"), &[])?;
+        JsonlSink::create(&dir.join("profile_export.jsonl"))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let run = kneepoint_runner::LevelRun {
+            records: Vec::new(),
+            warmup_records: Vec::new(),
+            start_unix_ns: now,
+            end_unix_ns: now,
+            sink_errors: Vec::new(),
+            cancelled: true,
+            unsent: request_count as usize,
+            early_stop: None,
+        };
+        let level = json!({"concurrency": concurrency, "request_count": request_count});
+        self.finish_level(dir, concurrency, level, &run)
+    }
+
     /// Runs one level once into `dir` (created), writing every per-level file, and summarises
     /// it; `warmup` sends the warm-up requests first. When `cancel` fires, in-flight requests
     /// are recorded as cancelled and the level's files are written and marked partial; the
@@ -68,15 +122,16 @@ impl Bench {
             }
             _ => request_count,
         };
-        let (warmup, requests) = {
-            let mut w = self
-                .workload
-                .lock()
-                .map_err(|_| Error::invalid("the workload generator panicked earlier"))?;
-            (
-                w.requests(warmup_count)?,
-                w.requests(request_count as usize)?,
-            )
+        let drawn = match self.draw(warmup_count, cancel).await? {
+            Some(w) => self
+                .draw(request_count as usize, cancel)
+                .await?
+                .map(|r| (w, r)),
+            None => None,
+        };
+        let Some((warmup, requests)) = drawn else {
+            // Interrupted while the prompts were being made: nothing was sent.
+            return self.interrupted_before_sending(dir, concurrency, request_count);
         };
         let inputs: Vec<InputEntry> = requests
             .iter()

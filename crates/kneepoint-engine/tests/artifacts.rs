@@ -68,3 +68,67 @@ async fn refused_settings_create_no_folder() {
     assert!(e.contains("levels"), "{e}");
     assert!(!dir.exists());
 }
+
+/// A workload that counts the prompts it made and fires `cancel` on its third call (as a
+/// Ctrl-C would arrive while a million prompts are being prepared).
+struct Interrupting {
+    drawn: Arc<std::sync::atomic::AtomicUsize>,
+    calls: usize,
+    cancel: CancelToken,
+}
+
+impl kneepoint_workload::Workload for Interrupting {
+    fn requests(
+        &mut self,
+        count: usize,
+    ) -> Result<Vec<kneepoint_core::Request>, kneepoint_workload::Error> {
+        self.calls += 1;
+        if self.calls == 3 {
+            self.cancel.cancel();
+        }
+        let start = self
+            .drawn
+            .fetch_add(count, std::sync::atomic::Ordering::SeqCst);
+        Ok((start..start + count)
+            .map(|i| kneepoint_core::Request::text(i as u64, "x"))
+            .collect())
+    }
+}
+
+/// Issue 20, item 4: during the preparation of a huge level the first Ctrl-C printed
+/// "cancelling" and the process went on preparing. Preparation is now batched and stops at
+/// the interrupt; the level is written, empty and partial, and nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_during_preparation_stops_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cancel = CancelToken::new();
+    let drawn = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (t, handle) = MockTransport::new(Model::instant(2));
+    let report = Sweep::builder(Arc::new(t))
+        .workload(Interrupting {
+            drawn: drawn.clone(),
+            calls: 0,
+            cancel: cancel.clone(),
+        })
+        .levels([4])
+        .request_count(1_000_000)
+        .artifacts(tmp.path())
+        .build()
+        .unwrap()
+        .run(&cancel)
+        .await
+        .unwrap();
+    assert!(report.interrupted);
+    assert_eq!(report.sent, vec![0]);
+    assert_eq!(handle.sent(), 0);
+    let n = drawn.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(n <= 3 * 2048, "{n} prompts made after the interrupt");
+    let doc: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("concurrency_4/profile_export_aiperf.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        doc.to_string().contains("partial"),
+        "the level is marked partial"
+    );
+}

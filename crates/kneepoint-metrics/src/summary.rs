@@ -298,7 +298,12 @@ impl LevelSummary {
         if n > 0 && ok == 0 {
             warnings.push("every request failed".into());
         }
-        if n > 0 && (n as f64) < 2.0 * f64::from(concurrency) {
+        let cancelled = errors_by_kind.get("cancelled").copied().unwrap_or(0);
+        if cancelled > 0 {
+            warnings.push(format!(
+                "interrupted: {cancelled} requests were cancelled; this level's figures are partial"
+            ));
+        } else if n > 0 && (n as f64) < 2.0 * f64::from(concurrency) {
             warnings.push(format!(
                 "only {:.1} requests per slot: ramp-up and drain dominate this level; use a request count of at least 4x the concurrency for steady-state figures",
                 n as f64 / f64::from(concurrency.max(1))
@@ -397,6 +402,38 @@ pub(crate) mod tests {
             built.intended_start_ns = None;
             built
         }
+    }
+
+    /// Issue 20, item 10: an interrupted level warned "only 1.0 requests per slot"; it now
+    /// says it is partial, and a rejected server usage count is named.
+    #[test]
+    fn an_interrupted_level_says_so_and_rejected_usage_is_named() {
+        let mut cancelled = rec(1, 0, 5, 1, 0);
+        cancelled.error = Some(kneepoint_core::ErrorRecord::from(
+            &kneepoint_core::Error::Cancelled,
+        ));
+        let mut lying = rec(0, 0, 5, 1, 4);
+        lying.rejected_usage_tokens = Some(400);
+        let s = LevelSummary::from_records(64, &[lying, cancelled], &GoodputSlo::default());
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.starts_with("interrupted: 1 requests")),
+            "{:?}",
+            s.warnings
+        );
+        assert!(
+            !s.warnings.iter().any(|w| w.contains("per slot")),
+            "{:?}",
+            s.warnings
+        );
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("e.g. 400 tokens for 4 chunks")),
+            "{:?}",
+            s.warnings
+        );
     }
 
     #[test]

@@ -70,6 +70,12 @@ pub(crate) fn send_error(
     let message = std::error::Error::source(&e)
         .map(|s| s.to_string())
         .unwrap_or_else(|| e.to_string());
+    if let Some(limit) = out_of_descriptors(&e) {
+        return kneepoint_core::Error::ClientResources {
+            message: limit,
+            source: Some(Box::new(e)),
+        };
+    }
     if e.is_connect() {
         kneepoint_core::Error::Connect {
             target: target.to_owned(),
@@ -77,11 +83,61 @@ pub(crate) fn send_error(
             source: Some(Box::new(e)),
         }
     } else {
-        kneepoint_core::Error::Disconnected {
-            message,
-            source: Some(Box::new(e)),
-        }
+        lost(e)
     }
+}
+
+/// How a connection was lost mid-response, read from `e`'s sources: a reset (TCP RST) and a
+/// close before the response ended are different faults, and the record says which.
+pub(crate) fn how_lost(e: &(dyn std::error::Error + 'static)) -> &'static str {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionReset => return "the server reset the connection",
+                std::io::ErrorKind::UnexpectedEof => {
+                    return "the server closed the connection before the response ended"
+                }
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionAborted => {
+                    return "the connection was aborted"
+                }
+                _ => {}
+            }
+        }
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            if h.is_incomplete_message() {
+                return "the server closed the connection before the response ended";
+            }
+        }
+        cur = err.source();
+    }
+    "the connection was lost"
+}
+
+/// A connection lost mid-response, saying how.
+pub(crate) fn lost<E: std::error::Error + Send + Sync + 'static>(e: E) -> kneepoint_core::Error {
+    kneepoint_core::Error::Disconnected {
+        message: format!("{}: {e}", how_lost(&e)),
+        source: Some(Box::new(e)),
+    }
+}
+
+/// `EMFILE` or `ENFILE` anywhere in `e`'s sources: the client, not the server, ran out of
+/// file descriptors. The message says so and what to do.
+pub(crate) fn out_of_descriptors(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            // EMFILE (24) and ENFILE (23) on Linux and the BSDs.
+            if matches!(io.raw_os_error(), Some(23 | 24)) {
+                return Some(format!(
+                    "too many open files ({io}): the client's file-descriptor limit is reached; raise it (ulimit -n) or lower the concurrency"
+                ));
+            }
+        }
+        cur = err.source();
+    }
+    None
 }
 
 /// Response headers that explain a failed status, kept in the record beside the body excerpt.
@@ -133,6 +189,29 @@ fn redact_location(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn too_many_open_files_is_the_client_s_fault() {
+        #[derive(Debug)]
+        struct Wrap(std::io::Error);
+        impl std::fmt::Display for Wrap {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("tcp open error")
+            }
+        }
+        impl std::error::Error for Wrap {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let e = Wrap(std::io::Error::from_raw_os_error(24));
+        let why = out_of_descriptors(&e).unwrap();
+        assert!(
+            why.contains("too many open files") && why.contains("ulimit"),
+            "{why}"
+        );
+        assert!(out_of_descriptors(&Wrap(std::io::Error::from_raw_os_error(111))).is_none());
+    }
 
     #[test]
     fn locations_lose_credentials() {

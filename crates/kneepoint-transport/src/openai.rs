@@ -245,8 +245,9 @@ pub(crate) async fn read_limited(
                     "response body larger than {limit} bytes"
                 )))
             } else {
+                let how = crate::client::how_lost(e.as_ref());
                 Err(RequestError::Disconnected {
-                    message: e.to_string(),
+                    message: format!("{how}: {e}"),
                     source: Some(e),
                 })
             }

@@ -16,6 +16,8 @@ enum Step {
     Write(Vec<u8>),
     Pause(u64),
     Close,
+    /// Close with a TCP RST (linger 0).
+    Reset,
 }
 
 use Step::*;
@@ -68,6 +70,11 @@ async fn serve(script: Vec<Step>) -> String {
                         }
                         Pause(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
                         Close => return,
+                        Reset => {
+                            #[allow(deprecated)]
+                            let _ = sock.set_linger(Some(Duration::ZERO));
+                            return;
+                        }
                     }
                 }
                 // keep the connection open until the client closes it
@@ -214,6 +221,26 @@ async fn an_error_event_fails_the_request_whatever_its_data() {
         let err = ev.last().unwrap().as_ref().unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Server, "{event}");
         assert!(err.to_string().contains(want), "{event}: {err}");
+    }
+}
+
+/// Issue 20, item 10: a close and a reset mid-stream used to read the same.
+#[tokio::test]
+async fn a_reset_and_a_close_mid_stream_are_told_apart() {
+    for (last, want) in [
+        (Close, "closed the connection before the response ended"),
+        (Reset, "reset the connection"),
+    ] {
+        let script = vec![
+            Write(SSE_HEAD.to_vec()),
+            Write(chunk(delta(" a").as_bytes())),
+            Pause(20),
+            last,
+        ];
+        let ev = collect(serve(script).await, Api::Chat).await;
+        let err = ev.last().unwrap().as_ref().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Disconnected, "{err}");
+        assert!(err.to_string().contains(want), "{want}: {err}");
     }
 }
 

@@ -203,10 +203,7 @@ impl Stream for EventStreamBody {
             match Pin::new(&mut this.body).poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => this.end_of_body(),
-                Poll::Ready(Some(Err(e))) => this.fail(Error::Disconnected {
-                    message: e.to_string(),
-                    source: Some(Box::new(e)),
-                }),
+                Poll::Ready(Some(Err(e))) => this.fail(crate::client::lost(e)),
                 Poll::Ready(Some(Ok(frame))) => {
                     if let Ok(data) = frame.into_data() {
                         this.feed(&data);
