@@ -196,8 +196,12 @@ async fn report_reproduces() {
     assert!(kneepoint_cli::run_report(tmp.path()).is_err());
 }
 
+/// Issue 20, item 11: an identical single rerun was once judged "regressed" (TTFT p50 +32 %)
+/// on a loaded machine: a within-run bootstrap cannot see the noise between runs. With three
+/// runs a side the verdict rests on the spread between runs, so the rerun is no change and a
+/// 50 % slowdown is a regression; with single runs the comparison says what it cannot see.
 #[test]
-fn compare_tells_a_rerun_from_a_twenty_percent_slowdown() {
+fn compare_judges_reruns_on_the_spread_between_runs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let exe = env!("CARGO_BIN_EXE_kneepoint");
@@ -228,13 +232,14 @@ fn compare_tells_a_rerun_from_a_twenty_percent_slowdown() {
         assert!(status.success());
         dir
     };
-    let a = sweep("a", &["--seed", "1"]);
-    let rerun = sweep("rerun", &["--seed", "2"]);
-    let slow = sweep("slow", &["--seed", "3", "--sim-slowdown", "1.2"]);
+    let runs = ["--num-runs", "3"];
+    let a = sweep("a", &[&runs[..], &["--seed", "1"]].concat());
+    let rerun = sweep("rerun", &[&runs[..], &["--seed", "2"]].concat());
+    let slow = sweep(
+        "slow",
+        &[&runs[..], &["--seed", "3", "--sim-slowdown", "1.5"]].concat(),
+    );
 
-    // 10 % tolerance: between two identical single runs TTFT p50 at 16 concurrent has moved by
-    // up to 15 % (the closed loop locks onto the engine's step clock at a different phase each
-    // run), which no within-run interval can see.
     let same = Process::new(exe)
         .arg("compare")
         .arg("--tolerance")
@@ -246,6 +251,8 @@ fn compare_tells_a_rerun_from_a_twenty_percent_slowdown() {
     let text = String::from_utf8_lossy(&same.stdout);
     assert!(same.status.success(), "{text}");
     assert!(text.contains("overall: no significant change"), "{text}");
+    assert!(text.contains("intervals between runs"), "{text}");
+    assert!(!text.contains("note: single runs"), "{text}");
 
     let json = tmp.path().join("cmp.json");
     let worse = Process::new(exe)
@@ -262,8 +269,10 @@ fn compare_tells_a_rerun_from_a_twenty_percent_slowdown() {
     assert_eq!(worse.status.code(), Some(1), "{text}");
     assert!(text.contains("overall: regressed"), "{text}");
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
-    // Request latency p50 at both levels: about +20 %, with an interval that excludes zero.
+    assert!(doc["caveat"].is_null(), "{}", doc["caveat"]);
+    // Request latency p50 at both levels: about +50 %, with an interval above the tolerance.
     for level in doc["levels"].as_array().unwrap() {
+        assert_eq!(level["runs"], serde_json::json!([3, 3]));
         let e2e = level["metrics"]
             .as_array()
             .unwrap()
@@ -274,16 +283,20 @@ fn compare_tells_a_rerun_from_a_twenty_percent_slowdown() {
         assert_eq!(p50["stat"], "p50");
         assert_eq!(p50["verdict"], "regressed", "{p50}");
         let change = p50["change"].as_f64().unwrap();
-        assert!((0.12..0.28).contains(&change), "{p50}");
-        assert!(p50["ci_low"].as_f64().unwrap() > 0.0);
-        let itl = level["metrics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["metric"] == "inter_token_latency")
-            .unwrap();
-        assert_eq!(itl["differences"][0]["verdict"], "regressed", "{itl}");
+        assert!((0.3..0.75).contains(&change), "{p50}");
+        assert!(p50["ci_low"].as_f64().unwrap() > 0.1);
     }
     let stderr = String::from_utf8_lossy(&worse.stderr);
     assert!(stderr.contains("request_latency p50"), "{stderr}");
+
+    // Single runs: the comparison says it cannot separate host noise from a change.
+    let one = sweep("one", &["--seed", "4"]);
+    let single = Process::new(exe)
+        .arg("compare")
+        .arg(&one)
+        .arg(&a)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&single.stdout);
+    assert!(text.contains("note: single runs"), "{text}");
 }

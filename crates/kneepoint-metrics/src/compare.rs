@@ -306,6 +306,68 @@ pub fn compare_values(
     })
 }
 
+/// Compares a statistic measured once per run in each of two sets of runs (`a`, `b`: one value
+/// per run): the interval is Welch's t on the difference of the run means, so it holds the
+/// variance between runs (a busy host, a container restart), which no within-run bootstrap
+/// sees. `None` with fewer than two runs on a side or a zero baseline on the relative scale.
+pub fn compare_run_values(
+    stat: &str,
+    a: &[f64],
+    b: &[f64],
+    scale: Scale,
+    higher_is_better: bool,
+    config: &CompareConfig,
+) -> Option<Difference> {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    let finite = |v: &[f64]| -> Vec<f64> { v.iter().copied().filter(|x| x.is_finite()).collect() };
+    let (a, b) = (finite(a), finite(b));
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let var =
+        |v: &[f64], m: f64| v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+    let (ma, mb) = (mean(&a), mean(&b));
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (qa, qb) = (var(&a, ma) / na, var(&b, mb) / nb);
+    let se = (qa + qb).sqrt();
+    let df = if se > 0.0 {
+        (qa + qb).powi(2) / (qa.powi(2) / (na - 1.0) + qb.powi(2) / (nb - 1.0))
+    } else {
+        na + nb - 2.0
+    };
+    let alpha = (1.0 - config.confidence).clamp(1e-9, 1.0);
+    let t = StudentsT::new(0.0, 1.0, df.max(1.0))
+        .ok()?
+        .inverse_cdf(1.0 - alpha / 2.0);
+    let c = change(ma, mb, scale)?;
+    let half = t * se;
+    let ci = match scale {
+        Scale::Absolute => (mb - ma - half, mb - ma + half),
+        Scale::Relative => ((mb - ma - half) / ma.abs(), (mb - ma + half) / ma.abs()),
+    };
+    let tolerance = match scale {
+        Scale::Relative => config.tolerance,
+        Scale::Absolute => config.absolute_tolerance,
+    };
+    let negligible = scale == Scale::Relative && (mb - ma).abs() < config.min_effect;
+    Some(Difference {
+        stat: stat.into(),
+        a: ma,
+        b: mb,
+        scale,
+        change: c,
+        ci_low: Some(ci.0),
+        ci_high: Some(ci.1),
+        higher_is_better,
+        verdict: if negligible {
+            Verdict::NoSignificantChange
+        } else {
+            verdict(c, Some(ci), higher_is_better, tolerance)
+        },
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
@@ -323,6 +385,27 @@ mod tests {
         Statistic::Quantile(0.99),
         Statistic::Mean,
     ];
+
+    /// Issue 20, item 11: three runs a side that scatter by ±10 % around the same value are no
+    /// change, though each run's own interval would be narrow; a 50 % slowdown across all
+    /// runs is a regression whatever the scatter.
+    #[test]
+    fn between_run_spread_decides_with_repeated_runs() {
+        let cfg = CompareConfig {
+            tolerance: 0.1,
+            min_effect: 0.0,
+            ..CompareConfig::default()
+        };
+        let a = [100.0, 110.0, 92.0];
+        let rerun = [108.0, 95.0, 118.0];
+        let d = compare_run_values("p50", &a, &rerun, Scale::Relative, false, &cfg).unwrap();
+        assert_eq!(d.verdict, Verdict::NoSignificantChange, "{d:?}");
+        assert!(d.ci_low.unwrap() < 0.0 && d.ci_high.unwrap() > 0.1, "{d:?}");
+        let slow = [150.0, 160.0, 141.0];
+        let d = compare_run_values("p50", &a, &slow, Scale::Relative, false, &cfg).unwrap();
+        assert_eq!(d.verdict, Verdict::Regressed, "{d:?}");
+        assert!(compare_run_values("p50", &[1.0], &slow, Scale::Relative, false, &cfg).is_none());
+    }
 
     #[test]
     fn same_distribution_is_no_significant_change() {

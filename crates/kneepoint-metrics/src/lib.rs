@@ -33,8 +33,8 @@ mod stats;
 mod summary;
 
 pub use compare::{
-    compare_samples, compare_values, CompareConfig, Difference, Scale, Statistic, Verdict,
-    MIN_TAIL_SAMPLES,
+    compare_run_values, compare_samples, compare_values, CompareConfig, Difference, Scale,
+    Statistic, Verdict, MIN_TAIL_SAMPLES,
 };
 pub use confidence::{
     summary_values, t_critical, Convergence, ConvergenceRule, Criterion, RunAggregate, RunStatistic,

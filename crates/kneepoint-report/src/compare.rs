@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use kneepoint_core::Phase;
 use kneepoint_metrics::{
-    compare_samples, compare_values, CompareConfig, Difference, RequestMetrics, Scale, Statistic,
-    Verdict,
+    compare_run_values, compare_samples, compare_values, CompareConfig, Difference, GoodputSlo,
+    LevelSummary, RequestMetrics, Scale, Statistic, Verdict, MIN_TAIL_SAMPLES,
 };
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +29,10 @@ pub struct LevelComparison {
     pub concurrency: u32,
     /// Requests measured in run A and run B.
     pub requests: (usize, usize),
+    /// Repeated runs of the level in A and in B (1: a single run). With two or more on both
+    /// sides the verdicts rest on the spread between runs.
+    #[serde(default = "one_each")]
+    pub runs: (usize, usize),
     /// Every metric compared.
     pub metrics: Vec<MetricComparison>,
 }
@@ -44,7 +48,18 @@ pub struct Comparison {
     pub unmatched: Vec<u32>,
     /// Regressed when any statistic regressed; improved when some improved and none regressed.
     pub verdict: Verdict,
+    /// What the intervals can and cannot see (single runs cannot tell host noise between
+    /// runs from a change).
+    #[serde(default)]
+    pub caveat: Option<String>,
 }
+
+fn one_each() -> (usize, usize) {
+    (1, 1)
+}
+
+/// Printed and saved when a level was compared from single runs.
+pub const SINGLE_RUN_CAVEAT: &str = "single runs: the intervals hold the noise within each run only, so a verdict cannot separate a change from host noise between the runs (a busy neighbour, a restarted container); repeat each side with --num-runs 3 or more to judge on the spread between runs";
 
 impl Comparison {
     /// Every regressed statistic, as `(concurrency, metric, difference)`.
@@ -97,6 +112,125 @@ fn samples(l: &Level, metric: &str) -> Vec<f64> {
         .collect()
 }
 
+/// The level's measured records grouped by run (each run of a repeated level has its own
+/// origin), in run order.
+fn runs(l: &Level) -> Vec<Vec<kneepoint_core::RequestRecord>> {
+    let mut by_origin: std::collections::BTreeMap<u64, Vec<kneepoint_core::RequestRecord>> =
+        Default::default();
+    for r in measured(l) {
+        by_origin
+            .entry(r.origin_unix_ns)
+            .or_default()
+            .push(r.clone());
+    }
+    by_origin.into_values().collect()
+}
+
+/// One value of `stat` of `metric` per run, judged on the spread between runs; a percentile
+/// whose tail holds fewer than [`MIN_TAIL_SAMPLES`] in some run is shown, not judged.
+fn between_runs(
+    metric: &str,
+    stat: Statistic,
+    a: &[LevelSummary],
+    b: &[LevelSummary],
+    higher_is_better: bool,
+    scale: Scale,
+    config: &CompareConfig,
+) -> Option<Difference> {
+    let label = stat.label();
+    let value = |s: &LevelSummary| match metric {
+        "output_token_throughput" => Some(s.output_token_throughput),
+        "error_rate" => Some(s.error_rate),
+        _ => s.stat(metric, &label),
+    };
+    let va: Vec<f64> = a.iter().filter_map(value).collect();
+    let vb: Vec<f64> = b.iter().filter_map(value).collect();
+    let mut d = compare_run_values(&label, &va, &vb, scale, higher_is_better, config)?;
+    if let Statistic::Quantile(q) = stat {
+        let fewest = a.iter().chain(b).map(|s| s.ok_count).min().unwrap_or(0);
+        if (fewest as f64) * (1.0 - q.max(1.0 - q)) < MIN_TAIL_SAMPLES {
+            d.verdict = Verdict::TooFewSamples;
+        }
+    }
+    Some(d)
+}
+
+/// A level compared run against run (both sides repeated).
+fn level_between_runs(
+    a: &Level,
+    b: &Level,
+    ra: &[Vec<kneepoint_core::RequestRecord>],
+    rb: &[Vec<kneepoint_core::RequestRecord>],
+    config: &CompareConfig,
+) -> LevelComparison {
+    let summarise = |runs: &[Vec<kneepoint_core::RequestRecord>]| -> Vec<LevelSummary> {
+        runs.iter()
+            .map(|r| LevelSummary::from_records(a.concurrency, r, &GoodputSlo::default()))
+            .collect()
+    };
+    let (sa, sb) = (summarise(ra), summarise(rb));
+    let mut metrics = Vec::new();
+    for (name, qs, min_ms) in LATENCY_METRICS.iter() {
+        let cfg = CompareConfig {
+            min_effect: config.min_effect.min(*min_ms),
+            ..*config
+        };
+        let differences = qs
+            .iter()
+            .filter_map(|&q| {
+                between_runs(
+                    name,
+                    Statistic::Quantile(q),
+                    &sa,
+                    &sb,
+                    false,
+                    Scale::Relative,
+                    &cfg,
+                )
+            })
+            .collect();
+        metrics.push(MetricComparison {
+            metric: (*name).into(),
+            differences,
+        });
+    }
+    let tput = between_runs(
+        "output_token_throughput",
+        Statistic::Mean,
+        &sa,
+        &sb,
+        true,
+        Scale::Relative,
+        &CompareConfig {
+            min_effect: 0.0,
+            ..*config
+        },
+    );
+    metrics.push(MetricComparison {
+        metric: "output_token_throughput".into(),
+        differences: tput.into_iter().collect(),
+    });
+    let err = between_runs(
+        "error_rate",
+        Statistic::Mean,
+        &sa,
+        &sb,
+        false,
+        Scale::Absolute,
+        config,
+    );
+    metrics.push(MetricComparison {
+        metric: "error_rate".into(),
+        differences: err.into_iter().collect(),
+    });
+    LevelComparison {
+        concurrency: a.concurrency,
+        requests: (a.summary.request_count, b.summary.request_count),
+        runs: (ra.len(), rb.len()),
+        metrics,
+    }
+}
+
 fn errors(l: &Level) -> Vec<f64> {
     measured(l)
         .into_iter()
@@ -105,6 +239,10 @@ fn errors(l: &Level) -> Vec<f64> {
 }
 
 fn level(a: &Level, b: &Level, config: &CompareConfig) -> LevelComparison {
+    let (ra, rb) = (runs(a), runs(b));
+    if ra.len() >= 2 && rb.len() >= 2 {
+        return level_between_runs(a, b, &ra, &rb, config);
+    }
     let mut metrics = Vec::new();
     for (i, (name, qs, min_ms)) in LATENCY_METRICS.iter().enumerate() {
         let stats: Vec<Statistic> = qs.iter().map(|&q| Statistic::Quantile(q)).collect();
@@ -159,6 +297,7 @@ fn level(a: &Level, b: &Level, config: &CompareConfig) -> LevelComparison {
     LevelComparison {
         concurrency: a.concurrency,
         requests: (a.summary.request_count, b.summary.request_count),
+        runs: (ra.len().max(1), rb.len().max(1)),
         metrics,
     }
 }
@@ -207,7 +346,9 @@ pub fn compare_runs(
         regressed |= d.verdict == Verdict::Regressed;
         improved |= d.verdict == Verdict::Improved;
     }
+    let single = levels.iter().any(|l| l.runs.0 < 2 || l.runs.1 < 2);
     Ok(Comparison {
+        caveat: single.then(|| SINGLE_RUN_CAVEAT.to_owned()),
         config: *config,
         levels,
         unmatched,
@@ -265,16 +406,29 @@ pub fn comparison_text(c: &Comparison) -> String {
             c.unmatched
         );
     }
+    if let Some(c) = &c.caveat {
+        let _ = writeln!(o, "note: {c}");
+    }
+    let intervals = if c.caveat.is_none() {
+        format!(
+            "{:.0} % intervals between runs (Welch t on the run values)",
+            c.config.confidence * 100.0
+        )
+    } else {
+        format!(
+            "{:.0} % bootstrap intervals within runs, {} resamples",
+            c.config.confidence * 100.0,
+            c.config.resamples
+        )
+    };
     let _ = writeln!(
         o,
-        "overall: {} (tolerance {:.0} % relative and at least {} ms ({} ms for ITL), {:.1} pp for the error rate; {:.0} % bootstrap intervals, {} resamples)",
+        "overall: {} (tolerance {:.0} % relative and at least {} ms ({} ms for ITL), {:.1} pp for the error rate; {intervals})",
         c.verdict,
         c.config.tolerance * 100.0,
         c.config.min_effect,
         c.config.min_effect.min(LATENCY_METRICS[1].2),
         c.config.absolute_tolerance * 100.0,
-        c.config.confidence * 100.0,
-        c.config.resamples
     );
     o
 }

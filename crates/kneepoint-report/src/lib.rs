@@ -35,7 +35,9 @@ pub mod schema;
 use std::path::PathBuf;
 
 pub use artifact::{Artifact, Level, RunKind};
-pub use compare::{compare_runs, comparison_text, Comparison, LevelComparison, MetricComparison};
+pub use compare::{
+    compare_runs, comparison_text, Comparison, LevelComparison, MetricComparison, SINGLE_RUN_CAVEAT,
+};
 pub use error::Error;
 pub use html::{esc, render, Plot, Rendered};
 
