@@ -121,19 +121,16 @@ pub(crate) fn resolve_runs(args: &CommonArgs, file: &RunsSection) -> Result<Runs
                 None
             }
             Some(statistic) => {
-                let known = kneepoint_metrics::RECORD_METRICS
-                    .iter()
-                    .any(|(m, _, _)| statistic.starts_with(&format!("{m}_")))
-                    || [
-                        "request_throughput_avg",
-                        "output_token_throughput_avg",
-                        "error_rate_avg",
-                        "goodput_avg",
-                    ]
-                    .contains(&statistic.as_str());
-                if !known {
-                    bail!("converge_on {statistic:?} is not a statistic: use <metric>_<stat>, e.g. time_to_first_token_p99 or output_token_throughput_avg");
-                }
+                // One key convention: `metric:stat` as in SLAs, or `metric_stat` as in the
+                // aggregate files; stored in the latter form, which the run aggregates use.
+                let statistic = if matches!(statistic.as_str(), "goodput_avg" | "goodput:avg") {
+                    "goodput_avg".to_owned()
+                } else {
+                    match kneepoint_planner::StatKey::parse(&statistic) {
+                        Ok(k) => k.underscored(),
+                        Err(e) => bail!("converge_on {statistic:?} is not a statistic: {e}; use <metric>:<stat> or <metric>_<stat>, e.g. time_to_first_token:p99"),
+                    }
+                };
                 let max = threshold.unwrap_or(0.05);
                 if !(max > 0.0 && max.is_finite()) {
                     bail!("converge_threshold must be a positive number, not {max}");

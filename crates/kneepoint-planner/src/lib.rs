@@ -31,6 +31,7 @@
 
 mod error;
 mod fleet;
+mod key;
 mod knee;
 mod recommend;
 mod search;
@@ -41,6 +42,7 @@ mod zone;
 
 pub use error::Error;
 pub use fleet::{fleet_size, FleetPlan, InstanceCapacity, PeakTraffic};
+pub use key::StatKey;
 pub use knee::{find_knee, KneeEstimate, KneeRule, LevelPoint, Step};
 pub use recommend::{
     latency_at, recommend, Candidate, CurvePoint, Objective, OperatingPoint, PeakPlan,

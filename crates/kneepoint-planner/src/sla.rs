@@ -73,7 +73,7 @@ pub const STATS: [&str; 13] = [
 
 /// Rejects a metric or statistic that no level measures: such an SLA could only ever count as
 /// breached. The message lists the valid names (and the closest one).
-fn validate(sla: &str, metric: &str, stat: &str) -> Result<(), Error> {
+pub(crate) fn validate(sla: &str, metric: &str, stat: &str) -> Result<(), Error> {
     let bad = |reason: String| Error::InvalidSla {
         sla: sla.to_owned(),
         reason,

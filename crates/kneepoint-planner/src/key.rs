@@ -1,0 +1,96 @@
+//! The one name of a measured statistic: `metric:stat` (`time_to_first_token:p99`,
+//! `error_rate:avg`), the form SLAs and [`crate::Measurement`] use. `metric_stat`, the form of
+//! AIPerf's aggregate files and of `converge_on`, is read too and written by
+//! [`StatKey::underscored`].
+
+use crate::sla::{LEVEL_METRICS, REQUEST_METRICS, STATS};
+use crate::Error;
+
+/// A metric and one of its statistics, both checked against the names levels measure.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StatKey {
+    metric: String,
+    stat: String,
+}
+
+impl StatKey {
+    /// Parses `metric:stat` or `metric_stat`, refusing names no level measures (the message
+    /// lists the valid ones).
+    pub fn parse(key: &str) -> Result<Self, Error> {
+        let key = key.trim();
+        let (metric, stat) = match key.split_once(':') {
+            Some((m, s)) => (m.to_owned(), s.to_owned()),
+            None => match key.rsplit_once('_') {
+                Some((m, s)) => (m.to_owned(), s.to_owned()),
+                None => (key.to_owned(), String::new()),
+            },
+        };
+        crate::sla::validate(key, &metric, &stat)?;
+        Ok(StatKey { metric, stat })
+    }
+
+    /// The metric (`time_to_first_token`).
+    pub fn metric(&self) -> &str {
+        &self.metric
+    }
+
+    /// The statistic (`p99`, `avg`).
+    pub fn stat(&self) -> &str {
+        &self.stat
+    }
+
+    /// `metric_stat`, as AIPerf's aggregate files and `converge_on` name it.
+    pub fn underscored(&self) -> String {
+        format!("{}_{}", self.metric, self.stat)
+    }
+
+    /// Every valid key, `metric:stat`.
+    pub fn all() -> Vec<String> {
+        REQUEST_METRICS
+            .iter()
+            .flat_map(|m| STATS.iter().map(move |s| format!("{m}:{s}")))
+            .chain(LEVEL_METRICS.iter().map(|m| format!("{m}:avg")))
+            .collect()
+    }
+}
+
+impl std::fmt::Display for StatKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.metric, self.stat)
+    }
+}
+
+impl std::str::FromStr for StatKey {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        StatKey::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_spellings_name_the_same_statistic_and_typos_are_refused() {
+        let a = StatKey::parse("time_to_first_token:p99").unwrap();
+        let b = StatKey::parse("time_to_first_token_p99").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.to_string(), "time_to_first_token:p99");
+        assert_eq!(a.underscored(), "time_to_first_token_p99");
+        assert_eq!(
+            StatKey::parse("error_rate_avg").unwrap().metric(),
+            "error_rate"
+        );
+        let e = StatKey::parse("time_to_frist_token_p99")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean time_to_first_token?"), "{e}");
+        let e = StatKey::parse("request_latency:p99.9")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("valid statistics"), "{e}");
+        assert!(StatKey::all().contains(&"inter_token_latency:p50".to_owned()));
+    }
+}
