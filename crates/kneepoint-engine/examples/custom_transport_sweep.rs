@@ -1,6 +1,6 @@
 //! A sweep over your own transport: a fake in-process model that batches up to eight requests
-//! at full speed and slows down beyond, three concurrency levels, the full artifact folder and
-//! the knee (at 8: past it, throughput stays flat while latency grows).
+//! at full speed and thrashes beyond (requests preempt one another), three concurrency levels,
+//! the full artifact folder and the knee (at 8: past it, throughput falls while latency grows).
 //!
 //! `cargo run -p kneepoint-engine --example custom_transport_sweep [DIR]`, then
 //! `kneepoint report DIR` renders the same folder again, byte for byte.
@@ -14,7 +14,8 @@ use kneepoint_core::{Chunk, Error, EventStream, Request, ResponseEvent, Transpor
 use kneepoint_engine::{CancelToken, Sweep, SweepReport};
 use kneepoint_workload::{load_tokenizer, LengthDist, SyntheticWorkload};
 
-/// A token every 4 ms for up to eight requests at once; beyond, the gap grows with the load.
+/// A token every 4 ms for up to eight requests at once; beyond, the gap grows with the square
+/// of the load (at 32, 64 ms), so that the knee stands out even on a busy machine.
 #[derive(Default)]
 struct FakeModel {
     in_flight: Arc<AtomicUsize>,
@@ -28,7 +29,8 @@ impl Transport for FakeModel {
             self.in_flight.clone(),
             request.max_output_tokens.unwrap_or(8),
         );
-        let gap = Duration::from_millis(4 * load.div_ceil(8));
+        let over = load.div_ceil(8);
+        let gap = Duration::from_millis(4 * over * over);
         let stream = futures_util::stream::unfold(0, move |i| {
             let in_flight = in_flight.clone();
             async move {

@@ -32,9 +32,9 @@ async fn custom_transport_sweep_writes_a_full_folder_with_a_knee() -> anyhow::Re
     for f in ["sweep_summary.json", "report.html"] {
         assert!(dir.path().join(f).is_file(), "{f}");
     }
-    // The model runs eight requests at full speed: 1 -> 8 multiplies throughput by about 8,
-    // 8 -> 32 cannot raise it (the gap grows fourfold) while latency grows about fourfold. A
-    // busy machine stretches every gap alike, so the shape (and the knee at 8) holds.
+    // The model runs eight requests at full speed: 1 -> 8 multiplies throughput by about 8;
+    // 8 -> 32 makes each gap 16 times longer, so throughput falls by about 4x while latency
+    // grows about 16x. A busy machine adds a few ms to every sleep, which changes neither.
     let tps: Vec<f64> = report
         .rows
         .iter()
