@@ -82,11 +82,15 @@ def test_client_latency_matches_vllms_own_histograms(vllm, tmp_path):
                       "client_e2e_ms": client_e2e, "server_e2e_ms": server_e2e}))
     # The client cannot see a token much before the server made it; vLLM stamps a request's
     # end after the last chunk has gone out, so the client's end-to-end figure may be a little
-    # smaller (measured: up to ~1 ms). The client's extra is bounded: 25 ms plus 50 % of the
-    # server's figure (measured: TTFT +10 ms at ~30 ms, e2e within 1 %).
+    # smaller (measured: up to ~1 ms). The client's extra is bounded: 60 ms plus 50 % of the
+    # server's figure. It is the API server's work before its arrival stamp (HTTP, the chat
+    # template, tokenisation) and SSE framing, on two cores shared with the engine: measured
+    # TTFT +10 ms at ~30 ms, and +19 ms and +38 ms at ~5 ms once vLLM's prefix cache serves
+    # prompts an earlier test sent (2026-12-01); e2e within 1 %. A client that lost a scheduler
+    # wake-up per token, or stamped late, would be off by far more.
     for what, c, s in [("ttft", client_ttft, server_ttft), ("e2e", client_e2e, server_e2e)]:
         assert c >= s - (2.0 + 0.02 * s), (what, c, s)
-        assert c - s <= 25.0 + 0.5 * s, (what, c, s)
+        assert c - s <= 60.0 + 0.5 * s, (what, c, s)
 
 
 def search(server, out, sla_ms, iterations):
