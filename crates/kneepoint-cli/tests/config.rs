@@ -193,7 +193,7 @@ fn huge_deadlines_are_refused_not_a_panic() {
     ])
     .unwrap();
     assert_eq!(
-        ok.common.deadlines.request,
+        ok.common.levels.deadlines.request,
         Some(std::time::Duration::from_secs(2_592_000))
     );
 }

@@ -9,6 +9,9 @@ use clap::Parser;
 use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod common;
+use common::all_text;
+
 /// What the server answers a request with, given how many requests are in flight (this one
 /// included) and the request's text.
 type Answer = Arc<dyn Fn(usize, &str) -> Vec<u8> + Send + Sync>;
@@ -231,26 +234,10 @@ async fn a_key_the_server_echoes_back_is_never_written() {
     .unwrap();
     let out = run_sweep(&settings(cli), false).await.unwrap();
     assert_eq!(out.summaries[0].error_count, 4);
-    let mut seen = String::new();
-    for e in walk(tmp.path()) {
-        seen.push_str(&String::from_utf8_lossy(&std::fs::read(e).unwrap()));
-    }
+    let seen = all_text(tmp.path());
     assert!(
         seen.contains("bad credentials: Bearer [redacted]"),
         "the echo is recorded, redacted"
     );
     assert!(!seen.contains(KEY));
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

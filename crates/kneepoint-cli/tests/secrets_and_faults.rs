@@ -10,6 +10,9 @@ use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
 use kneepoint_sim::{SimProfile, SimServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod common;
+use common::all_text;
+
 fn settings(args: &[&str]) -> SweepSettings {
     let mut v = vec!["kneepoint", "sweep"];
     v.extend_from_slice(args);
@@ -17,19 +20,6 @@ fn settings(args: &[&str]) -> SweepSettings {
         panic!()
     };
     SweepSettings::resolve(&a).unwrap()
-}
-
-fn all_text(dir: &std::path::Path) -> String {
-    let mut out = String::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.push_str(&all_text(&p));
-        } else {
-            out.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
-        }
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

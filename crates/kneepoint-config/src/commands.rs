@@ -113,13 +113,13 @@ impl SweepSettings {
         // one per slot at concurrency 1,024).
         let given = args.common.request_count.or(sw.request_count).is_some();
         let plan = if given {
-            SweepPlan::uniform(&concurrency, common.request_count)?
+            SweepPlan::uniform(&concurrency, common.levels.request_count)?
         } else {
             let levels = concurrency
                 .iter()
                 .map(|&c| SweepLevel {
                     concurrency: c,
-                    request_count: common.request_count.max(c.saturating_mul(4)),
+                    request_count: common.levels.request_count.max(c.saturating_mul(4)),
                 })
                 .collect();
             SweepPlan::new(levels)?
@@ -186,11 +186,11 @@ impl SearchSettings {
             }
         }
         let common = CommonSettings::resolve(&args.common, file, sp.request_count)?;
-        if common.open_loop.is_some() {
+        if common.levels.open_loop.is_some() {
             bail!("the search finds the highest concurrency under the SLAs in a closed loop; request_rate (open loop) applies to `kneepoint sweep`");
         }
         let mut search = SearchConfig::new(slas(&args.sla, &sp)?);
-        search.request_count = common.request_count;
+        search.request_count = common.levels.request_count;
         search.streaming = common.transport.streaming;
         if let Some(v) = args.concurrency_min.or(sp.concurrency_min) {
             search.concurrency_min = v;
@@ -210,7 +210,7 @@ impl SearchSettings {
         }
         search.validate()?;
         let sla_by_confidence = args.sla_by_confidence || sp.sla_by_confidence.unwrap_or(false);
-        if sla_by_confidence && common.runs.num_runs < 2 {
+        if sla_by_confidence && common.levels.runs.num_runs < 2 {
             bail!("sla_by_confidence judges each probe by its confidence interval across runs: set num_runs to 2 or more");
         }
         Ok(SearchSettings {

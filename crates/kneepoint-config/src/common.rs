@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kneepoint_runner::{Deadlines, EarlyStop, LevelDuration, RetryPolicy};
+use kneepoint_engine::LevelSettings;
+use kneepoint_runner::RetryPolicy;
 use kneepoint_sim::SimProfile;
 use kneepoint_transport::OpenAiConfig;
 use kneepoint_workload::{DatasetConfig, LengthDist, Lengths, SharedPrefix};
@@ -14,7 +15,7 @@ use crate::error::bail;
 use crate::file::FileConfig;
 use crate::load::{early_stop, level_duration, ramp_up, resolve_open_loop, resolve_runs};
 use crate::workload::{dataset, lengths, mixture, prefix};
-use crate::{CommonArgs, OpenLoopSettings, Result, RunsSettings, DEFAULT_REQUEST_COUNT};
+use crate::{CommonArgs, Result, DEFAULT_REQUEST_COUNT};
 
 /// What the sweep runs against.
 #[derive(Debug, Clone)]
@@ -35,20 +36,9 @@ pub struct CommonSettings {
     /// Chat or completions, path, headers...: the transport template (URL filled in for the
     /// simulator once it is listening).
     pub transport: OpenAiConfig,
-    /// Measured requests per level (sweep) or probe (search).
-    pub request_count: u32,
-    /// Warm-up requests per level.
-    pub warmup_requests: u32,
-    /// Repeated runs of each level.
-    pub runs: RunsSettings,
-    /// Open-loop arrivals (`None`: closed loop).
-    pub open_loop: Option<OpenLoopSettings>,
-    /// Timed levels (`None`: each level sends `request_count` requests).
-    pub duration: Option<LevelDuration>,
-    /// Stop levels early once precise enough (`batch` is set per level).
-    pub early_stop: Option<EarlyStop>,
-    /// Closed loop: each phase's first wave spread over this time.
-    pub ramp_up: Option<Duration>,
+    /// How every level runs (request count, warm-up, runs, load shape, deadlines, retries,
+    /// the seed of the workload and of the arrival schedules), handed to the engine as is.
+    pub levels: LevelSettings,
     /// Tokenizer spec (`builtin`, a path, a model id).
     pub tokenizer: String,
     /// Input lengths.
@@ -63,16 +53,6 @@ pub struct CommonSettings {
     pub dataset: Option<DatasetConfig>,
     /// Send `ignore_eos`/`min_tokens`.
     pub output_control: bool,
-    /// Workload seed.
-    pub seed: u64,
-    /// Per-request deadlines (whole request, response headers, first token, idle gap).
-    pub deadlines: Deadlines,
-    /// A response without a finish_reason is an `incomplete` failure.
-    pub require_finish_reason: bool,
-    /// Retries of transient failures (none by default).
-    pub retry: RetryPolicy,
-    /// Keep the server's `completion_tokens` even when implausible.
-    pub trust_server_usage: bool,
     /// Replace a run already in the artifact folder.
     pub overwrite: bool,
     /// Output directory.
@@ -153,6 +133,25 @@ impl CommonSettings {
             .unwrap_or_else(|| crate::commands::default_artifact_dir("sweep"));
         let open_loop = resolve_open_loop(args, &load)?;
         let output_control = !args.no_output_control && wl.output_control.unwrap_or(true);
+        let mut levels = LevelSettings::default();
+        levels.request_count = request_count;
+        levels.warmup_requests = args
+            .warmup_requests
+            .or(sw.warmup_request_count)
+            .unwrap_or(0);
+        levels.runs = resolve_runs(args, &file.runs.clone().unwrap_or_default())?;
+        levels.ramp_up = ramp_up(args, &load, open_loop.is_some())?;
+        levels.open_loop = open_loop;
+        levels.duration = level_duration(args, &load)?;
+        levels.early_stop = early_stop(args, &load, file.runs.as_ref())?;
+        levels.seed = args.seed.or(wl.seed).unwrap_or(0);
+        levels.require_finish_reason = !args.allow_missing_finish_reason;
+        levels.trust_server_usage = args.trust_server_usage;
+        levels.retry = RetryPolicy {
+            max_retries: args.retries.unwrap_or(0),
+            backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),
+        };
+        levels.deadlines = deadlines(args, &ep)?;
         Ok(CommonSettings {
             target: match (target, &sm_name) {
                 (_, Some(_)) => Target::SageMaker,
@@ -161,16 +160,7 @@ impl CommonSettings {
             },
             sagemaker,
             transport,
-            request_count,
-            warmup_requests: args
-                .warmup_requests
-                .or(sw.warmup_request_count)
-                .unwrap_or(0),
-            runs: resolve_runs(args, &file.runs.clone().unwrap_or_default())?,
-            ramp_up: ramp_up(args, &load, open_loop.is_some())?,
-            open_loop,
-            duration: level_duration(args, &load)?,
-            early_stop: early_stop(args, &load, file.runs.as_ref())?,
+            levels,
             tokenizer: args
                 .tokenizer
                 .clone()
@@ -182,15 +172,7 @@ impl CommonSettings {
             isl,
             osl,
             output_control,
-            seed: args.seed.or(wl.seed).unwrap_or(0),
-            require_finish_reason: !args.allow_missing_finish_reason,
-            trust_server_usage: args.trust_server_usage,
             overwrite: args.overwrite,
-            retry: RetryPolicy {
-                max_retries: args.retries.unwrap_or(0),
-                backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),
-            },
-            deadlines: deadlines(args, &ep)?,
             artifact_dir,
         })
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use kneepoint_core::{TokenCounter, Transport};
-use kneepoint_engine::{Bench, BenchBuilder, LevelSettings, Observer};
+use kneepoint_engine::{Bench, BenchBuilder, Observer};
 use kneepoint_sim::SimServer;
 use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerTransport, StaticCredentials};
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
@@ -136,6 +136,9 @@ pub async fn prepare(
     settings: &CommonSettings,
     observer: Arc<dyn Observer>,
 ) -> Result<BenchBuilder> {
+    // The engine checks again when the bench is built; checking first refuses bad settings
+    // before a simulator starts or a dataset loads.
+    settings.levels.validate()?;
     let mut transport_config = settings.transport.clone();
     let tokenizer = load_tokenizer(&settings.tokenizer)
         .with_context(|| format!("loading tokenizer {:?}", settings.tokenizer))?;
@@ -187,12 +190,10 @@ pub async fn prepare(
     };
     resolved.transport = transport_config.clone();
     let replaying = settings
+        .levels
         .open_loop
         .as_ref()
         .is_some_and(|o| o.replay_speedup.is_some());
-    if replaying && settings.duration.is_some() {
-        bail!("a trace replay runs for the trace's own length: drop duration_s");
-    }
     let mut replay = None;
     let workload: Box<dyn Workload> = match &settings.dataset {
         Some(d) => {
@@ -214,7 +215,7 @@ pub async fn prepare(
         }
         None if replaying => bail!("replay_speedup needs --dataset with a trace"),
         None => {
-            let mut config = SyntheticConfig::new(settings.isl, settings.osl, settings.seed);
+            let mut config = SyntheticConfig::new(settings.isl, settings.osl, settings.levels.seed);
             if let Some(m) = &settings.mixture {
                 config.lengths = m.clone();
             }
@@ -227,7 +228,7 @@ pub async fn prepare(
     let mut bench = Bench::builder(transport)
         .boxed_workload(workload)
         .token_counter(counter)
-        .settings(level_settings(&resolved))
+        .settings(resolved.levels.clone())
         .description(resolved.describe())
         .observer(observer)
         .artifacts(&resolved.artifact_dir)
@@ -239,22 +240,4 @@ pub async fn prepare(
         bench = bench.keep_alive(server);
     }
     Ok(bench)
-}
-
-/// The engine's level settings from the resolved ones.
-pub(crate) fn level_settings(s: &CommonSettings) -> LevelSettings {
-    let mut l = LevelSettings::default();
-    l.request_count = s.request_count;
-    l.warmup_requests = s.warmup_requests;
-    l.runs = s.runs.clone();
-    l.open_loop = s.open_loop.clone();
-    l.duration = s.duration;
-    l.early_stop = s.early_stop;
-    l.ramp_up = s.ramp_up;
-    l.deadlines = s.deadlines;
-    l.require_finish_reason = s.require_finish_reason;
-    l.retry = s.retry;
-    l.trust_server_usage = s.trust_server_usage;
-    l.seed = s.seed;
-    l
 }

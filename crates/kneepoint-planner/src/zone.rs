@@ -124,21 +124,15 @@ pub fn operating_zone(points: &[ZonePoint], rule: &KneeRule) -> Result<Operating
     if let Some(k) = knee.knee {
         summary.push_str(&format!("; throughput saturates at {k}"));
     }
-    match (breaking, error_break) {
-        (Some(b), Some(e)) if b == e => summary.push_str(&format!(
+    // The error limit's own level is named once, as errors.
+    if let Some(b) = breaking.filter(|&b| error_break != Some(b)) {
+        summary.push_str(&format!("; SLAs break at {b}"));
+    }
+    if let Some(e) = error_break {
+        summary.push_str(&format!(
             "; errors exceed {} % at {e}",
             rule.max_error_rate * 100.0
-        )),
-        (Some(b), e) => {
-            summary.push_str(&format!("; SLAs break at {b}"));
-            if let Some(e) = e {
-                summary.push_str(&format!(
-                    "; errors exceed {} % at {e}",
-                    rule.max_error_rate * 100.0
-                ));
-            }
-        }
-        _ => {}
+        ));
     }
     Ok(OperatingZone {
         knee,

@@ -12,29 +12,8 @@ use kneepoint_core::{
 };
 use kneepoint_runner::{run_level, LevelConfig};
 
-fn requests(n: u64) -> Vec<Request> {
-    (0..n)
-        .map(|i| {
-            let mut r = Request::text(i, "a b c");
-            r.input_tokens = Some(3);
-            r
-        })
-        .collect()
-}
-
-/// Runs one request through `transport` at concurrency 1, without warm-up or sinks.
-async fn one_request(transport: impl Transport + 'static) -> kneepoint_runner::LevelRun {
-    run_level(
-        Arc::new(transport),
-        &LevelConfig::new(1),
-        requests(1),
-        vec![],
-        vec![],
-        None,
-    )
-    .await
-    .unwrap()
-}
+mod support;
+use support::{one_request, requests};
 
 /// A server that accepts and never answers (`send` never resolves), or sends headers and then
 /// nothing (`stream` never yields), or streams tokens forever.

@@ -31,3 +31,17 @@ pub fn fast_sweep(osl: &str, extra: &[&str], dir: &Path) -> anyhow::Result<Sweep
     };
     Ok(SweepSettings::resolve(&a)?)
 }
+
+/// Every file under `dir`, read as text and joined (to search artifacts for a secret).
+pub fn all_text(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.push_str(&all_text(&p));
+        } else {
+            out.push_str(&String::from_utf8_lossy(&std::fs::read(&p).unwrap()));
+        }
+    }
+    out
+}
