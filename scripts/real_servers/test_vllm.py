@@ -120,3 +120,42 @@ def test_search_finds_a_boundary(vllm, tmp_path):
         assert recs and all(r["error"] is None for r in recs), p["dir"]
     # A generous SLA holds everywhere: the answer is the top of the range.
     assert history["boundary"]["feasible_max"] == 16, history["boundary"]
+
+
+def test_server_metrics_are_scraped_per_level_and_explain_the_knee(vllm, tmp_path):
+    """Issue 18 against real vLLM: its /metrics is scraped during every level (the default
+    for an OpenAI-compatible URL), each level has AIPerf-shaped server_metrics_export files,
+    and the sweep's knee explanation is computed from the scraped series."""
+    out = tmp_path / "run"
+    # vLLM CPU with dummy weights answers a request in a few tens of ms: 32 requests and a
+    # 50 ms interval give every level several scrapes inside its measured window.
+    levels = sweep_levels(vllm, out, ISL, OSL, "1,4", 32, "--server-metrics-interval", "0.05")
+    check_all_ok(levels, 32)
+    for c in (1, 4):
+        level = out / f"concurrency_{c}"
+        lines = (level / "server_metrics_export.jsonl").read_text().splitlines()
+        assert len(lines) >= 3, (c, len(lines))
+        first = json.loads(lines[0])
+        assert first["endpoint_url"] == vllm.url + "/metrics", first["endpoint_url"]
+        assert "vllm:num_requests_running" in first["metrics"], sorted(first["metrics"])[:20]
+        doc = json.loads((level / "server_metrics_export.json").read_text())
+        assert doc["schema_version"] == "1.0"
+        assert doc["metrics"]["vllm:num_requests_running"]["type"] == "gauge"
+        assert doc["metrics"]["vllm:generation_tokens"]["type"] == "counter"
+        csv = (level / "server_metrics_export.csv").read_text()
+        assert "vllm:time_to_first_token_seconds" in csv
+        concepts = json.loads((level / "profile_export_aiperf.json").read_text())[
+            "server_metrics"]["concepts"]
+        assert concepts["server_running"]["samples"] >= 1, concepts["server_running"]
+        assert concepts["server_running"]["max"] <= c, concepts["server_running"]
+        # The level's 32 requests (no warm-up) between the baseline and the final scrape: the
+        # server's TTFT histogram counted each once. vLLM counts a request's first token before
+        # its response ends, so the final scrape sees them all.
+        assert concepts["server_ttft"]["count"] == 32, concepts["server_ttft"]
+        assert concepts["server_generation_tokens"]["total"] == 32 * OSL, concepts
+    summary = json.loads((out / "sweep_summary.json").read_text())
+    e = summary["knee_explanation"]
+    assert e["cause"] != "no_server_data", e
+    assert e["evidence"] and "running" in e["evidence"][0], e
+    for row in summary["levels"]:
+        assert "server_waiting" in row["server_metrics"], row

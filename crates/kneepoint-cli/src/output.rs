@@ -95,6 +95,34 @@ pub(crate) fn table(rows: &[LevelRow]) -> String {
     out
 }
 
+/// What the server's metrics showed per level (only when some level was scraped).
+pub(crate) fn server_table(rows: &[LevelRow]) -> String {
+    if rows.iter().all(|r| r.server_metrics.is_none()) {
+        return String::new();
+    }
+    let mut out = format!(
+        "server view (scraped)\n{:>11} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}\n",
+        "concurrency", "running", "waiting", "KV max", "preempt", "srv TTFT95", "queue avg"
+    );
+    for r in rows {
+        let get = |c: &str, st: &str| r.server_metrics.as_ref()?.get(c)?.get(st).copied();
+        let num = |v: Option<f64>, p: usize| v.map_or("-".to_owned(), |v| format!("{v:.p$}"));
+        let _ = writeln!(
+            out,
+            "{:>11} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11}",
+            r.concurrency,
+            num(get("server_running", "avg"), 1),
+            num(get("server_waiting", "avg"), 1),
+            get("server_kv_cache_usage", "max")
+                .map_or("-".to_owned(), |v| format!("{:.0}%", v * 100.0)),
+            num(get("server_preemptions", "total"), 0),
+            ms(get("server_ttft", "p95")),
+            ms(get("server_queue_time", "avg")),
+        );
+    }
+    out
+}
+
 fn zone_text(zone: &OperatingZone) -> String {
     let mut t = String::new();
     match zone.knee.knee {
@@ -148,7 +176,11 @@ pub(crate) fn print_sweep(o: &SweepOutcome) {
     } else {
         format!("\nopen loop; latencies in ms\n{}", open_loop_table(o))
     };
+    text.push_str(&server_table(&o.rows));
     text.push_str(&zone_text(&o.zone));
+    if let Some(e) = &o.knee_explanation {
+        let _ = writeln!(text, "why: {}", e.summary);
+    }
     if let Some(f) = &o.fleet {
         let _ = writeln!(text, "fleet: {}", f.explanation);
     }

@@ -55,11 +55,70 @@ pub struct CommonSettings {
     pub output_control: bool,
     /// Replace a run already in the artifact folder.
     pub overwrite: bool,
+    /// Which Prometheus endpoints to scrape during every level.
+    pub server_metrics: ServerMetricsPlan,
     /// Output directory.
     pub artifact_dir: PathBuf,
     /// Set when the target speaks the SageMaker runtime protocol (a real endpoint, or the
     /// simulator with `protocol = "sagemaker"`).
     pub sagemaker: Option<SageMakerSettings>,
+}
+
+/// The Prometheus endpoints scraped during every level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerMetricsPlan {
+    /// Given with `--server-metrics` and `--gpu-metrics`.
+    pub endpoints: Vec<String>,
+    /// Also scrape the target's own `/metrics` (an OpenAI-compatible server or the simulator).
+    pub target_metrics: bool,
+    /// Time between scrapes.
+    pub interval: Duration,
+}
+
+impl ServerMetricsPlan {
+    fn from_args(args: &CommonArgs) -> Result<Self> {
+        let secs = args.server_metrics_interval.unwrap_or(1.0);
+        if !(secs.is_finite() && (0.01..=3600.0).contains(&secs)) {
+            bail!("--server-metrics-interval must be between 0.01 and 3600 seconds, not {secs}");
+        }
+        let endpoints: Vec<String> = args
+            .server_metrics
+            .iter()
+            .chain(&args.gpu_metrics)
+            .cloned()
+            .collect();
+        Ok(ServerMetricsPlan {
+            target_metrics: !args.no_server_metrics && args.server_metrics.is_empty(),
+            endpoints,
+            interval: Duration::from_secs_f64(secs),
+        })
+    }
+
+    /// The scrape settings for a target whose OpenAI-compatible base URL is `base_url` (None
+    /// for SageMaker, which publishes no Prometheus page): `None` when nothing is scraped.
+    pub fn settings(
+        &self,
+        base_url: Option<&str>,
+        connect: &kneepoint_transport::ConnectOptions,
+    ) -> Option<kneepoint_engine::ScrapeSettings> {
+        let mut endpoints = self.endpoints.clone();
+        if let (true, Some(base)) = (self.target_metrics, base_url) {
+            let base = base.trim_end_matches('/');
+            let base = base.strip_suffix("/v1").unwrap_or(base);
+            endpoints.insert(0, format!("{base}/metrics"));
+        }
+        if endpoints.is_empty() {
+            return None;
+        }
+        let mut s = kneepoint_engine::ScrapeSettings::new(endpoints)
+            .with_interval(self.interval)
+            .with_timeout(
+                self.interval
+                    .clamp(Duration::from_millis(500), Duration::from_secs(5)),
+            );
+        s.connect = connect.clone();
+        Some(s)
+    }
 }
 
 /// How to reach a SageMaker endpoint.
@@ -173,6 +232,7 @@ impl CommonSettings {
             osl,
             output_control,
             overwrite: args.overwrite,
+            server_metrics: ServerMetricsPlan::from_args(args)?,
             artifact_dir,
         })
     }

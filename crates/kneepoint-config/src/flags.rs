@@ -303,6 +303,22 @@ pub struct CommonArgs {
     /// more than the chunks and text could hold); by default the client's count replaces it.
     #[arg(long)]
     pub trust_server_usage: bool,
+    /// Scrape this Prometheus endpoint during every level (repeatable, e.g. one per replica).
+    /// By default the target's own `/metrics` is scraped (an OpenAI-compatible URL, or the
+    /// built-in simulator); a bare `http://host:port` means its `/metrics`.
+    #[arg(long, value_name = "URL")]
+    pub server_metrics: Vec<String>,
+    /// Scrape a GPU exporter the same way (repeatable): NVIDIA's DCGM exporter, e.g.
+    /// http://127.0.0.1:9400/metrics. GPU utilisation, memory, power and output tokens per
+    /// joule are then reported per level.
+    #[arg(long, value_name = "URL")]
+    pub gpu_metrics: Vec<String>,
+    /// Seconds between scrapes (default 1).
+    #[arg(long, value_name = "SECONDS")]
+    pub server_metrics_interval: Option<f64>,
+    /// Do not scrape the target's own `/metrics` (explicit --server-metrics URLs still are).
+    #[arg(long)]
+    pub no_server_metrics: bool,
     /// Built-in simulator: fraction of requests that get an injected fault (0..1).
     #[arg(long, value_name = "FRACTION")]
     pub sim_fault_rate: Option<f64>,

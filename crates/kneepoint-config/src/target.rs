@@ -189,6 +189,13 @@ pub async fn prepare(
         }
     };
     resolved.transport = transport_config.clone();
+    let scrape_base = match (&settings.target, &settings.sagemaker) {
+        (Target::SageMaker, _) | (Target::Simulator(_), Some(_)) => None,
+        _ => Some(transport_config.base_url.as_str()),
+    };
+    let scrape = settings
+        .server_metrics
+        .settings(scrape_base, &transport_config.connect);
     let replaying = settings
         .levels
         .open_loop
@@ -232,7 +239,8 @@ pub async fn prepare(
         .description(resolved.describe())
         .observer(observer)
         .artifacts(&resolved.artifact_dir)
-        .overwrite(resolved.overwrite);
+        .overwrite(resolved.overwrite)
+        .server_metrics(scrape);
     if let Some(times) = replay {
         bench = bench.trace(times);
     }

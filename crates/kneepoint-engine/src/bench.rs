@@ -33,6 +33,10 @@ pub struct Bench {
     pub(crate) levels_run: u64,
     /// Trace replay: the trace's send times (ms) in record order, and the next record.
     pub(crate) replay: Option<(Vec<u64>, usize)>,
+    /// Scrapes the server's metrics around each level, when asked.
+    pub(crate) scraper: Option<kneepoint_scrape::Scraper>,
+    /// The scrapes of the current level's runs.
+    pub(crate) server_parts: crate::server::Parts,
     _keep: Vec<Box<dyn Any + Send + Sync>>,
 }
 
@@ -57,6 +61,7 @@ pub struct BenchBuilder {
     trace: Option<Vec<u64>>,
     keep: Vec<Box<dyn Any + Send + Sync>>,
     overwrite: bool,
+    server_metrics: Option<kneepoint_scrape::ScrapeSettings>,
 }
 
 /// Whether `name` (an entry of an artifact folder) is something a kneepoint run writes.
@@ -113,6 +118,14 @@ pub(crate) fn fresh_folder(dir: &Path, overwrite: bool) -> Result<(), Error> {
 }
 
 impl BenchBuilder {
+    /// Scrape these Prometheus endpoints (the server's `/metrics`, a DCGM exporter) around
+    /// every level: `server_metrics_export.*` per level, and the server's view in each
+    /// level's summary (`None`, the default: no scraping).
+    pub fn server_metrics(mut self, settings: Option<kneepoint_scrape::ScrapeSettings>) -> Self {
+        self.server_metrics = settings;
+        self
+    }
+
     /// Replace a previous run in the artifact folder (by default such a folder is refused).
     pub fn overwrite(mut self, yes: bool) -> Self {
         self.overwrite = yes;
@@ -208,6 +221,11 @@ impl BenchBuilder {
             }
             (false, _) => None,
         };
+        let scraper = self
+            .server_metrics
+            .filter(|s| !s.endpoints.is_empty())
+            .map(kneepoint_scrape::Scraper::new)
+            .transpose()?;
         fresh_folder(&artifact_dir, self.overwrite)?;
         Ok(Bench {
             transport: self.transport,
@@ -220,6 +238,8 @@ impl BenchBuilder {
             rate: None,
             levels_run: 0,
             replay,
+            scraper,
+            server_parts: Vec::new(),
             _keep: self.keep,
         })
     }
@@ -239,6 +259,7 @@ impl Bench {
             trace: None,
             keep: Vec::new(),
             overwrite: false,
+            server_metrics: None,
         }
     }
 
@@ -304,11 +325,14 @@ impl Bench {
         concurrency: u32,
         level: Value,
         run: &LevelRun,
+        server: Option<kneepoint_core::ServerSummary>,
     ) -> Result<(LevelSummary, bool), Error> {
         for e in &run.sink_errors {
             self.observer.warning(e);
         }
-        let summary = LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default());
+        let mut summary =
+            LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default());
+        crate::server::attach(&mut summary, server);
         let mut input_config = self.description.clone();
         input_config["level"] = level;
         if let Some(why) = &run.early_stop {
@@ -392,6 +416,15 @@ macro_rules! bench_methods {
         /// Replace a previous run in the artifact folder (refused by default).
         pub fn overwrite(mut self, yes: bool) -> Self {
             self.bench = self.bench.overwrite(yes);
+            self
+        }
+
+        /// Scrape these Prometheus endpoints around every level (default: none).
+        pub fn server_metrics(
+            mut self,
+            settings: Option<kneepoint_scrape::ScrapeSettings>,
+        ) -> Self {
+            self.bench = self.bench.server_metrics(settings);
             self
         }
 

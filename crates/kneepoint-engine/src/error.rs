@@ -39,6 +39,9 @@ pub enum Error {
     /// Reading an artifact folder back or drawing its report failed.
     #[error(transparent)]
     Report(#[from] kneepoint_report::Error),
+    /// The server-metrics scraper could not be set up (a bad URL or TLS options).
+    #[error(transparent)]
+    Scrape(#[from] kneepoint_scrape::Error),
     /// A saved document could not be read back.
     #[error("{}: the saved {what} cannot be read", path.display())]
     Saved {

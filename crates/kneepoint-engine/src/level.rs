@@ -68,7 +68,7 @@ impl Bench {
             early_stop: None,
         };
         let level = json!({"concurrency": concurrency, "request_count": request_count});
-        self.finish_level(dir, concurrency, level, &run)
+        self.finish_level(dir, concurrency, level, &run, None)
     }
 
     /// Runs one level once into `dir` (created), writing every per-level file, and summarises
@@ -172,6 +172,7 @@ impl Bench {
                 max_in_flight: o.max_in_flight,
             });
         }
+        let scrape = self.start_scrape(dir).await;
         self.observer.level_started(label, requests.len() as u64);
         let run = run_level(
             self.transport.clone(),
@@ -183,6 +184,7 @@ impl Bench {
         )
         .await;
         self.observer.level_finished(label);
+        let server = self.end_scrape(scrape, dir, run.as_ref().ok()).await;
         let run = run?;
         if run.unsent > 0 {
             // Stopped early or interrupted: list only the requests that went out (in order).
@@ -190,6 +192,6 @@ impl Bench {
             write_inputs_json(&dir.join("inputs.json"), &inputs[..sent])?;
         }
         let level = json!({"concurrency": concurrency, "request_count": request_count});
-        self.finish_level(dir, concurrency, level, &run)
+        self.finish_level(dir, concurrency, level, &run, server)
     }
 }

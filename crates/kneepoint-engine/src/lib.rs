@@ -61,6 +61,7 @@ mod recommend;
 mod rerender;
 mod runs;
 mod search;
+mod server;
 mod settings;
 mod sweep;
 mod timed;
@@ -68,6 +69,7 @@ mod timed;
 pub use bench::{Bench, BenchBuilder};
 pub use error::Error;
 pub use failure::every_request_failed;
+pub use kneepoint_scrape::ScrapeSettings;
 pub use observer::{Observer, Silent};
 pub use recommend::{
     CandidateRun, CandidateSource, CandidateSpec, Recommend, RecommendBuilder, RecommendReport,
@@ -76,7 +78,7 @@ pub use rerender::{rerender, Rerendered};
 pub use runs::{pessimistic, RunsOutcome};
 pub use search::{probe_dir, Search, SearchBuilder, SearchReport, DEFAULT_ERROR_GUARD};
 pub use settings::{LevelSettings, OpenLoopSettings, RunsSettings};
-pub use sweep::{conclude, level_row, Sweep, SweepBuilder, SweepReport};
+pub use sweep::{conclude, knee_explanation, level_row, Sweep, SweepBuilder, SweepReport};
 
 pub use kneepoint_report::schema;
 pub use kneepoint_runner::CancelToken;

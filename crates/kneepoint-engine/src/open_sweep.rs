@@ -31,6 +31,7 @@ fn write(
         slas: slas.to_vec(),
         levels: rows.to_vec(),
         knee: None,
+        knee_explanation: None,
         zone: zone.clone(),
         peak: None,
         fleet: None,
@@ -117,5 +118,6 @@ pub(crate) async fn run(
         sent,
         interrupted,
         request_rates: rates,
+        knee_explanation: None,
     })
 }

@@ -39,10 +39,12 @@ impl Bench {
         cancel: &CancelToken,
     ) -> Result<(LevelSummary, bool, Option<RunsOutcome>), Error> {
         let runs = self.settings.runs.clone();
+        self.server_parts.clear();
         if runs.num_runs <= 1 {
             let (s, cancelled) = self
                 .run_once(dir, concurrency, request_count, label, true, cancel)
                 .await?;
+            self.server_parts.clear();
             return Ok((s, cancelled, None));
         }
         let mut done: Vec<(String, LevelSummary)> = Vec::new();
@@ -130,7 +132,7 @@ impl Bench {
     /// Concatenates the runs' records into the level's `profile_export.jsonl` and writes the
     /// pooled summary files (throughput over the runs' summed measured time).
     fn pool(
-        &self,
+        &mut self,
         dir: &Path,
         concurrency: u32,
         request_count: u32,
@@ -165,7 +167,9 @@ impl Bench {
             }
         }
         out.flush().map_err(|e| Error::io("write", &pooled, e))?;
-        let summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
+        let mut summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
+        let server = self.pooled_server_summary(dir);
+        crate::server::attach(&mut summary, server);
         let mut input_config = self.description.clone();
         input_config["level"] = json!({
             "concurrency": concurrency,

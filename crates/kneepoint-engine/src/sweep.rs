@@ -7,8 +7,9 @@ use std::sync::Arc;
 use kneepoint_core::Transport;
 use kneepoint_metrics::LevelSummary;
 use kneepoint_planner::{
-    check_all, fleet_size, operating_zone, FleetPlan, InstanceCapacity, KneeEstimate, KneeRule,
-    LevelPoint, Measurement, OperatingZone, PeakTraffic, Sla, SweepPlan, ZonePoint,
+    check_all, explain_knee, fleet_size, operating_zone, FleetPlan, InstanceCapacity, KneeEstimate,
+    KneeExplanation, KneeRule, LevelPoint, Measurement, OperatingZone, PeakTraffic, Sla, SweepPlan,
+    ZonePoint,
 };
 use kneepoint_report::schema::{write_document, LevelRow, SweepSummary, SCHEMA_VERSION};
 use kneepoint_runner::CancelToken;
@@ -37,6 +38,22 @@ pub struct SweepReport {
     pub interrupted: bool,
     /// Open loop: the request rate of each level, in run order (empty for a closed loop).
     pub request_rates: Vec<f64>,
+    /// Why the knee is where it is, from the server's metrics (when they were scraped).
+    pub knee_explanation: Option<KneeExplanation>,
+}
+
+/// The knee's explanation from the rows' server metrics; `None` when no level was scraped.
+pub fn knee_explanation(rows: &[LevelRow], zone: &OperatingZone) -> Option<KneeExplanation> {
+    let servers: Vec<(u32, Option<kneepoint_core::ServerSummary>)> = rows
+        .iter()
+        .map(|r| (r.concurrency, r.server_summary()))
+        .collect();
+    if servers.iter().all(|(_, s)| s.is_none()) {
+        return None;
+    }
+    let refs: Vec<(u32, Option<&kneepoint_core::ServerSummary>)> =
+        servers.iter().map(|(c, s)| (*c, s.as_ref())).collect();
+    Some(explain_knee(&refs, zone.knee.knee))
 }
 
 /// Where a sweep or search is.
@@ -145,6 +162,7 @@ pub(crate) fn write_sweep_summary(
         levels_planned: Some(doc.levels_planned.clone()),
         request_rates: None,
         slas: doc.slas.clone(),
+        knee_explanation: knee_explanation(&rows, zone),
         levels: rows,
         knee: Some(zone.knee.clone()),
         zone: zone.clone(),
@@ -310,7 +328,9 @@ impl Sweep {
         };
         write_sweep_summary(&dir, &doc, rows.clone(), &zone, fleet.as_ref(), state)?;
         crate::rerender::render_quietly(&dir, self.bench.observer.as_ref());
+        let knee_explanation = knee_explanation(&rows, &zone);
         Ok(SweepReport {
+            knee_explanation,
             rows,
             summaries,
             zone,

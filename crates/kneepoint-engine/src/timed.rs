@@ -51,6 +51,7 @@ impl Bench {
         let sink: Box<dyn RecordSink> =
             Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
         let config = self.level_config(concurrency, cancel);
+        let scrape = self.start_scrape(dir).await;
         self.observer.level_started(label, 0);
         let run = run_level_for(
             self.transport.clone(),
@@ -62,6 +63,7 @@ impl Bench {
         )
         .await;
         self.observer.level_finished(label);
+        let server = self.end_scrape(scrape, dir, run.as_ref().ok()).await;
         let run = run?;
         // Inputs of the warm-up come first; keep the measured ones, as a count-bound level does.
         let drawn = inputs.lock().map(|v| v.clone()).unwrap_or_default();
@@ -74,6 +76,6 @@ impl Bench {
             "warmup_duration_s": time.warmup.as_secs_f64(),
             "requests_sent": run.records.len(),
         });
-        self.finish_level(dir, concurrency, level, &run)
+        self.finish_level(dir, concurrency, level, &run, server)
     }
 }

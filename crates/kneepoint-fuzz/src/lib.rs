@@ -15,16 +15,19 @@
 //! kneepoint_fuzz::event_stream(b"\x01\x07{\"token\":{\"text\":\"hi\"}}\n");
 //! kneepoint_fuzz::config_text(b"[sweep_params]\nconcurrency = [1, 0]\n");
 //! kneepoint_fuzz::datasets(b"{\"text\": \"hello\", \"output_length\": 4}\n");
+//! kneepoint_fuzz::prometheus_text(b"# TYPE x counter\nx_total{a=\"b\"} 1\n");
 //! ```
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 mod config;
 mod datasets;
 mod event_stream;
+mod prometheus;
 mod split;
 mod sse;
 
 pub use config::config_text;
 pub use datasets::datasets;
 pub use event_stream::event_stream;
+pub use prometheus::prometheus_text;
 pub use sse::sse_stream;

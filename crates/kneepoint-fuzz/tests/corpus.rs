@@ -46,3 +46,8 @@ fn config_corpus() {
 fn datasets_corpus() {
     replay("datasets", kneepoint_fuzz::datasets);
 }
+
+#[test]
+fn prometheus_corpus() {
+    replay("prometheus_text", kneepoint_fuzz::prometheus_text);
+}

@@ -19,6 +19,13 @@ impl From<&LevelSummary> for Measurement {
                 }
             }
         }
+        if let Some(server) = &s.server {
+            for (concept, stats) in &server.concepts {
+                for (stat, v) in stats {
+                    m = m.with(concept, stat, *v);
+                }
+            }
+        }
         m.with("error_rate", "avg", s.error_rate)
             .with("request_throughput", "avg", s.request_throughput)
             .with("output_token_throughput", "avg", s.output_token_throughput)

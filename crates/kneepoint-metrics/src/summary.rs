@@ -124,6 +124,9 @@ pub struct LevelSummary {
     pub osl_source_disagreements: usize,
     /// Human-readable warnings about the measurement.
     pub warnings: Vec<String>,
+    /// What the server's (and GPUs') metrics showed during the level, when scraped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<kneepoint_core::ServerSummary>,
 }
 
 /// Failures with the same kind, code and message.
@@ -328,6 +331,7 @@ impl LevelSummary {
             osl_mismatches: mismatches,
             osl_source_disagreements: disagreements,
             warnings,
+            server: None,
         }
     }
 

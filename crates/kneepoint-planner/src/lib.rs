@@ -30,6 +30,7 @@
 //! ```
 
 mod error;
+mod explain;
 mod fleet;
 mod key;
 mod knee;
@@ -41,6 +42,7 @@ mod sweep;
 mod zone;
 
 pub use error::Error;
+pub use explain::{explain_knee, KneeCause, KneeExplanation, HELD_SHARE, KV_FULL};
 pub use fleet::{fleet_size, FleetPlan, InstanceCapacity, PeakTraffic};
 pub use key::StatKey;
 pub use knee::{find_knee, KneeEstimate, KneeRule, LevelPoint, Step};

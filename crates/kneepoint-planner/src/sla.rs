@@ -78,6 +78,16 @@ pub(crate) fn validate(sla: &str, metric: &str, stat: &str) -> Result<(), Error>
         sla: sla.to_owned(),
         reason,
     };
+    if let Some(c) = kneepoint_core::server::concept_named(metric) {
+        let stats = c.kind.stats();
+        if !stats.contains(&stat) {
+            return Err(bad(format!(
+                "{metric} (scraped from the server) has the statistics {}, not {stat:?}",
+                stats.join(", ")
+            )));
+        }
+        return Ok(());
+    }
     if LEVEL_METRICS.contains(&metric) {
         if stat != "avg" {
             return Err(bad(format!(
@@ -87,7 +97,11 @@ pub(crate) fn validate(sla: &str, metric: &str, stat: &str) -> Result<(), Error>
         return Ok(());
     }
     if !REQUEST_METRICS.contains(&metric) {
-        let all = REQUEST_METRICS.iter().chain(LEVEL_METRICS.iter());
+        let server = kneepoint_core::CONCEPTS.iter().map(|c| &c.name);
+        let all = REQUEST_METRICS
+            .iter()
+            .chain(LEVEL_METRICS.iter())
+            .chain(server);
         return Err(bad(format!(
             "unknown metric {metric:?}{}; valid metrics: {}",
             did_you_mean(metric, all.clone().copied()),
@@ -372,6 +386,27 @@ mod tests {
             assert!(Sla::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(s.to_string(), "output_token_throughput_per_user p50 >= 20");
+    }
+
+    #[test]
+    fn slas_on_server_metrics() {
+        let s = Sla::parse("server_kv_cache_usage:max:<:0.9").unwrap();
+        assert!(s.holds(0.85) && !s.holds(0.95));
+        assert!(!s.requires_streaming());
+        assert!(Sla::parse("server_ttft:p95:le:500").is_ok());
+        assert!(Sla::parse("gpu_power:avg:le:700").is_ok());
+        let e = Sla::parse("server_preemptions:p99:le:1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("total, rate"), "{e}");
+        let e = Sla::parse("server_kv_usage:max:le:1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("did you mean server_kv_cache_usage?")
+                || e.contains("server_kv_cache_usage"),
+            "{e}"
+        );
     }
 
     #[test]

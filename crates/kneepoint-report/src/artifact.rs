@@ -79,10 +79,13 @@ pub(crate) fn read_json(path: &Path) -> Result<Value, Error> {
 fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Result<Level, Error> {
     let folder = root.join(dir);
     let records = read_jsonl(&folder.join("profile_export.jsonl"))?;
-    let summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
+    let mut summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
     let aiperf = folder.join("profile_export_aiperf.json");
     let info = if aiperf.is_file() {
-        LevelInfo::from_aiperf_json(&read_json(&aiperf)?)
+        let doc = read_json(&aiperf)?;
+        // The server's view is not in the records: it is kept from the saved summary.
+        summary.server = kneepoint_metrics::export::server_summary_from_aiperf_json(&doc);
+        LevelInfo::from_aiperf_json(&doc)
     } else {
         None
     };

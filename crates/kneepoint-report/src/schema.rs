@@ -55,9 +55,20 @@ pub struct LevelRow {
     pub is_knee: bool,
     /// This level's artifact folder, relative to the sweep's.
     pub dir: String,
+    /// What the server's metrics showed (concept → statistic → value), when scraped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics:
+        Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>>,
 }
 
 impl LevelRow {
+    /// The row's server view as a summary (for [`kneepoint_planner::explain_knee`]).
+    pub fn server_summary(&self) -> Option<kneepoint_core::ServerSummary> {
+        let mut s = kneepoint_core::ServerSummary::default();
+        s.concepts = self.server_metrics.clone()?;
+        Some(s)
+    }
+
     /// The row of a level summarised as `s`, in folder `dir`, given its SLA verdict.
     pub fn new(
         s: &kneepoint_metrics::LevelSummary,
@@ -87,6 +98,7 @@ impl LevelRow {
             first_breach,
             is_knee: false,
             dir,
+            server_metrics: s.server.as_ref().map(|v| v.concepts.clone()),
         }
     }
 }
@@ -122,6 +134,9 @@ pub struct SweepSummary {
     /// The knee (closed loop).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knee: Option<KneeEstimate>,
+    /// Why the knee is where it is, from the server's metrics (when scraped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee_explanation: Option<kneepoint_planner::KneeExplanation>,
     /// The operating zone.
     pub zone: OperatingZone,
     /// Peak traffic the fleet is sized for.

@@ -162,6 +162,14 @@ impl EngineModel {
         (self.running.len(), self.waiting.len())
     }
 
+    /// KV-cache tokens reserved, as a fraction of the capacity.
+    pub fn kv_usage(&self) -> f64 {
+        if self.profile.kv_cache_tokens == 0 {
+            return 0.0;
+        }
+        self.kv_used as f64 / self.profile.kv_cache_tokens as f64
+    }
+
     /// Runs one step; `None` when idle.
     pub fn step(&mut self) -> Option<Step> {
         if self.is_idle() {

@@ -8,7 +8,9 @@
 //! (`max_num_seqs`), a KV-cache token budget, chunked prefill with a per-token cost, a decode
 //! step whose duration grows with batch size and context, a FIFO queue when full, and optional
 //! jitter. [`SimServer`] drives it in real time (scaled by `time_scale`) on its own thread and
-//! records the server-side truth of every request ([`SimServer::truth`]).
+//! records the server-side truth of every request ([`SimServer::truth`]); `GET /metrics`
+//! shows its engine state (running, waiting, KV usage, TTFT/ITL/e2e/queue histograms) under
+//! vLLM's names, and [`SimServer::load_history`] is the truth a scrape is checked against.
 //! [`predict_closed_loop`] runs the same engine in virtual time.
 //!
 //! # Example
@@ -26,6 +28,7 @@ mod error;
 mod fault;
 mod fixed;
 mod live;
+mod metrics;
 mod modes;
 mod predict;
 mod profile;
@@ -41,6 +44,7 @@ mod words;
 pub use engine::{Emission, EngineModel, Rejection, SeqSpec, Step};
 pub use error::Error;
 pub use fault::{Fault, FaultPlan};
+pub use metrics::LoadSample;
 pub use predict::{predict_closed_loop, Prediction};
 pub use profile::{FixedTiming, SimProfile};
 pub use server::{SigV4TestKey, SimOptions, SimServer};

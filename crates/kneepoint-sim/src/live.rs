@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::engine::{EngineModel, SeqSpec};
+use crate::metrics::EngineMetrics;
 use crate::truth::{ServerTiming, TruthLog, WallClock};
 use crate::{Error, SimProfile};
 
@@ -38,6 +39,7 @@ struct Live {
     spec: SeqSpec,
     arrival: Instant,
     first: Option<Instant>,
+    last: Option<Instant>,
     tokens: UnboundedSender<TokenMsg>,
 }
 
@@ -46,16 +48,36 @@ pub(crate) fn spawn_engine(
     profile: SimProfile,
     truth: Arc<Mutex<TruthLog>>,
     clock: WallClock,
+    metrics: Arc<Mutex<EngineMetrics>>,
 ) -> Result<Sender<Command>, Error> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("kneepoint-sim-engine".into())
-        .spawn(move || run(profile, rx, truth, clock))
+        .spawn(move || run(profile, rx, truth, clock, metrics))
         .map_err(|source| Error::Thread { source })?;
     Ok(tx)
 }
 
-fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>, clock: WallClock) {
+/// Records the engine's load as of `at`.
+fn record_load(
+    metrics: &Mutex<EngineMetrics>,
+    engine: &EngineModel,
+    clock: &WallClock,
+    at: Instant,
+) {
+    let (running, waiting) = engine.load();
+    if let Ok(mut m) = metrics.lock() {
+        m.load(clock.unix_ns(at), running, waiting, engine.kv_usage());
+    }
+}
+
+fn run(
+    profile: SimProfile,
+    rx: Receiver<Command>,
+    truth: Arc<Mutex<TruthLog>>,
+    clock: WallClock,
+    metrics: Arc<Mutex<EngineMetrics>>,
+) {
     let scale = profile.time_scale;
     let mut engine = EngineModel::new(profile);
     let mut live: std::collections::HashMap<u64, Live> = std::collections::HashMap::new();
@@ -90,14 +112,17 @@ fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>, 
                                 spec: s.spec,
                                 arrival: s.arrival,
                                 first: None,
+                                last: None,
                                 tokens: s.tokens,
                             },
                         );
                     }
+                    record_load(&metrics, &engine, &clock, Instant::now());
                 }
             }
         }
         let Some(step) = engine.step() else { continue };
+        let step_start = Instant::now();
         deadline += Duration::from_secs_f64(step.duration_ms * scale / 1000.0);
         let now = Instant::now();
         if deadline > now {
@@ -107,10 +132,30 @@ fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>, 
             deadline = now;
         }
         let emitted_at = Instant::now();
+        if let Ok(mut m) = metrics.lock() {
+            for id in &step.admitted {
+                if let Some(seq) = live.get(id) {
+                    m.admitted(secs(step_start.saturating_duration_since(seq.arrival)));
+                }
+            }
+            for e in &step.emitted {
+                if let Some(seq) = live.get(&e.id) {
+                    if e.index == 0 {
+                        m.first_token(seq.spec.prompt_tokens, secs(emitted_at - seq.arrival));
+                    }
+                    m.token(seq.last.map(|l| secs(emitted_at - l)));
+                    if e.finished {
+                        m.finished(secs(emitted_at - seq.arrival));
+                    }
+                }
+            }
+        }
+        record_load(&metrics, &engine, &clock, emitted_at);
         for e in step.emitted {
             let Some(seq) = live.get_mut(&e.id) else {
                 continue;
             };
+            seq.last = Some(emitted_at);
             if e.index == 0 {
                 seq.first = Some(emitted_at);
             }
@@ -156,6 +201,10 @@ fn run(profile: SimProfile, rx: Receiver<Command>, truth: Arc<Mutex<TruthLog>>, 
             }
         }
     }
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
 }
 
 fn ms(d: Duration) -> f64 {

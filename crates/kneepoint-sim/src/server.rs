@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 use crate::engine::SeqSpec;
 use crate::fault::Fault;
 use crate::live::{spawn_engine, Command, Submission};
+use crate::metrics::{EngineMetrics, LoadSample};
 use crate::render::error_body;
 use crate::request::{parse_request, Api, GenRequest};
 use crate::sse_body::{InjectedFault, SseBody};
@@ -51,6 +52,8 @@ pub(crate) struct State {
     /// The server-side truth of completed requests.
     truth: Arc<Mutex<TruthLog>>,
     clock: WallClock,
+    /// The engine's Prometheus view.
+    metrics: Arc<Mutex<EngineMetrics>>,
 }
 
 type RenderedBodies = std::collections::HashMap<(Api, bool, bool, u32, u32, &'static str), Bytes>;
@@ -88,6 +91,7 @@ pub struct SimOptions {
 pub struct SimServer {
     addr: SocketAddr,
     truth: Arc<Mutex<TruthLog>>,
+    metrics: Arc<Mutex<EngineMetrics>>,
     accept: JoinHandle<()>,
 }
 
@@ -140,7 +144,8 @@ impl SimServer {
         })?;
         let truth = Arc::new(Mutex::new(TruthLog::new(1 << 20)));
         let clock = WallClock::now();
-        let engine = spawn_engine(profile.clone(), truth.clone(), clock)?;
+        let metrics = Arc::new(Mutex::new(EngineMetrics::new()));
+        let engine = spawn_engine(profile.clone(), truth.clone(), clock, metrics.clone())?;
         let state = Arc::new(State {
             model_json: serde_json::Value::String(profile.model.clone()).to_string(),
             lengths: Mutex::new(StdRng::seed_from_u64(profile.seed)),
@@ -152,11 +157,13 @@ impl SimServer {
             rendered: Mutex::default(),
             truth: truth.clone(),
             clock,
+            metrics: metrics.clone(),
         });
         let accept = tokio::spawn(accept_loop(listener, state));
         Ok(SimServer {
             addr,
             truth,
+            metrics,
             accept,
         })
     }
@@ -179,6 +186,12 @@ impl SimServer {
     /// The server-side timings of completed requests so far.
     pub fn truth(&self) -> Vec<ServerTiming> {
         self.truth.lock().map(|t| t.snapshot()).unwrap_or_default()
+    }
+
+    /// The engine's load (running, waiting, KV usage) each time it changed, oldest first: the
+    /// truth that `GET /metrics` (vLLM's names) reports from.
+    pub fn load_history(&self) -> Vec<LoadSample> {
+        self.metrics.lock().map(|m| m.history()).unwrap_or_default()
     }
 
     /// Forgets the timings recorded so far.
@@ -289,6 +302,19 @@ async fn respond(
         (&Method::POST, "/v1/completions") => Api::Completions,
         (&Method::GET, "/health") => return Response::new(full(Bytes::new())),
         (&Method::GET, "/truth") => return truth_response(&state),
+        (&Method::GET, "/metrics") => {
+            let page = state
+                .metrics
+                .lock()
+                .map(|m| m.render(&state.profile.model))
+                .unwrap_or_default();
+            let mut r = Response::new(full(page));
+            r.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            );
+            return r;
+        }
         (&Method::DELETE, "/truth") => {
             if let Ok(mut t) = state.truth.lock() {
                 t.clear();

@@ -114,7 +114,15 @@ pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
             "end_unix_ns": info.end_unix_ns,
         }),
     );
+    if let Some(server) = &s.server {
+        root.insert("server_metrics".into(), json!(server));
+    }
     Value::Object(root)
+}
+
+/// The server summary saved in a `profile_export_aiperf.json` (when the level was scraped).
+pub fn server_summary_from_aiperf_json(v: &Value) -> Option<kneepoint_core::ServerSummary> {
+    serde_json::from_value(v.get("server_metrics")?.clone()).ok()
 }
 
 impl LevelInfo {

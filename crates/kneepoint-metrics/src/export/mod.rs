@@ -11,7 +11,10 @@ mod text;
 mod time;
 
 pub use aggregate::{aggregate_csv, aggregate_json, write_aggregate, AggregateInfo};
-pub use aiperf::{aiperf_csv, aiperf_json, write_aiperf_csv, write_aiperf_json, LevelInfo};
+pub use aiperf::{
+    aiperf_csv, aiperf_json, server_summary_from_aiperf_json, write_aiperf_csv, write_aiperf_json,
+    LevelInfo,
+};
 pub use inputs::{write_inputs_json, InputEntry};
 pub use jsonl::{record_json, JsonlSink};
 pub use read::{read_jsonl, record_from_json};

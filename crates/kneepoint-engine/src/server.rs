@@ -1,0 +1,89 @@
+//! Scraping the server's metrics around each level run: a baseline before the level's
+//! requests, scrapes at the interval on their own task, a final one after; the level's
+//! `server_metrics_export.{json,csv,jsonl}` and its [`ServerSummary`].
+
+use std::path::Path;
+
+use kneepoint_core::ServerSummary;
+use kneepoint_metrics::LevelSummary;
+use kneepoint_runner::LevelRun;
+use kneepoint_scrape::{summarise, write_exports, Part, Session, Window};
+
+use crate::Bench;
+
+/// The scrapes of the level's runs so far (pooled into the level's summary after several runs).
+pub(crate) type Parts = Vec<Part>;
+
+impl Bench {
+    /// Starts scraping for a run into `dir` (nothing when no endpoint is left).
+    pub(crate) async fn start_scrape(&mut self, dir: &Path) -> Option<Session> {
+        let scraper = self.scraper.as_mut().filter(|s| s.active())?;
+        Some(
+            scraper
+                .start(&dir.join("server_metrics_export.jsonl"))
+                .await,
+        )
+    }
+
+    /// Ends the scraping of a run: its summary over the run's measured window, its exports in
+    /// `dir`. A failure to write them is a warning: the run's records matter more.
+    pub(crate) async fn end_scrape(
+        &mut self,
+        session: Option<Session>,
+        dir: &Path,
+        run: Option<&LevelRun>,
+    ) -> Option<ServerSummary> {
+        let scraper = self.scraper.as_mut()?;
+        let gathered = scraper.finish(session?).await;
+        for w in &gathered.warnings {
+            self.observer.warning(w);
+        }
+        let run = run?;
+        let part = Part {
+            window: Window {
+                start_ns: run.start_unix_ns,
+                end_ns: run.end_unix_ns,
+            },
+            timelines: gathered.timelines,
+        };
+        let parts = [part];
+        let summary = summarise(&parts);
+        if let Err(e) = write_exports(dir, &parts, &summary) {
+            self.observer.warning(&format!("server metrics: {e}"));
+        }
+        let [part] = parts;
+        self.server_parts.push(part);
+        Some(summary)
+    }
+
+    /// The server summary pooled over the level's runs (their exports in `dir`).
+    pub(crate) fn pooled_server_summary(&mut self, dir: &Path) -> Option<ServerSummary> {
+        if self.server_parts.is_empty() {
+            return None;
+        }
+        let parts = std::mem::take(&mut self.server_parts);
+        let summary = summarise(&parts);
+        if let Err(e) = write_exports(dir, &parts, &summary) {
+            self.observer.warning(&format!("server metrics: {e}"));
+        }
+        Some(summary)
+    }
+}
+
+/// Adds what needs the client's side too (output tokens per joule of GPU energy) and attaches
+/// the server summary to the level's.
+pub(crate) fn attach(summary: &mut LevelSummary, server: Option<ServerSummary>) {
+    let Some(mut server) = server else {
+        return;
+    };
+    let tokens = summary.total_output_tokens as f64;
+    let joules = server.get("gpu_energy", "total").or_else(|| {
+        server
+            .get("gpu_power", "avg")
+            .map(|w| w * summary.benchmark_duration_s)
+    });
+    if let Some(j) = joules.filter(|j| *j > 0.0) {
+        server.set("gpu_output_tokens_per_joule", "avg", tokens / j);
+    }
+    summary.server = Some(server);
+}

@@ -1,0 +1,452 @@
+//! The scraping task: every endpoint polled on its own task at the interval, a baseline
+//! before the level's requests and a final scrape after them, never on the request path.
+//!
+//! A missing, slow or malformed endpoint costs one warning: an endpoint that has never
+//! answered is dropped for the rest of the run at its first failure (each scrape is bounded
+//! by the timeout, so the baseline waits at most that long); one that answered before and then
+//! fails is kept, its failures counted, with a warning the first time.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kneepoint_transport::{ConnectOptions, Fetched, Fetcher};
+use serde_json::{json, Map, Value};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::text::{parse, Exposition, Value as SeriesValue};
+use crate::timeline::Timeline;
+use crate::Error;
+
+/// What to scrape, and how often.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ScrapeSettings {
+    /// Prometheus endpoints (a server's `/metrics`, a DCGM exporter's).
+    pub endpoints: Vec<String>,
+    /// Time between scrapes (default 1 s).
+    pub interval: Duration,
+    /// The longest one scrape may take (default 2 s).
+    pub timeout: Duration,
+    /// TLS and proxy options of the connections.
+    pub connect: ConnectOptions,
+}
+
+impl ScrapeSettings {
+    /// `endpoints` every second.
+    pub fn new(endpoints: Vec<String>) -> Self {
+        ScrapeSettings {
+            endpoints,
+            interval: Duration::from_secs(1),
+            timeout: Duration::from_secs(2),
+            connect: ConnectOptions::default(),
+        }
+    }
+
+    /// Sets the interval (builder style).
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// Sets the per-scrape timeout (builder style).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
+/// The wait before the final scrape.
+const SETTLE: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Clone)]
+struct Endpoint {
+    url: String,
+    uri: http::Uri,
+    /// Answered at least once.
+    worked: bool,
+    /// Dropped for the rest of the run.
+    dropped: bool,
+    /// A failure after success was reported.
+    warned: bool,
+}
+
+/// Scrapes the endpoints of a run, level by level.
+#[derive(Debug)]
+pub struct Scraper {
+    settings: ScrapeSettings,
+    fetcher: Fetcher,
+    endpoints: Vec<Endpoint>,
+}
+
+/// One level's scraping, running.
+#[derive(Debug)]
+pub struct Session {
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Outcome>,
+}
+
+#[derive(Debug)]
+struct Outcome {
+    timelines: Vec<Timeline>,
+    endpoints: Vec<Endpoint>,
+    warnings: Vec<String>,
+}
+
+/// What a finished session gathered.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Gathered {
+    /// One timeline per endpoint still scraped.
+    pub timelines: Vec<Timeline>,
+    /// Problems to show the user (each at most once a run).
+    pub warnings: Vec<String>,
+}
+
+impl Scraper {
+    /// Checks the URLs and makes the client. `http://host:port` alone means its `/metrics`.
+    pub fn new(settings: ScrapeSettings) -> Result<Scraper, Error> {
+        if settings.interval < Duration::from_millis(10) {
+            return Err(Error::Invalid {
+                reason: format!(
+                    "the scrape interval must be at least 10 ms, not {:?}",
+                    settings.interval
+                ),
+            });
+        }
+        let mut endpoints = Vec::new();
+        for url in &settings.endpoints {
+            let full = metrics_url(url);
+            let uri: http::Uri = full.parse().map_err(|e| Error::InvalidUrl {
+                url: url.clone(),
+                reason: format!("{e}"),
+            })?;
+            if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+                return Err(Error::InvalidUrl {
+                    url: url.clone(),
+                    reason: "expected http(s)://host[:port][/path]".into(),
+                });
+            }
+            endpoints.push(Endpoint {
+                url: full,
+                uri,
+                worked: false,
+                dropped: false,
+                warned: false,
+            });
+        }
+        let fetcher =
+            Fetcher::new(&settings.connect).map_err(|source| Error::Transport { source })?;
+        Ok(Scraper {
+            settings,
+            fetcher,
+            endpoints,
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &ScrapeSettings {
+        &self.settings
+    }
+
+    /// True when some endpoint is still scraped.
+    pub fn active(&self) -> bool {
+        self.endpoints.iter().any(|e| !e.dropped)
+    }
+
+    /// Takes the baseline scrape (bounded by the timeout), then scrapes at the interval on
+    /// its own task until [`Scraper::finish`]; every scrape is appended to `jsonl`.
+    pub async fn start(&mut self, jsonl: &Path) -> Session {
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let task = tokio::spawn(scrape_loop(
+            self.fetcher.clone(),
+            self.settings.clone(),
+            self.endpoints.clone(),
+            jsonl.to_path_buf(),
+            ready_tx,
+            stop_rx,
+        ));
+        // The baseline round ends within the timeout; a little more for the task to start.
+        let _ = tokio::time::timeout(self.settings.timeout + Duration::from_millis(500), ready_rx)
+            .await;
+        Session {
+            stop: Some(stop_tx),
+            task,
+        }
+    }
+
+    /// Takes the final scrape and stops the session.
+    pub async fn finish(&mut self, mut session: Session) -> Gathered {
+        if let Some(stop) = session.stop.take() {
+            let _ = stop.send(());
+        }
+        match session.task.await {
+            Ok(outcome) => {
+                self.endpoints = outcome.endpoints;
+                Gathered {
+                    timelines: outcome.timelines,
+                    warnings: outcome.warnings,
+                }
+            }
+            Err(e) => Gathered {
+                timelines: Vec::new(),
+                warnings: vec![format!("server metrics: the scraping task failed: {e}")],
+            },
+        }
+    }
+}
+
+/// `http://host:port` → `http://host:port/metrics`; a URL with a path is kept.
+fn metrics_url(url: &str) -> String {
+    let trimmed = url.trim();
+    let after_scheme = trimmed.split_once("://").map_or(trimmed, |(_, r)| r);
+    if after_scheme.contains('/') {
+        trimmed.to_owned()
+    } else {
+        format!("{trimmed}/metrics")
+    }
+}
+
+/// The outcome of one scrape of one endpoint.
+fn read(fetched: Result<Fetched, String>) -> Result<(Fetched, Exposition), String> {
+    let f = fetched?;
+    if f.status != 200 {
+        return Err(format!("HTTP {}", f.status));
+    }
+    let text = String::from_utf8_lossy(&f.body);
+    let e = parse(&text);
+    if e.families.is_empty() {
+        return Err(match &e.first_problem {
+            Some(p) => format!("not Prometheus text ({p})"),
+            None => "no metrics in the answer".to_owned(),
+        });
+    }
+    Ok((f, e))
+}
+
+struct Loop {
+    fetcher: Fetcher,
+    timeout: Duration,
+    endpoints: Vec<Endpoint>,
+    timelines: Vec<Timeline>,
+    warnings: Vec<String>,
+    jsonl: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
+    round: u32,
+}
+
+impl Loop {
+    async fn round(&mut self) {
+        let live: Vec<usize> = (0..self.endpoints.len())
+            .filter(|i| !self.endpoints[*i].dropped)
+            .collect();
+        let fetches = live.iter().map(|i| {
+            let (f, uri, t) = (&self.fetcher, &self.endpoints[*i].uri, self.timeout);
+            async move { f.get(uri, t).await }
+        });
+        let results = futures_util::future::join_all(fetches).await;
+        for (i, r) in live.into_iter().zip(results) {
+            let ep = &mut self.endpoints[i];
+            let Some(tl) = self.timelines.iter_mut().find(|t| t.url == ep.url) else {
+                continue;
+            };
+            match read(r) {
+                Ok((f, e)) => {
+                    ep.worked = true;
+                    let latency = f.done_unix_ns.saturating_sub(f.sent_unix_ns);
+                    tl.add(f.first_byte_unix_ns, self.round, latency, &e);
+                    if let Some((path, w)) = &mut self.jsonl {
+                        let line = jsonl_line(&ep.url, &f, &e);
+                        let ok = serde_json::to_writer(&mut *w, &line).is_ok()
+                            && w.write_all(b"\n").is_ok();
+                        if !ok {
+                            self.warnings.push(format!(
+                                "server metrics: cannot write {}; the scrapes are still summarised",
+                                path.display()
+                            ));
+                            self.jsonl = None;
+                        }
+                    }
+                }
+                Err(why) if !ep.worked => {
+                    ep.dropped = true;
+                    self.warnings.push(format!(
+                        "server metrics: {}: {why}; not scraped for the rest of the run",
+                        ep.url
+                    ));
+                }
+                Err(why) => {
+                    tl.failed();
+                    if !ep.warned {
+                        ep.warned = true;
+                        self.warnings.push(format!(
+                            "server metrics: a scrape of {} failed ({why}); the server view may have gaps (failures are counted per level)",
+                            ep.url
+                        ));
+                    }
+                }
+            }
+        }
+        self.round += 1;
+    }
+}
+
+async fn scrape_loop(
+    fetcher: Fetcher,
+    settings: ScrapeSettings,
+    endpoints: Vec<Endpoint>,
+    jsonl: PathBuf,
+    ready: oneshot::Sender<()>,
+    mut stop: oneshot::Receiver<()>,
+) -> Outcome {
+    let mut warnings = Vec::new();
+    let writer = match std::fs::File::create(&jsonl) {
+        Ok(f) => Some((jsonl, std::io::BufWriter::new(f))),
+        Err(e) => {
+            warnings.push(format!(
+                "server metrics: cannot create {} ({e}); the scrapes are still summarised",
+                jsonl.display()
+            ));
+            None
+        }
+    };
+    let timelines = endpoints
+        .iter()
+        .filter(|e| !e.dropped)
+        .map(|e| Timeline::new(&e.url))
+        .collect();
+    let mut l = Loop {
+        fetcher,
+        timeout: settings.timeout,
+        endpoints,
+        timelines,
+        warnings,
+        jsonl: writer,
+        round: 0,
+    };
+    l.round().await;
+    let _ = ready.send(());
+    let mut ticks = tokio::time::interval(settings.interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await; // the first tick is immediate: the baseline was it
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => l.round().await,
+            _ = &mut stop => break,
+        }
+    }
+    // The final scrape, after the level's last request, once the server has had time to
+    // publish its last requests' counters (vLLM: ~15 ms after the response ends).
+    tokio::time::sleep(SETTLE).await;
+    l.round().await;
+    if let Some((path, mut w)) = l.jsonl.take() {
+        if w.flush().is_err() {
+            l.warnings
+                .push(format!("server metrics: cannot write {}", path.display()));
+        }
+    }
+    Outcome {
+        timelines: l.timelines,
+        endpoints: l.endpoints,
+        warnings: l.warnings,
+    }
+}
+
+/// One line of `server_metrics_export.jsonl`, AIPerf's record shape: the raw values of one
+/// scrape by family (a counter's name without `_total`).
+fn jsonl_line(url: &str, f: &Fetched, e: &Exposition) -> Value {
+    let mut metrics = Map::new();
+    for fam in &e.families {
+        let samples: Vec<Value> = fam
+            .series
+            .iter()
+            .map(|s| {
+                let mut v = Map::new();
+                if !s.labels.is_empty() {
+                    let labels: Map<String, Value> = s
+                        .labels
+                        .iter()
+                        .map(|(k, x)| (k.clone(), Value::String(x.clone())))
+                        .collect();
+                    v.insert("labels".into(), Value::Object(labels));
+                }
+                match &s.value {
+                    SeriesValue::Number(x) => {
+                        v.insert("value".into(), json!(finite(*x)));
+                    }
+                    SeriesValue::Histogram {
+                        buckets,
+                        sum,
+                        count,
+                    } => {
+                        let b: Map<String, Value> = buckets
+                            .iter()
+                            .map(|(le, c)| {
+                                let key = if le.is_infinite() {
+                                    "+Inf".to_owned()
+                                } else {
+                                    format!("{le}")
+                                };
+                                (key, json!(finite(*c)))
+                            })
+                            .collect();
+                        v.insert("buckets".into(), Value::Object(b));
+                        v.insert("sum".into(), json!(finite(*sum)));
+                        v.insert("count".into(), json!(finite(*count)));
+                    }
+                    SeriesValue::Summary {
+                        quantiles,
+                        sum,
+                        count,
+                    } => {
+                        let q: Map<String, Value> = quantiles
+                            .iter()
+                            .map(|(q, x)| (format!("{q}"), json!(finite(*x))))
+                            .collect();
+                        v.insert("quantiles".into(), Value::Object(q));
+                        v.insert("sum".into(), json!(finite(*sum)));
+                        v.insert("count".into(), json!(finite(*count)));
+                    }
+                }
+                Value::Object(v)
+            })
+            .collect();
+        metrics.insert(fam.name.clone(), Value::Array(samples));
+    }
+    json!({
+        "endpoint_url": url,
+        "timestamp_ns": f.first_byte_unix_ns,
+        "endpoint_latency_ns": f.done_unix_ns.saturating_sub(f.sent_unix_ns),
+        "metrics": metrics,
+        "request_sent_ns": f.sent_unix_ns,
+        "first_byte_ns": f.first_byte_unix_ns,
+    })
+}
+
+/// JSON has no NaN or infinities: those are written as null.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_hosts_get_metrics_paths() {
+        assert_eq!(metrics_url("http://h:8000"), "http://h:8000/metrics");
+        assert_eq!(
+            metrics_url("http://h:9400/metrics"),
+            "http://h:9400/metrics"
+        );
+        assert_eq!(
+            metrics_url("https://h/prometheus/metrics"),
+            "https://h/prometheus/metrics"
+        );
+        assert!(Scraper::new(ScrapeSettings::new(vec!["ftp://x".into()])).is_err());
+        assert!(Scraper::new(ScrapeSettings::new(vec!["not a url".into()])).is_err());
+        let fast = ScrapeSettings::new(vec![]).with_interval(Duration::from_millis(1));
+        assert!(Scraper::new(fast).is_err());
+    }
+}

@@ -1,0 +1,192 @@
+//! A level's server summary: every known concept's statistics over the measured window,
+//! from the timelines of every endpoint (and every run of the level).
+
+use std::collections::BTreeMap;
+
+use kneepoint_core::server::{concept_named, ConceptKind, EndpointSummary, ServerSummary};
+use kneepoint_metrics::Stats;
+
+use crate::known::{mappings, Combine, Mapping, Source, MAPPINGS};
+use crate::timeline::{histogram_delta, increase, quantile, samples, Log, Timeline, Window};
+
+/// One run's scrapes: the endpoints' timelines and the run's measured window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    /// The measured window.
+    pub window: Window,
+    /// One timeline per endpoint.
+    pub timelines: Vec<Timeline>,
+}
+
+/// Partial sums of one concept.
+#[derive(Default)]
+struct Acc {
+    /// Gauges: per (part, round), the values to combine.
+    rounds: BTreeMap<(usize, u32), Vec<f64>>,
+    combine: Option<Combine>,
+    /// Counters: the increase; ratios: hits.
+    total: f64,
+    /// Ratios: queries.
+    queries: f64,
+    counted: bool,
+    /// Histograms: bounds, merged cumulative deltas, sum and count.
+    hist: Option<(Vec<f64>, Vec<f64>, f64, f64)>,
+    scale: f64,
+}
+
+/// Each concept's statistics over `parts` (per endpoint, a concept is read from the first
+/// family of the table that the endpoint has).
+pub fn summarise(parts: &[Part]) -> ServerSummary {
+    let mut accs: BTreeMap<&'static str, Acc> = BTreeMap::new();
+    let mut endpoints: BTreeMap<String, EndpointSummary> = BTreeMap::new();
+    for (pi, part) in parts.iter().enumerate() {
+        for tl in &part.timelines {
+            let e = endpoints
+                .entry(tl.url.clone())
+                .or_insert_with(|| EndpointSummary::new(&tl.url, None));
+            e.server = e.server.take().or(tl.server.map(str::to_owned));
+            e.scrapes += tl.fetches;
+            e.failures += tl.failures;
+            e.skipped_lines += tl.skipped;
+            e.families = e.families.max(tl.families() as u32);
+            // Several families may give one concept (old and new names, two exporters of one
+            // server): per endpoint, the first of the table that it has.
+            let picked = |m: &Mapping| {
+                MAPPINGS
+                    .iter()
+                    .find(|x| {
+                        x.concept == m.concept
+                            && x.source == m.source
+                            && tl.meta.contains_key(x.family)
+                    })
+                    .is_some_and(|x| x.family == m.family)
+            };
+            for ((family, labels), log) in &tl.series {
+                for m in mappings(family) {
+                    if !picked(m) {
+                        continue;
+                    }
+                    if let Some((k, v)) = m.label {
+                        if !labels.iter().any(|(a, b)| a == k && b == v) {
+                            continue;
+                        }
+                    }
+                    let acc = accs.entry(m.concept).or_default();
+                    add(acc, m, log, pi, part.window);
+                }
+            }
+        }
+    }
+    let window_s: f64 = parts.iter().map(|p| p.window.seconds()).sum();
+    let mut out = ServerSummary::new(endpoints.into_values().collect(), window_s);
+    for (name, acc) in accs {
+        finish(&mut out, name, acc, window_s);
+    }
+    out
+}
+
+fn add(acc: &mut Acc, m: &Mapping, log: &Log, part: usize, w: Window) {
+    acc.scale = m.scale;
+    match (m.source, log) {
+        (Source::Gauge, Log::Number(points)) => {
+            acc.combine = Some(m.combine);
+            for (round, v) in samples(points, w) {
+                acc.rounds
+                    .entry((part, round))
+                    .or_default()
+                    .push(v * m.scale);
+            }
+        }
+        (Source::Counter | Source::RatioHits, Log::Number(points)) => {
+            if let Some(x) = increase(points, w) {
+                acc.total += x * m.scale;
+                acc.counted = true;
+            }
+        }
+        (Source::RatioQueries, Log::Number(points)) => {
+            if let Some(x) = increase(points, w) {
+                acc.queries += x;
+            }
+        }
+        (Source::HistogramSum, Log::Histogram { points, .. }) => {
+            if let Some((sum, _, _)) = histogram_delta(points, w) {
+                acc.total += sum * m.scale;
+                acc.counted = true;
+            }
+        }
+        (Source::Histogram, Log::Histogram { bounds, points }) => {
+            let Some((sum, count, cum)) = histogram_delta(points, w) else {
+                return;
+            };
+            match &mut acc.hist {
+                None => acc.hist = Some((bounds.clone(), cum, sum, count)),
+                // Series with other bounds cannot be merged bucket by bucket: their sum and
+                // count still add up.
+                Some((b, merged, s, c)) => {
+                    if b == bounds {
+                        merged.iter_mut().zip(&cum).for_each(|(x, y)| *x += y);
+                    }
+                    *s += sum;
+                    *c += count;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn finish(out: &mut ServerSummary, name: &str, acc: Acc, window_s: f64) {
+    let Some(concept) = concept_named(name) else {
+        return;
+    };
+    match concept.kind {
+        ConceptKind::Gauge | ConceptKind::Ratio if !acc.rounds.is_empty() => {
+            let combined: Vec<f64> = acc
+                .rounds
+                .values()
+                .map(|vs| match acc.combine.unwrap_or(Combine::Sum) {
+                    Combine::Sum => vs.iter().sum(),
+                    Combine::Max => vs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    Combine::Mean => vs.iter().sum::<f64>() / vs.len() as f64,
+                })
+                .collect();
+            if let Some(stats) = Stats::of(&combined) {
+                let wanted: &[&str] = if concept.kind == ConceptKind::Ratio {
+                    &["avg"]
+                } else {
+                    concept.kind.stats()
+                };
+                for stat in wanted {
+                    if let Some(v) = stats.get(stat) {
+                        out.set(name, stat, v);
+                    }
+                }
+                out.set(name, "samples", combined.len() as f64);
+            }
+        }
+        ConceptKind::Ratio if acc.queries > 0.0 => {
+            out.set(name, "avg", acc.total / acc.queries);
+        }
+        ConceptKind::Counter if acc.counted => {
+            out.set(name, "total", acc.total);
+            if window_s > 0.0 {
+                out.set(name, "rate", acc.total / window_s);
+            }
+        }
+        ConceptKind::Histogram => {
+            let Some((bounds, cum, sum, count)) = acc.hist else {
+                return;
+            };
+            out.set(name, "count", count);
+            if count > 0.0 {
+                out.set(name, "avg", sum / count * acc.scale);
+                for (stat, q) in [("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)] {
+                    if let Some(v) = quantile(&bounds, &cum, q) {
+                        out.set(name, stat, v * acc.scale);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}

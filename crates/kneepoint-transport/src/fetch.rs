@@ -1,0 +1,99 @@
+//! Plain `GET`s through the same client, TLS options and proxies as the transports: for
+//! side channels such as a server's Prometheus `/metrics`, never for timed requests.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+
+use crate::client::{https_client, HttpClient};
+use crate::{ConnectOptions, Error};
+
+/// The largest body read (a metrics page is kilobytes; a runaway one is cut off).
+pub const MAX_FETCH_BYTES: usize = 32 << 20;
+
+/// A response to [`Fetcher::get`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Fetched {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// The body.
+    pub body: Bytes,
+    /// When the request was sent, Unix ns.
+    pub sent_unix_ns: u64,
+    /// When the response headers arrived, Unix ns.
+    pub first_byte_unix_ns: u64,
+    /// When the body was read, Unix ns.
+    pub done_unix_ns: u64,
+}
+
+/// A pooled client for plain `GET`s.
+#[derive(Clone)]
+pub struct Fetcher {
+    client: HttpClient,
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher").finish_non_exhaustive()
+    }
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+impl Fetcher {
+    /// A client with `options` (CA bundle, client certificate, proxy).
+    pub fn new(options: &ConnectOptions) -> Result<Fetcher, Error> {
+        Ok(Fetcher {
+            client: https_client(Some(Duration::from_secs(5)), options, None)?,
+        })
+    }
+
+    /// `GET url`, the whole exchange bounded by `timeout`. The error is a readable sentence
+    /// (refused, timed out, too large), never with credentials.
+    pub async fn get(&self, url: &http::Uri, timeout: Duration) -> Result<Fetched, String> {
+        let request = http::Request::get(url.clone())
+            .header(http::header::ACCEPT, "text/plain;version=0.0.4, */*;q=0.1")
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| format!("bad request: {e}"))?;
+        let exchange = async {
+            let sent_unix_ns = unix_ns();
+            let response =
+                self.client.request(request).await.map_err(|e| {
+                    crate::client::send_error("the metrics endpoint", e).to_string()
+                })?;
+            let first_byte_unix_ns = unix_ns();
+            let status = response.status().as_u16();
+            let content_type = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let body = Limited::new(response.into_body(), MAX_FETCH_BYTES)
+                .collect()
+                .await
+                .map_err(|e| format!("reading the body: {e}"))?
+                .to_bytes();
+            Ok(Fetched {
+                status,
+                content_type,
+                body,
+                sent_unix_ns,
+                first_byte_unix_ns,
+                done_unix_ns: unix_ns(),
+            })
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
+        }
+    }
+}
