@@ -286,3 +286,36 @@ fn the_default_job_sends_at_least_four_requests_per_slot() {
     let s = resolve(&["--request-count", "100", "--concurrency", "8,64"]).unwrap();
     assert!(s.plan.levels().iter().all(|l| l.request_count == 100));
 }
+
+#[test]
+fn server_metrics_flags_and_slas_on_server_concepts() {
+    let s = resolve(&["--sla", "server_kv_cache_usage:max:<:0.9"]).unwrap();
+    assert!(s.common.server_metrics.target_metrics);
+    assert_eq!(s.common.server_metrics.interval.as_secs_f64(), 1.0);
+    let e = resolve(&[
+        "--sla",
+        "server_kv_cache_usage:max:<:0.9",
+        "--no-server-metrics",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("none will be scraped"), "{e}");
+    let s = resolve(&[
+        "--no-server-metrics",
+        "--server-metrics",
+        "http://127.0.0.1:9",
+        "--gpu-metrics",
+        "http://127.0.0.1:9400",
+        "--server-metrics-interval",
+        "0.25",
+        "--sla",
+        "gpu_power:avg:le:700",
+    ])
+    .unwrap();
+    assert!(!s.common.server_metrics.target_metrics);
+    assert_eq!(s.common.server_metrics.endpoints.len(), 2);
+    let e = resolve(&["--server-metrics-interval", "0"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--server-metrics-interval"), "{e}");
+}

@@ -125,6 +125,7 @@ impl SweepSettings {
             SweepPlan::new(levels)?
         };
         let slas = slas(&args.sla, &file.search_params.clone().unwrap_or_default())?;
+        common.check_server_slas(&slas)?;
         if !common.transport.streaming {
             if let Some(s) = slas.iter().find(|s| s.requires_streaming()) {
                 bail!("{} needs streaming responses", s.name);
@@ -190,6 +191,7 @@ impl SearchSettings {
             bail!("the search finds the highest concurrency under the SLAs in a closed loop; request_rate (open loop) applies to `kneepoint sweep`");
         }
         let mut search = SearchConfig::new(slas(&args.sla, &sp)?);
+        common.check_server_slas(&search.slas)?;
         search.request_count = common.levels.request_count;
         search.streaming = common.transport.streaming;
         if let Some(v) = args.concurrency_min.or(sp.concurrency_min) {

@@ -131,6 +131,34 @@ pub struct SageMakerSettings {
 }
 
 impl CommonSettings {
+    /// Whether the target publishes a Prometheus page of its own: an OpenAI-compatible server
+    /// or the simulator does; SageMaker (and the simulator speaking its protocol) does not.
+    pub fn target_has_metrics(&self) -> bool {
+        !matches!(
+            (&self.target, &self.sagemaker),
+            (Target::SageMaker, _) | (Target::Simulator(_), Some(_))
+        )
+    }
+
+    /// Refuses an SLA on a server concept (`server_*`, `gpu_*`) when nothing will be
+    /// scraped: every level would count it as breached.
+    pub fn check_server_slas(&self, slas: &[kneepoint_planner::Sla]) -> Result<()> {
+        let scraped = !self.server_metrics.endpoints.is_empty()
+            || (self.server_metrics.target_metrics && self.target_has_metrics());
+        if let Some(s) = slas
+            .iter()
+            .find(|s| kneepoint_core::server::concept_named(&s.metric).is_some())
+        {
+            if !scraped {
+                bail!(
+                    "{} is read from the server's metrics, and none will be scraped: give --server-metrics URL (or drop --no-server-metrics)",
+                    s.name
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Merges `file` with the flags and validates the result. `request_count` is the file's
     /// count for this command (sweep or search).
     pub fn resolve(

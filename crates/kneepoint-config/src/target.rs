@@ -189,10 +189,9 @@ pub async fn prepare(
         }
     };
     resolved.transport = transport_config.clone();
-    let scrape_base = match (&settings.target, &settings.sagemaker) {
-        (Target::SageMaker, _) | (Target::Simulator(_), Some(_)) => None,
-        _ => Some(transport_config.base_url.as_str()),
-    };
+    let scrape_base = settings
+        .target_has_metrics()
+        .then_some(transport_config.base_url.as_str());
     let scrape = settings
         .server_metrics
         .settings(scrape_base, &transport_config.connect);

@@ -172,8 +172,9 @@ impl Bench {
                 max_in_flight: o.max_in_flight,
             });
         }
-        let scrape = self.start_scrape(dir).await;
-        self.observer.level_started(label, requests.len() as u64);
+        let scrape = self
+            .begin(dir, label, requests.len() as u64, &mut config)
+            .await;
         let run = run_level(
             self.transport.clone(),
             &config,
@@ -183,8 +184,7 @@ impl Bench {
             Some(self.record_observer()),
         )
         .await;
-        self.observer.level_finished(label);
-        let server = self.end_scrape(scrape, dir, run.as_ref().ok()).await;
+        let server = self.end(label, scrape, dir, run.as_ref().ok()).await;
         let run = run?;
         if run.unsent > 0 {
             // Stopped early or interrupted: list only the requests that went out (in order).

@@ -3,10 +3,11 @@
 //! `server_metrics_export.{json,csv,jsonl}` and its [`ServerSummary`].
 
 use std::path::Path;
+use std::sync::Arc;
 
 use kneepoint_core::ServerSummary;
 use kneepoint_metrics::LevelSummary;
-use kneepoint_runner::LevelRun;
+use kneepoint_runner::{LevelConfig, LevelRun};
 use kneepoint_scrape::{summarise, write_exports, Part, Session, Window};
 
 use crate::Bench;
@@ -15,24 +16,45 @@ use crate::Bench;
 pub(crate) type Parts = Vec<Part>;
 
 impl Bench {
-    /// Starts scraping for a run into `dir` (nothing when no endpoint is left).
-    pub(crate) async fn start_scrape(&mut self, dir: &Path) -> Option<Session> {
-        let scraper = self.scraper.as_mut().filter(|s| s.active())?;
-        Some(
-            scraper
-                .start(&dir.join("server_metrics_export.jsonl"))
-                .await,
-        )
+    /// Starts a level run: scraping into `dir` (a baseline now, and a scrape between the
+    /// warm-up and the measured phase, so that neither counts the other), then the observer.
+    pub(crate) async fn begin(
+        &mut self,
+        dir: &Path,
+        label: &str,
+        total: u64,
+        config: &mut LevelConfig,
+    ) -> Option<Session> {
+        let session = match self.scraper.as_mut().filter(|s| s.active()) {
+            Some(scraper) => Some(
+                scraper
+                    .start(&dir.join("server_metrics_export.jsonl"))
+                    .await,
+            ),
+            None => None,
+        };
+        if let Some(s) = &session {
+            let marker = s.marker();
+            config.after_warmup = Some(Arc::new(move || {
+                let marker = marker.clone();
+                Box::pin(async move { marker.mark().await })
+            }));
+        }
+        self.observer.level_started(label, total);
+        session
     }
 
-    /// Ends the scraping of a run: its summary over the run's measured window, its exports in
-    /// `dir`. A failure to write them is a warning: the run's records matter more.
-    pub(crate) async fn end_scrape(
+    /// Ends a level run: the observer, then the scraping: its summary over the run's
+    /// measured window and its exports in `dir`. A failure to write them is a warning: the
+    /// run's records matter more.
+    pub(crate) async fn end(
         &mut self,
+        label: &str,
         session: Option<Session>,
         dir: &Path,
         run: Option<&LevelRun>,
     ) -> Option<ServerSummary> {
+        self.observer.level_finished(label);
         let scraper = self.scraper.as_mut()?;
         let gathered = scraper.finish(session?).await;
         for w in &gathered.warnings {

@@ -151,7 +151,8 @@ pub(crate) fn write_sweep_summary(
     zone: &OperatingZone,
     fleet: Option<&FleetPlan>,
     state: RunState,
-) -> Result<(), Error> {
+) -> Result<Option<KneeExplanation>, Error> {
+    let explanation = knee_explanation(&rows, zone);
     let summary = SweepSummary {
         schema_version: SCHEMA_VERSION,
         kneepoint_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -162,7 +163,7 @@ pub(crate) fn write_sweep_summary(
         levels_planned: Some(doc.levels_planned.clone()),
         request_rates: None,
         slas: doc.slas.clone(),
-        knee_explanation: knee_explanation(&rows, zone),
+        knee_explanation: explanation.clone(),
         levels: rows,
         knee: Some(zone.knee.clone()),
         zone: zone.clone(),
@@ -170,7 +171,7 @@ pub(crate) fn write_sweep_summary(
         fleet: fleet.cloned(),
     };
     write_document(&dir.join("sweep_summary.json"), &summary)?;
-    Ok(())
+    Ok(explanation)
 }
 
 /// Builds a [`Sweep`]: the bench's methods (workload, settings, artifacts, observer...) and
@@ -326,9 +327,9 @@ impl Sweep {
         } else {
             RunState::Complete
         };
-        write_sweep_summary(&dir, &doc, rows.clone(), &zone, fleet.as_ref(), state)?;
+        let knee_explanation =
+            write_sweep_summary(&dir, &doc, rows.clone(), &zone, fleet.as_ref(), state)?;
         crate::rerender::render_quietly(&dir, self.bench.observer.as_ref());
-        let knee_explanation = knee_explanation(&rows, &zone);
         Ok(SweepReport {
             knee_explanation,
             rows,

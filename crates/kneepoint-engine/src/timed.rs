@@ -50,9 +50,8 @@ impl Bench {
         };
         let sink: Box<dyn RecordSink> =
             Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
-        let config = self.level_config(concurrency, cancel);
-        let scrape = self.start_scrape(dir).await;
-        self.observer.level_started(label, 0);
+        let mut config = self.level_config(concurrency, cancel);
+        let scrape = self.begin(dir, label, 0, &mut config).await;
         let run = run_level_for(
             self.transport.clone(),
             &config,
@@ -62,8 +61,7 @@ impl Bench {
             Some(self.record_observer()),
         )
         .await;
-        self.observer.level_finished(label);
-        let server = self.end_scrape(scrape, dir, run.as_ref().ok()).await;
+        let server = self.end(label, scrape, dir, run.as_ref().ok()).await;
         let run = run?;
         // Inputs of the warm-up come first; keep the measured ones, as a count-bound level does.
         let drawn = inputs.lock().map(|v| v.clone()).unwrap_or_default();

@@ -88,7 +88,9 @@ pub fn explain_knee(
         })
         .collect();
     seen.sort_by_key(|(c, _)| *c);
-    let at = knee.or(seen.last().map(|(c, _)| *c));
+    // Without a knee, the highest level run (scraped or not: an unscraped top level must not
+    // make a lower one speak for it).
+    let at = knee.or(levels.iter().map(|(c, _)| *c).max());
     let beyond: Vec<(u32, &ServerSummary)> = match at {
         Some(k) => seen.iter().copied().filter(|(c, _)| *c >= k).collect(),
         None => Vec::new(),
@@ -231,6 +233,12 @@ mod tests {
         assert_eq!(cause(&below, Some(64)), KneeCause::Compute);
         let e = explain_knee(&[(32, Some(&kv[1].1))], None);
         assert!(e.summary.contains("no knee was found"), "{}", e.summary);
+        // The highest level had no gauge sample: the cause is not known, not read lower down.
+        let top = explain_knee(
+            &[(32, Some(&kv[1].1)), (64, Some(&ServerSummary::default()))],
+            None,
+        );
+        assert_eq!((top.cause, top.at), (KneeCause::NoServerData, Some(64)));
         assert_eq!(e.evidence.len(), 1);
         assert!(
             e.evidence[0].contains("KV cache 97% max"),

@@ -68,9 +68,13 @@ pub async fn run_level_for(
             &CancelToken::new(),
         )
         .await?;
-        collect.await.map_err(|e| Error::Worker {
+        let records = collect.await.map_err(|e| Error::Worker {
             message: e.to_string(),
-        })?
+        })?;
+        if let Some(hook) = &config.after_warmup {
+            hook().await;
+        }
+        records
     };
     let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
     let stop_sending = CancelToken::new();

@@ -20,6 +20,12 @@ use crate::Error;
 /// Called for every finished record, off the request path (e.g. to advance a progress bar).
 pub type RecordObserver = Arc<dyn Fn(&RequestRecord) + Send + Sync>;
 
+/// Awaited between a level's warm-up and its measured phase (only when there was a warm-up),
+/// before the measured clock starts: e.g. a side channel taking a reading that separates the
+/// two (the server-metrics scraper). It must be bounded; its time is not measured.
+pub type PhaseHook =
+    Arc<dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
+
 /// How to run one level.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -52,6 +58,8 @@ pub struct LevelConfig {
     /// so the first wave's queueing in the client and the server shows in TTFT. Requests are
     /// timed from when they are sent, so the ramp itself adds no latency.
     pub ramp_up: Option<Duration>,
+    /// Awaited after the warm-up, before the measured phase starts (none by default).
+    pub after_warmup: Option<PhaseHook>,
 }
 
 /// Open-loop load: each request starts at its intended time, whatever the server is doing, so a
@@ -103,6 +111,7 @@ impl LevelConfig {
             open_loop: None,
             early_stop: None,
             ramp_up: None,
+            after_warmup: None,
         }
     }
 }
@@ -212,9 +221,13 @@ pub async fn run_level(
                 closed_loop(ctx, slots, warmup, tx, &never).await?
             }
         };
-        collect.await.map_err(|e| Error::Worker {
+        let records = collect.await.map_err(|e| Error::Worker {
             message: e.to_string(),
-        })?
+        })?;
+        if let Some(hook) = &config.after_warmup {
+            hook().await;
+        }
+        records
     };
 
     let total = requests.len();

@@ -56,6 +56,6 @@ pub use duration::{run_level_for, LevelDuration, RequestSource};
 pub use early_stop::EarlyStop;
 pub use error::Error;
 pub use level::{
-    run_level, Deadlines, LevelConfig, LevelRun, OpenLoop, RecordObserver, RetryPolicy,
+    run_level, Deadlines, LevelConfig, LevelRun, OpenLoop, PhaseHook, RecordObserver, RetryPolicy,
 };
 pub use search::drive_search;

@@ -484,3 +484,57 @@ async fn chunks_are_stamped_with_their_receive_time_within_bounds() {
     // The headers cannot come after the first token.
     assert!(r.response_ns.unwrap() <= r.chunk_ns[0]);
 }
+
+#[tokio::test]
+async fn the_after_warmup_hook_runs_once_between_the_phases() {
+    // The hook records the unix time it ran; every warm-up record ends before it and every
+    // measured one starts after it, and the measured clock starts after it returns.
+    let at = Arc::new(Mutex::new(Vec::new()));
+    let mut config = LevelConfig::new(4);
+    let hook_at = at.clone();
+    config.after_warmup = Some(Arc::new(move || {
+        let hook_at = hook_at.clone();
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64;
+            hook_at.lock().unwrap().push(now);
+        })
+    }));
+    let run = run_level(
+        Arc::new(Paced::new(2, 1, 3)),
+        &config,
+        requests(8),
+        requests(4),
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    let at = at.lock().unwrap().clone();
+    assert_eq!(at.len(), 1);
+    assert!(run.start_unix_ns >= at[0]);
+    for r in &run.warmup_records {
+        assert!(r.origin_unix_ns + r.end_ns <= at[0]);
+    }
+    // Without a warm-up there is no boundary, and the hook is not called.
+    let again = Arc::new(AtomicUsize::new(0));
+    let counter = again.clone();
+    config.after_warmup = Some(Arc::new(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async {})
+    }));
+    run_level(
+        Arc::new(Paced::new(2, 1, 3)),
+        &config,
+        requests(8),
+        vec![],
+        vec![],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.load(Ordering::SeqCst), 0);
+}

@@ -11,8 +11,8 @@ use kneepoint_metrics::Stats;
 use serde_json::{json, Map, Value};
 
 use crate::summary::Part;
-use crate::text::{Labels, MetricType};
-use crate::timeline::{histogram_delta, increase, quantile, samples, Log, Meta};
+use crate::text::{le_label, Labels, MetricType};
+use crate::timeline::{histogram_delta, increase, samples, Log, Merged, Meta};
 use crate::Error;
 
 /// The schema of the files, AIPerf's.
@@ -26,22 +26,16 @@ struct SeriesStats {
     buckets: Option<Vec<(f64, f64)>>,
 }
 
-fn le(b: f64) -> String {
-    if b.is_infinite() {
-        "+Inf".to_owned()
-    } else {
-        format!("{b}")
-    }
-}
+/// Every series' statistics, by metric name (with its family's type, help and unit).
+type PerSeries = BTreeMap<String, (Meta, Vec<SeriesStats>)>;
 
 /// Every series' statistics, by metric name.
-fn per_series(parts: &[Part]) -> BTreeMap<String, (Meta, Vec<SeriesStats>)> {
+fn per_series(parts: &[Part]) -> PerSeries {
     let window_s: f64 = parts.iter().map(|p| p.window.seconds()).sum();
     // (name, endpoint, labels) → accumulated values
     let mut gauges: BTreeMap<(String, String, Labels), Vec<f64>> = BTreeMap::new();
     let mut counters: BTreeMap<(String, String, Labels), f64> = BTreeMap::new();
-    type Hist = (Vec<f64>, Vec<f64>, f64, f64);
-    let mut hists: BTreeMap<(String, String, Labels), Hist> = BTreeMap::new();
+    let mut hists: BTreeMap<(String, String, Labels), Merged> = BTreeMap::new();
     let mut metas: BTreeMap<String, Meta> = BTreeMap::new();
     for part in parts {
         for tl in &part.timelines {
@@ -62,22 +56,18 @@ fn per_series(parts: &[Part]) -> BTreeMap<String, (Meta, Vec<SeriesStats>)> {
                         .or_default()
                         .extend(samples(points, part.window).map(|s| s.1)),
                     (_, Log::Histogram { bounds, points }) => {
-                        if let Some((sum, count, cum)) = histogram_delta(points, part.window) {
-                            let h = hists.entry(key).or_insert_with(|| {
-                                (bounds.clone(), vec![0.0; cum.len()], 0.0, 0.0)
-                            });
-                            if h.0 == *bounds {
-                                h.1.iter_mut().zip(&cum).for_each(|(x, y)| *x += y);
-                            }
-                            h.2 += sum;
-                            h.3 += count;
+                        if let Some(delta) = histogram_delta(points, part.window) {
+                            hists
+                                .entry(key)
+                                .or_insert_with(|| Merged::new(bounds))
+                                .add(bounds, delta);
                         }
                     }
                 }
             }
         }
     }
-    let mut out: BTreeMap<String, (Meta, Vec<SeriesStats>)> = BTreeMap::new();
+    let mut out = PerSeries::new();
     let mut push = |name: String, s: SeriesStats| {
         if let Some(meta) = metas.get(&name) {
             out.entry(name)
@@ -119,23 +109,23 @@ fn per_series(parts: &[Part]) -> BTreeMap<String, (Meta, Vec<SeriesStats>)> {
             },
         );
     }
-    for ((name, endpoint, labels), (bounds, cum, sum, count)) in hists {
-        let mut stats = vec![("count".to_owned(), count)];
-        if count > 0.0 {
+    for ((name, endpoint, labels), h) in hists {
+        let mut stats = vec![("count".to_owned(), h.count)];
+        if h.count > 0.0 {
             let rate = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
             stats.extend([
-                ("count_rate".to_owned(), rate(count)),
-                ("sum".to_owned(), sum),
-                ("sum_rate".to_owned(), rate(sum)),
-                ("avg".to_owned(), sum / count),
+                ("count_rate".to_owned(), rate(h.count)),
+                ("sum".to_owned(), h.sum),
+                ("sum_rate".to_owned(), rate(h.sum)),
+                ("avg".to_owned(), h.sum / h.count),
             ]);
             for (label, q) in kneepoint_metrics::PERCENTILES {
-                if let Some(v) = quantile(&bounds, &cum, q) {
+                if let Some(v) = h.quantile(q) {
                     stats.push((format!("{label}_estimate"), v));
                 }
             }
         }
-        let buckets = Some(bounds.into_iter().zip(cum).collect());
+        let buckets = (!h.mismatched).then(|| h.bounds.into_iter().zip(h.cumulative).collect());
         push(
             name,
             SeriesStats {
@@ -151,6 +141,10 @@ fn per_series(parts: &[Part]) -> BTreeMap<String, (Meta, Vec<SeriesStats>)> {
 
 /// `server_metrics_export.json`'s document.
 pub fn export_json(parts: &[Part], summary: &ServerSummary) -> Value {
+    json_of(parts, summary, per_series(parts))
+}
+
+fn json_of(parts: &[Part], summary: &ServerSummary, series: PerSeries) -> Value {
     let mut endpoint_info = Map::new();
     for part in parts {
         for tl in &part.timelines {
@@ -194,7 +188,7 @@ pub fn export_json(parts: &[Part], summary: &ServerSummary) -> Value {
         .map(|p| json!({"start_ns": p.window.start_ns, "end_ns": p.window.end_ns}))
         .collect();
     let mut metrics = Map::new();
-    for (name, (meta, series)) in per_series(parts) {
+    for (name, (meta, series)) in series {
         let series: Vec<Value> = series
             .into_iter()
             .map(|s| {
@@ -212,7 +206,7 @@ pub fn export_json(parts: &[Part], summary: &ServerSummary) -> Value {
                 if let Some(b) = s.buckets {
                     v["buckets"] = Value::Object(
                         b.into_iter()
-                            .map(|(bound, c)| (le(bound), json!(c)))
+                            .map(|(bound, c)| (le_label(bound), json!(c)))
                             .collect(),
                     );
                 }
@@ -260,11 +254,18 @@ fn number(x: f64) -> String {
 /// `server_metrics_export.csv`'s text: `#` comments, then a section per type (gauge, counter,
 /// histogram) with `Endpoint,Type,Metric,Unit,<stats>,<labels>,Description[,buckets]`.
 pub fn export_csv(parts: &[Part]) -> String {
+    csv_of(&per_series(parts))
+}
+
+/// Above this many distinct label names in a section, labels go in one `labels` cell
+/// (`k=v;…`) instead of a column each, so that a page with runaway labels stays a small file.
+const MAX_LABEL_COLUMNS: usize = 64;
+
+fn csv_of(all: &PerSeries) -> String {
     let mut out = format!(
         "# kneepoint server metrics export (CSV)\n# kneepoint_version: {}\n# schema_version: {SCHEMA_VERSION}\n#\n",
         env!("CARGO_PKG_VERSION")
     );
-    let all = per_series(parts);
     let sections: [(&str, Vec<String>); 3] = [
         (
             "gauge",
@@ -304,10 +305,14 @@ pub fn export_csv(parts: &[Part]) -> String {
         if rows.is_empty() {
             continue;
         }
-        let label_keys: BTreeSet<&str> = rows
+        let mut label_keys: BTreeSet<&str> = rows
             .iter()
             .flat_map(|(_, _, s)| s.labels.iter().map(|(k, _)| k.as_str()))
             .collect();
+        let one_cell = label_keys.len() > MAX_LABEL_COLUMNS;
+        if one_cell {
+            label_keys = BTreeSet::from(["labels"]);
+        }
         if !first {
             out.push('\n');
         }
@@ -351,7 +356,11 @@ pub fn export_csv(parts: &[Part]) -> String {
                         .unwrap_or_default(),
                 );
             }
-            for k in &label_keys {
+            if one_cell {
+                let text: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                row.push(cell(&text.join(";")));
+            }
+            for k in label_keys.iter().filter(|_| !one_cell) {
                 row.push(
                     s.labels
                         .iter()
@@ -364,7 +373,7 @@ pub fn export_csv(parts: &[Part]) -> String {
             if let Some(b) = &s.buckets {
                 let text: Vec<String> = b
                     .iter()
-                    .map(|(bound, c)| format!("{}={}", le(*bound), number(*c)))
+                    .map(|(bound, c)| format!("{}={}", le_label(*bound), number(*c)))
                     .collect();
                 row.push(cell(&text.join(";")));
             }
@@ -376,7 +385,9 @@ pub fn export_csv(parts: &[Part]) -> String {
 
 /// Writes `server_metrics_export.json` and `.csv` into `dir`.
 pub fn write_exports(dir: &Path, parts: &[Part], summary: &ServerSummary) -> Result<(), Error> {
-    let json = export_json(parts, summary);
+    let series = per_series(parts);
+    let csv = csv_of(&series);
+    let json = json_of(parts, summary, series);
     let bytes = serde_json::to_vec_pretty(&json).map_err(|source| Error::Json { source })?;
     let path = dir.join("server_metrics_export.json");
     kneepoint_metrics::export::write_atomic(&path, &bytes).map_err(|source| Error::Write {
@@ -384,10 +395,8 @@ pub fn write_exports(dir: &Path, parts: &[Part], summary: &ServerSummary) -> Res
         source: Box::new(source),
     })?;
     let path = dir.join("server_metrics_export.csv");
-    kneepoint_metrics::export::write_atomic(&path, export_csv(parts).as_bytes()).map_err(|source| {
-        Error::Write {
-            path: path.clone(),
-            source: Box::new(source),
-        }
+    kneepoint_metrics::export::write_atomic(&path, csv.as_bytes()).map_err(|source| Error::Write {
+        path: path.clone(),
+        source: Box::new(source),
     })
 }

@@ -24,9 +24,12 @@
 //! ```
 //! use kneepoint_scrape::{summarise, text, Part, Timeline, Window};
 //!
-//! let page = |running: u32, tokens: u32| format!(
-//!     "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{model_name=\"m\"}} {running}\n\
-//!      # TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{model_name=\"m\"}} {tokens}\n");
+//! let page = |running: u32, tokens: u32| {
+//!     let gauge = "# TYPE vllm:num_requests_running gauge\n";
+//!     let counter = "# TYPE vllm:generation_tokens_total counter\n";
+//!     format!("{gauge}vllm:num_requests_running{{model_name=\"m\"}} {running}\n\
+//!              {counter}vllm:generation_tokens_total{{model_name=\"m\"}} {tokens}\n")
+//! };
 //! let mut tl = Timeline::new("http://127.0.0.1:8000/metrics");
 //! for (round, (t, running, tokens)) in [(0u64, 0, 100), (1_000_000_000, 8, 400), (2_000_000_000, 6, 700)]
 //!     .into_iter()
@@ -53,4 +56,4 @@ pub use error::Error;
 pub use export::{export_csv, export_json, write_exports, SCHEMA_VERSION};
 pub use scraper::{Gathered, ScrapeSettings, Scraper, Session};
 pub use summary::{summarise, Part};
-pub use timeline::{Meta, Timeline, Window};
+pub use timeline::{Meta, Timeline, Window, MAX_SERIES};

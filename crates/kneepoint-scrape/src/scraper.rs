@@ -10,12 +10,12 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kneepoint_transport::{ConnectOptions, Fetched, Fetcher};
+use kneepoint_transport::{redact_url, ConnectOptions, Fetched, Fetcher};
 use serde_json::{json, Map, Value};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::text::{parse, Exposition, Value as SeriesValue};
+use crate::text::{le_label, parse, Exposition, Value as SeriesValue};
 use crate::timeline::Timeline;
 use crate::Error;
 
@@ -60,8 +60,12 @@ impl ScrapeSettings {
 /// The wait before the final scrape.
 const SETTLE: Duration = Duration::from_millis(200);
 
+/// The largest metrics page read (vLLM's is ~60 kB; a runaway page is cut off and fails).
+const MAX_PAGE_BYTES: usize = 8 << 20;
+
 #[derive(Debug, Clone)]
 struct Endpoint {
+    /// What is shown and exported: the URL without credentials or query.
     url: String,
     uri: http::Uri,
     /// Answered at least once.
@@ -80,18 +84,50 @@ pub struct Scraper {
     endpoints: Vec<Endpoint>,
 }
 
-/// One level's scraping, running.
+/// One level's scraping, running. Dropping it stops the task (no final scrape).
 #[derive(Debug)]
 pub struct Session {
     stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<Outcome>,
+    marks: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    task: Option<JoinHandle<State>>,
+    timeout: Duration,
 }
 
-#[derive(Debug)]
-struct Outcome {
-    timelines: Vec<Timeline>,
-    endpoints: Vec<Endpoint>,
-    warnings: Vec<String>,
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+/// Asks a running session for a scrape now (see [`Session::marker`]).
+#[derive(Debug, Clone)]
+pub struct Marker {
+    marks: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    timeout: Duration,
+}
+
+impl Marker {
+    /// Takes a scrape now and waits for it (at most the scrape timeout, and a little more
+    /// for a round already under way).
+    pub async fn mark(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.marks.send(tx).is_ok() {
+            let _ = tokio::time::timeout(2 * self.timeout + Duration::from_millis(100), rx).await;
+        }
+    }
+}
+
+impl Session {
+    /// A handle that takes a scrape on demand: given to the runner as its after-warm-up hook,
+    /// it separates the warm-up from the measured phase in every counter and histogram.
+    pub fn marker(&self) -> Marker {
+        Marker {
+            marks: self.marks.clone(),
+            timeout: self.timeout,
+        }
+    }
 }
 
 /// What a finished session gathered.
@@ -105,7 +141,8 @@ pub struct Gathered {
 }
 
 impl Scraper {
-    /// Checks the URLs and makes the client. `http://host:port` alone means its `/metrics`.
+    /// Checks the URLs and makes the client. `http://host:port` alone means its `/metrics`;
+    /// the same endpoint given twice is scraped once.
     pub fn new(settings: ScrapeSettings) -> Result<Scraper, Error> {
         if settings.interval < Duration::from_millis(10) {
             return Err(Error::Invalid {
@@ -115,21 +152,23 @@ impl Scraper {
                 ),
             });
         }
-        let mut endpoints = Vec::new();
+        let mut endpoints: Vec<Endpoint> = Vec::new();
         for url in &settings.endpoints {
             let full = metrics_url(url);
-            let uri: http::Uri = full.parse().map_err(|e| Error::InvalidUrl {
-                url: url.clone(),
-                reason: format!("{e}"),
-            })?;
+            let shown = redact_url(&full);
+            let invalid = |reason: String| Error::InvalidUrl {
+                url: shown.clone(),
+                reason,
+            };
+            let uri: http::Uri = full.parse().map_err(|e| invalid(format!("{e}")))?;
             if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
-                return Err(Error::InvalidUrl {
-                    url: url.clone(),
-                    reason: "expected http(s)://host[:port][/path]".into(),
-                });
+                return Err(invalid("expected http(s)://host[:port][/path]".into()));
+            }
+            if endpoints.iter().any(|e| e.uri == uri) {
+                continue;
             }
             endpoints.push(Endpoint {
-                url: full,
+                url: shown,
                 uri,
                 worked: false,
                 dropped: false,
@@ -145,11 +184,6 @@ impl Scraper {
         })
     }
 
-    /// The settings.
-    pub fn settings(&self) -> &ScrapeSettings {
-        &self.settings
-    }
-
     /// True when some endpoint is still scraped.
     pub fn active(&self) -> bool {
         self.endpoints.iter().any(|e| !e.dropped)
@@ -160,20 +194,23 @@ impl Scraper {
     pub async fn start(&mut self, jsonl: &Path) -> Session {
         let (stop_tx, stop_rx) = oneshot::channel();
         let (ready_tx, ready_rx) = oneshot::channel();
+        let (marks_tx, marks_rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(scrape_loop(
             self.fetcher.clone(),
             self.settings.clone(),
             self.endpoints.clone(),
             jsonl.to_path_buf(),
             ready_tx,
-            stop_rx,
+            (stop_rx, marks_rx),
         ));
         // The baseline round ends within the timeout; a little more for the task to start.
         let _ = tokio::time::timeout(self.settings.timeout + Duration::from_millis(500), ready_rx)
             .await;
         Session {
             stop: Some(stop_tx),
-            task,
+            marks: marks_tx,
+            task: Some(task),
+            timeout: self.settings.timeout,
         }
     }
 
@@ -182,12 +219,18 @@ impl Scraper {
         if let Some(stop) = session.stop.take() {
             let _ = stop.send(());
         }
-        match session.task.await {
-            Ok(outcome) => {
-                self.endpoints = outcome.endpoints;
+        let Some(task) = session.task.take() else {
+            return Gathered {
+                timelines: Vec::new(),
+                warnings: Vec::new(),
+            };
+        };
+        match task.await {
+            Ok(state) => {
+                self.endpoints = state.endpoints;
                 Gathered {
-                    timelines: outcome.timelines,
-                    warnings: outcome.warnings,
+                    timelines: state.timelines,
+                    warnings: state.warnings,
                 }
             }
             Err(e) => Gathered {
@@ -198,14 +241,15 @@ impl Scraper {
     }
 }
 
-/// `http://host:port` → `http://host:port/metrics`; a URL with a path is kept.
+/// `http://host:port[?query]` → `http://host:port/metrics[?query]`; a URL with a path is kept.
 fn metrics_url(url: &str) -> String {
     let trimmed = url.trim();
-    let after_scheme = trimmed.split_once("://").map_or(trimmed, |(_, r)| r);
+    let (base, query) = trimmed.split_at(trimmed.find('?').unwrap_or(trimmed.len()));
+    let after_scheme = base.split_once("://").map_or(base, |(_, r)| r);
     if after_scheme.contains('/') {
         trimmed.to_owned()
     } else {
-        format!("{trimmed}/metrics")
+        format!("{base}/metrics{query}")
     }
 }
 
@@ -226,9 +270,9 @@ fn read(fetched: Result<Fetched, String>) -> Result<(Fetched, Exposition), Strin
     Ok((f, e))
 }
 
-struct Loop {
-    fetcher: Fetcher,
-    timeout: Duration,
+/// What the scraping task keeps between rounds.
+#[derive(Debug)]
+struct State {
     endpoints: Vec<Endpoint>,
     timelines: Vec<Timeline>,
     warnings: Vec<String>,
@@ -236,18 +280,14 @@ struct Loop {
     round: u32,
 }
 
-impl Loop {
-    async fn round(&mut self) {
-        let live: Vec<usize> = (0..self.endpoints.len())
-            .filter(|i| !self.endpoints[*i].dropped)
-            .collect();
-        let fetches = live.iter().map(|i| {
-            let (f, uri, t) = (&self.fetcher, &self.endpoints[*i].uri, self.timeout);
-            async move { f.get(uri, t).await }
-        });
-        let results = futures_util::future::join_all(fetches).await;
-        for (i, r) in live.into_iter().zip(results) {
-            let ep = &mut self.endpoints[i];
+impl State {
+    /// Takes in one round's answers: parsing, the timelines and the jsonl file (blocking
+    /// work, run off the runtime's workers that drive the load).
+    fn absorb(&mut self, answers: Vec<(usize, Result<Fetched, String>)>) {
+        for (i, r) in answers {
+            let Some(ep) = self.endpoints.get_mut(i) else {
+                continue;
+            };
             let Some(tl) = self.timelines.iter_mut().find(|t| t.url == ep.url) else {
                 continue;
             };
@@ -292,14 +332,39 @@ impl Loop {
     }
 }
 
+/// One round: every live endpoint fetched at once on the runtime (I/O only), the answers
+/// absorbed on the blocking pool. `None` if that work panicked (the state is then lost).
+async fn round(fetcher: &Fetcher, timeout: Duration, mut state: State) -> Option<State> {
+    let live: Vec<(usize, http::Uri)> = state
+        .endpoints
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !e.dropped)
+        .map(|(i, e)| (i, e.uri.clone()))
+        .collect();
+    let fetches = live
+        .iter()
+        .map(|(i, uri)| async move { (*i, fetcher.get(uri, timeout, MAX_PAGE_BYTES).await) });
+    let answers = futures_util::future::join_all(fetches).await;
+    tokio::task::spawn_blocking(move || {
+        state.absorb(answers);
+        state
+    })
+    .await
+    .ok()
+}
+
 async fn scrape_loop(
     fetcher: Fetcher,
     settings: ScrapeSettings,
     endpoints: Vec<Endpoint>,
     jsonl: PathBuf,
     ready: oneshot::Sender<()>,
-    mut stop: oneshot::Receiver<()>,
-) -> Outcome {
+    (mut stop, mut marks): (
+        oneshot::Receiver<()>,
+        mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    ),
+) -> State {
     let mut warnings = Vec::new();
     let writer = match std::fs::File::create(&jsonl) {
         Ok(f) => Some((jsonl, std::io::BufWriter::new(f))),
@@ -316,41 +381,59 @@ async fn scrape_loop(
         .filter(|e| !e.dropped)
         .map(|e| Timeline::new(&e.url))
         .collect();
-    let mut l = Loop {
-        fetcher,
-        timeout: settings.timeout,
+    let lost = |endpoints: Vec<Endpoint>| State {
         endpoints,
+        timelines: Vec::new(),
+        warnings: vec![
+            "server metrics: the scraping task failed; this level has no server view".into(),
+        ],
+        jsonl: None,
+        round: 0,
+    };
+    let first = State {
+        endpoints: endpoints.clone(),
         timelines,
         warnings,
         jsonl: writer,
         round: 0,
     };
-    l.round().await;
+    let t = settings.timeout;
+    let Some(mut state) = round(&fetcher, t, first).await else {
+        return lost(endpoints);
+    };
     let _ = ready.send(());
     let mut ticks = tokio::time::interval(settings.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await; // the first tick is immediate: the baseline was it
     loop {
+        let mut reply = None;
         tokio::select! {
-            _ = ticks.tick() => l.round().await,
+            _ = ticks.tick() => {}
+            Some(r) = marks.recv() => reply = Some(r),
             _ = &mut stop => break,
+        }
+        let Some(next) = round(&fetcher, t, state).await else {
+            return lost(endpoints);
+        };
+        state = next;
+        if let Some(r) = reply {
+            let _ = r.send(());
         }
     }
     // The final scrape, after the level's last request, once the server has had time to
     // publish its last requests' counters (vLLM: ~15 ms after the response ends).
     tokio::time::sleep(SETTLE).await;
-    l.round().await;
-    if let Some((path, mut w)) = l.jsonl.take() {
+    let Some(mut state) = round(&fetcher, t, state).await else {
+        return lost(endpoints);
+    };
+    if let Some((path, mut w)) = state.jsonl.take() {
         if w.flush().is_err() {
-            l.warnings
+            state
+                .warnings
                 .push(format!("server metrics: cannot write {}", path.display()));
         }
     }
-    Outcome {
-        timelines: l.timelines,
-        endpoints: l.endpoints,
-        warnings: l.warnings,
-    }
+    state
 }
 
 /// One line of `server_metrics_export.jsonl`, AIPerf's record shape: the raw values of one
@@ -373,7 +456,7 @@ fn jsonl_line(url: &str, f: &Fetched, e: &Exposition) -> Value {
                 }
                 match &s.value {
                     SeriesValue::Number(x) => {
-                        v.insert("value".into(), json!(finite(*x)));
+                        v.insert("value".into(), json!(x));
                     }
                     SeriesValue::Histogram {
                         buckets,
@@ -382,18 +465,11 @@ fn jsonl_line(url: &str, f: &Fetched, e: &Exposition) -> Value {
                     } => {
                         let b: Map<String, Value> = buckets
                             .iter()
-                            .map(|(le, c)| {
-                                let key = if le.is_infinite() {
-                                    "+Inf".to_owned()
-                                } else {
-                                    format!("{le}")
-                                };
-                                (key, json!(finite(*c)))
-                            })
+                            .map(|(le, c)| (le_label(*le), json!(c)))
                             .collect();
                         v.insert("buckets".into(), Value::Object(b));
-                        v.insert("sum".into(), json!(finite(*sum)));
-                        v.insert("count".into(), json!(finite(*count)));
+                        v.insert("sum".into(), json!(sum));
+                        v.insert("count".into(), json!(count));
                     }
                     SeriesValue::Summary {
                         quantiles,
@@ -402,11 +478,11 @@ fn jsonl_line(url: &str, f: &Fetched, e: &Exposition) -> Value {
                     } => {
                         let q: Map<String, Value> = quantiles
                             .iter()
-                            .map(|(q, x)| (format!("{q}"), json!(finite(*x))))
+                            .map(|(q, x)| (format!("{q}"), json!(x)))
                             .collect();
                         v.insert("quantiles".into(), Value::Object(q));
-                        v.insert("sum".into(), json!(finite(*sum)));
-                        v.insert("count".into(), json!(finite(*count)));
+                        v.insert("sum".into(), json!(sum));
+                        v.insert("count".into(), json!(count));
                     }
                 }
                 Value::Object(v)
@@ -424,11 +500,6 @@ fn jsonl_line(url: &str, f: &Fetched, e: &Exposition) -> Value {
     })
 }
 
-/// JSON has no NaN or infinities: those are written as null.
-fn finite(x: f64) -> Option<f64> {
-    x.is_finite().then_some(x)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,6 +507,10 @@ mod tests {
     #[test]
     fn bare_hosts_get_metrics_paths() {
         assert_eq!(metrics_url("http://h:8000"), "http://h:8000/metrics");
+        assert_eq!(
+            metrics_url("http://h:8000?t=1"),
+            "http://h:8000/metrics?t=1"
+        );
         assert_eq!(
             metrics_url("http://h:9400/metrics"),
             "http://h:9400/metrics"
@@ -448,5 +523,20 @@ mod tests {
         assert!(Scraper::new(ScrapeSettings::new(vec!["not a url".into()])).is_err());
         let fast = ScrapeSettings::new(vec![]).with_interval(Duration::from_millis(1));
         assert!(Scraper::new(fast).is_err());
+        // One endpoint however it is written; credentials never shown.
+        let s = Scraper::new(ScrapeSettings::new(vec![
+            "http://u:secret@h:8000?token=abc".into(),
+            "http://h:8000/metrics".into(),
+            "http://h:8000".into(),
+        ]))
+        .unwrap();
+        assert_eq!(s.endpoints.len(), 2);
+        assert!(s
+            .endpoints
+            .iter()
+            .all(|e| !e.url.contains("secret") && !e.url.contains("abc")));
+        assert_eq!(s.endpoints[1].url, "http://h:8000/metrics");
+        let e = Scraper::new(ScrapeSettings::new(vec!["ftp://u:secret@h".into()])).unwrap_err();
+        assert!(!e.to_string().contains("secret"), "{e}");
     }
 }

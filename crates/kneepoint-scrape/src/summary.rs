@@ -7,7 +7,7 @@ use kneepoint_core::server::{concept_named, ConceptKind, EndpointSummary, Server
 use kneepoint_metrics::Stats;
 
 use crate::known::{mappings, Combine, Mapping, Source, MAPPINGS};
-use crate::timeline::{histogram_delta, increase, quantile, samples, Log, Timeline, Window};
+use crate::timeline::{histogram_delta, increase, samples, Log, Merged, Timeline, Window};
 
 /// One run's scrapes: the endpoints' timelines and the run's measured window.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,9 +29,8 @@ struct Acc {
     /// Ratios: queries.
     queries: f64,
     counted: bool,
-    /// Histograms: bounds, merged cumulative deltas, sum and count.
-    hist: Option<(Vec<f64>, Vec<f64>, f64, f64)>,
-    scale: f64,
+    /// Histograms, already in the concept's unit.
+    hist: Option<Merged>,
 }
 
 /// Each concept's statistics over `parts` (per endpoint, a concept is read from the first
@@ -85,8 +84,8 @@ pub fn summarise(parts: &[Part]) -> ServerSummary {
     out
 }
 
+/// Adds one series, converted into the concept's unit (each family with its own scale).
 fn add(acc: &mut Acc, m: &Mapping, log: &Log, part: usize, w: Window) {
-    acc.scale = m.scale;
     match (m.source, log) {
         (Source::Gauge, Log::Number(points)) => {
             acc.combine = Some(m.combine);
@@ -118,18 +117,10 @@ fn add(acc: &mut Acc, m: &Mapping, log: &Log, part: usize, w: Window) {
             let Some((sum, count, cum)) = histogram_delta(points, w) else {
                 return;
             };
-            match &mut acc.hist {
-                None => acc.hist = Some((bounds.clone(), cum, sum, count)),
-                // Series with other bounds cannot be merged bucket by bucket: their sum and
-                // count still add up.
-                Some((b, merged, s, c)) => {
-                    if b == bounds {
-                        merged.iter_mut().zip(&cum).for_each(|(x, y)| *x += y);
-                    }
-                    *s += sum;
-                    *c += count;
-                }
-            }
+            let bounds: Vec<f64> = bounds.iter().map(|b| b * m.scale).collect();
+            acc.hist
+                .get_or_insert_with(|| Merged::new(&bounds))
+                .add(&bounds, (sum * m.scale, count, cum));
         }
         _ => {}
     }
@@ -164,7 +155,7 @@ fn finish(out: &mut ServerSummary, name: &str, acc: Acc, window_s: f64) {
                 out.set(name, "samples", combined.len() as f64);
             }
         }
-        ConceptKind::Ratio if acc.queries > 0.0 => {
+        ConceptKind::Ratio if acc.counted && acc.queries > 0.0 => {
             out.set(name, "avg", acc.total / acc.queries);
         }
         ConceptKind::Counter if acc.counted => {
@@ -174,15 +165,15 @@ fn finish(out: &mut ServerSummary, name: &str, acc: Acc, window_s: f64) {
             }
         }
         ConceptKind::Histogram => {
-            let Some((bounds, cum, sum, count)) = acc.hist else {
+            let Some(h) = acc.hist else {
                 return;
             };
-            out.set(name, "count", count);
-            if count > 0.0 {
-                out.set(name, "avg", sum / count * acc.scale);
+            out.set(name, "count", h.count);
+            if h.count > 0.0 {
+                out.set(name, "avg", h.sum / h.count);
                 for (stat, q) in [("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)] {
-                    if let Some(v) = quantile(&bounds, &cum, q) {
-                        out.set(name, stat, v * acc.scale);
+                    if let Some(v) = h.quantile(q) {
+                        out.set(name, stat, v);
                     }
                 }
             }

@@ -191,7 +191,11 @@ pub fn parse(text: &str) -> Exposition {
                 .unwrap_or_default();
             Builder {
                 family: Family {
-                    name: family.strip_suffix("_total").unwrap_or(&family).to_owned(),
+                    name: if kind == MetricType::Counter {
+                        family.strip_suffix("_total").unwrap_or(&family).to_owned()
+                    } else {
+                        family.clone()
+                    },
                     sample_name: String::new(),
                     kind,
                     help,
@@ -294,7 +298,12 @@ impl Builder {
                     return Err("a bucket or quantile without its le/quantile label");
                 };
                 let (_, v) = labels.remove(pos);
-                Some(parse_float(&v).ok_or("an le/quantile label that is not a number")?)
+                let bound = parse_float(&v).ok_or("an le/quantile label that is not a number")?;
+                // A bucket bound is finite or +Inf; NaN or -Inf would poison every quantile.
+                if bound.is_nan() || bound == f64::NEG_INFINITY {
+                    return Err("an le/quantile label that is NaN or -Inf");
+                }
+                Some(bound)
             }
             None => None,
         };
@@ -470,6 +479,15 @@ fn parse_float(s: &str) -> Option<f64> {
     }
 }
 
+/// A bucket bound as the text format writes it (`+Inf`, else the shortest decimal).
+pub(crate) fn le_label(bound: f64) -> String {
+    if bound == f64::INFINITY {
+        "+Inf".to_owned()
+    } else {
+        format!("{bound}")
+    }
+}
+
 /// `# HELP` escapes `\\` and `\n`.
 fn unescape_help(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -558,6 +576,24 @@ mod tests {
         assert_eq!(number(&e, "ok_b"), [2.0]);
         assert_eq!(number(&e, "ok_c"), [f64::NEG_INFINITY]);
         assert_eq!(e.family("ok_c").unwrap().series[0].labels[0].1, "\"q\"\n");
+    }
+
+    #[test]
+    fn nan_bounds_are_skipped_and_gauges_ending_in_total_keep_their_name() {
+        let text = "# TYPE h histogram\nh_bucket{le=\"NaN\"} 1\nh_bucket{le=\"-Inf\"} 1\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 3\nh_count 3\nh_sum 1\n# TYPE g_total gauge\ng_total 4\n";
+        let e = parse(text);
+        assert_eq!(e.skipped, 2, "{e:?}");
+        assert_eq!(
+            e.family("h").unwrap().series[0].value,
+            Value::Histogram {
+                buckets: vec![(1.0, 2.0), (f64::INFINITY, 3.0)],
+                sum: 1.0,
+                count: 3.0
+            }
+        );
+        assert_eq!(e.family("g_total").unwrap().name, "g_total");
+        assert_eq!(le_label(f64::INFINITY), "+Inf");
+        assert_eq!(le_label(0.25), "0.25");
     }
 
     #[test]

@@ -55,7 +55,8 @@ pub struct Timeline {
     pub fetches: u32,
     /// Failed scrapes.
     pub failures: u32,
-    /// Unreadable lines skipped, over every scrape.
+    /// Unreadable lines skipped, over every scrape, and values of series beyond
+    /// [`MAX_SERIES`] or not finite.
     pub skipped: u64,
     /// Σ scrape latency, ns.
     pub latency_ns: u64,
@@ -66,6 +67,10 @@ pub struct Timeline {
     pub(crate) meta: BTreeMap<String, Meta>,
     pub(crate) series: BTreeMap<(String, Labels), Log>,
 }
+
+/// The most series kept per endpoint: a page with more (a runaway label, a hostile page) has
+/// the rest counted as skipped, so memory and the exports stay bounded.
+pub const MAX_SERIES: usize = 20_000;
 
 impl Timeline {
     /// An empty timeline for `url`.
@@ -98,6 +103,10 @@ impl Timeline {
             });
             for s in &f.series {
                 let key = (f.name.clone(), s.labels.clone());
+                if self.series.len() >= MAX_SERIES && !self.series.contains_key(&key) {
+                    self.skipped += 1;
+                    continue;
+                }
                 match &s.value {
                     Value::Number(v) => {
                         let log = self
@@ -113,6 +122,13 @@ impl Timeline {
                         sum,
                         count,
                     } => {
+                        let finite = sum.is_finite()
+                            && count.is_finite()
+                            && buckets.iter().all(|b| b.1.is_finite());
+                        if !finite {
+                            self.skipped += 1;
+                            continue;
+                        }
                         let bounds: Vec<f64> = buckets.iter().map(|b| b.0).collect();
                         let log = self.series.entry(key).or_insert_with(|| Log::Histogram {
                             bounds: bounds.clone(),
@@ -189,14 +205,25 @@ fn span<T>(points: &[T], t: impl Fn(&T) -> u64, w: Window) -> Option<(usize, usi
 
 /// A counter's increase over `w`: the sum of its rises, a drop counting as a reset (the new
 /// value then is what accumulated since), as Prometheus's `increase()` reads resets.
+/// Non-finite samples (a NaN from a broken exporter) are left out.
 pub(crate) fn increase(points: &[Point], w: Window) -> Option<f64> {
-    let (a, b) = span(points, |p| p.t, w)?;
-    let mut total = 0.0;
-    for pair in points[a..=b].windows(2) {
-        let (prev, cur) = (pair[0].v, pair[1].v);
-        total += if cur >= prev { cur - prev } else { cur };
-    }
+    let finite: Vec<Point> = points.iter().copied().filter(|p| p.v.is_finite()).collect();
+    let (a, b) = span(&finite, |p| p.t, w)?;
+    let total = finite[a..=b]
+        .windows(2)
+        .map(|pair| rise(pair[0].v, pair[1].v))
+        .sum::<f64>();
     total.is_finite().then_some(total)
+}
+
+/// A cumulative value's rise from `prev` to `cur`; a drop is a reset, after which `cur` is
+/// what accumulated.
+fn rise(prev: f64, cur: f64) -> f64 {
+    if cur >= prev {
+        cur - prev
+    } else {
+        cur
+    }
 }
 
 /// A gauge's samples inside `w`, with their scrape rounds.
@@ -207,21 +234,73 @@ pub(crate) fn samples(points: &[Point], w: Window) -> impl Iterator<Item = (u32,
         .map(|p| (p.round, p.v))
 }
 
-/// A histogram's observations during `w`: (sum, count, per-bucket cumulative counts).
+/// A histogram's observations during `w`: (sum, count, per-bucket cumulative counts). Each
+/// step between scrapes is read as [`increase`] reads counters, so a reset in mid-window (a
+/// count or any bucket going down) adds the later scrape's values and loses nothing after it.
 pub(crate) fn histogram_delta(points: &[HistPoint], w: Window) -> Option<(f64, f64, Vec<f64>)> {
     let (a, b) = span(points, |p| p.t, w)?;
-    let (x, y) = (&points[a], &points[b]);
-    let reset = y.count < x.count || y.cumulative.iter().zip(&x.cumulative).any(|(q, p)| q < p);
-    if reset {
-        return Some((y.sum, y.count, y.cumulative.clone()));
+    let mut sum = 0.0;
+    let mut count = 0.0;
+    let mut buckets = vec![0.0; points[a].cumulative.len()];
+    for pair in points[a..=b].windows(2) {
+        let (x, y) = (&pair[0], &pair[1]);
+        let reset = y.count < x.count || y.cumulative.iter().zip(&x.cumulative).any(|(q, p)| q < p);
+        let before = |v: f64| if reset { 0.0 } else { v };
+        sum += y.sum - before(x.sum);
+        count += y.count - before(x.count);
+        for (acc, (q, p)) in buckets
+            .iter_mut()
+            .zip(y.cumulative.iter().zip(&x.cumulative))
+        {
+            *acc += q - before(*p);
+        }
     }
-    let buckets = y
-        .cumulative
-        .iter()
-        .zip(&x.cumulative)
-        .map(|(q, p)| q - p)
-        .collect();
-    Some((y.sum - x.sum, y.count - x.count, buckets))
+    Some((sum, count, buckets))
+}
+
+/// Histograms of one concept or metric added together: buckets only when their bounds agree
+/// (then quantiles can be estimated), sums and counts always.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Merged {
+    pub bounds: Vec<f64>,
+    pub cumulative: Vec<f64>,
+    pub sum: f64,
+    pub count: f64,
+    /// Some series had other bounds: their buckets are not in `cumulative`.
+    pub mismatched: bool,
+}
+
+impl Merged {
+    pub(crate) fn new(bounds: &[f64]) -> Self {
+        Merged {
+            bounds: bounds.to_vec(),
+            cumulative: vec![0.0; bounds.len()],
+            sum: 0.0,
+            count: 0.0,
+            mismatched: false,
+        }
+    }
+
+    /// Adds one series' delta (bounds, then `(sum, count, cumulative)`).
+    pub(crate) fn add(&mut self, bounds: &[f64], (sum, count, cumulative): (f64, f64, Vec<f64>)) {
+        if self.bounds == bounds {
+            for (x, y) in self.cumulative.iter_mut().zip(&cumulative) {
+                *x += y;
+            }
+        } else {
+            self.mismatched = true;
+        }
+        self.sum += sum;
+        self.count += count;
+    }
+
+    /// The `q` quantile, when every series shared the bounds.
+    pub(crate) fn quantile(&self, q: f64) -> Option<f64> {
+        if self.mismatched {
+            return None;
+        }
+        quantile(&self.bounds, &self.cumulative, q)
+    }
 }
 
 /// The `q` quantile of a histogram's cumulative buckets, interpolated linearly inside the
@@ -278,6 +357,8 @@ mod tests {
         // reference: t=0 (10); final: the session's last scrape: +5, reset to 3, +5, +92.
         assert_eq!(increase(&pts, w), Some(105.0));
         assert_eq!(increase(&pts[..1], w), None);
+        let nan = [p(0, 10.0), p(10, f64::NAN), p(20, 12.0)];
+        assert_eq!(increase(&nan, w), Some(2.0));
         let inside: Vec<f64> = samples(&pts, w).map(|s| s.1).collect();
         assert_eq!(inside, [15.0, 3.0, 8.0]);
     }
@@ -309,5 +390,21 @@ mod tests {
         assert_eq!(histogram_delta(&pts, w), Some((4.0, 4.0, vec![1.0, 4.0])));
         let reset = [h(0, 5.0, [2.0, 5.0]), h(10, 2.0, [1.0, 2.0])];
         assert_eq!(histogram_delta(&reset, w), Some((2.0, 2.0, vec![1.0, 2.0])));
+        // A reset in mid-window: 5 → 9 (+4), reset to 2 (+2), then 6 (+4).
+        let mid = [
+            h(0, 5.0, [2.0, 5.0]),
+            h(4, 9.0, [3.0, 9.0]),
+            h(6, 2.0, [1.0, 2.0]),
+            h(10, 6.0, [2.0, 6.0]),
+        ];
+        assert_eq!(
+            histogram_delta(&mid, w),
+            Some((10.0, 10.0, vec![3.0, 10.0]))
+        );
+        let mut m = Merged::new(&[1.0, 2.0]);
+        m.add(&[1.0, 2.0], (1.0, 2.0, vec![1.0, 2.0]));
+        assert_eq!(m.quantile(0.5), Some(1.0));
+        m.add(&[5.0], (3.0, 1.0, vec![1.0]));
+        assert_eq!((m.sum, m.count, m.quantile(0.5)), (4.0, 3.0, None));
     }
 }

@@ -193,14 +193,17 @@ fn dcgm(_r: u32, _w: u32, _kv: f64, n: u32) -> String {
     page
 }
 
-/// Baseline at t=0 (counters at step 1), one sample inside the window, final at t=2 s
-/// (step 3): the window [0.5 s, 2 s] sees two steps of every counter.
+/// Baseline at t=0 (counters at step 1), samples inside the window at 1 s and 2 s (step 3),
+/// and the final scrape at 2.2 s, after the window's end, as a level takes them: the window
+/// [0.5 s, 2 s] sees two steps of every counter.
 fn read(page: Page) -> kneepoint_core::ServerSummary {
     let mut tl = Timeline::new("http://127.0.0.1:1/metrics");
     let s = 1_000_000_000u64;
     tl.add(0, 0, 1000, &text::parse(&page(0, 0, 0.0, 1)));
     tl.add(s, 1, 1000, &text::parse(&page(8, 4, 0.5, 2)));
     tl.add(2 * s, 2, 1000, &text::parse(&page(4, 0, 0.25, 3)));
+    // The final scrape, 200 ms after the level ended: idle, nothing counted since.
+    tl.add(2 * s + s / 5, 3, 1000, &text::parse(&page(0, 0, 0.0, 3)));
     let window = Window {
         start_ns: s / 2,
         end_ns: 2 * s,
@@ -328,4 +331,36 @@ fn exports_have_aiperfs_shape() {
     );
     assert!(csv.contains("127.0.0.1:1,histogram,vllm:time_to_first_token_seconds,seconds,20,"));
     assert!(csv.contains("0.1=10;0.5=20;+Inf=20"), "{csv}");
+}
+
+#[test]
+fn runaway_pages_stay_bounded() {
+    // More series than kept: the rest are counted as skipped.
+    let mut page = String::from("# TYPE m gauge\n");
+    for i in 0..kneepoint_scrape::MAX_SERIES + 5 {
+        page += &format!("m{{k=\"{i}\"}} 1\n");
+    }
+    let mut tl = Timeline::new("http://127.0.0.1:1/metrics");
+    tl.add(0, 0, 1, &text::parse(&page));
+    assert_eq!(tl.skipped, 5);
+    // A section with more label names than columns: labels in one cell.
+    let mut page = String::from("# TYPE g gauge\n");
+    for i in 0..70 {
+        page += &format!("g{{key{i}=\"v\"}} 1\n");
+    }
+    let mut tl = Timeline::new("http://127.0.0.1:1/metrics");
+    for t in [0, 1, 2] {
+        tl.add(t, t as u32, 1, &text::parse(&page));
+    }
+    let parts = [Part {
+        window: Window {
+            start_ns: 0,
+            end_ns: 2,
+        },
+        timelines: vec![tl],
+    }];
+    let csv = kneepoint_scrape::export_csv(&parts);
+    let header = csv.lines().find(|l| l.starts_with("Endpoint,")).unwrap();
+    assert!(header.ends_with(",labels,Description"), "{header}");
+    assert!(csv.contains(",key7=v,"), "{csv}");
 }

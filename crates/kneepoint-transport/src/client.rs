@@ -167,8 +167,9 @@ pub(crate) fn explaining_headers(headers: &http::HeaderMap) -> Vec<(String, Stri
         .collect()
 }
 
-/// `location` without user info, query or fragment (marked `…` where something was cut).
-fn redact_location(v: &str) -> String {
+/// A URL without user info, query or fragment (marked `…` where something was cut): what may
+/// be shown of a `location` header or a configured URL, which can carry credentials.
+pub fn redact_location(v: &str) -> String {
     let (mut kept, cut) = match v.find(['?', '#']) {
         Some(i) => (v[..i].to_owned(), true),
         None => (v.to_owned(), false),

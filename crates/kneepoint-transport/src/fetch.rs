@@ -9,17 +9,12 @@ use http_body_util::{BodyExt, Full, Limited};
 use crate::client::{https_client, HttpClient};
 use crate::{ConnectOptions, Error};
 
-/// The largest body read (a metrics page is kilobytes; a runaway one is cut off).
-pub const MAX_FETCH_BYTES: usize = 32 << 20;
-
 /// A response to [`Fetcher::get`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Fetched {
     /// The HTTP status.
     pub status: u16,
-    /// The `Content-Type` header, if any.
-    pub content_type: Option<String>,
     /// The body.
     pub body: Bytes,
     /// When the request was sent, Unix ns.
@@ -57,9 +52,14 @@ impl Fetcher {
         })
     }
 
-    /// `GET url`, the whole exchange bounded by `timeout`. The error is a readable sentence
-    /// (refused, timed out, too large), never with credentials.
-    pub async fn get(&self, url: &http::Uri, timeout: Duration) -> Result<Fetched, String> {
+    /// `GET url`, the whole exchange bounded by `timeout` and the body by `max_bytes`. The
+    /// error is a readable sentence (refused, timed out, too large), never with credentials.
+    pub async fn get(
+        &self,
+        url: &http::Uri,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<Fetched, String> {
         let request = http::Request::get(url.clone())
             .header(http::header::ACCEPT, "text/plain;version=0.0.4, */*;q=0.1")
             .body(Full::new(Bytes::new()))
@@ -72,19 +72,13 @@ impl Fetcher {
                 })?;
             let first_byte_unix_ns = unix_ns();
             let status = response.status().as_u16();
-            let content_type = response
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let body = Limited::new(response.into_body(), MAX_FETCH_BYTES)
+            let body = Limited::new(response.into_body(), max_bytes)
                 .collect()
                 .await
                 .map_err(|e| format!("reading the body: {e}"))?
                 .to_bytes();
             Ok(Fetched {
                 status,
-                content_type,
                 body,
                 sent_unix_ns,
                 first_byte_unix_ns,

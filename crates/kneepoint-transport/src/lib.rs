@@ -44,6 +44,7 @@ mod stamped_tcp;
 mod stream;
 
 pub use body::request_body;
+pub use client::redact_location as redact_url;
 pub use config::{Api, ApiKey, MaxTokensField, OpenAiConfig};
 pub use connect::{ConnectOptions, ProxySetting};
 pub use error::Error;
