@@ -69,7 +69,7 @@ mod timed;
 pub use bench::{Bench, BenchBuilder};
 pub use error::Error;
 pub use failure::every_request_failed;
-pub use kneepoint_scrape::ScrapeSettings;
+pub use kneepoint_scrape::{LiveSample, ScrapeSettings};
 pub use observer::{Observer, Silent};
 pub use recommend::{
     CandidateRun, CandidateSource, CandidateSpec, Recommend, RecommendBuilder, RecommendReport,

@@ -1,8 +1,12 @@
 //! How the engine tells its caller what is happening: the engine prints nothing; the CLI draws
 //! progress bars and lines from these calls, a service may log them or do nothing.
 
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
 use kneepoint_core::RequestRecord;
 use kneepoint_planner::ProbeRecord;
+use kneepoint_scrape::LiveSample;
 
 /// Receives the engine's progress. Every method has an empty default; calls come from the
 /// engine's tasks (one level at a time, records from any worker), so they must be quick.
@@ -11,6 +15,15 @@ pub trait Observer: Send + Sync {
     /// "concurrency 64 run 2/5"); `total` is its measured request count (0: timed, unknown).
     fn level_started(&self, label: &str, total: u64) {
         let _ = (label, total);
+    }
+    /// Right after [`Observer::level_started`]: the level's count of measured requests in
+    /// flight (read it with `load(Relaxed)`), for a live view.
+    fn requests_in_flight(&self, in_flight: Arc<AtomicU64>) {
+        let _ = in_flight;
+    }
+    /// The server's state after a scrape during the level (when its metrics are scraped).
+    fn server_sample(&self, sample: &LiveSample) {
+        let _ = sample;
     }
     /// A measured request finished (success or failure).
     fn request_finished(&self, record: &RequestRecord) {

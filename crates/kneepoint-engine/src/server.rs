@@ -17,7 +17,8 @@ pub(crate) type Parts = Vec<Part>;
 
 impl Bench {
     /// Starts a level run: scraping into `dir` (a baseline now, and a scrape between the
-    /// warm-up and the measured phase, so that neither counts the other), then the observer.
+    /// warm-up and the measured phase, so that neither counts the other; each round's state
+    /// to the observer), then the observer with the level's count of requests in flight.
     pub(crate) async fn begin(
         &mut self,
         dir: &Path,
@@ -25,12 +26,13 @@ impl Bench {
         total: u64,
         config: &mut LevelConfig,
     ) -> Option<Session> {
+        let observer = self.observer.clone();
+        let on_sample: kneepoint_scrape::OnSample = Arc::new(move |s| observer.server_sample(s));
         let session = match self.scraper.as_mut().filter(|s| s.active()) {
-            Some(scraper) => Some(
-                scraper
-                    .start(&dir.join("server_metrics_export.jsonl"))
-                    .await,
-            ),
+            Some(scraper) => {
+                let jsonl = dir.join("server_metrics_export.jsonl");
+                Some(scraper.start(&jsonl, Some(on_sample)).await)
+            }
             None => None,
         };
         if let Some(s) = &session {
@@ -40,7 +42,10 @@ impl Bench {
                 Box::pin(async move { marker.mark().await })
             }));
         }
+        let in_flight = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        config.in_flight = Some(in_flight.clone());
         self.observer.level_started(label, total);
+        self.observer.requests_in_flight(in_flight);
         session
     }
 

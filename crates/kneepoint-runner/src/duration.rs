@@ -131,6 +131,9 @@ async fn timed_loop(
         require_finish_reason: config.require_finish_reason,
         trust_server_usage: config.trust_server_usage,
         retry: config.retry,
+        in_flight: (phase == Phase::Profiling)
+            .then(|| config.in_flight.clone())
+            .flatten(),
     });
     let stop_at = Instant::from_std(origin) + length;
     // Cancels what is in flight at the end of the grace period, or at once on Ctrl-C.

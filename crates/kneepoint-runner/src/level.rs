@@ -60,6 +60,9 @@ pub struct LevelConfig {
     pub ramp_up: Option<Duration>,
     /// Awaited after the warm-up, before the measured phase starts (none by default).
     pub after_warmup: Option<PhaseHook>,
+    /// Measured requests in flight now (a relaxed atomic add and subtract around each), for a
+    /// live view; none by default.
+    pub in_flight: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// Open-loop load: each request starts at its intended time, whatever the server is doing, so a
@@ -112,6 +115,7 @@ impl LevelConfig {
             early_stop: None,
             ramp_up: None,
             after_warmup: None,
+            in_flight: None,
         }
     }
 }
@@ -196,6 +200,9 @@ pub async fn run_level(
         require_finish_reason: config.require_finish_reason,
         trust_server_usage: config.trust_server_usage,
         retry: config.retry,
+        in_flight: (phase == Phase::Profiling)
+            .then(|| config.in_flight.clone())
+            .flatten(),
     };
     let warmup_records = if warmup.is_empty() {
         Vec::new()

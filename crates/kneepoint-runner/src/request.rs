@@ -192,6 +192,8 @@ pub(crate) struct Ctx {
     pub require_finish_reason: bool,
     pub retry: RetryPolicy,
     pub trust_server_usage: bool,
+    /// Requests in flight now (measured phase only), for a live view.
+    pub in_flight: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// Whether a server's `completion_tokens` of `usage` can describe a response of `chunks`
@@ -259,7 +261,24 @@ async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
 
 /// Sends `request` (retrying as the policy allows), times it against the origin, and returns
 /// its one record.
+/// Counts one request in flight while it lives (dropped when the request ends or is cancelled).
+struct InFlight(Arc<std::sync::atomic::AtomicU64>);
+
+impl InFlight {
+    fn enter(n: &Arc<std::sync::atomic::AtomicU64>) -> InFlight {
+        n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        InFlight(n.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> RequestRecord {
+    let _in_flight = ctx.in_flight.as_ref().map(InFlight::enter);
     let (origin, origin_unix_ns, phase) = (ctx.origin, ctx.origin_unix_ns, ctx.phase);
     let counter = &ctx.counter;
     let start = Instant::now();

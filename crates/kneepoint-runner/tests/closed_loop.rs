@@ -538,3 +538,32 @@ async fn the_after_warmup_hook_runs_once_between_the_phases() {
     .unwrap();
     assert_eq!(again.load(Ordering::SeqCst), 0);
 }
+
+#[tokio::test]
+async fn the_in_flight_gauge_counts_measured_requests_only_and_ends_at_zero() {
+    let in_flight = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut config = LevelConfig::new(4);
+    config.in_flight = Some(in_flight.clone());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let observer = {
+        let (seen, in_flight) = (seen.clone(), in_flight.clone());
+        Arc::new(move |_: &RequestRecord| {
+            seen.lock().unwrap().push(in_flight.load(Ordering::Relaxed));
+        })
+    };
+    run_level(
+        Arc::new(Paced::new(2, 1, 3)),
+        &config,
+        requests(40),
+        requests(4),
+        vec![],
+        Some(observer),
+    )
+    .await
+    .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 40);
+    assert!(seen.iter().all(|n| *n <= 4), "{seen:?}");
+    assert!(seen.iter().any(|n| *n > 0), "{seen:?}");
+    assert_eq!(in_flight.load(Ordering::Relaxed), 0);
+}

@@ -54,6 +54,6 @@ mod timeline;
 
 pub use error::Error;
 pub use export::{export_csv, export_json, write_exports, SCHEMA_VERSION};
-pub use scraper::{Gathered, ScrapeSettings, Scraper, Session};
-pub use summary::{summarise, Part};
+pub use scraper::{Gathered, Marker, OnSample, ScrapeSettings, Scraper, Session};
+pub use summary::{summarise, LiveSample, Part};
 pub use timeline::{Meta, Timeline, Window, MAX_SERIES};

@@ -8,6 +8,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kneepoint_transport::{redact_url, ConnectOptions, Fetched, Fetcher};
@@ -15,6 +16,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use crate::summary::LiveSample;
 use crate::text::{le_label, parse, Exposition, Value as SeriesValue};
 use crate::timeline::Timeline;
 use crate::Error;
@@ -190,8 +192,9 @@ impl Scraper {
     }
 
     /// Takes the baseline scrape (bounded by the timeout), then scrapes at the interval on
-    /// its own task until [`Scraper::finish`]; every scrape is appended to `jsonl`.
-    pub async fn start(&mut self, jsonl: &Path) -> Session {
+    /// its own task until [`Scraper::finish`]; every scrape is appended to `jsonl`, and
+    /// `on_sample` (if any) sees the server's state after each round.
+    pub async fn start(&mut self, jsonl: &Path, on_sample: Option<OnSample>) -> Session {
         let (stop_tx, stop_rx) = oneshot::channel();
         let (ready_tx, ready_rx) = oneshot::channel();
         let (marks_tx, marks_rx) = mpsc::unbounded_channel();
@@ -199,7 +202,7 @@ impl Scraper {
             self.fetcher.clone(),
             self.settings.clone(),
             self.endpoints.clone(),
-            jsonl.to_path_buf(),
+            (jsonl.to_path_buf(), on_sample),
             ready_tx,
             (stop_rx, marks_rx),
         ));
@@ -270,14 +273,27 @@ fn read(fetched: Result<Fetched, String>) -> Result<(Fetched, Exposition), Strin
     Ok((f, e))
 }
 
+/// Receives the server's state after every scrape round (quickly: it runs on the scraper's
+/// blocking thread).
+pub type OnSample = Arc<dyn Fn(&LiveSample) + Send + Sync>;
+
 /// What the scraping task keeps between rounds.
-#[derive(Debug)]
 struct State {
     endpoints: Vec<Endpoint>,
     timelines: Vec<Timeline>,
     warnings: Vec<String>,
     jsonl: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
     round: u32,
+    on_sample: Option<OnSample>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("endpoints", &self.endpoints)
+            .field("round", &self.round)
+            .finish_non_exhaustive()
+    }
 }
 
 impl State {
@@ -329,6 +345,9 @@ impl State {
             }
         }
         self.round += 1;
+        if let Some(f) = &self.on_sample {
+            f(&LiveSample::of(&self.timelines));
+        }
     }
 }
 
@@ -358,7 +377,7 @@ async fn scrape_loop(
     fetcher: Fetcher,
     settings: ScrapeSettings,
     endpoints: Vec<Endpoint>,
-    jsonl: PathBuf,
+    (jsonl, on_sample): (PathBuf, Option<OnSample>),
     ready: oneshot::Sender<()>,
     (mut stop, mut marks): (
         oneshot::Receiver<()>,
@@ -389,6 +408,7 @@ async fn scrape_loop(
         ],
         jsonl: None,
         round: 0,
+        on_sample: None,
     };
     let first = State {
         endpoints: endpoints.clone(),
@@ -396,6 +416,7 @@ async fn scrape_loop(
         warnings,
         jsonl: writer,
         round: 0,
+        on_sample,
     };
     let t = settings.timeout;
     let Some(mut state) = round(&fetcher, t, first).await else {

@@ -132,16 +132,9 @@ fn finish(out: &mut ServerSummary, name: &str, acc: Acc, window_s: f64) {
     };
     match concept.kind {
         ConceptKind::Gauge | ConceptKind::Ratio if !acc.rounds.is_empty() => {
-            let combined: Vec<f64> = acc
-                .rounds
-                .values()
-                .map(|vs| match acc.combine.unwrap_or(Combine::Sum) {
-                    Combine::Sum => vs.iter().sum(),
-                    Combine::Max => vs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                    Combine::Mean => vs.iter().sum::<f64>() / vs.len() as f64,
-                })
-                .collect();
-            if let Some(stats) = Stats::of(&combined) {
+            let how = acc.combine.unwrap_or(Combine::Sum);
+            let per_round: Vec<f64> = acc.rounds.values().map(|vs| combined(vs, how)).collect();
+            if let Some(stats) = Stats::of(&per_round) {
                 let wanted: &[&str] = if concept.kind == ConceptKind::Ratio {
                     &["avg"]
                 } else {
@@ -152,7 +145,7 @@ fn finish(out: &mut ServerSummary, name: &str, acc: Acc, window_s: f64) {
                         out.set(name, stat, v);
                     }
                 }
-                out.set(name, "samples", combined.len() as f64);
+                out.set(name, "samples", per_round.len() as f64);
             }
         }
         ConceptKind::Ratio if acc.counted && acc.queries > 0.0 => {
@@ -180,4 +173,74 @@ fn finish(out: &mut ServerSummary, name: &str, acc: Acc, window_s: f64) {
         }
         _ => {}
     }
+}
+
+/// The server's state at the latest scrape, for a live view: running, waiting and KV-cache
+/// usage, combined over endpoints as the level summary combines them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct LiveSample {
+    /// Requests running.
+    pub running: Option<f64>,
+    /// Requests waiting.
+    pub waiting: Option<f64>,
+    /// KV-cache usage (0-1).
+    pub kv_usage: Option<f64>,
+}
+
+impl LiveSample {
+    /// The sample of `timelines`' latest scrapes.
+    pub fn of(timelines: &[Timeline]) -> LiveSample {
+        let at = |concept| {
+            let (mut out, mut combine) = (Vec::new(), Combine::Sum);
+            for tl in timelines {
+                if let Some((v, c)) = latest(tl, concept) {
+                    out.push(v);
+                    combine = c;
+                }
+            }
+            (!out.is_empty()).then(|| combined(&out, combine))
+        };
+        LiveSample {
+            running: at("server_running"),
+            waiting: at("server_waiting"),
+            kv_usage: at("server_kv_cache_usage"),
+        }
+    }
+}
+
+/// `values` combined as `how` says.
+fn combined(values: &[f64], how: Combine) -> f64 {
+    match how {
+        Combine::Sum => values.iter().sum(),
+        Combine::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        Combine::Mean => values.iter().sum::<f64>() / values.len() as f64,
+    }
+}
+
+/// A gauge concept's value at `tl`'s latest scrape: the first family of the table it has.
+fn latest(tl: &Timeline, concept: &str) -> Option<(f64, Combine)> {
+    let m = MAPPINGS.iter().find(|m| {
+        m.concept == concept && m.source == Source::Gauge && tl.meta.contains_key(m.family)
+    })?;
+    let last_points: Vec<(u32, f64)> = tl
+        .series
+        .iter()
+        .filter(|((family, labels), _)| {
+            family == m.family
+                && m.label
+                    .is_none_or(|(k, v)| labels.iter().any(|(a, b)| a == k && b == v))
+        })
+        .filter_map(|(_, log)| match log {
+            Log::Number(points) => points.last().map(|p| (p.round, p.v * m.scale)),
+            Log::Histogram { .. } => None,
+        })
+        .collect();
+    let round = last_points.iter().map(|p| p.0).max()?;
+    let values: Vec<f64> = last_points
+        .iter()
+        .filter(|p| p.0 == round && p.1.is_finite())
+        .map(|p| p.1)
+        .collect();
+    (!values.is_empty()).then(|| (combined(&values, m.combine), m.combine))
 }
