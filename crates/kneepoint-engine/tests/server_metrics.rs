@@ -215,6 +215,19 @@ async fn scraped_queue_and_kv_usage_match_the_engines_log_and_the_knee_is_kv() -
             .as_f64()
             .is_some()
     );
+    // report.html: the explanation in the answer, the server's state over time per level,
+    // and the client's TTFT beside the server's.
+    let html = std::fs::read_to_string(dir.path().join("report.html"))?;
+    assert!(
+        html.contains("Why: KV cache saturated"),
+        "no explanation in report.html"
+    );
+    for plot in ["server_concurrency_64.svg", "client_vs_server_ttft.svg"] {
+        let svg = std::fs::read_to_string(dir.path().join("plots").join(plot))?;
+        assert!(svg.starts_with("<svg"), "{plot}");
+    }
+    let svg = std::fs::read_to_string(dir.path().join("plots/server_concurrency_64.svg"))?;
+    assert!(svg.contains("waiting") && svg.contains("KV-cache usage (%)"));
     kneepoint_engine::rerender(dir.path())?;
     let again: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("sweep_summary.json"))?)?;

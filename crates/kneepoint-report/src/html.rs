@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::artifact::{Artifact, Level, RunKind};
 use crate::plots;
+use crate::server_plots;
 use crate::Error;
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#1d2430;background:#fff}
@@ -62,9 +63,9 @@ pub struct Rendered {
     pub plots: Vec<Plot>,
 }
 
-fn level_plots(l: &Level) -> Result<Vec<Plot>, Error> {
+fn level_plots(root: &std::path::Path, l: &Level) -> Result<Vec<Plot>, Error> {
     let title = format!("concurrency {}", l.concurrency);
-    Ok(vec![
+    let mut out = vec![
         Plot {
             file: format!("ttft_timeline_{}.svg", l.dir),
             title: format!("TTFT per request, {title}"),
@@ -75,7 +76,48 @@ fn level_plots(l: &Level) -> Result<Vec<Plot>, Error> {
             title: format!("TTFT distribution, {title}"),
             svg: plots::ttft_histogram(&l.records, &title)?,
         },
-    ])
+    ];
+    // The server's view over time, when its metrics were scraped (an unreadable export is
+    // left out: the page still renders).
+    let export = root.join(&l.dir).join("server_metrics_export.json");
+    let doc = std::fs::read(&export)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let points = doc
+        .map(|d| server_plots::read_timeline(&d))
+        .unwrap_or_default();
+    if !points.is_empty() {
+        out.push(Plot {
+            file: format!("server_{}.svg", l.dir),
+            title: format!("Server state over time, {title}"),
+            svg: server_plots::server_timeline(&points, &title)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Client and server TTFT per level, when some level has the server's.
+fn ttft_pairs(levels: &[Level]) -> Vec<server_plots::TtftPair> {
+    let pairs: Vec<server_plots::TtftPair> = levels
+        .iter()
+        .map(|l| {
+            let s = &l.summary;
+            let server = |q: &str| s.server.as_ref().and_then(|v| v.get("server_ttft", q));
+            server_plots::TtftPair {
+                concurrency: l.concurrency,
+                client: (
+                    s.stat("time_to_first_token", "p50"),
+                    s.stat("time_to_first_token", "p95"),
+                ),
+                server: (server("p50"), server("p95")),
+            }
+        })
+        .collect();
+    if pairs.iter().any(|p| p.server.0.is_some()) {
+        pairs
+    } else {
+        Vec::new()
+    }
 }
 
 fn levels_table(a: &Artifact, out: &mut String) {
@@ -137,6 +179,9 @@ fn answer(a: &Artifact) -> String {
                 Some(k) => format!("The knee is at concurrency {k}."),
                 None => "No knee among the levels run.".into(),
             });
+            if let Some(why) = s("/knee_explanation/summary") {
+                let _ = write!(o, " Why: {why}.");
+            }
             if let Some(f) = s("/fleet/explanation") {
                 let _ = write!(o, " Fleet: {f}.");
             }
@@ -315,6 +360,14 @@ pub fn render(a: &Artifact) -> Result<Rendered, Error> {
             svg: plots::throughput_vs_latency(&curves, sla)?,
         });
     }
+    let pairs = ttft_pairs(&a.levels);
+    if !pairs.is_empty() && !open_loop {
+        plots_out.push(Plot {
+            file: "client_vs_server_ttft.svg".into(),
+            title: "TTFT: client vs server (the difference is the network and queueing in front of the engine)".into(),
+            svg: server_plots::client_vs_server_ttft(&pairs)?,
+        });
+    }
     if a.kind != RunKind::Recommend && !open_loop {
         plots_out.push(Plot {
             file: "latency_percentiles.svg".into(),
@@ -324,7 +377,7 @@ pub fn render(a: &Artifact) -> Result<Rendered, Error> {
     }
     let mut per_level = Vec::new();
     for l in &a.levels {
-        per_level.push((l, level_plots(l)?));
+        per_level.push((l, level_plots(&a.root, l)?));
     }
 
     let mut o = String::new();

@@ -31,6 +31,7 @@ mod error;
 mod html;
 pub mod plots;
 pub mod schema;
+pub mod server_plots;
 
 use std::path::PathBuf;
 

@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use crate::Error;
 
 const SIZE: (u32, u32) = (760, 440);
-const PALETTE: [RGBColor; 6] = [
+pub(crate) const PALETTE: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -17,8 +17,8 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
 ];
-const RED: RGBColor = RGBColor(214, 39, 40);
-const GREY: RGBColor = RGBColor(120, 120, 120);
+pub(crate) const RED: RGBColor = RGBColor(214, 39, 40);
+pub(crate) const GREY: RGBColor = RGBColor(120, 120, 120);
 
 /// One measured level, as the plots need it.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +50,7 @@ pub struct Curve {
     pub chosen: Option<u32>,
 }
 
-fn err<E: std::fmt::Display>(plot: &'static str) -> impl Fn(E) -> Error {
+pub(crate) fn err<E: std::fmt::Display>(plot: &'static str) -> impl Fn(E) -> Error {
     move |e| Error::Plot {
         plot,
         message: e.to_string(),
@@ -80,7 +80,7 @@ impl TimeUnit {
 }
 
 /// An axis tick: no trailing `.0`, few digits.
-fn tick(v: f64) -> String {
+pub(crate) fn tick(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
@@ -98,7 +98,7 @@ fn tick(v: f64) -> String {
 }
 
 /// `(lo, hi)` padded by 5 %, never empty.
-fn span(values: impl Iterator<Item = f64>, zero_floor: bool) -> (f64, f64) {
+pub(crate) fn span(values: impl Iterator<Item = f64>, zero_floor: bool) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for v in values.filter(|v| v.is_finite()) {
         lo = lo.min(v);
@@ -124,7 +124,7 @@ fn span(values: impl Iterator<Item = f64>, zero_floor: bool) -> (f64, f64) {
     )
 }
 
-fn render(
+pub(crate) fn render(
     plot: &'static str,
     draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Error>,
 ) -> Result<String, Error> {

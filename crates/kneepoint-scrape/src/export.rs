@@ -220,6 +220,15 @@ fn json_of(parts: &[Part], summary: &ServerSummary, series: PerSeries) -> Value 
         m["series"] = Value::Array(series);
         metrics.insert(name, m);
     }
+    // kneepoint's extra: the server's state at each scrape, for plots over time.
+    let timeline: Vec<Value> = parts
+        .iter()
+        .flat_map(|p| crate::summary::concept_timeline(&p.timelines))
+        .map(|p| {
+            json!({"t_ns": p.t_ns, "running": p.sample.running, "waiting": p.sample.waiting,
+                   "kv_usage": p.sample.kv_usage, "preemptions": p.preemptions})
+        })
+        .collect();
     json!({
         "schema_version": SCHEMA_VERSION,
         "kneepoint_version": env!("CARGO_PKG_VERSION"),
@@ -231,6 +240,7 @@ fn json_of(parts: &[Part], summary: &ServerSummary, series: PerSeries) -> Value 
             "endpoint_info": endpoint_info,
         },
         "concepts": summary.concepts,
+        "timeline": timeline,
         "metrics": metrics,
     })
 }

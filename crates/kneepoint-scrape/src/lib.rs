@@ -55,5 +55,5 @@ mod timeline;
 pub use error::Error;
 pub use export::{export_csv, export_json, write_exports, SCHEMA_VERSION};
 pub use scraper::{Gathered, Marker, OnSample, ScrapeSettings, Scraper, Session};
-pub use summary::{summarise, LiveSample, Part};
+pub use summary::{concept_timeline, summarise, LiveSample, Part, TimelinePoint};
 pub use timeline::{Meta, Timeline, Window, MAX_SERIES};

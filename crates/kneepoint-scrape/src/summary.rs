@@ -191,15 +191,20 @@ pub struct LiveSample {
 impl LiveSample {
     /// The sample of `timelines`' latest scrapes.
     pub fn of(timelines: &[Timeline]) -> LiveSample {
+        Self::at(timelines, None)
+    }
+
+    /// The sample of scrape round `round` (`None`: each timeline's latest).
+    fn at(timelines: &[Timeline], round: Option<u32>) -> LiveSample {
         let at = |concept| {
-            let (mut out, mut combine) = (Vec::new(), Combine::Sum);
+            let (mut out, mut how) = (Vec::new(), Combine::Sum);
             for tl in timelines {
-                if let Some((v, c)) = latest(tl, concept) {
+                if let Some((v, c)) = gauge_at(tl, concept, round) {
                     out.push(v);
-                    combine = c;
+                    how = c;
                 }
             }
-            (!out.is_empty()).then(|| combined(&out, combine))
+            (!out.is_empty()).then(|| combined(&out, how))
         };
         LiveSample {
             running: at("server_running"),
@@ -207,6 +212,68 @@ impl LiveSample {
             kv_usage: at("server_kv_cache_usage"),
         }
     }
+}
+
+/// The server's state at one scrape round of a level, for plots over time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct TimelinePoint {
+    /// When (Unix ns; the round's earliest scrape).
+    pub t_ns: u64,
+    /// Running, waiting, KV usage.
+    pub sample: LiveSample,
+    /// Preemptions since the run's first scrape (summed over endpoints).
+    pub preemptions: Option<f64>,
+}
+
+/// Every scrape round of one run's timelines, in order.
+pub fn concept_timeline(timelines: &[Timeline]) -> Vec<TimelinePoint> {
+    let mut rounds: BTreeMap<u32, u64> = BTreeMap::new();
+    for tl in timelines {
+        for log in tl.series.values() {
+            if let Log::Number(points) = log {
+                for p in points {
+                    let t = rounds.entry(p.round).or_insert(p.t);
+                    *t = (*t).min(p.t);
+                }
+            }
+        }
+    }
+    let preempted = |round: u32| -> Option<f64> {
+        let mut total = None;
+        for tl in timelines {
+            let Some(m) = first_family(tl, "server_preemptions", Source::Counter) else {
+                continue;
+            };
+            for ((family, _), log) in &tl.series {
+                let Log::Number(points) = log else { continue };
+                if family != m.family {
+                    continue;
+                }
+                let first = points.first().map(|p| p.v);
+                let now = points.iter().rfind(|p| p.round <= round).map(|p| p.v);
+                if let (Some(a), Some(b)) = (first, now) {
+                    *total.get_or_insert(0.0) += (b - a).max(0.0) * m.scale;
+                }
+            }
+        }
+        total
+    };
+    rounds
+        .into_iter()
+        .map(|(round, t_ns)| TimelinePoint {
+            t_ns,
+            sample: LiveSample::at(timelines, Some(round)),
+            preemptions: preempted(round),
+        })
+        .collect()
+}
+
+/// The first family of the table giving `concept` from `source` that `tl` has.
+fn first_family(tl: &Timeline, concept: &str, source: Source) -> Option<&'static Mapping> {
+    MAPPINGS
+        .iter()
+        .find(|m| m.concept == concept && m.source == source && tl.meta.contains_key(m.family))
 }
 
 /// `values` combined as `how` says.
@@ -218,12 +285,11 @@ fn combined(values: &[f64], how: Combine) -> f64 {
     }
 }
 
-/// A gauge concept's value at `tl`'s latest scrape: the first family of the table it has.
-fn latest(tl: &Timeline, concept: &str) -> Option<(f64, Combine)> {
-    let m = MAPPINGS.iter().find(|m| {
-        m.concept == concept && m.source == Source::Gauge && tl.meta.contains_key(m.family)
-    })?;
-    let last_points: Vec<(u32, f64)> = tl
+/// A gauge concept's value at `tl`'s scrape round `round` (`None`: its latest), from the first
+/// family of the table it has.
+fn gauge_at(tl: &Timeline, concept: &str, round: Option<u32>) -> Option<(f64, Combine)> {
+    let m = first_family(tl, concept, Source::Gauge)?;
+    let points: Vec<(u32, f64)> = tl
         .series
         .iter()
         .filter(|((family, labels), _)| {
@@ -232,12 +298,16 @@ fn latest(tl: &Timeline, concept: &str) -> Option<(f64, Combine)> {
                     .is_none_or(|(k, v)| labels.iter().any(|(a, b)| a == k && b == v))
         })
         .filter_map(|(_, log)| match log {
-            Log::Number(points) => points.last().map(|p| (p.round, p.v * m.scale)),
+            Log::Number(points) => match round {
+                Some(r) => points.iter().find(|p| p.round == r),
+                None => points.last(),
+            }
+            .map(|p| (p.round, p.v * m.scale)),
             Log::Histogram { .. } => None,
         })
         .collect();
-    let round = last_points.iter().map(|p| p.0).max()?;
-    let values: Vec<f64> = last_points
+    let round = points.iter().map(|p| p.0).max()?;
+    let values: Vec<f64> = points
         .iter()
         .filter(|p| p.0 == round && p.1.is_finite())
         .map(|p| p.1)

@@ -319,6 +319,21 @@ fn exports_have_aiperfs_shape() {
         3
     );
     assert_eq!(doc["concepts"]["server_running"]["max"], 8.0);
+    // The state at each scrape round, for plots over time: running 0, 8, 4; preemptions
+    // since the first scrape 0, 1, 2.
+    let timeline = doc["timeline"].as_array().unwrap();
+    let running: Vec<f64> = timeline
+        .iter()
+        .map(|p| p["running"].as_f64().unwrap())
+        .collect();
+    assert_eq!(running, [0.0, 8.0, 4.0]);
+    let preempted: Vec<f64> = timeline
+        .iter()
+        .map(|p| p["preemptions"].as_f64().unwrap())
+        .collect();
+    assert_eq!(preempted, [0.0, 1.0, 2.0]);
+    assert_eq!(timeline[2]["kv_usage"], 0.25);
+    assert_eq!(timeline[1]["t_ns"], 1_000_000_000u64);
     let csv = kneepoint_scrape::export_csv(&parts);
     assert!(csv.starts_with("# kneepoint server metrics export (CSV)\n"));
     let headers: Vec<&str> = csv.lines().filter(|l| l.starts_with("Endpoint,")).collect();
