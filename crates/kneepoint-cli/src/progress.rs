@@ -36,7 +36,9 @@ pub(crate) struct Progress {
 struct Live {
     label: String,
     total: u64,
-    started: Instant,
+    /// The latest end of a measured request, ns from the measured phase's start (so that a
+    /// warm-up does not dilute throughput).
+    measured_ns: u64,
     /// On a terminal: the bar and the panel line under it.
     bars: Option<(ProgressBar, ProgressBar)>,
     in_flight: Option<Arc<AtomicU64>>,
@@ -80,7 +82,7 @@ impl Live {
         Live {
             label: label.to_owned(),
             total,
-            started: Instant::now(),
+            measured_ns: 0,
             bars,
             in_flight: None,
             done: 0,
@@ -95,7 +97,7 @@ impl Live {
 
     /// The figures so far, on one line.
     fn text(&self) -> String {
-        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        let secs = (self.measured_ns as f64 / 1e9).max(1e-3);
         let total = if self.total > 0 {
             format!("/{}", self.total)
         } else {
@@ -198,12 +200,18 @@ impl Observer for Progress {
     }
 
     fn server_sample(&self, sample: &LiveSample) {
-        self.with_level(|l| l.server = Some(*sample));
+        // Redrawn here too: when nothing finishes (a stalled server), the server's state and
+        // the requests in flight still move.
+        self.with_level(|l| {
+            l.server = Some(*sample);
+            l.draw(false);
+        });
     }
 
     fn request_finished(&self, r: &RequestRecord) {
         self.with_level(|l| {
             l.done += 1;
+            l.measured_ns = l.measured_ns.max(r.end_ns);
             if r.is_ok() {
                 let m = RequestMetrics::of(r);
                 record(&mut l.ttft_us, m.ttft_ms);

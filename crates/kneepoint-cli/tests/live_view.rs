@@ -60,11 +60,25 @@ fn without_a_terminal_the_figures_are_plain_lines() {
 fn on_a_terminal_a_live_panel_shows_the_level_and_the_server() {
     if Command::new("tmux").arg("-V").output().is_err() {
         // `.ci/run` installs tmux; a machine with only the Rust toolchain has none.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "tmux is missing in CI: .ci/run installs it"
+        );
         eprintln!("tmux is not installed: the live view is checked where it is (.ci/run)");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let session = format!("kneepoint-live-{}", std::process::id());
+    let session = "live";
+    // A private tmux server (its own socket), killed at the end: the user's sessions are
+    // never touched.
+    let socket = format!("kneepoint-live-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", socket.as_str()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
     let args: Vec<String> = sweep_args(&tmp.path().join("run"))
         .into_iter()
         .map(|a| format!("'{a}'"))
@@ -75,26 +89,20 @@ fn on_a_terminal_a_live_panel_shows_the_level_and_the_server() {
         args.join(" "),
         tmp.path().display()
     );
-    let started = Command::new("tmux")
-        .args([
-            "new-session",
-            "-d",
-            "-x",
-            "220",
-            "-y",
-            "12",
-            "-s",
-            &session,
-            &command,
-        ])
-        .status()
-        .unwrap();
-    assert!(started.success());
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-x",
+        "220",
+        "-y",
+        "12",
+        "-s",
+        session,
+        &command,
+    ]);
+    assert!(started.status.success(), "{started:?}");
     let capture = || {
-        let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &session])
-            .output()
-            .unwrap();
+        let out = tmux(&["capture-pane", "-p", "-t", session]);
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     // Watch the pane until the panel shows the server's state mid-level (a wide bound: the
@@ -109,10 +117,9 @@ fn on_a_terminal_a_live_panel_shows_the_level_and_the_server() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let _ = Command::new("tmux")
-        .args(["kill-session", "-t", &session])
-        .status();
-    let pane = seen.unwrap_or_else(|| panic!("no live panel in the pane:\n{}", capture()));
+    let pane_at_end = capture();
+    tmux(&["kill-server"]);
+    let pane = seen.unwrap_or_else(|| panic!("no live panel in the pane:\n{pane_at_end}"));
     let bar = pane
         .lines()
         .find(|l| l.contains("concurrency 16") && l.contains("requests"))

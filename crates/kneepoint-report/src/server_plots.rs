@@ -12,7 +12,9 @@ use crate::Error;
 /// The server's state at one scrape.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ServerPoint {
-    /// Seconds since the level's first scrape.
+    /// Which run of the level (0 unless it was run several times).
+    pub run: u64,
+    /// Seconds since the run's first scrape.
     pub t_s: f64,
     /// Requests running.
     pub running: Option<f64>,
@@ -29,18 +31,23 @@ pub fn read_timeline(doc: &Value) -> Vec<ServerPoint> {
     let Some(points) = doc.get("timeline").and_then(Value::as_array) else {
         return Vec::new();
     };
-    let t0 = points
-        .iter()
-        .filter_map(|p| p.get("t_ns").and_then(Value::as_u64))
-        .min()
-        .unwrap_or(0);
+    let run = |p: &Value| p.get("run").and_then(Value::as_u64).unwrap_or(0);
+    let mut t0: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    for p in points {
+        if let Some(t) = p.get("t_ns").and_then(Value::as_u64) {
+            let first = t0.entry(run(p)).or_insert(t);
+            *first = (*first).min(t);
+        }
+    }
     points
         .iter()
         .filter_map(|p| {
             let t = p.get("t_ns")?.as_u64()?;
             let f = |k: &str| p.get(k).and_then(Value::as_f64);
+            let start = t0.get(&run(p)).copied().unwrap_or(t);
             Some(ServerPoint {
-                t_s: t.saturating_sub(t0) as f64 / 1e9,
+                run: run(p),
+                t_s: t.saturating_sub(start) as f64 / 1e9,
                 running: f("running"),
                 waiting: f("waiting"),
                 kv_usage: f("kv_usage"),
@@ -83,21 +90,29 @@ fn chart_over_time(
         .axis_desc_style(("sans-serif", 13))
         .draw()
         .map_err(err(plot))?;
+    let runs: std::collections::BTreeSet<u64> = points.iter().map(|p| p.run).collect();
     for &(name, get, color) in series {
-        let line: Vec<(f64, f64)> = points
-            .iter()
-            .filter_map(|p| get(p).map(|v| (p.t_s, v)))
-            .collect();
-        if line.is_empty() {
-            continue;
+        // One line per run (each from its own first scrape), one legend entry.
+        let mut labelled = false;
+        for run in &runs {
+            let line: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|p| p.run == *run)
+                .filter_map(|p| get(p).map(|v| (p.t_s, v)))
+                .collect();
+            if line.is_empty() {
+                continue;
+            }
+            let drawn = chart
+                .draw_series(LineSeries::new(line, color.stroke_width(2)))
+                .map_err(err(plot))?;
+            if !labelled {
+                labelled = true;
+                drawn.label(name).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            }
         }
-        chart
-            .draw_series(LineSeries::new(line, color.stroke_width(2)))
-            .map_err(err(plot))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
     }
     chart
         .configure_series_labels()
@@ -223,10 +238,14 @@ mod tests {
         let doc = serde_json::json!({"timeline": [
             {"t_ns": 5_000_000_000u64, "running": 2.0, "waiting": 0.0, "kv_usage": 0.1, "preemptions": 0.0},
             {"t_ns": 6_000_000_000u64, "running": 8.0, "waiting": 3.0, "kv_usage": 0.9, "preemptions": 2.0},
-            {"t_ns": 7_000_000_000u64, "running": null, "waiting": null, "kv_usage": null}
+            {"t_ns": 7_000_000_000u64, "running": null, "waiting": null, "kv_usage": null},
+            {"run": 1, "t_ns": 9_000_000_000u64, "running": 1.0},
+            {"run": 1, "t_ns": 9_500_000_000u64, "running": 4.0}
         ]});
         let pts = read_timeline(&doc);
-        assert_eq!(pts.len(), 3);
+        assert_eq!(pts.len(), 5);
+        // A second run's times start from its own first scrape.
+        assert_eq!((pts[3].run, pts[3].t_s, pts[4].t_s), (1, 0.0, 0.5));
         assert_eq!((pts[1].t_s, pts[1].waiting), (1.0, Some(3.0)));
         assert_eq!(pts[2].running, None);
         let svg = server_timeline(&pts, "concurrency 8").unwrap();

@@ -120,21 +120,13 @@ async fn timed_loop(
 ) -> Result<(), Error> {
     let in_flight = CancelToken::new();
     let origin = std::time::Instant::now();
-    let ctx = Arc::new(Ctx {
-        transport: transport.clone(),
-        counter: config.token_counter.clone(),
+    let ctx = Arc::new(Ctx::new(
+        transport.clone(),
+        config,
         phase,
-        origin,
-        origin_unix_ns: unix_ns(),
-        deadlines: config.deadlines,
-        cancel: in_flight.clone(),
-        require_finish_reason: config.require_finish_reason,
-        trust_server_usage: config.trust_server_usage,
-        retry: config.retry,
-        in_flight: (phase == Phase::Profiling)
-            .then(|| config.in_flight.clone())
-            .flatten(),
-    });
+        (origin, unix_ns()),
+        in_flight.clone(),
+    ));
     let stop_at = Instant::from_std(origin) + length;
     // Cancels what is in flight at the end of the grace period, or at once on Ctrl-C.
     let watcher = {

@@ -189,20 +189,15 @@ pub async fn run_level(
     if requests.is_empty() {
         return Err(Error::NoRequests);
     }
-    let ctx = |phase, origin, origin_unix_ns| Ctx {
-        transport: transport.clone(),
-        counter: config.token_counter.clone(),
-        phase,
-        origin,
-        origin_unix_ns,
-        deadlines: config.deadlines,
-        cancel: config.cancel.clone(),
-        require_finish_reason: config.require_finish_reason,
-        trust_server_usage: config.trust_server_usage,
-        retry: config.retry,
-        in_flight: (phase == Phase::Profiling)
-            .then(|| config.in_flight.clone())
-            .flatten(),
+    let ctx = |phase, origin, origin_unix_ns| {
+        let cancel = config.cancel.clone();
+        Ctx::new(
+            transport.clone(),
+            config,
+            phase,
+            (origin, origin_unix_ns),
+            cancel,
+        )
     };
     let warmup_records = if warmup.is_empty() {
         Vec::new()

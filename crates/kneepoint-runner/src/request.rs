@@ -196,6 +196,34 @@ pub(crate) struct Ctx {
     pub in_flight: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
+impl Ctx {
+    /// The context of one phase of a level run with `config`.
+    pub(crate) fn new(
+        transport: Arc<dyn Transport>,
+        config: &crate::LevelConfig,
+        phase: Phase,
+        (origin, origin_unix_ns): (Instant, u64),
+        cancel: crate::CancelToken,
+    ) -> Ctx {
+        Ctx {
+            transport,
+            counter: config.token_counter.clone(),
+            phase,
+            origin,
+            origin_unix_ns,
+            deadlines: config.deadlines,
+            cancel,
+            require_finish_reason: config.require_finish_reason,
+            retry: config.retry,
+            trust_server_usage: config.trust_server_usage,
+            // Only measured requests are shown in flight.
+            in_flight: (phase == Phase::Profiling)
+                .then(|| config.in_flight.clone())
+                .flatten(),
+        }
+    }
+}
+
 /// Whether a server's `completion_tokens` of `usage` can describe a response of `chunks`
 /// token-bearing chunks whose text the client counts as `client` tokens. Servers batch a few
 /// tokens per chunk (speculative decoding, stream intervals) and tokenizers differ by tens of
@@ -259,26 +287,27 @@ async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
     p
 }
 
-/// Sends `request` (retrying as the policy allows), times it against the origin, and returns
-/// its one record.
-/// Counts one request in flight while it lives (dropped when the request ends or is cancelled).
-struct InFlight(Arc<std::sync::atomic::AtomicU64>);
+/// Counts one request in flight while it lives (dropped when its response has ended, or when
+/// the request is cancelled).
+struct InFlight<'a>(&'a std::sync::atomic::AtomicU64);
 
-impl InFlight {
-    fn enter(n: &Arc<std::sync::atomic::AtomicU64>) -> InFlight {
+impl<'a> InFlight<'a> {
+    fn enter(n: &'a std::sync::atomic::AtomicU64) -> InFlight<'a> {
         n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        InFlight(n.clone())
+        InFlight(n)
     }
 }
 
-impl Drop for InFlight {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
+/// Sends `request` (retrying as the policy allows), times it against the origin, and returns
+/// its one record.
 pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> RequestRecord {
-    let _in_flight = ctx.in_flight.as_ref().map(InFlight::enter);
+    let in_flight = ctx.in_flight.as_deref().map(InFlight::enter);
     let (origin, origin_unix_ns, phase) = (ctx.origin, ctx.origin_unix_ns, ctx.phase);
     let counter = &ctx.counter;
     let start = Instant::now();
@@ -303,6 +332,7 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
         }
     };
     let end = Instant::now();
+    drop(in_flight);
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
 
     let client_count = u32::try_from(counter.count(&p.text)).unwrap_or(u32::MAX);

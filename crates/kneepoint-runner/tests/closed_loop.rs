@@ -539,31 +539,61 @@ async fn the_after_warmup_hook_runs_once_between_the_phases() {
     assert_eq!(again.load(Ordering::SeqCst), 0);
 }
 
+/// Reads the in-flight gauge as each request is sent (the request itself already counted).
+struct Gauged {
+    inner: Paced,
+    gauge: Arc<std::sync::atomic::AtomicU64>,
+    seen: Mutex<Vec<(u64, u64)>>,
+}
+
+#[async_trait]
+impl Transport for Gauged {
+    async fn send(&self, request: &Request) -> Result<EventStream, Error> {
+        let now = self.gauge.load(Ordering::Relaxed);
+        self.seen.lock().unwrap().push((request.id, now));
+        self.inner.send(request).await
+    }
+}
+
 #[tokio::test]
 async fn the_in_flight_gauge_counts_measured_requests_only_and_ends_at_zero() {
     let in_flight = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut config = LevelConfig::new(4);
     config.in_flight = Some(in_flight.clone());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let observer = {
-        let (seen, in_flight) = (seen.clone(), in_flight.clone());
-        Arc::new(move |_: &RequestRecord| {
-            seen.lock().unwrap().push(in_flight.load(Ordering::Relaxed));
+    let transport = Arc::new(Gauged {
+        inner: Paced::new(2, 1, 3),
+        gauge: in_flight.clone(),
+        seen: Mutex::default(),
+    });
+    // Warm-up requests get ids from 1000, measured ones 0..40.
+    let warmup: Vec<Request> = requests(4)
+        .into_iter()
+        .map(|mut r| {
+            r.id += 1000;
+            r
         })
-    };
+        .collect();
     run_level(
-        Arc::new(Paced::new(2, 1, 3)),
+        transport.clone(),
         &config,
         requests(40),
-        requests(4),
+        warmup,
         vec![],
-        Some(observer),
+        None,
     )
     .await
     .unwrap();
-    let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 40);
-    assert!(seen.iter().all(|n| *n <= 4), "{seen:?}");
-    assert!(seen.iter().any(|n| *n > 0), "{seen:?}");
+    let seen = transport.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 44);
+    for (id, n) in seen {
+        if id >= 1000 {
+            assert_eq!(n, 0, "warm-up request {id} was counted");
+        } else {
+            assert!(
+                (1..=4).contains(&n),
+                "measured request {id} saw {n} in flight"
+            );
+        }
+    }
     assert_eq!(in_flight.load(Ordering::Relaxed), 0);
 }

@@ -221,12 +221,18 @@ fn json_of(parts: &[Part], summary: &ServerSummary, series: PerSeries) -> Value 
         metrics.insert(name, m);
     }
     // kneepoint's extra: the server's state at each scrape, for plots over time.
+    // One run after another (a level with --num-runs > 1): `run` says which.
     let timeline: Vec<Value> = parts
         .iter()
-        .flat_map(|p| crate::summary::concept_timeline(&p.timelines))
-        .map(|p| {
-            json!({"t_ns": p.t_ns, "running": p.sample.running, "waiting": p.sample.waiting,
-                   "kv_usage": p.sample.kv_usage, "preemptions": p.preemptions})
+        .enumerate()
+        .flat_map(|(run, part)| {
+            crate::summary::concept_timeline(&part.timelines)
+                .into_iter()
+                .map(move |p| {
+                    json!({"run": run, "t_ns": p.t_ns, "running": p.sample.running,
+                           "waiting": p.sample.waiting, "kv_usage": p.sample.kv_usage,
+                           "preemptions": p.preemptions})
+                })
         })
         .collect();
     json!({

@@ -25,9 +25,10 @@ pub(crate) enum Source {
 }
 
 /// How the series of one concept (several label sets, several endpoints) combine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) enum Combine {
     /// Summed (requests, tokens, watts).
+    #[default]
     Sum,
     /// The largest (the fullest KV cache among replicas).
     Max,
@@ -453,6 +454,14 @@ pub(crate) const MAPPINGS: &[Mapping] = &[
         0.001,
     ),
 ];
+
+impl Mapping {
+    /// Whether a series with `labels` is one this row reads (its label filter, if any).
+    pub(crate) fn selects(&self, labels: &[(String, String)]) -> bool {
+        self.label
+            .is_none_or(|(k, v)| labels.iter().any(|(a, b)| a == k && b == v))
+    }
+}
 
 /// The rows for `family`.
 pub(crate) fn mappings(family: &str) -> impl Iterator<Item = &'static Mapping> + '_ {

@@ -230,9 +230,16 @@ impl Scraper {
         };
         match task.await {
             Ok(state) => {
+                // Endpoints that gave nothing this level (dropped before or at its first
+                // scrape) have no timeline to summarise.
+                let timelines = state
+                    .timelines
+                    .into_iter()
+                    .filter(|t| t.fetches > 0 || t.failures > 0)
+                    .collect();
                 self.endpoints = state.endpoints;
                 Gathered {
-                    timelines: state.timelines,
+                    timelines,
                     warnings: state.warnings,
                 }
             }
@@ -304,7 +311,9 @@ impl State {
             let Some(ep) = self.endpoints.get_mut(i) else {
                 continue;
             };
-            let Some(tl) = self.timelines.iter_mut().find(|t| t.url == ep.url) else {
+            // One timeline per endpoint, by position (two endpoints may look alike once
+            // their URLs are redacted).
+            let Some(tl) = self.timelines.get_mut(i) else {
                 continue;
             };
             match read(r) {
@@ -395,11 +404,7 @@ async fn scrape_loop(
             None
         }
     };
-    let timelines = endpoints
-        .iter()
-        .filter(|e| !e.dropped)
-        .map(|e| Timeline::new(&e.url))
-        .collect();
+    let timelines = endpoints.iter().map(|e| Timeline::new(&e.url)).collect();
     let lost = |endpoints: Vec<Endpoint>| State {
         endpoints,
         timelines: Vec::new(),

@@ -51,24 +51,12 @@ pub fn summarise(parts: &[Part]) -> ServerSummary {
             // Several families may give one concept (old and new names, two exporters of one
             // server): per endpoint, the first of the table that it has.
             let picked = |m: &Mapping| {
-                MAPPINGS
-                    .iter()
-                    .find(|x| {
-                        x.concept == m.concept
-                            && x.source == m.source
-                            && tl.meta.contains_key(x.family)
-                    })
-                    .is_some_and(|x| x.family == m.family)
+                first_family(tl, m.concept, m.source).is_some_and(|x| x.family == m.family)
             };
             for ((family, labels), log) in &tl.series {
                 for m in mappings(family) {
-                    if !picked(m) {
+                    if !picked(m) || !m.selects(labels) {
                         continue;
-                    }
-                    if let Some((k, v)) = m.label {
-                        if !labels.iter().any(|(a, b)| a == k && b == v) {
-                            continue;
-                        }
                     }
                     let acc = accs.entry(m.concept).or_default();
                     add(acc, m, log, pi, part.window);
@@ -191,15 +179,10 @@ pub struct LiveSample {
 impl LiveSample {
     /// The sample of `timelines`' latest scrapes.
     pub fn of(timelines: &[Timeline]) -> LiveSample {
-        Self::at(timelines, None)
-    }
-
-    /// The sample of scrape round `round` (`None`: each timeline's latest).
-    fn at(timelines: &[Timeline], round: Option<u32>) -> LiveSample {
         let at = |concept| {
             let (mut out, mut how) = (Vec::new(), Combine::Sum);
             for tl in timelines {
-                if let Some((v, c)) = gauge_at(tl, concept, round) {
+                if let Some((v, c)) = latest(tl, concept) {
                     out.push(v);
                     how = c;
                 }
@@ -226,45 +209,89 @@ pub struct TimelinePoint {
     pub preemptions: Option<f64>,
 }
 
-/// Every scrape round of one run's timelines, in order.
+/// One endpoint's values of a gauge concept per scrape round, and how to combine them.
+type RoundValues = (BTreeMap<u32, Vec<f64>>, Combine);
+
+/// Every scrape round of one run's timelines, in order: one pass over each series' points.
 pub fn concept_timeline(timelines: &[Timeline]) -> Vec<TimelinePoint> {
     let mut rounds: BTreeMap<u32, u64> = BTreeMap::new();
+    // Per gauge concept and endpoint: round → the values to combine; per endpoint and
+    // preemption series: (round, preemptions so far), resets read as `increase` reads them.
+    let gauges = ["server_running", "server_waiting", "server_kv_cache_usage"];
+    let mut per_endpoint: Vec<[RoundValues; 3]> = Vec::new();
+    let mut preemption_steps: Vec<Vec<(u32, f64)>> = Vec::new();
     for tl in timelines {
-        for log in tl.series.values() {
-            if let Log::Number(points) = log {
-                for p in points {
-                    let t = rounds.entry(p.round).or_insert(p.t);
-                    *t = (*t).min(p.t);
-                }
+        let mut mine: [RoundValues; 3] = Default::default();
+        let picks: Vec<Option<&Mapping>> = gauges
+            .iter()
+            .map(|c| first_family(tl, c, Source::Gauge))
+            .collect();
+        let preempt = first_family(tl, "server_preemptions", Source::Counter);
+        for ((family, labels), log) in &tl.series {
+            let Log::Number(points) = log else { continue };
+            for p in points {
+                let t = rounds.entry(p.round).or_insert(p.t);
+                *t = (*t).min(p.t);
             }
-        }
-    }
-    let preempted = |round: u32| -> Option<f64> {
-        let mut total = None;
-        for tl in timelines {
-            let Some(m) = first_family(tl, "server_preemptions", Source::Counter) else {
-                continue;
-            };
-            for ((family, _), log) in &tl.series {
-                let Log::Number(points) = log else { continue };
-                if family != m.family {
+            for (k, m) in picks.iter().enumerate() {
+                let Some(m) = m.filter(|m| m.family == family && m.selects(labels)) else {
                     continue;
-                }
-                let first = points.first().map(|p| p.v);
-                let now = points.iter().rfind(|p| p.round <= round).map(|p| p.v);
-                if let (Some(a), Some(b)) = (first, now) {
-                    *total.get_or_insert(0.0) += (b - a).max(0.0) * m.scale;
+                };
+                mine[k].1 = m.combine;
+                for p in points.iter().filter(|p| p.v.is_finite()) {
+                    mine[k].0.entry(p.round).or_default().push(p.v * m.scale);
                 }
             }
+            if let Some(m) = preempt.filter(|m| m.family == family && m.selects(labels)) {
+                let finite: Vec<&crate::timeline::Point> =
+                    points.iter().filter(|p| p.v.is_finite()).collect();
+                let mut so_far = 0.0;
+                let mut steps = Vec::with_capacity(finite.len());
+                for (i, p) in finite.iter().enumerate() {
+                    if i > 0 {
+                        so_far += crate::timeline::rise(finite[i - 1].v, p.v) * m.scale;
+                    }
+                    steps.push((p.round, so_far));
+                }
+                preemption_steps.push(steps);
+            }
         }
-        total
-    };
+        per_endpoint.push(mine);
+    }
+    let mut cursors = vec![0usize; preemption_steps.len()];
     rounds
         .into_iter()
-        .map(|(round, t_ns)| TimelinePoint {
-            t_ns,
-            sample: LiveSample::at(timelines, Some(round)),
-            preemptions: preempted(round),
+        .map(|(round, t_ns)| {
+            let gauge = |k: usize| {
+                let mut values = Vec::new();
+                let mut how = Combine::Sum;
+                for e in &per_endpoint {
+                    if let Some(vs) = e[k].0.get(&round).filter(|v| !v.is_empty()) {
+                        values.push(combined(vs, e[k].1));
+                        how = e[k].1;
+                    }
+                }
+                (!values.is_empty()).then(|| combined(&values, how))
+            };
+            // Each series' preemptions as of this round (its latest point at or before it).
+            let mut preemptions = None;
+            for (steps, cursor) in preemption_steps.iter().zip(cursors.iter_mut()) {
+                while steps.get(*cursor + 1).is_some_and(|s| s.0 <= round) {
+                    *cursor += 1;
+                }
+                if let Some(&(_, v)) = steps.get(*cursor).filter(|s| s.0 <= round) {
+                    *preemptions.get_or_insert(0.0) += v;
+                }
+            }
+            TimelinePoint {
+                t_ns,
+                sample: LiveSample {
+                    running: gauge(0),
+                    waiting: gauge(1),
+                    kv_usage: gauge(2),
+                },
+                preemptions,
+            }
         })
         .collect()
 }
@@ -285,24 +312,16 @@ fn combined(values: &[f64], how: Combine) -> f64 {
     }
 }
 
-/// A gauge concept's value at `tl`'s scrape round `round` (`None`: its latest), from the first
-/// family of the table it has.
-fn gauge_at(tl: &Timeline, concept: &str, round: Option<u32>) -> Option<(f64, Combine)> {
+/// A gauge concept's value at `tl`'s latest scrape, from the first family of the table it
+/// has.
+fn latest(tl: &Timeline, concept: &str) -> Option<(f64, Combine)> {
     let m = first_family(tl, concept, Source::Gauge)?;
     let points: Vec<(u32, f64)> = tl
         .series
         .iter()
-        .filter(|((family, labels), _)| {
-            family == m.family
-                && m.label
-                    .is_none_or(|(k, v)| labels.iter().any(|(a, b)| a == k && b == v))
-        })
+        .filter(|((family, labels), _)| family == m.family && m.selects(labels))
         .filter_map(|(_, log)| match log {
-            Log::Number(points) => match round {
-                Some(r) => points.iter().find(|p| p.round == r),
-                None => points.last(),
-            }
-            .map(|p| (p.round, p.v * m.scale)),
+            Log::Number(points) => points.last().map(|p| (p.round, p.v * m.scale)),
             Log::Histogram { .. } => None,
         })
         .collect();

@@ -218,7 +218,7 @@ pub(crate) fn increase(points: &[Point], w: Window) -> Option<f64> {
 
 /// A cumulative value's rise from `prev` to `cur`; a drop is a reset, after which `cur` is
 /// what accumulated.
-fn rise(prev: f64, cur: f64) -> f64 {
+pub(crate) fn rise(prev: f64, cur: f64) -> f64 {
     if cur >= prev {
         cur - prev
     } else {

@@ -379,3 +379,28 @@ fn runaway_pages_stay_bounded() {
     assert!(header.ends_with(",labels,Description"), "{header}");
     assert!(csv.contains(",key7=v,"), "{csv}");
 }
+
+#[test]
+fn the_timeline_reads_counter_resets_and_label_filters() {
+    let page = |p: u32, active: u32| {
+        format!(
+            "# TYPE vllm:num_preemptions_total counter\nvllm:num_preemptions_total{{engine=\"0\"}} {p}\n# TYPE nv_trt_llm_request_metrics gauge\nnv_trt_llm_request_metrics{{request_type=\"active\"}} {active}\nnv_trt_llm_request_metrics{{request_type=\"max\"}} 256\n"
+        )
+    };
+    let mut tl = Timeline::new("http://127.0.0.1:1/metrics");
+    for (round, (p, active)) in [(1, 1), (3, 2), (0, 3), (2, 4)].into_iter().enumerate() {
+        tl.add(
+            round as u64 * 10,
+            round as u32,
+            1,
+            &text::parse(&page(p, active)),
+        );
+    }
+    let points = kneepoint_scrape::concept_timeline(&[tl]);
+    let preempted: Vec<Option<f64>> = points.iter().map(|p| p.preemptions).collect();
+    // +2, then a reset to 0 (nothing new), then +2.
+    assert_eq!(preempted, [Some(0.0), Some(2.0), Some(2.0), Some(4.0)]);
+    // Only `request_type="active"` is the running batch, never `max`.
+    let running: Vec<Option<f64>> = points.iter().map(|p| p.sample.running).collect();
+    assert_eq!(running, [Some(1.0), Some(2.0), Some(3.0), Some(4.0)]);
+}
