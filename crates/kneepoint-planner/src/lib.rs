@@ -34,6 +34,7 @@ mod explain;
 mod fleet;
 mod key;
 mod knee;
+mod predict;
 mod recommend;
 mod search;
 mod search_config;

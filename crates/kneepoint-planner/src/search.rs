@@ -25,6 +25,10 @@ pub use crate::search_config::SearchConfig;
 use crate::sla::{check_all, Measurement, SlaCheck};
 use crate::Error;
 
+/// The largest step above the highest pass while bracketing, however far the predicted
+/// crossing: a probe far above the boundary is the most expensive one a search can run.
+pub const MAX_JUMP: f64 = 16.0;
+
 /// Why a probe was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -67,6 +71,10 @@ pub struct ProbeRecord {
     pub pass: bool,
     /// The first SLA (in configuration order) that failed.
     pub first_breach: Option<String>,
+    /// How far its readings were from what the earlier probes predicted for it (the largest
+    /// `|ln(observed / predicted)|` over the SLAs); the search's estimate of measurement noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction_error: Option<f64>,
 }
 
 /// Why the search stopped.
@@ -192,16 +200,20 @@ impl Search {
         };
         let checks = check_all(&self.config.slas, m);
         let pass = checks.iter().all(|c| c.holds);
-        if let Some(expected) = probe.expect_pass {
+        if let (ProbePhase::Narrow, Some(expected)) = (probe.phase, probe.expect_pass) {
             self.missed_prediction = expected != pass;
         }
-        self.history.push(ProbeRecord {
+        let mut record = ProbeRecord {
             probe,
             throughput: m.throughput,
             first_breach: checks.iter().find(|c| !c.holds).map(|c| c.sla.clone()),
             checks,
             pass,
-        });
+            prediction_error: None,
+        };
+        record.prediction_error =
+            crate::predict::prediction_error(&self.config.slas, &self.history, &record);
+        self.history.push(record);
         self.pending = None;
         Ok(())
     }
@@ -243,6 +255,32 @@ impl Search {
         (lo, hi, non_monotone)
     }
 
+    /// The search's estimate of measurement noise at the answer `at`: the larger prediction
+    /// error, for the SLA with the smallest margin there, of the last two probes that had a
+    /// prediction (None before there are two).
+    fn noise(&self, at: u32) -> Option<f64> {
+        let binding = self
+            .history
+            .iter()
+            .filter(|r| r.probe.concurrency == at)
+            .flat_map(|r| &r.checks)
+            .filter_map(|k| Some((k.margin?, &k.sla)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .and_then(|(_, name)| self.config.slas.iter().find(|s| &s.name == name))?;
+        let recent: Vec<f64> = (0..self.history.len())
+            .rev()
+            .filter_map(|i| {
+                crate::predict::prediction_error(
+                    std::slice::from_ref(binding),
+                    &self.history[..i],
+                    &self.history[i],
+                )
+            })
+            .take(2)
+            .collect();
+        (recent.len() == 2).then(|| recent.iter().copied().fold(0.0, f64::max))
+    }
+
     fn converged(&self, lo: u32, hi: u32) -> bool {
         hi - lo <= 1 || f64::from(hi - lo) <= self.config.precision * f64::from(hi)
     }
@@ -265,15 +303,19 @@ impl Search {
 
     fn choose(&mut self) -> Option<Probe> {
         let c = &self.config;
-        let (lo, hi, _) = self.bracket();
+        let (lo, hi, non_monotone) = self.bracket();
         let decided = match (lo, hi) {
             (None, Some(_)) => Some(StopReason::InfeasibleAtMin),
             (Some(l), None) if l >= c.concurrency_max => Some(StopReason::FeasibleAtMax),
             (Some(l), Some(h)) if self.converged(l, h) => {
                 let v = self.verdicts();
-                let close = v
-                    .get(&l)
-                    .is_some_and(|x| x.observations == 1 && x.min_margin < c.confirm_margin);
+                // A close call is measured again unless the latest predictions came true more
+                // closely than its margin (then noise of that size would have shown).
+                let close = v.get(&l).is_some_and(|x| {
+                    x.observations == 1
+                        && x.min_margin < c.confirm_margin
+                        && (non_monotone || self.noise(l).is_none_or(|e| e >= x.min_margin))
+                });
                 if close && (self.history.len() as u32) < c.max_iterations {
                     return self.probe(l, ProbePhase::Confirm, Some(true));
                 }
@@ -291,32 +333,70 @@ impl Search {
         }
         match (lo, hi) {
             (None, None) => self.probe(c.concurrency_min, ProbePhase::Bracket, None),
-            (Some(l), None) => {
-                let factor = if c.initial_points.is_some_and(|p| l >= p) {
-                    4
-                } else {
-                    2
-                };
-                let next = l.saturating_mul(factor).min(c.concurrency_max);
-                self.probe(next, ProbePhase::Bracket, None)
-            }
+            (Some(l), None) => self.grow(l),
             (Some(l), Some(h)) => self.narrow(l, h),
             (None, Some(_)) => None,
         }
     }
 
+    /// The next probe above the highest pass `lo` while nothing has failed: aimed just below
+    /// the predicted crossing (at most [`MAX_JUMP`] times `lo`), or just above it when a fail
+    /// there would already close the search; doubling when nothing predicts a crossing.
+    fn grow(&mut self, lo: u32) -> Option<Probe> {
+        let c = &self.config;
+        let p = c.precision;
+        let max = f64::from(c.concurrency_max);
+        let double = |s: &Self| {
+            let factor = if s.config.initial_points.is_some_and(|p| lo >= p) {
+                4
+            } else {
+                2
+            };
+            let next = lo.saturating_mul(factor).min(s.config.concurrency_max);
+            s.probe(next, ProbePhase::Bracket, None)
+        };
+        let Some(star) = crate::predict::crossing(&c.slas, &self.history, lo, None) else {
+            return double(self);
+        };
+        let closing = f64::from(lo) / (1.0 - p);
+        let (range, expect_pass) = if star <= closing {
+            ((star.ceil(), closing.floor().min(max)), false)
+        } else {
+            let t = star.min(f64::from(lo) * MAX_JUMP).min(max);
+            if t >= max {
+                ((max, max), true)
+            } else {
+                (((t * (1.0 - p / 2.0)).ceil(), t.floor()), true)
+            }
+        };
+        let a = (range.0.max(0.0) as u32).max(lo + 1);
+        let b = (range.1.max(0.0) as u32).min(c.concurrency_max);
+        match roundest_in(a, b) {
+            Some(n) => self.probe(n, ProbePhase::Bracket, Some(expect_pass)),
+            None => double(self),
+        }
+    }
+
     fn narrow(&mut self, lo: u32, hi: u32) -> Option<Probe> {
         let bisect = |s: &Self| {
-            let w = f64::from(hi - lo);
-            let a = (f64::from(lo) + w / 3.0).ceil() as u32;
-            let b = (f64::from(hi) - w / 3.0).floor() as u32;
-            let c = roundest_in(a.max(lo + 1), b.min(hi - 1)).unwrap_or(lo + (hi - lo) / 2);
+            // The middle third of the bracket, in log space while it spans more than ×2.
+            let (l, h) = (f64::from(lo), f64::from(hi));
+            let (a, b) = if h > 2.0 * l {
+                let r = (h / l).ln() / 3.0;
+                ((l.ln() + r).exp().ceil(), (h.ln() - r).exp().floor())
+            } else {
+                let w = h - l;
+                ((l + w / 3.0).ceil(), (h - w / 3.0).floor())
+            };
+            let c = roundest_in((a as u32).max(lo + 1), (b as u32).min(hi - 1))
+                .unwrap_or(lo + (hi - lo) / 2);
             s.probe(c, ProbePhase::Bisect, None)
         };
         if std::mem::take(&mut self.missed_prediction) {
             return bisect(self);
         }
-        let Some(star) = self.predict(lo, hi) else {
+        let Some(star) = crate::predict::crossing(&self.config.slas, &self.history, lo, Some(hi))
+        else {
             return bisect(self);
         };
         let half = (self.config.precision * star / 2.0).max(0.5);
@@ -332,26 +412,6 @@ impl Search {
             Some(c) => self.probe(c, ProbePhase::Narrow, Some(expect_pass)),
             None => bisect(self),
         }
-    }
-
-    /// The lowest predicted SLA crossing between `lo` and `hi` (linear in concurrency).
-    fn predict(&self, lo: u32, hi: u32) -> Option<f64> {
-        let margin_at = |c: u32, sla: &str| -> Option<f64> {
-            self.history
-                .iter()
-                .filter(|r| r.probe.concurrency == c)
-                .filter_map(|r| r.checks.iter().find(|k| k.sla == sla)?.margin)
-                .reduce(f64::min)
-        };
-        self.config
-            .slas
-            .iter()
-            .filter_map(|s| {
-                let (m_lo, m_hi) = (margin_at(lo, &s.name)?, margin_at(hi, &s.name)?);
-                (m_lo >= 0.0 && m_hi < 0.0 && m_hi.is_finite())
-                    .then(|| f64::from(lo) + f64::from(hi - lo) * m_lo / (m_lo - m_hi))
-            })
-            .reduce(f64::min)
     }
 
     /// What the search found so far.

@@ -1,67 +1,56 @@
-//! The acceptance of the search on the noise-free curve family: within 5 % of the true boundary
-//! in every case, never more probes than doubling + bisection on average, fewer in most; and
-//! under 3 % noise, never more than 5 % above the boundary where the boundary is identifiable.
+//! The search's figures on the widened curve family at SageMaker's default settings
+//! (`concurrency_min` 16, `concurrency_max` 4096, `search_max_iterations` 10): the acceptance of
+//! issue 16 plus the figures measured when it was built (docs/search.md), so that a change that
+//! makes the search worse fails here.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 
 use kneepoint_planner::SearchConfig;
-use support::curves::*;
+use support::curves::family;
+use support::eval::evaluate;
 
 #[test]
-fn planner_beats_doubling_and_bisection_on_the_curve_family() {
-    let mut cfg = SearchConfig::new(vec![]);
-    cfg.max_iterations = 40;
-    let (mut n, mut p_sum, mut b_sum, mut fewer) = (0u32, 0u32, 0u32, 0u32);
-    for case in family() {
-        let mut c = cfg.clone();
-        c.slas = case.slas.clone();
-        let Some(t) = truth(&case, c.concurrency_max) else {
-            continue;
-        };
-        if t >= c.concurrency_max || t < c.concurrency_min {
-            continue;
-        }
-        let (pa, pp) = planner(&case, &c, None);
-        let (_, bp) = baseline(&case, &c, None);
-        let a = pa.expect("an answer");
-        let err = (f64::from(a) - f64::from(t)).abs() / f64::from(t);
-        assert!(err <= 0.05, "answer {a} vs truth {t}");
-        assert!(a <= t, "noise-free answers never exceed the truth");
-        n += 1;
-        p_sum += pp;
-        b_sum += bp;
-        fewer += u32::from(pp < bp);
-    }
-    assert!(n > 150, "{n} curves");
-    assert!(p_sum <= b_sum, "planner {p_sum} probes vs baseline {b_sum}");
-    assert!(fewer * 2 > n, "fewer probes in {fewer} of {n}");
+fn noise_free_answers_are_within_5_percent_in_few_probes() {
+    let cases = family();
+    let f = evaluate(&cases, &SearchConfig::new(vec![]), 0.0, |_| true).figures();
+    eprintln!("{f:?}");
+    assert!(f.cases > 900, "{} cases", f.cases);
+    assert_eq!(f.errors, 0);
+    // acceptance: at least 98 % within 5 %, median at most 6 probes
+    assert!(f.within_5 >= 0.98, "{:.3} within 5 %", f.within_5);
+    assert!(f.median_probes <= 6.0, "median {}", f.median_probes);
+    // noise-free answers never exceed the boundary
+    assert_eq!(f.above, 0.0);
+    // as measured (98.7 %, 8,205 requests on average): doubling + bisection 85.6 %, 10,343
+    assert!(f.within_5 >= f.baseline_within_5 + 0.1);
+    assert!(f.mean_requests <= 0.85 * f.baseline_mean_requests);
+    assert!(f.max_probes <= 10);
 }
 
 #[test]
-fn under_noise_identifiable_boundaries_are_not_overshot() {
-    let mut cfg = SearchConfig::new(vec![]);
-    cfg.max_iterations = 40;
-    let sigma = 0.03;
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut checked = 0;
-    for case in family() {
-        let mut c = cfg.clone();
-        c.slas = case.slas.clone();
-        let Some(t) = truth(&case, c.concurrency_max) else {
-            continue;
-        };
-        if t >= c.concurrency_max || t < c.concurrency_min || slope(&case, t) < sigma {
-            continue;
-        }
-        let (pa, _) = planner(&case, &c, Some((&mut rng, sigma)));
-        if let Some(a) = pa {
-            assert!(
-                f64::from(a) <= f64::from(t) * 1.05,
-                "answer {a} vs truth {t}"
-            );
-        }
-        checked += 1;
-    }
-    assert!(checked > 150);
+fn under_3_percent_noise_identifiable_boundaries_are_rarely_overshot() {
+    let cases = family();
+    let f = evaluate(&cases, &SearchConfig::new(vec![]), 0.03, |_| true).figures();
+    eprintln!("{f:?}");
+    assert_eq!(f.errors, 0, "no search errs or panics");
+    assert!(f.identifiable > 700, "{} identifiable", f.identifiable);
+    // acceptance: at most 1 % of identifiable cases answer more than 5 % above the boundary
+    assert!(
+        f.identifiable_over_5 <= 0.01,
+        "{:.3}",
+        f.identifiable_over_5
+    );
+    // as measured: 84.6 % within 5 % (doubling + bisection 68.1 %)
+    assert!(f.within_5 >= 0.8, "{:.3}", f.within_5);
+}
+
+#[test]
+fn heavy_noise_does_not_break_the_search() {
+    let cases = family();
+    let f = evaluate(&cases, &SearchConfig::new(vec![]), 0.08, |_| true).figures();
+    eprintln!("{f:?}");
+    assert_eq!(f.errors, 0);
+    assert!(f.max_probes <= 10);
+    assert!(f.within_5 >= f.baseline_within_5, "{f:?}");
 }

@@ -1,17 +1,36 @@
 //! Synthetic response curves with a known SLA boundary, shared by the evaluation harness
-//! (`examples/search_eval.rs`) and the tests.
+//! (`examples/search_eval.rs`) and the tests (`tests/search_eval.rs`).
 //!
-//! Curves: a closed-loop continuous-batching server with `n` sequence slots. Below `n`,
-//! end-to-end latency grows gently with concurrency (bigger batches, slower steps); above it,
-//! requests queue and latency grows in proportion to concurrency (Little's law). TTFT grows
-//! with the prefill burst below `n` and with the queue above it. SLAs are set at multiples of
-//! the latency at the knee, so the true boundary falls below, at, or above it.
+//! The family (`family()`), each curve a closed-loop server seen from the client:
+//! - **batching**: a continuous-batching server with `n` sequence slots. Below `n`, end-to-end
+//!   latency grows gently with concurrency (bigger batches, slower steps); above it requests
+//!   queue and latency grows in proportion to concurrency (Little's law). TTFT grows with the
+//!   prefill burst below `n` and with the queue above it. Three step-time shapes, one of them
+//!   shallow (latency nearly flat up to the knee), at four slot counts.
+//! - **kv step**: the same server whose KV cache holds only `m < n` sequences: once more than
+//!   5 % of requests wait for a free sequence, TTFT p95 jumps by a queue wait.
+//! - **linear**: latency `a + b·c` everywhere (no knee).
+//! - **cliff**: latency flat until a hard limit, then several times higher.
+//! - **dip**: a batching curve whose latency is 12 % lower over a band of concurrency (a batch
+//!   size the server handles better), so latency is not monotone.
+//! - **errors**: the server rejects requests beyond a capacity, the error rate rising from 0.
+//!
+//! SLAs are placed so that true boundaries spread from 20 to beyond `concurrency_max` (4096):
+//! a threshold is the metric's value at a target concurrency. The true boundary is the highest
+//! concurrency below the first failing one (the conservative reading of a non-monotone curve).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use kneepoint_planner::{Measurement, Search, SearchConfig, Sla};
 
-#[derive(Clone, Copy)]
-pub struct Curve {
+/// Target boundaries (×√2 apart, and two beyond `concurrency_max`).
+pub const TARGETS: [f64; 18] = [
+    20.0, 28.0, 40.0, 56.0, 80.0, 113.0, 160.0, 226.0, 320.0, 453.0, 640.0, 905.0, 1280.0, 1810.0,
+    2560.0, 3620.0, 4500.0, 6000.0,
+];
+
+/// A continuous-batching server.
+#[derive(Clone, Copy, Debug)]
+pub struct Batching {
     pub n: f64,
     pub step_ms: f64,
     pub per_seq_ms: f64,
@@ -19,7 +38,7 @@ pub struct Curve {
     pub prefill_ms_per_req: f64,
 }
 
-impl Curve {
+impl Batching {
     pub fn e2e_p99(&self, c: f64) -> f64 {
         let service = self.osl * (self.step_ms + self.per_seq_ms * c.min(self.n));
         let queue = if c > self.n { c / self.n } else { 1.0 };
@@ -40,6 +59,76 @@ impl Curve {
     }
 }
 
+/// A response curve.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape {
+    Batching(Batching),
+    KvStep { server: Batching, m: f64 },
+    Linear { a: f64, b: f64 },
+    Cliff { a: f64, b: f64, at: f64, factor: f64 },
+    Dip { server: Batching, from: f64 },
+    Errors { server: Batching, capacity: f64 },
+}
+
+/// What a curve reads at one concurrency.
+#[derive(Clone, Copy, Debug)]
+pub struct Reading {
+    pub e2e: f64,
+    pub ttft: f64,
+    pub error_rate: f64,
+    pub throughput: f64,
+}
+
+impl Shape {
+    pub fn at(&self, c: f64) -> Reading {
+        let of = |s: &Batching| Reading {
+            e2e: s.e2e_p99(c),
+            ttft: s.ttft_p95(c),
+            error_rate: 0.0,
+            throughput: s.throughput(c),
+        };
+        match self {
+            Shape::Batching(s) => of(s),
+            Shape::KvStep { server, m } => {
+                let mut r = of(server);
+                if c > m / 0.95 {
+                    r.ttft += 0.5 * server.osl * (server.step_ms + server.per_seq_ms * m);
+                    r.e2e *= 1.0 + 0.3 * (1.0 - m / c);
+                }
+                r
+            }
+            Shape::Linear { a, b } => Reading {
+                e2e: a + b * c,
+                ttft: 0.05 * (a + b * c),
+                error_rate: 0.0,
+                throughput: c * 1000.0 / (a + b * c),
+            },
+            Shape::Cliff { a, b, at, factor } => {
+                let l = (a + b * c) * if c > *at { *factor } else { 1.0 };
+                Reading {
+                    e2e: l,
+                    ttft: 0.05 * l,
+                    error_rate: 0.0,
+                    throughput: c * 1000.0 / l,
+                }
+            }
+            Shape::Dip { server, from } => {
+                let mut r = of(server);
+                if c >= *from && c <= from * 1.2 {
+                    r.e2e *= 0.88;
+                    r.ttft *= 0.88;
+                }
+                r
+            }
+            Shape::Errors { server, capacity } => {
+                let mut r = of(server);
+                r.error_rate = ((c - capacity) / capacity * 0.3).clamp(0.0, 1.0);
+                r
+            }
+        }
+    }
+}
+
 pub struct Rng(pub u64);
 impl Rng {
     pub fn next_f64(&mut self) -> f64 {
@@ -55,89 +144,100 @@ impl Rng {
 }
 
 pub struct Case {
-    pub curve: Curve,
+    pub label: &'static str,
+    pub shape: Shape,
     pub slas: Vec<Sla>,
 }
 
+fn value(sla: &Sla, r: &Reading) -> f64 {
+    match sla.metric.as_str() {
+        "request_latency" => r.e2e,
+        "time_to_first_token" => r.ttft,
+        "error_rate" => r.error_rate,
+        _ => f64::NAN,
+    }
+}
+
 pub fn holds(case: &Case, c: u32) -> bool {
-    let m = measure(case, c, None);
-    case.slas
-        .iter()
-        .all(|s| m.get(&s.metric, &s.stat).is_some_and(|v| s.holds(v)))
+    let r = case.shape.at(f64::from(c));
+    case.slas.iter().all(|s| s.holds(value(s, &r)))
 }
 
 pub fn measure(case: &Case, c: u32, noise: Option<(&mut Rng, f64)>) -> Measurement {
-    let c = f64::from(c);
-    let (mut e2e, mut ttft) = (case.curve.e2e_p99(c), case.curve.ttft_p95(c));
+    let mut r = case.shape.at(f64::from(c));
     if let Some((rng, sigma)) = noise {
-        e2e *= 1.0 + sigma * rng.normal();
-        ttft *= 1.0 + sigma * rng.normal();
+        r.e2e *= 1.0 + sigma * rng.normal();
+        r.ttft *= 1.0 + sigma * rng.normal();
+        r.error_rate = (r.error_rate * (1.0 + sigma * rng.normal())).clamp(0.0, 1.0);
     }
-    Measurement::new(case.curve.throughput(c))
-        .with("request_latency", "p99", e2e)
-        .with("time_to_first_token", "p95", ttft)
+    Measurement::new(r.throughput)
+        .with("request_latency", "p99", r.e2e)
+        .with("time_to_first_token", "p95", r.ttft)
+        .with("error_rate", "avg", r.error_rate)
 }
 
-/// The largest concurrency in [1, max] meeting every SLA (curves are monotone).
+/// The highest concurrency in [1, max] below the first one that fails an SLA (`max` when none
+/// fails); `None` when concurrency 1 already fails.
 pub fn truth(case: &Case, max: u32) -> Option<u32> {
-    if !holds(case, 1) {
-        return None;
-    }
-    let (mut lo, mut hi) = (1u32, max + 1);
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if holds(case, mid) {
-            lo = mid
-        } else {
-            hi = mid
-        }
-    }
-    Some(lo)
+    (1..=max)
+        .find(|&c| !holds(case, c))
+        .map_or(Some(max), |c| c.checked_sub(1).filter(|&t| t > 0))
 }
 
 /// How much the binding SLA's metric moves (relative) when concurrency grows 5 % past the
 /// true boundary `t`: a boundary is identifiable under noise σ only if this is at least σ.
 pub fn slope(case: &Case, t: u32) -> f64 {
-    let above = measure(case, t + 1, None);
-    let Some(s) = case
-        .slas
-        .iter()
-        .find(|s| above.get(&s.metric, &s.stat).is_none_or(|v| !s.holds(v)))
-    else {
+    let above = case.shape.at(f64::from(t + 1));
+    let Some(s) = case.slas.iter().find(|s| !s.holds(value(s, &above))) else {
         return f64::INFINITY;
     };
-    let v0 = measure(case, t, None)
-        .get(&s.metric, &s.stat)
-        .unwrap_or(f64::NAN);
-    let v1 = measure(case, ((f64::from(t) * 1.05).ceil() as u32).max(t + 1), None)
-        .get(&s.metric, &s.stat)
-        .unwrap_or(f64::NAN);
+    let v0 = value(s, &case.shape.at(f64::from(t)));
+    let v1 = value(s, &case.shape.at((f64::from(t) * 1.05).ceil().max(f64::from(t + 1))));
+    if v0 <= 0.0 {
+        return if v1 > 0.0 { f64::INFINITY } else { 0.0 };
+    }
     (v1 / v0 - 1.0).abs()
 }
 
-/// Doubling from `min`, then integer bisection until (hi − lo) ≤ precision × hi.
-pub fn baseline(
-    case: &Case,
-    cfg: &SearchConfig,
-    mut noise: Option<(&mut Rng, f64)>,
-) -> (Option<u32>, u32) {
-    let mut probes = 0;
-    let mut check = |c: u32, noise: &mut Option<(&mut Rng, f64)>| {
-        probes += 1;
+/// What one search spent and answered.
+#[derive(Clone, Copy, Debug)]
+pub struct Run {
+    pub answer: Option<u32>,
+    pub probes: u32,
+    pub requests: u64,
+}
+
+fn requests_at(cfg: &SearchConfig, c: u32) -> u64 {
+    u64::from(cfg.request_count.max(c))
+}
+
+/// Doubling from `concurrency_min`, then integer bisection until (hi − lo) ≤ precision × hi,
+/// within the same probe budget.
+pub fn baseline(case: &Case, cfg: &SearchConfig, mut noise: Option<(&mut Rng, f64)>) -> Run {
+    let (probes, requests) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u64));
+    let check = |c: u32, noise: &mut Option<(&mut Rng, f64)>| {
+        probes.set(probes.get() + 1);
+        requests.set(requests.get() + requests_at(cfg, c));
         let m = measure(case, c, noise.as_mut().map(|(r, s)| (&mut **r, *s)));
         case.slas
             .iter()
             .all(|s| m.get(&s.metric, &s.stat).is_some_and(|v| s.holds(v)))
     };
+    let budget = cfg.max_iterations;
     let mut c = cfg.concurrency_min;
+    let done = |answer| Run {
+        answer,
+        probes: probes.get(),
+        requests: requests.get(),
+    };
     if !check(c, &mut noise) {
-        return (None, probes);
+        return done(None);
     }
     let (mut lo, mut hi);
     loop {
         let next = (c * 2).min(cfg.concurrency_max);
-        if next == c {
-            return (Some(c), probes);
+        if next == c || probes.get() >= budget {
+            return done(Some(c));
         }
         if check(next, &mut noise) {
             c = next;
@@ -147,7 +247,7 @@ pub fn baseline(
             break;
         }
     }
-    while hi - lo > 1 && f64::from(hi - lo) > cfg.precision * f64::from(hi) {
+    while hi - lo > 1 && f64::from(hi - lo) > cfg.precision * f64::from(hi) && probes.get() < budget {
         let mid = lo + (hi - lo) / 2;
         if check(mid, &mut noise) {
             lo = mid
@@ -155,56 +255,124 @@ pub fn baseline(
             hi = mid
         }
     }
-    (Some(lo), probes)
+    done(Some(lo))
 }
 
+/// The planner's search; `Err` when it refused the configuration or an observation.
 pub fn planner(
     case: &Case,
     cfg: &SearchConfig,
     mut noise: Option<(&mut Rng, f64)>,
-) -> (Option<u32>, u32) {
-    let mut s = Search::new(cfg.clone()).expect("valid config");
+) -> Result<Run, kneepoint_planner::Error> {
+    let mut s = Search::new(cfg.clone())?;
+    let mut requests = 0u64;
     while let Some(p) = s.next_probe() {
+        requests += u64::from(p.request_count);
         let m = measure(
             case,
             p.concurrency,
             noise.as_mut().map(|(r, s)| (&mut **r, *s)),
         );
-        s.observe(p.concurrency, &m).expect("pending probe");
+        s.observe(p.concurrency, &m)?;
     }
     let o = s.outcome();
-    (o.feasible_max, o.probes)
+    Ok(Run {
+        answer: o.feasible_max,
+        probes: o.probes,
+        requests,
+    })
 }
 
+fn e2e(ms: f64) -> Sla {
+    Sla::e2e_ms(ms).expect("finite")
+}
+
+fn ttft(ms: f64) -> Sla {
+    Sla::ttft_ms(ms).expect("finite")
+}
+
+/// The widened family: 1,134 cases (see the module docs).
 pub fn family() -> Vec<Case> {
     let mut out = Vec::new();
-    for n in [32.0, 64.0, 128.0, 256.0, 512.0] {
-        for (step_ms, per_seq_ms) in [(20.0, 0.05), (28.0, 0.2), (15.0, 0.5)] {
-            for osl in [128.0, 256.0] {
-                let curve = Curve {
-                    n,
-                    step_ms,
-                    per_seq_ms,
-                    osl,
-                    prefill_ms_per_req: 12.0,
+    let shapes = [(20.0, 0.05), (28.0, 0.2), (60.0, 0.005)];
+    for n in [32.0, 128.0, 512.0, 2048.0] {
+        for (step_ms, per_seq_ms) in shapes {
+            let server = Batching {
+                n,
+                step_ms,
+                per_seq_ms,
+                osl: 256.0,
+                prefill_ms_per_req: 12.0,
+            };
+            let s = Shape::Batching(server);
+            for b in TARGETS {
+                let r = s.at(b);
+                out.push(Case {
+                    label: "batching e2e",
+                    shape: s,
+                    slas: vec![e2e(r.e2e)],
+                });
+                out.push(Case {
+                    label: "batching ttft",
+                    shape: s,
+                    slas: vec![e2e(r.e2e * 4.0), ttft(r.ttft)],
+                });
+            }
+            for &b in TARGETS.iter().step_by(2) {
+                let kv = Shape::KvStep {
+                    server,
+                    m: (b * 0.95).max(1.0),
                 };
-                let knee = curve.e2e_p99(n);
-                for k in [0.93, 1.3, 2.0, 3.5] {
+                let before = kv.at(b * 0.95);
+                out.push(Case {
+                    label: "kv step ttft",
+                    shape: kv,
+                    slas: vec![e2e(before.e2e * 4.0), ttft(before.ttft * 1.5)],
+                });
+                let dip = Shape::Dip {
+                    server,
+                    from: b * 0.7,
+                };
+                out.push(Case {
+                    label: "dip e2e",
+                    shape: dip,
+                    slas: vec![e2e(server.e2e_p99(b))],
+                });
+                let err = Shape::Errors {
+                    server,
+                    capacity: b,
+                };
+                for limit in [0.01, 0.05] {
                     out.push(Case {
-                        curve,
-                        slas: vec![Sla::e2e_ms(knee * k).expect("finite")],
-                    });
-                }
-                for t in [300.0, 1500.0] {
-                    out.push(Case {
-                        curve,
-                        slas: vec![
-                            Sla::e2e_ms(knee * 2.0).expect("finite"),
-                            Sla::ttft_ms(t).expect("finite"),
-                        ],
+                        label: "errors",
+                        shape: err,
+                        slas: vec![e2e(server.e2e_p99(b) * 3.0), Sla::error_rate(limit).unwrap()],
                     });
                 }
             }
+        }
+    }
+    for (a, b) in [(2_000.0, 5.0), (8_000.0, 1.0), (500.0, 40.0)] {
+        let s = Shape::Linear { a, b };
+        for t in TARGETS {
+            out.push(Case {
+                label: "linear e2e",
+                shape: s,
+                slas: vec![e2e(a + b * t)],
+            });
+        }
+        for &t in TARGETS.iter().step_by(2) {
+            let c = Shape::Cliff {
+                a,
+                b,
+                at: t,
+                factor: 4.0,
+            };
+            out.push(Case {
+                label: "cliff e2e",
+                shape: c,
+                slas: vec![e2e((a + b * t) * 1.5)],
+            });
         }
     }
     out

@@ -1,2 +1,3 @@
 //! Test support.
 pub mod curves;
+pub mod eval;
