@@ -252,6 +252,7 @@ pub(crate) fn print_search(o: &SearchOutcome) {
         "stopped: {:?} after {} probes; confidence {:?}: {}",
         b.stop_reason, b.probes, b.confidence, b.explanation
     );
+    text.push_str(&cost_text(&o.cost));
     text.push_str(&zone_text(&o.zone));
     if o.interrupted {
         let _ = writeln!(
@@ -323,4 +324,26 @@ pub(crate) fn print_recommend(o: &RecommendOutcome) {
 /// Prints a comparison.
 pub(crate) fn print_text(text: &str) {
     emit(text);
+}
+
+/// The search's cost beside doubling + bisection's, one line.
+fn cost_text(c: &kneepoint_planner::SearchCost) -> String {
+    let secs = |s: Option<f64>, approx: bool| {
+        s.map(|s| format!(", {}{s:.0} s of endpoint time", if approx { "~" } else { "" }))
+            .unwrap_or_default()
+    };
+    format!(
+        "cost: {} probes, {} requests{}; doubling + bisection would have needed {} probes, {} requests{} ({})\n",
+        c.probes,
+        c.requests,
+        secs(c.endpoint_seconds, false),
+        c.baseline_probes,
+        c.baseline_requests,
+        secs(c.baseline_endpoint_seconds, true),
+        c.baseline_levels
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }

@@ -9,7 +9,7 @@ use kneepoint_core::Transport;
 use kneepoint_metrics::LevelSummary;
 use kneepoint_planner::{
     operating_zone, KneeRule, LevelPoint, Measurement, OperatingZone, Outcome, Probe, ProbeRecord,
-    SearchConfig, ZonePoint,
+    SearchConfig, SearchCost, ZonePoint,
 };
 use kneepoint_report::schema::{write_document, ProbeRow, SearchHistory, SCHEMA_VERSION};
 use kneepoint_runner::{drive_search, CancelToken};
@@ -32,6 +32,9 @@ pub struct SearchReport {
     pub zone: OperatingZone,
     /// Each probe's full summary, in probe order.
     pub summaries: Vec<LevelSummary>,
+    /// Probes, requests and endpoint time spent, beside what doubling + bisection would have
+    /// spent to locate the same boundary.
+    pub cost: SearchCost,
     /// Where the files are.
     pub artifact_dir: PathBuf,
     /// True when the search was interrupted before it finished.
@@ -65,6 +68,12 @@ pub(crate) fn zone_of(
     Ok(operating_zone(&points, &KneeRule::default())?)
 }
 
+/// What the search spent (each probe's measured duration), beside doubling + bisection.
+pub(crate) fn cost_of(search: &kneepoint_planner::Search, summaries: &[LevelSummary]) -> SearchCost {
+    let durations: Vec<f64> = summaries.iter().map(|s| s.benchmark_duration_s).collect();
+    search.cost_with(&durations)
+}
+
 /// A probe's folder name.
 pub fn probe_dir(p: &Probe) -> String {
     format!("probe_{:02}_concurrency_{}", p.iteration, p.concurrency)
@@ -93,6 +102,7 @@ pub(crate) fn write_search_history(
             .collect(),
         boundary: search.outcome(),
         zone: zone_of(search.history(), summaries).ok(),
+        cost: Some(cost_of(search, summaries)),
     };
     write_document(&dir.join("search_history.json"), &doc)?;
     Ok(())
@@ -253,6 +263,7 @@ impl Search {
             history: planner.history().to_vec(),
             outcome: planner.outcome(),
             zone: zone_of(planner.history(), &summaries)?,
+            cost: cost_of(&planner, &summaries),
             summaries,
             artifact_dir: dir,
             interrupted,

@@ -29,6 +29,7 @@
 //! assert_eq!(knee.knee, Some(256));
 //! ```
 
+mod cost;
 mod error;
 mod explain;
 mod fleet;
@@ -42,6 +43,7 @@ mod sla;
 mod sweep;
 mod zone;
 
+pub use cost::SearchCost;
 pub use error::Error;
 pub use explain::{explain_knee, KneeCause, KneeExplanation, HELD_SHARE, KV_FULL};
 pub use fleet::{fleet_size, FleetPlan, InstanceCapacity, PeakTraffic};
@@ -52,7 +54,7 @@ pub use recommend::{
     Recommendation, HOURS_PER_MONTH,
 };
 pub use search::{
-    roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig,
+    roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig, MAX_JUMP,
     StopReason,
 };
 pub use sla::{check_all, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS, STATS};

@@ -198,6 +198,29 @@ impl Search {
                 })
             }
         };
+        self.record(probe, m);
+        Ok(())
+    }
+
+    /// Records a probe the search did not choose: a saved search replayed after the algorithm
+    /// changed, or a level measured by other means. Its verdict counts like any other; the
+    /// next probe is chosen afresh.
+    pub fn replay(&mut self, concurrency: u32, m: &Measurement) {
+        let probe = match self.pending.take() {
+            Some(p) if p.concurrency == concurrency => p,
+            _ => Probe {
+                iteration: self.history.len() as u32 + 1,
+                concurrency,
+                request_count: self.config.request_count.max(concurrency),
+                phase: ProbePhase::Bisect,
+                expect_pass: None,
+            },
+        };
+        self.stop = None;
+        self.record(probe, m);
+    }
+
+    fn record(&mut self, probe: Probe, m: &Measurement) {
         let checks = check_all(&self.config.slas, m);
         let pass = checks.iter().all(|c| c.holds);
         if let (ProbePhase::Narrow, Some(expected)) = (probe.phase, probe.expect_pass) {
@@ -215,7 +238,6 @@ impl Search {
             crate::predict::prediction_error(&self.config.slas, &self.history, &record);
         self.history.push(record);
         self.pending = None;
-        Ok(())
     }
 
     fn verdicts(&self) -> BTreeMap<u32, LevelVerdict> {
@@ -574,6 +596,26 @@ mod tests {
         let mut c = ok;
         c.precision = 0.0;
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn levels_another_search_chose_replay_into_the_same_bracket() {
+        let cfg = SearchConfig::new(vec![Sla::e2e_ms(1000.0).unwrap()]);
+        let m = |c: u32| Measurement::new(1.0).with("request_latency", "p99", 3.0 * f64::from(c));
+        let mut s = Search::new(cfg).unwrap();
+        // doubling + bisection's levels, not the ones this search would choose
+        for c in [16, 32, 64, 128, 256, 512, 384, 320, 352, 336, 328] {
+            let _ = s.next_probe();
+            s.replay(c, &m(c));
+        }
+        let o = s.outcome();
+        assert_eq!((o.feasible_max, o.infeasible_min), (Some(328), Some(336)));
+        assert_eq!(o.probes, 11);
+        assert_eq!(s.history()[6].probe.phase, ProbePhase::Bisect);
+        // and the search decides from there: converged (the readings lie on a straight line,
+        // so the close call at 328 needs no repeat)
+        assert_eq!(s.next_probe(), None);
+        assert_eq!(s.outcome().stop_reason, Some(StopReason::Converged));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use kneepoint_planner::{
     FleetPlan, KneeEstimate, Objective, OperatingZone, Outcome, PeakPlan, PeakTraffic, ProbeRecord,
-    Recommendation, SearchConfig, Sla,
+    Recommendation, SearchConfig, SearchCost, Sla,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -189,6 +189,10 @@ pub struct SearchHistory {
     pub boundary: Outcome,
     /// Knee and zone over the probed levels.
     pub zone: Option<OperatingZone>,
+    /// Probes, requests and endpoint time spent, beside what doubling + bisection would have
+    /// spent (absent in files written before it was recorded).
+    #[serde(default)]
+    pub cost: Option<SearchCost>,
 }
 
 /// A price table's provenance, as recorded.
