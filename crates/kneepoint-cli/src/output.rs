@@ -329,8 +329,13 @@ pub(crate) fn print_text(text: &str) {
 /// The search's cost beside doubling + bisection's, one line.
 fn cost_text(c: &kneepoint_planner::SearchCost) -> String {
     let secs = |s: Option<f64>, approx: bool| {
-        s.map(|s| format!(", {}{s:.0} s of endpoint time", if approx { "~" } else { "" }))
-            .unwrap_or_default()
+        s.map(|s| {
+            format!(
+                ", {}{s:.0} s of endpoint time",
+                if approx { "~" } else { "" }
+            )
+        })
+        .unwrap_or_default()
     };
     format!(
         "cost: {} probes, {} requests{}; doubling + bisection would have needed {} probes, {} requests{} ({})\n",

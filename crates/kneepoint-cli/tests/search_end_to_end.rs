@@ -79,6 +79,20 @@ async fn search_finds_the_boundary_and_writes_its_history() {
         assert!(p["checks"][0]["margin"].is_number());
     }
     assert_eq!(hist["boundary"]["feasible_max"], answer);
+    // what the search cost, beside doubling + bisection to the same boundary
+    let cost = &hist["cost"];
+    assert_eq!(cost["probes"], out.history.len());
+    assert_eq!(cost["probes"], out.cost.probes);
+    assert!(cost["endpoint_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(cost["baseline_levels"][0], 4, "from concurrency_min");
+    assert!(cost["baseline_probes"].as_u64().unwrap() >= 2);
+    assert!(cost["baseline_endpoint_seconds"].as_f64().unwrap() > 0.0);
+    let requests: u64 = out
+        .history
+        .iter()
+        .map(|r| u64::from(r.probe.request_count))
+        .sum();
+    assert_eq!(cost["requests"], requests);
     assert_eq!(hist["search_params"]["slas"][0]["name"], "e2e_sla_ms");
 }
 

@@ -69,7 +69,10 @@ pub(crate) fn zone_of(
 }
 
 /// What the search spent (each probe's measured duration), beside doubling + bisection.
-pub(crate) fn cost_of(search: &kneepoint_planner::Search, summaries: &[LevelSummary]) -> SearchCost {
+pub(crate) fn cost_of(
+    search: &kneepoint_planner::Search,
+    summaries: &[LevelSummary],
+) -> SearchCost {
     let durations: Vec<f64> = summaries.iter().map(|s| s.benchmark_duration_s).collect();
     search.cost_with(&durations)
 }

@@ -21,7 +21,7 @@ fn main() {
     }
     let cases = curves::family();
     let show = std::env::var_os("SHOW").is_some();
-    if let Some(t) = std::env::var("TRACE").ok() {
+    if let Ok(t) = std::env::var("TRACE") {
         let (label, truth) = t.split_once(':').expect("TRACE=label:truth");
         let truth: u32 = truth.parse().expect("a number");
         for case in cases.iter().filter(|c| c.label == label) {

@@ -161,8 +161,11 @@ mod tests {
         let mut durations = Vec::new();
         while let Some(p) = s.next_probe() {
             let ms = 100.0 * f64::from(p.concurrency) + 17_000.0;
-            s.observe(p.concurrency, &Measurement::new(1.0).with("request_latency", "p99", ms))
-                .unwrap();
+            s.observe(
+                p.concurrency,
+                &Measurement::new(1.0).with("request_latency", "p99", ms),
+            )
+            .unwrap();
             // a closed loop: requests / (concurrency / latency)
             durations.push(f64::from(p.request_count) * ms / 1000.0 / f64::from(p.concurrency));
         }

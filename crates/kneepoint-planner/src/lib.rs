@@ -54,8 +54,8 @@ pub use recommend::{
     Recommendation, HOURS_PER_MONTH,
 };
 pub use search::{
-    roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig, MAX_JUMP,
-    StopReason,
+    roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig,
+    StopReason, MAX_JUMP,
 };
 pub use sla::{check_all, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS, STATS};
 pub use sweep::{SweepLevel, SweepPlan, MAX_CONCURRENCY};

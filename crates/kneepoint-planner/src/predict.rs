@@ -105,6 +105,43 @@ pub(crate) fn crossing(
         .reduce(f64::min)
 }
 
+/// After a missed prediction between `lo` and `hi`: load 1 on the log-log line through the two
+/// lowest fails (`fails`) or the two highest passes, when it falls inside the bracket; the
+/// lowest over the SLAs that broke at `hi`.
+pub(crate) fn side_crossing(
+    slas: &[Sla],
+    history: &[ProbeRecord],
+    lo: u32,
+    hi: u32,
+    fails: bool,
+) -> Option<f64> {
+    let (lo, hi) = (f64::from(lo), f64::from(hi));
+    slas.iter()
+        .filter_map(|s| {
+            let r: Vec<(f64, f64)> = readings(s, history)
+                .into_iter()
+                .filter_map(|x| Some((x.concurrency, x.load.filter(|l| *l > 0.0)?)))
+                .collect();
+            let i = r.iter().position(|x| x.0 == hi)?;
+            if r[i].1 <= 1.0 {
+                return None;
+            }
+            let (a, b) = if fails {
+                (r[i], *r.get(i + 1)?)
+            } else {
+                let j = r.iter().position(|x| x.0 == lo)?;
+                (*r.get(j.checked_sub(1)?)?, r[j])
+            };
+            let k = (b.1 / a.1).ln() / (b.0 / a.0).ln();
+            if !(k > 0.0 && k.is_finite()) {
+                return None;
+            }
+            let x = b.0 * b.1.powf(-1.0 / k);
+            (x > lo && x < hi).then_some(x)
+        })
+        .reduce(f64::min)
+}
+
 /// How far a probe's readings were from what the earlier probes predicted for it: the largest
 /// `|ln(observed / predicted)|` over the SLAs that both predict and read a positive load.
 /// Measurement noise shows here (the search's estimate of it); so does a model that does not

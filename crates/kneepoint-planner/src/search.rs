@@ -147,7 +147,9 @@ pub struct Search {
     history: Vec<ProbeRecord>,
     pending: Option<Probe>,
     stop: Option<StopReason>,
-    missed_prediction: bool,
+    /// Narrow probes in a row whose verdict contradicted the prediction (and on which side:
+    /// true when an expected pass failed).
+    misses: (u32, bool),
 }
 
 impl Search {
@@ -159,7 +161,7 @@ impl Search {
             history: Vec::new(),
             pending: None,
             stop: None,
-            missed_prediction: false,
+            misses: (0, false),
         })
     }
 
@@ -224,7 +226,11 @@ impl Search {
         let checks = check_all(&self.config.slas, m);
         let pass = checks.iter().all(|c| c.holds);
         if let (ProbePhase::Narrow, Some(expected)) = (probe.phase, probe.expect_pass) {
-            self.missed_prediction = expected != pass;
+            self.misses = if expected == pass {
+                (0, false)
+            } else {
+                (self.misses.0 + 1, !pass)
+            };
         }
         let mut record = ProbeRecord {
             probe,
@@ -414,11 +420,16 @@ impl Search {
                 .unwrap_or(lo + (hi - lo) / 2);
             s.probe(c, ProbePhase::Bisect, None)
         };
-        if std::mem::take(&mut self.missed_prediction) {
-            return bisect(self);
-        }
-        let Some(star) = crate::predict::crossing(&self.config.slas, &self.history, lo, Some(hi))
-        else {
+        let slas = &self.config.slas;
+        let star = match self.misses {
+            // The line between pass and fail was wrong there (the curve bends): the two
+            // readings on the side that just moved say how it bends. After a second miss, the
+            // line again (the bracket is narrower now); a third bisects.
+            (1, fails) => crate::predict::side_crossing(slas, &self.history, lo, hi, fails),
+            (0 | 2, _) => crate::predict::crossing(slas, &self.history, lo, Some(hi)),
+            _ => None,
+        };
+        let Some(star) = star else {
             return bisect(self);
         };
         let half = (self.config.precision * star / 2.0).max(0.5);

@@ -51,7 +51,11 @@ fn ttft_p95(c: f64) -> f64 {
 /// The boundary a curve implies: the highest concurrency below the first that fails.
 fn boundary(slas: &[Sla]) -> u32 {
     (1..=4096u32)
-        .find(|&c| !slas.iter().all(|s| s.holds(measure(c).get(&s.metric, &s.stat).unwrap())))
+        .find(|&c| {
+            !slas
+                .iter()
+                .all(|s| s.holds(measure(c).get(&s.metric, &s.stat).unwrap()))
+        })
         .unwrap()
         - 1
 }
@@ -67,7 +71,9 @@ fn run(slas: Vec<Sla>) -> (Search, Vec<u32>) {
     let mut search = Search::new(SearchConfig::new(slas)).unwrap();
     let mut probes = Vec::new();
     while let Some(p) = search.next_probe() {
-        search.observe(p.concurrency, &measure(p.concurrency)).unwrap();
+        search
+            .observe(p.concurrency, &measure(p.concurrency))
+            .unwrap();
         probes.push(p.concurrency);
     }
     (search, probes)
@@ -84,7 +90,10 @@ fn example_1_e2e_sla_alone_in_fewer_probes_than_sagemaker() {
     // SageMaker probed 16, 32, 64, 128, 256, 512, 320, 284: eight levels.
     assert!(o.probes < 8, "{probes:?}");
     let a = o.feasible_max.unwrap();
-    assert!(a <= truth && f64::from(a) >= 0.95 * f64::from(truth), "{a} vs {truth}");
+    assert!(
+        a <= truth && f64::from(a) >= 0.95 * f64::from(truth),
+        "{a} vs {truth}"
+    );
     assert_eq!(a, 320, "a round number");
     assert_eq!(o.first_breach.as_deref(), Some("e2e_sla_ms"));
     assert_eq!(o.stop_reason, Some(StopReason::Converged));
@@ -106,7 +115,10 @@ fn example_2_adding_a_ttft_sla_in_fewer_probes_than_sagemaker() {
     // SageMaker probed 16, 32, 64, 128, 80: five levels.
     assert!(o.probes < 5, "{probes:?}");
     let a = o.feasible_max.unwrap();
-    assert!(a <= truth && f64::from(a) >= 0.95 * f64::from(truth), "{a} vs {truth}");
+    assert!(
+        a <= truth && f64::from(a) >= 0.95 * f64::from(truth),
+        "{a} vs {truth}"
+    );
     assert_eq!(o.first_breach.as_deref(), Some("ttft_sla_ms"));
     assert_eq!(o.stop_reason, Some(StopReason::Converged));
     assert_ne!(o.confidence, Confidence::Low);

@@ -63,11 +63,28 @@ impl Batching {
 #[derive(Clone, Copy, Debug)]
 pub enum Shape {
     Batching(Batching),
-    KvStep { server: Batching, m: f64 },
-    Linear { a: f64, b: f64 },
-    Cliff { a: f64, b: f64, at: f64, factor: f64 },
-    Dip { server: Batching, from: f64 },
-    Errors { server: Batching, capacity: f64 },
+    KvStep {
+        server: Batching,
+        m: f64,
+    },
+    Linear {
+        a: f64,
+        b: f64,
+    },
+    Cliff {
+        a: f64,
+        b: f64,
+        at: f64,
+        factor: f64,
+    },
+    Dip {
+        server: Batching,
+        from: f64,
+    },
+    Errors {
+        server: Batching,
+        capacity: f64,
+    },
 }
 
 /// What a curve reads at one concurrency.
@@ -192,7 +209,12 @@ pub fn slope(case: &Case, t: u32) -> f64 {
         return f64::INFINITY;
     };
     let v0 = value(s, &case.shape.at(f64::from(t)));
-    let v1 = value(s, &case.shape.at((f64::from(t) * 1.05).ceil().max(f64::from(t + 1))));
+    let v1 = value(
+        s,
+        &case
+            .shape
+            .at((f64::from(t) * 1.05).ceil().max(f64::from(t + 1))),
+    );
     if v0 <= 0.0 {
         return if v1 > 0.0 { f64::INFINITY } else { 0.0 };
     }
@@ -247,7 +269,8 @@ pub fn baseline(case: &Case, cfg: &SearchConfig, mut noise: Option<(&mut Rng, f6
             break;
         }
     }
-    while hi - lo > 1 && f64::from(hi - lo) > cfg.precision * f64::from(hi) && probes.get() < budget {
+    while hi - lo > 1 && f64::from(hi - lo) > cfg.precision * f64::from(hi) && probes.get() < budget
+    {
         let mid = lo + (hi - lo) / 2;
         if check(mid, &mut noise) {
             lo = mid
@@ -291,7 +314,7 @@ fn ttft(ms: f64) -> Sla {
     Sla::ttft_ms(ms).expect("finite")
 }
 
-/// The widened family: 1,134 cases (see the module docs).
+/// The widened family: 945 cases (see the module docs).
 pub fn family() -> Vec<Case> {
     let mut out = Vec::new();
     let shapes = [(20.0, 0.05), (28.0, 0.2), (60.0, 0.005)];
@@ -346,7 +369,10 @@ pub fn family() -> Vec<Case> {
                     out.push(Case {
                         label: "errors",
                         shape: err,
-                        slas: vec![e2e(server.e2e_p99(b) * 3.0), Sla::error_rate(limit).unwrap()],
+                        slas: vec![
+                            e2e(server.e2e_p99(b) * 3.0),
+                            Sla::error_rate(limit).unwrap(),
+                        ],
                     });
                 }
             }
