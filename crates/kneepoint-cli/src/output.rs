@@ -337,18 +337,24 @@ fn cost_text(c: &kneepoint_planner::SearchCost) -> String {
         })
         .unwrap_or_default()
     };
-    format!(
-        "cost: {} probes, {} requests{}; doubling + bisection would have needed {} probes, {} requests{} ({})\n",
+    let spent = format!(
+        "cost: {} probes, {} requests{}",
         c.probes,
         c.requests,
-        secs(c.endpoint_seconds, false),
-        c.baseline_probes,
-        c.baseline_requests,
-        secs(c.baseline_endpoint_seconds, true),
-        c.baseline_levels
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
+        secs(c.endpoint_seconds, false)
+    );
+    match &c.baseline {
+        Some(b) => format!(
+            "{spent}; doubling + bisection would have needed {} probes, {} requests{} ({})\n",
+            b.probes,
+            b.requests,
+            secs(b.endpoint_seconds, true),
+            b.levels
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => format!("{spent}\n"),
+    }
 }

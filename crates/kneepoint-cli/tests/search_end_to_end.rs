@@ -84,14 +84,11 @@ async fn search_finds_the_boundary_and_writes_its_history() {
     assert_eq!(cost["probes"], out.history.len());
     assert_eq!(cost["probes"], out.cost.probes);
     assert!(cost["endpoint_seconds"].as_f64().unwrap() > 0.0);
-    assert_eq!(cost["baseline_levels"][0], 4, "from concurrency_min");
-    assert!(cost["baseline_probes"].as_u64().unwrap() >= 2);
-    assert!(cost["baseline_endpoint_seconds"].as_f64().unwrap() > 0.0);
-    let requests: u64 = out
-        .history
-        .iter()
-        .map(|r| u64::from(r.probe.request_count))
-        .sum();
+    let baseline = &cost["baseline"];
+    assert_eq!(baseline["levels"][0], 4, "from concurrency_min");
+    assert!(baseline["probes"].as_u64().unwrap() >= 2);
+    assert!(baseline["endpoint_seconds"].as_f64().unwrap() > 0.0);
+    let requests: u64 = out.summaries.iter().map(|s| s.request_count as u64).sum();
     assert_eq!(cost["requests"], requests);
     assert_eq!(hist["search_params"]["slas"][0]["name"], "e2e_sla_ms");
 }

@@ -139,7 +139,7 @@ pub struct SearchSection {
     pub concurrency_max: Option<u32>,
     /// Probe budget.
     pub search_max_iterations: Option<u32>,
-    /// Above this the bracketing phase grows x4.
+    /// Above this, bracketing without a prediction grows x4.
     pub search_initial_points: Option<u32>,
     /// Requests per probe.
     pub request_count: Option<u32>,

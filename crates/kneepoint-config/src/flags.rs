@@ -50,13 +50,14 @@ pub struct SearchArgs {
     /// Probes in all, confirmations included (default 10).
     #[arg(long, value_name = "N")]
     pub search_max_iterations: Option<u32>,
-    /// Above this level the bracketing phase grows x4 instead of x2.
+    /// Above this level, bracketing without a prediction grows x4 instead of x2.
     #[arg(long, value_name = "N")]
     pub search_initial_points: Option<u32>,
     /// Relative width of the final bracket (default 0.05).
     #[arg(long, value_name = "FRACTION")]
     pub precision: Option<f64>,
-    /// Re-measure an answer whose smallest SLA margin is below this (default 0.05; 0 = never).
+    /// Re-measure an answer whose smallest SLA margin is below this, unless the search's noise
+    /// estimate is well under it (default 0.05; 0 = never).
     #[arg(long, value_name = "FRACTION")]
     pub confirm_margin: Option<f64>,
     /// With --num-runs of at least 2: a probe meets an SLA only if the SLA holds at the

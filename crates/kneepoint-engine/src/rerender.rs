@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use kneepoint_metrics::LevelSummary;
-use kneepoint_planner::{Measurement, PeakTraffic, SearchConfig, Sla};
+use kneepoint_planner::{Measurement, PeakTraffic, Probe, ProbePhase, SearchConfig, Sla};
 use kneepoint_report::{write_report, Artifact, RunKind};
 use serde_json::Value;
 
@@ -68,11 +68,28 @@ fn resummarise_sweep(a: &Artifact) -> Result<PathBuf, Error> {
 fn resummarise_search(a: &Artifact) -> Result<PathBuf, Error> {
     let config: SearchConfig = field(a, "/search_params", "search parameters")?;
     let mut search = kneepoint_planner::Search::new(config)?;
-    for l in &a.levels {
+    let saved = a.doc.get("probes").and_then(Value::as_array);
+    for (i, l) in a.levels.iter().enumerate() {
         // A search saved by an earlier version may have chosen other probes than this one
-        // would: its levels are replayed as they were measured.
-        let _ = search.next_probe();
-        search.replay(l.concurrency, &Measurement::from(&l.summary));
+        // would: its levels are replayed as they were measured, each with its saved probe
+        // (phase, expected verdict, iteration).
+        let chosen = search.next_probe();
+        let probe = saved
+            .and_then(|rows| {
+                rows.iter()
+                    .find(|r| r.get("dir").and_then(Value::as_str) == Some(l.dir.as_str()))
+            })
+            .and_then(|r| serde_json::from_value::<Probe>(r.get("probe")?.clone()).ok())
+            .filter(|p| p.concurrency == l.concurrency)
+            .or(chosen.filter(|p| p.concurrency == l.concurrency))
+            .unwrap_or(Probe {
+                iteration: i as u32 + 1,
+                concurrency: l.concurrency,
+                request_count: l.summary.request_count as u32,
+                phase: ProbePhase::Bisect,
+                expect_pass: None,
+            });
+        search.replay(probe, &Measurement::from(&l.summary))?;
     }
     // The run asked for the next probe once more after its last observation (that is when the
     // planner decides to stop); so does the replay.

@@ -9,7 +9,7 @@ use kneepoint_core::Transport;
 use kneepoint_metrics::LevelSummary;
 use kneepoint_planner::{
     operating_zone, KneeRule, LevelPoint, Measurement, OperatingZone, Outcome, Probe, ProbeRecord,
-    SearchConfig, SearchCost, ZonePoint,
+    ProbeSpend, SearchConfig, SearchCost, ZonePoint,
 };
 use kneepoint_report::schema::{write_document, ProbeRow, SearchHistory, SCHEMA_VERSION};
 use kneepoint_runner::{drive_search, CancelToken};
@@ -73,8 +73,14 @@ pub(crate) fn cost_of(
     search: &kneepoint_planner::Search,
     summaries: &[LevelSummary],
 ) -> SearchCost {
-    let durations: Vec<f64> = summaries.iter().map(|s| s.benchmark_duration_s).collect();
-    search.cost_with(&durations)
+    let spent: Vec<ProbeSpend> = summaries
+        .iter()
+        .map(|s| ProbeSpend {
+            requests: s.request_count as u64,
+            seconds: s.benchmark_duration_s,
+        })
+        .collect();
+    search.cost_with(&spent)
 }
 
 /// A probe's folder name.

@@ -43,7 +43,7 @@ mod sla;
 mod sweep;
 mod zone;
 
-pub use cost::SearchCost;
+pub use cost::{BaselineCost, ProbeSpend, SearchCost};
 pub use error::Error;
 pub use explain::{explain_knee, KneeCause, KneeExplanation, HELD_SHARE, KV_FULL};
 pub use fleet::{fleet_size, FleetPlan, InstanceCapacity, PeakTraffic};

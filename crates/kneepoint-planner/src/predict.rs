@@ -18,7 +18,7 @@ use crate::search::ProbeRecord;
 use crate::sla::{Op, Sla};
 
 /// The largest growth exponent assumed when extrapolating.
-pub(crate) const MAX_EXPONENT: f64 = 4.0;
+const MAX_EXPONENT: f64 = 4.0;
 /// How far below the highest pass the second reading of an extrapolation must lie (a shorter
 /// base turns measurement noise into a wild exponent).
 const BASE_RATIO: f64 = 1.5;
@@ -31,7 +31,19 @@ struct Reading {
     load: Option<f64>,
 }
 
-fn load(sla: &Sla, value: f64) -> Option<f64> {
+/// The value at `c` on the log-log line through `a` and `b` (concurrency, positive value).
+pub(crate) fn loglog_at(a: (f64, f64), b: (f64, f64), c: f64) -> f64 {
+    let t = (c / a.0).ln() / (b.0 / a.0).ln();
+    (a.1.ln() + (b.1.ln() - a.1.ln()) * t).exp()
+}
+
+/// Where a load `l` at `c`, growing as concurrency to the power `k`, reaches 1.
+fn power_crossing(c: f64, l: f64, k: f64) -> f64 {
+    c * l.powf(-1.0 / k)
+}
+
+/// An SLA's load for a reading: above 1 breaks it.
+pub(crate) fn load(sla: &Sla, value: f64) -> Option<f64> {
     if !(sla.threshold > 0.0 && value.is_finite() && value >= 0.0) {
         return None;
     }
@@ -136,7 +148,7 @@ pub(crate) fn side_crossing(
             if !(k > 0.0 && k.is_finite()) {
                 return None;
             }
-            let x = b.0 * b.1.powf(-1.0 / k);
+            let x = power_crossing(b.0, b.1, k);
             (x > lo && x < hi).then_some(x)
         })
         .reduce(f64::min)
@@ -169,9 +181,7 @@ pub(crate) fn prediction_error(
             let above = r.iter().find(|x| x.concurrency > c);
             let predicted = match (below, above) {
                 (Some(b), Some(a)) => {
-                    let (lb, la) = (b.load?, a.load?);
-                    let t = (c / b.concurrency).ln() / (a.concurrency / b.concurrency).ln();
-                    (lb.ln() + (la.ln() - lb.ln()) * t).exp()
+                    loglog_at((b.concurrency, b.load?), (a.concurrency, a.load?), c)
                 }
                 (Some(b), None) => {
                     let lb = b.load?;
@@ -186,7 +196,9 @@ pub(crate) fn prediction_error(
                 }
                 _ => return None,
             };
-            Some((observed / predicted).ln().abs())
+            let e = (observed / predicted).ln().abs();
+            // a prediction that cannot be compared counts as missed by far
+            Some(if e.is_finite() { e } else { f64::INFINITY })
         })
         .reduce(f64::max)
 }
@@ -233,7 +245,7 @@ fn beyond(r: &[Reading], c: f64, l: f64) -> Option<f64> {
     };
     let k = (l / l1).ln() / (c / c1).ln();
     if k >= 1.0 {
-        return Some(c * l.powf(-1.0 / k.min(MAX_EXPONENT)));
+        return Some(power_crossing(c, l, k.min(MAX_EXPONENT)));
     }
     let slope = (l - l1) / (c - c1);
     if slope <= 0.0 {

@@ -2,17 +2,22 @@
 //! level to run, [`Search::observe`] takes what it measured, [`Search::outcome`] reports. No I/O,
 //! no clock: callers run probes however they like.
 //!
-//! The algorithm (`docs/search.md` has the reasoning):
-//! 1. **Bracket**: probe `concurrency_min`, then double until an SLA breaks or
-//!    `concurrency_max` passes (above `search_initial_points`, when given, the step is ×4).
-//! 2. **Narrow** the bracket [highest pass, lowest fail]: interpolate each breached SLA's margin
-//!    linearly in concurrency between the bracket's ends, take the lowest predicted crossing,
-//!    and probe just on one side of it (the side that cuts the bracket most), within the
-//!    stated precision; a prediction that a verdict contradicts is followed by a bisection.
-//!    Probes are the "roundest" integers in the target range (320 rather than 317).
+//! The algorithm (`docs/search.md` has the reasoning and the evaluation; the models are in
+//! `predict.rs`):
+//! 1. **Bracket**: probe `concurrency_min`, then aim each probe just below the lowest crossing
+//!    any SLA predicts from the passes so far (at most [`MAX_JUMP`] times the highest pass, and
+//!    not above `concurrency_max`), or just above it when that fail would close the search;
+//!    double (×4 above `search_initial_points`) when nothing predicts a crossing.
+//! 2. **Narrow** the bracket [highest pass, lowest fail]: the crossing of each breached SLA on
+//!    the log-log line between the bracket's readings, the lowest taken, and a probe just on
+//!    one side of it (the side that cuts the bracket most), within the stated precision. A
+//!    verdict that contradicts the prediction is followed by the line through the two readings
+//!    on the side that moved, then the pass–fail line again, then a bisection. Probes are the
+//!    "roundest" integers in the target range (320 rather than 317).
 //! 3. **Stop** when `(fail − pass) ≤ precision × fail`, or at `search_max_iterations`.
 //!    A passing answer whose smallest SLA margin is under `confirm_margin` is probed once more
-//!    (a close call near a noisy boundary); a level passes only if every observation passes.
+//!    (a close call near a noisy boundary) unless the last predictions of that SLA came true
+//!    more closely than the margin; a level passes only if every observation passes.
 //!
 //! Non-monotone data (a pass above a fail, as in the source's 320-pass / 284-fail) is read
 //! conservatively: the answer is the highest pass below the lowest fail, and it is flagged.
@@ -28,6 +33,11 @@ use crate::Error;
 /// The largest step above the highest pass while bracketing, however far the predicted
 /// crossing: a probe far above the boundary is the most expensive one a search can run.
 pub const MAX_JUMP: f64 = 16.0;
+/// Predictions whose errors are read as the noise estimate before a close call goes unconfirmed.
+const NOISE_SAMPLES: usize = 2;
+/// How many times the noise estimate must fit inside a close call's margin for it to stand
+/// without a repeat.
+const NOISE_CLEARANCE: f64 = 3.0;
 
 /// Why a probe was chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +47,8 @@ pub enum ProbePhase {
     Bracket,
     /// Aimed at the predicted SLA crossing.
     Narrow,
-    /// The middle of the bracket (after a missed prediction, or without one).
+    /// The middle of the bracket (after missed predictions, or without one); also the phase
+    /// of a replayed level that carries no phase of its own.
     Bisect,
     /// A repeat of a close call.
     Confirm,
@@ -204,33 +215,41 @@ impl Search {
         Ok(())
     }
 
-    /// Records a probe the search did not choose: a saved search replayed after the algorithm
-    /// changed, or a level measured by other means. Its verdict counts like any other; the
-    /// next probe is chosen afresh.
-    pub fn replay(&mut self, concurrency: u32, m: &Measurement) {
-        let probe = match self.pending.take() {
-            Some(p) if p.concurrency == concurrency => p,
-            _ => Probe {
-                iteration: self.history.len() as u32 + 1,
-                concurrency,
-                request_count: self.config.request_count.max(concurrency),
-                phase: ProbePhase::Bisect,
-                expect_pass: None,
-            },
-        };
+    /// Records a probe the search may not have chosen: a saved search replayed after the
+    /// algorithm changed (`probe` as saved, phase and expected verdict kept), or a level
+    /// measured by other means. Its verdict counts like any other, and the next probe is chosen
+    /// afresh from everything recorded. Fails on a concurrency outside
+    /// `[concurrency_min, concurrency_max]`.
+    pub fn replay(&mut self, probe: Probe, m: &Measurement) -> Result<(), Error> {
+        let c = probe.concurrency;
+        if c < self.config.concurrency_min || c > self.config.concurrency_max {
+            return Err(Error::InvalidSearch {
+                field: "concurrency",
+                reason: format!(
+                    "a replayed probe at {c} lies outside [{}, {}]",
+                    self.config.concurrency_min, self.config.concurrency_max
+                ),
+            });
+        }
+        let chosen = self.pending.take().is_some_and(|p| p.concurrency == c);
+        if !chosen {
+            self.misses = (0, false);
+        }
         self.stop = None;
         self.record(probe, m);
+        Ok(())
     }
 
     fn record(&mut self, probe: Probe, m: &Measurement) {
         let checks = check_all(&self.config.slas, m);
         let pass = checks.iter().all(|c| c.holds);
-        if let (ProbePhase::Narrow, Some(expected)) = (probe.phase, probe.expect_pass) {
-            self.misses = if expected == pass {
-                (0, false)
-            } else {
-                (self.misses.0 + 1, !pass)
-            };
+        match (probe.phase, probe.expect_pass) {
+            (ProbePhase::Narrow, Some(expected)) if expected != pass => {
+                self.misses = (self.misses.0 + 1, !pass);
+            }
+            // a right prediction, or a bisection after misses: the lines are trusted again
+            (ProbePhase::Narrow | ProbePhase::Bisect, _) => self.misses = (0, false),
+            _ => {}
         }
         let mut record = ProbeRecord {
             probe,
@@ -283,34 +302,43 @@ impl Search {
         (lo, hi, non_monotone)
     }
 
-    /// The search's estimate of measurement noise at the answer `at`: the larger prediction
-    /// error, for the SLA with the smallest margin there, of the last two probes that had a
-    /// prediction (None before there are two).
-    fn noise(&self, at: u32) -> Option<f64> {
-        let binding = self
+    /// True when the answer `at` passed by a margin well clear of the search's estimate of
+    /// measurement noise: for the SLA with the smallest margin there, the prediction errors of
+    /// the last [`NOISE_SAMPLES`] probes that had a prediction, each under a
+    /// [`NOISE_CLEARANCE`]-th of the answer's distance from the threshold (both as
+    /// `|ln(load)|`, so that `<=` and `>=` SLAs compare alike).
+    fn clear_of_noise(&self, at: u32) -> bool {
+        let Some((check, sla)) = self
             .history
             .iter()
             .filter(|r| r.probe.concurrency == at)
             .flat_map(|r| &r.checks)
-            .filter_map(|k| Some((k.margin?, &k.sla)))
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-            .and_then(|(_, name)| self.config.slas.iter().find(|s| &s.name == name))?;
+            .filter(|k| k.margin.is_some())
+            .min_by(|a, b| a.margin.unwrap_or(0.0).total_cmp(&b.margin.unwrap_or(0.0)))
+            .and_then(|k| Some((k, self.config.slas.iter().find(|s| s.name == k.sla)?)))
+        else {
+            return false;
+        };
+        let Some(distance) = check
+            .value
+            .and_then(|v| crate::predict::load(sla, v))
+            .map(|l| l.ln().abs())
+            .filter(|d| d.is_finite())
+        else {
+            return false;
+        };
         let recent: Vec<f64> = (0..self.history.len())
             .rev()
             .filter_map(|i| {
                 crate::predict::prediction_error(
-                    std::slice::from_ref(binding),
+                    std::slice::from_ref(sla),
                     &self.history[..i],
                     &self.history[i],
                 )
             })
-            .take(2)
+            .take(NOISE_SAMPLES)
             .collect();
-        (recent.len() == 2).then(|| recent.iter().copied().fold(0.0, f64::max))
-    }
-
-    fn converged(&self, lo: u32, hi: u32) -> bool {
-        hi - lo <= 1 || f64::from(hi - lo) <= self.config.precision * f64::from(hi)
+        recent.len() == NOISE_SAMPLES && recent.iter().all(|e| NOISE_CLEARANCE * e < distance)
     }
 
     fn probe(
@@ -335,14 +363,14 @@ impl Search {
         let decided = match (lo, hi) {
             (None, Some(_)) => Some(StopReason::InfeasibleAtMin),
             (Some(l), None) if l >= c.concurrency_max => Some(StopReason::FeasibleAtMax),
-            (Some(l), Some(h)) if self.converged(l, h) => {
+            (Some(l), Some(h)) if c.converged(l, h) => {
                 let v = self.verdicts();
-                // A close call is measured again unless the latest predictions came true more
-                // closely than its margin (then noise of that size would have shown).
+                // A close call is measured again unless the latest predictions came true well
+                // within its margin (noise of that size would have shown).
                 let close = v.get(&l).is_some_and(|x| {
                     x.observations == 1
                         && x.min_margin < c.confirm_margin
-                        && (non_monotone || self.noise(l).is_none_or(|e| e >= x.min_margin))
+                        && (non_monotone || !self.clear_of_noise(l))
                 });
                 if close && (self.history.len() as u32) < c.max_iterations {
                     return self.probe(l, ProbePhase::Confirm, Some(true));
@@ -374,15 +402,7 @@ impl Search {
         let c = &self.config;
         let p = c.precision;
         let max = f64::from(c.concurrency_max);
-        let double = |s: &Self| {
-            let factor = if s.config.initial_points.is_some_and(|p| lo >= p) {
-                4
-            } else {
-                2
-            };
-            let next = lo.saturating_mul(factor).min(s.config.concurrency_max);
-            s.probe(next, ProbePhase::Bracket, None)
-        };
+        let double = |s: &Self| s.probe(s.config.next_doubling(lo), ProbePhase::Bracket, None);
         let Some(star) = crate::predict::crossing(&c.slas, &self.history, lo, None) else {
             return double(self);
         };
@@ -399,9 +419,13 @@ impl Search {
         };
         let a = (range.0.max(0.0) as u32).max(lo + 1);
         let b = (range.1.max(0.0) as u32).min(c.concurrency_max);
-        match roundest_in(a, b) {
-            Some(n) => self.probe(n, ProbePhase::Bracket, Some(expect_pass)),
-            None => double(self),
+        // No integer in the window (small levels): the next one up, whose fail closes the
+        // search, rather than a doubling the prediction says would fail.
+        match roundest_in(a, b).or_else(|| roundest_in(lo + 1, b.max(lo + 1))) {
+            Some(n) if n <= c.concurrency_max => {
+                self.probe(n, ProbePhase::Bracket, Some(expect_pass))
+            }
+            _ => double(self),
         }
     }
 
@@ -615,14 +639,36 @@ mod tests {
         let m = |c: u32| Measurement::new(1.0).with("request_latency", "p99", 3.0 * f64::from(c));
         let mut s = Search::new(cfg).unwrap();
         // doubling + bisection's levels, not the ones this search would choose
-        for c in [16, 32, 64, 128, 256, 512, 384, 320, 352, 336, 328] {
+        for (i, c) in [16, 32, 64, 128, 256, 512, 384, 320, 352, 336, 328]
+            .into_iter()
+            .enumerate()
+        {
             let _ = s.next_probe();
-            s.replay(c, &m(c));
+            let saved = Probe {
+                iteration: i as u32 + 1,
+                concurrency: c,
+                request_count: 1024,
+                phase: if i < 6 {
+                    ProbePhase::Bracket
+                } else {
+                    ProbePhase::Bisect
+                },
+                expect_pass: None,
+            };
+            s.replay(saved, &m(c)).unwrap();
         }
         let o = s.outcome();
         assert_eq!((o.feasible_max, o.infeasible_min), (Some(328), Some(336)));
         assert_eq!(o.probes, 11);
+        assert_eq!(s.history()[5].probe.phase, ProbePhase::Bracket, "as saved");
         assert_eq!(s.history()[6].probe.phase, ProbePhase::Bisect);
+        // a level outside the range is refused
+        let mut bad = s.history()[0].probe;
+        bad.concurrency = 5000;
+        assert!(s.replay(bad, &m(5000)).is_err());
+        bad.concurrency = 0;
+        assert!(s.replay(bad, &m(0)).is_err());
+        assert_eq!(s.history().len(), 11);
         // and the search decides from there: converged (the readings lie on a straight line,
         // so the close call at 328 needs no repeat)
         assert_eq!(s.next_probe(), None);

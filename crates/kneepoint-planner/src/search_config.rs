@@ -20,12 +20,13 @@ pub struct SearchConfig {
     pub max_iterations: u32,
     /// `request_count` per probe (default 1024); a probe sends at least one request per slot.
     pub request_count: u32,
-    /// `search_initial_points`: the doubling phase grows ×4 above this level (optional).
+    /// `search_initial_points`: above this level the bracketing grows ×4 instead of ×2 when no
+    /// SLA predicts where it will break (optional).
     pub initial_points: Option<u32>,
     /// Relative width at which the bracket counts as converged (default 0.05).
     pub precision: f64,
-    /// A passing answer with a smaller relative SLA margin is probed again (default 0.05; 0
-    /// disables confirmation).
+    /// A passing answer with a smaller relative SLA margin is probed again, unless the search's
+    /// noise estimate is well under that margin (default 0.05; 0 disables confirmation).
     pub confirm_margin: f64,
     /// Whether responses are streamed (TTFT/TPOT SLAs need it).
     pub streaming: bool,
@@ -45,6 +46,22 @@ impl SearchConfig {
             confirm_margin: 0.05,
             streaming: true,
         }
+    }
+
+    /// The bracketing step without a prediction: ×2, ×4 above `search_initial_points`, capped
+    /// at `concurrency_max`.
+    pub(crate) fn next_doubling(&self, lo: u32) -> u32 {
+        let factor = if self.initial_points.is_some_and(|p| lo >= p) {
+            4
+        } else {
+            2
+        };
+        lo.saturating_mul(factor).min(self.concurrency_max)
+    }
+
+    /// A bracket [pass, fail] narrower than the precision.
+    pub(crate) fn converged(&self, lo: u32, hi: u32) -> bool {
+        hi - lo <= 1 || f64::from(hi - lo) <= self.precision * f64::from(hi)
     }
 
     /// Checks the configuration.

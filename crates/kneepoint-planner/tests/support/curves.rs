@@ -160,6 +160,35 @@ impl Rng {
     }
 }
 
+/// Measurement noise with common random numbers: the draws depend only on the case's seed, the
+/// level and how often that level was measured before, so two methods probing the same level
+/// see the same noise, and one case's probe count does not reshuffle the others'.
+pub struct Noise {
+    pub sigma: f64,
+    pub seed: u64,
+    seen: std::collections::HashMap<u32, u64>,
+}
+
+impl Noise {
+    pub fn new(sigma: f64, seed: u64) -> Self {
+        Noise {
+            sigma,
+            seed,
+            seen: Default::default(),
+        }
+    }
+
+    fn rng(&mut self, c: u32) -> Rng {
+        let k = self.seen.entry(c).or_insert(0);
+        *k += 1;
+        // splitmix64 of (seed, level, repeat): never zero for the xorshift
+        let mut z = self.seed ^ (u64::from(c) << 20) ^ *k;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Rng((z ^ (z >> 31)) | 1)
+    }
+}
+
 pub struct Case {
     pub label: &'static str,
     pub shape: Shape,
@@ -180,9 +209,10 @@ pub fn holds(case: &Case, c: u32) -> bool {
     case.slas.iter().all(|s| s.holds(value(s, &r)))
 }
 
-pub fn measure(case: &Case, c: u32, noise: Option<(&mut Rng, f64)>) -> Measurement {
+pub fn measure(case: &Case, c: u32, noise: Option<&mut Noise>) -> Measurement {
     let mut r = case.shape.at(f64::from(c));
-    if let Some((rng, sigma)) = noise {
+    if let Some(n) = noise {
+        let (mut rng, sigma) = (n.rng(c), n.sigma);
         r.e2e *= 1.0 + sigma * rng.normal();
         r.ttft *= 1.0 + sigma * rng.normal();
         r.error_rate = (r.error_rate * (1.0 + sigma * rng.normal())).clamp(0.0, 1.0);
@@ -233,14 +263,15 @@ fn requests_at(cfg: &SearchConfig, c: u32) -> u64 {
     u64::from(cfg.request_count.max(c))
 }
 
-/// Doubling from `concurrency_min`, then integer bisection until (hi − lo) ≤ precision × hi,
-/// within the same probe budget.
-pub fn baseline(case: &Case, cfg: &SearchConfig, mut noise: Option<(&mut Rng, f64)>) -> Run {
+/// Doubling from `concurrency_min` (×2; `search_initial_points` is not used by the
+/// evaluation), then integer bisection until (hi − lo) ≤ precision × hi, within the same probe
+/// budget.
+pub fn baseline(case: &Case, cfg: &SearchConfig, mut noise: Option<&mut Noise>) -> Run {
     let (probes, requests) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u64));
-    let check = |c: u32, noise: &mut Option<(&mut Rng, f64)>| {
+    let check = |c: u32, noise: &mut Option<&mut Noise>| {
         probes.set(probes.get() + 1);
         requests.set(requests.get() + requests_at(cfg, c));
-        let m = measure(case, c, noise.as_mut().map(|(r, s)| (&mut **r, *s)));
+        let m = measure(case, c, noise.as_deref_mut());
         case.slas
             .iter()
             .all(|s| m.get(&s.metric, &s.stat).is_some_and(|v| s.holds(v)))
@@ -285,17 +316,13 @@ pub fn baseline(case: &Case, cfg: &SearchConfig, mut noise: Option<(&mut Rng, f6
 pub fn planner(
     case: &Case,
     cfg: &SearchConfig,
-    mut noise: Option<(&mut Rng, f64)>,
+    mut noise: Option<&mut Noise>,
 ) -> Result<Run, kneepoint_planner::Error> {
     let mut s = Search::new(cfg.clone())?;
     let mut requests = 0u64;
     while let Some(p) = s.next_probe() {
         requests += u64::from(p.request_count);
-        let m = measure(
-            case,
-            p.concurrency,
-            noise.as_mut().map(|(r, s)| (&mut **r, *s)),
-        );
+        let m = measure(case, p.concurrency, noise.as_deref_mut());
         s.observe(p.concurrency, &m)?;
     }
     let o = s.outcome();

@@ -1,9 +1,9 @@
 //! The figures of the search evaluation (`examples/search_eval.rs`, asserted by
 //! `tests/search_eval.rs`): the planner and doubling + bisection on every case of the curve
-//! family, with the same noise stream.
+//! family, with the same noise at the same level.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use super::curves::{baseline, planner, slope, truth, Case, Rng, Run};
+use super::curves::{baseline, planner, slope, truth, Case, Noise, Run};
 use kneepoint_planner::SearchConfig;
 
 /// One case's result.
@@ -52,10 +52,8 @@ pub fn evaluate(
     sigma: f64,
     select: impl Fn(&Case) -> bool,
 ) -> Runs {
-    let mut rng_p = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut rng_b = Rng(0x9e37_79b9_7f4a_7c15);
     let mut out = Vec::new();
-    for case in cases.iter().filter(|c| select(c)) {
+    for (i, case) in cases.iter().enumerate().filter(|(_, c)| select(c)) {
         let mut c = cfg.clone();
         c.slas = case.slas.clone();
         let Some(t) = truth(case, c.concurrency_max) else {
@@ -64,17 +62,20 @@ pub fn evaluate(
         if t < c.concurrency_min {
             continue;
         }
-        let noise_p = (sigma > 0.0).then_some((&mut rng_p, sigma));
-        let noise_b = (sigma > 0.0).then_some((&mut rng_b, sigma));
+        // the same noise for both methods at the same level (common random numbers)
+        let seed = 0x9e37_79b9_7f4a_7c15 ^ (i as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let mut noise_p = Noise::new(sigma, seed);
+        let mut noise_b = Noise::new(sigma, seed);
+        let noisy = sigma > 0.0;
         let planner = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            planner(case, &c, noise_p).map_err(|e| e.to_string())
+            planner(case, &c, noisy.then_some(&mut noise_p)).map_err(|e| e.to_string())
         }))
         .unwrap_or_else(|_| Err("panicked".to_owned()));
         out.push(Entry {
             label: case.label,
             truth: t,
             planner,
-            baseline: baseline(case, &c, noise_b),
+            baseline: baseline(case, &c, noisy.then_some(&mut noise_b)),
             identifiable: t >= c.concurrency_max || slope(case, t) >= sigma,
         });
     }
