@@ -106,6 +106,16 @@ pub struct RequestRecord {
     /// count is then `output_tokens`.
     #[serde(default)]
     pub rejected_usage_tokens: Option<u32>,
+    /// Multi-turn: the conversation this request is a turn of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// Multi-turn: the turn's 0-based position in its conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_index: Option<u32>,
+    /// Multi-turn: prompt tokens that repeat the conversation so far (earlier turns and the
+    /// server's replies), the prefix a server can cache; `input_tokens` includes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_tokens: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -139,6 +149,9 @@ impl RequestRecord {
             attempts: 1,
             intended_start_ns: None,
             rejected_usage_tokens: None,
+            conversation_id: None,
+            turn_index: None,
+            history_tokens: None,
         }
     }
 

@@ -80,6 +80,40 @@ pub struct Request {
     /// Extra fields merged into the request body.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub extra_body: serde_json::Map<String, serde_json::Value>,
+    /// A turn of a multi-turn conversation: `prompt` then holds only this turn's new messages,
+    /// and the runner sends them after the conversation so far (every earlier turn's messages
+    /// and the server's replies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<Turn>,
+}
+
+/// Where a request sits in a multi-turn conversation. A workload emits a conversation's turns
+/// consecutively, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// The conversation's id, shared by its turns.
+    pub conversation_id: String,
+    /// 0-based position in the conversation.
+    pub turn_index: u32,
+    /// The user's think time: how long after the previous turn's response ended this turn is
+    /// sent (zero for the first turn).
+    #[serde(default, with = "millis")]
+    pub delay: std::time::Duration,
+}
+
+/// A duration as (fractional) milliseconds, the unit traces and AIPerf use.
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1000.0)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(ms / 1000.0).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Request {
@@ -93,6 +127,7 @@ impl Request {
             min_output_tokens: None,
             ignore_eos: false,
             extra_body: serde_json::Map::new(),
+            turn: None,
         }
     }
 }

@@ -66,6 +66,7 @@ impl Bench {
             cancelled: true,
             unsent: request_count as usize,
             early_stop: None,
+            sent_turns: Vec::new(),
         };
         let level = json!({"concurrency": concurrency, "request_count": request_count});
         self.finish_level(dir, concurrency, level, &run, None)

@@ -104,6 +104,7 @@ pub async fn run_level_for(
         start_unix_ns,
         end_unix_ns: unix_ns(),
         sink_errors,
+        sent_turns: Vec::new(),
     })
 }
 

@@ -139,6 +139,9 @@ pub struct LevelRun {
     pub unsent: usize,
     /// Why the level stopped before its last request, when its metrics were precise enough.
     pub early_stop: Option<String>,
+    /// Multi-turn: every measured turn as it was sent (its prompt carrying the conversation
+    /// so far), ordered by request id; empty for single-turn requests.
+    pub sent_turns: Vec<Request>,
 }
 
 /// Per-request deadlines; `None` waits forever. Each expiry ends the request as a `timeout`
@@ -189,6 +192,12 @@ pub async fn run_level(
     if requests.is_empty() {
         return Err(Error::NoRequests);
     }
+    let multi_turn = requests.iter().chain(&warmup).any(|r| r.turn.is_some());
+    if multi_turn && config.open_loop.is_some() {
+        return Err(Error::InvalidArrival {
+            reason: "multi-turn conversations run in a closed loop (concurrency counts conversations); give a concurrency, not a request rate".into(),
+        });
+    }
     let ctx = |phase, origin, origin_unix_ns| {
         let cancel = config.cancel.clone();
         Ctx::new(
@@ -218,6 +227,12 @@ pub async fn run_level(
             Some(o) => {
                 open_loop(ctx, &o.warmup_offsets, o.max_in_flight, warmup, tx, &never).await?
             }
+            None if multi_turn => {
+                let slots = (config.concurrency, config.ramp_up);
+                crate::sessions::session_loop(ctx, slots, warmup, tx, &never)
+                    .await?
+                    .0
+            }
             None => {
                 let slots = (config.concurrency, config.ramp_up);
                 closed_loop(ctx, slots, warmup, tx, &never).await?
@@ -240,6 +255,7 @@ pub async fn run_level(
     let origin = Instant::now();
     let start_unix_ns = unix_ns();
     let ctx = ctx(Phase::Profiling, origin, start_unix_ns);
+    let mut sent_turns = Vec::new();
     let result = match &config.open_loop {
         Some(o) => {
             open_loop(
@@ -251,6 +267,16 @@ pub async fn run_level(
                 &stop_sending,
             )
             .await
+        }
+        None if multi_turn => {
+            let slots = (config.concurrency, config.ramp_up);
+            crate::sessions::session_loop(ctx, slots, requests, tx, &stop_sending)
+                .await
+                .map(|(n, mut sent)| {
+                    sent.sort_by_key(|r| r.id);
+                    sent_turns = sent;
+                    n
+                })
         }
         None => {
             let slots = (config.concurrency, config.ramp_up);
@@ -270,6 +296,7 @@ pub async fn run_level(
         start_unix_ns,
         end_unix_ns: unix_ns(),
         sink_errors,
+        sent_turns,
     })
 }
 

@@ -49,6 +49,7 @@ mod level;
 mod ramp;
 mod request;
 mod search;
+mod sessions;
 
 pub use arrival::{schedule, Arrival};
 pub use cancel::CancelToken;

@@ -18,6 +18,8 @@ struct Progress {
     chunks: Vec<Instant>,
     first_content: Option<Instant>,
     text: String,
+    /// The answer text alone (no reasoning), kept only for a turn of a conversation.
+    answer: Option<String>,
     chunk_tokens: Option<u32>,
     prompt_usage: Option<u32>,
     completion_usage: Option<u32>,
@@ -152,6 +154,9 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
                 }
                 p.text.push_str(&c.text);
                 p.text.push_str(&c.reasoning);
+                if let Some(a) = &mut p.answer {
+                    a.push_str(&c.text);
+                }
                 if p.chunks.len() > max_chunks || p.text.len() > max_bytes {
                     p.error = Some(Error::malformed(format!(
                         "the server kept streaming ({} token chunks, {} bytes{}); stopped reading",
@@ -257,6 +262,7 @@ async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
         chunks: Vec::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize),
         first_content: None,
         text: String::new(),
+        answer: request.turn.as_ref().map(|_| String::new()),
         chunk_tokens: None,
         prompt_usage: None,
         completion_usage: None,
@@ -307,6 +313,16 @@ impl Drop for InFlight<'_> {
 /// Sends `request` (retrying as the policy allows), times it against the origin, and returns
 /// its one record.
 pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> RequestRecord {
+    run_turn(ctx, request, worker).await.0
+}
+
+/// [`run_one`], also returning the answer text when `request` is a turn of a conversation (the
+/// reply its next turn carries).
+pub(crate) async fn run_turn(
+    ctx: &Ctx,
+    request: &Request,
+    worker: u32,
+) -> (RequestRecord, Option<String>) {
     let in_flight = ctx.in_flight.as_deref().map(InFlight::enter);
     let (origin, origin_unix_ns, phase) = (ctx.origin, ctx.origin_unix_ns, ctx.phase);
     let counter = &ctx.counter;
@@ -384,5 +400,9 @@ pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> Reques
     r.error = p.error.as_ref().map(ErrorRecord::from);
     r.attempts = attempts;
     r.rejected_usage_tokens = rejected_usage;
-    r
+    if let Some(t) = &request.turn {
+        r.conversation_id = Some(t.conversation_id.clone());
+        r.turn_index = Some(t.turn_index);
+    }
+    (r, p.answer)
 }

@@ -52,7 +52,9 @@ pub fn record_json(r: &RequestRecord) -> Value {
         "metadata": {
             "session_num": r.request_id,
             "x_request_id": r.x_request_id.clone().unwrap_or_else(|| r.request_id.to_string()),
-            "turn_index": 0,
+            "conversation_id": r.conversation_id,
+            "turn_index": r.turn_index.unwrap_or(0),
+            "history_tokens": r.history_tokens,
             "request_start_ns": abs(r.start_ns),
             "request_ack_ns": r.response_ns.map(abs),
             "request_end_ns": abs(r.end_ns),

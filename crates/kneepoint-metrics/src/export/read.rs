@@ -112,6 +112,15 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
     r.attempts = u32_of(md.get("attempts")).unwrap_or(1);
     r.rejected_usage_tokens = u32_of(md.get("rejected_usage_tokens"));
     r.intended_start_ns = num("intended_start_ns").map(rel);
+    r.conversation_id = md
+        .get("conversation_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    r.turn_index = r
+        .conversation_id
+        .as_ref()
+        .and_then(|_| u32_of(md.get("turn_index")));
+    r.history_tokens = u32_of(md.get("history_tokens"));
     Ok(r)
 }
 
