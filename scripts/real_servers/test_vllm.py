@@ -159,3 +159,32 @@ def test_server_metrics_are_scraped_per_level_and_explain_the_knee(vllm, tmp_pat
     assert e["evidence"] and "running" in e["evidence"][0], e
     for row in summary["levels"]:
         assert "server_waiting" in row["server_metrics"], row
+
+
+def test_multi_turn_conversations_fill_the_prefix_cache_turn_by_turn(vllm, tmp_path):
+    """Issue 17 against real vLLM (prefix caching on by default): every turn is sent with the
+    conversation so far, so the server's prefix-cache hit counter rises with the number of
+    turns, and by about as much as the history the records say was repeated."""
+    hits, repeated = {}, {}
+    for turns in (1, 2, 3):
+        out = tmp_path / f"turns_{turns}"
+        before = scrape(vllm.url)
+        # 12 requests at concurrency 2 (whole conversations), fresh prompts for every run
+        levels = sweep_levels(vllm, out, 128, 16, "2", 12, "--seed", str(1000 + turns),
+                              "--conversation-turn-mean", str(turns), "--no-server-metrics")
+        after = scrape(vllm.url)
+        check_all_ok(levels, 12)
+        recs = levels[0]
+        hits[turns] = after.get("vllm:prefix_cache_hits_total", 0.0) - before.get(
+            "vllm:prefix_cache_hits_total", 0.0)
+        repeated[turns] = sum(r["metadata"].get("history_tokens") or 0 for r in recs)
+        if turns > 1:
+            assert {r["metadata"]["turn_index"] for r in recs} == set(range(turns))
+            assert all(r["metadata"]["conversation_id"] for r in recs)
+            turn_summary = json.loads((out / "concurrency_2" / "turn_summary.json").read_text())
+            assert len(turn_summary["turns"]) == turns
+    print(json.dumps({"prefix_cache_hits": hits, "history_tokens": repeated}))
+    assert repeated[1] == 0 < repeated[2] < repeated[3], repeated
+    assert hits[1] < hits[2] < hits[3], hits
+    # vLLM caches whole blocks of the repeated prefix: most of the history is a hit
+    assert hits[3] - hits[1] >= 0.3 * repeated[3], (hits, repeated)

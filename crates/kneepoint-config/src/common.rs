@@ -8,13 +8,13 @@ use kneepoint_engine::LevelSettings;
 use kneepoint_runner::RetryPolicy;
 use kneepoint_sim::SimProfile;
 use kneepoint_transport::OpenAiConfig;
-use kneepoint_workload::{DatasetConfig, LengthDist, Lengths, SharedPrefix};
+use kneepoint_workload::{Conversations, DatasetConfig, LengthDist, Lengths, SharedPrefix};
 
 use crate::endpoint::{deadlines, openai_config, sagemaker_settings};
 use crate::error::bail;
-use crate::file::FileConfig;
+use crate::file::{FileConfig, WorkloadSection};
 use crate::load::{early_stop, level_duration, ramp_up, resolve_open_loop, resolve_runs};
-use crate::workload::{dataset, lengths, mixture, prefix};
+use crate::workload::{conversations, dataset, lengths, mixture, prefix};
 use crate::{CommonArgs, Result, DEFAULT_REQUEST_COUNT};
 
 /// What the sweep runs against.
@@ -49,6 +49,8 @@ pub struct CommonSettings {
     pub mixture: Option<Lengths>,
     /// Shared prefixes.
     pub prefix: Option<SharedPrefix>,
+    /// Multi-turn conversations (synthetic prompts, closed loop, count-bound levels).
+    pub conversations: Option<Conversations>,
     /// A dataset instead of synthetic prompts (lengths then come from the records).
     pub dataset: Option<DatasetConfig>,
     /// Send `ignore_eos`/`min_tokens`.
@@ -239,6 +241,7 @@ impl CommonSettings {
             backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),
         };
         levels.deadlines = deadlines(args, &ep)?;
+        let conversations = multi_turn(args, &wl, &levels)?;
         Ok(CommonSettings {
             target: match (target, &sm_name) {
                 (_, Some(_)) => Target::SageMaker,
@@ -255,6 +258,7 @@ impl CommonSettings {
                 .unwrap_or_else(|| "builtin".into()),
             mixture: mixture(args, &wl)?,
             prefix: prefix(args, &wl),
+            conversations,
             dataset: dataset(args, &wl, &osl)?,
             isl,
             osl,
@@ -264,4 +268,28 @@ impl CommonSettings {
             artifact_dir,
         })
     }
+}
+
+/// Multi-turn conversations, where they can run: synthetic prompts in a closed loop with
+/// count-bound levels.
+fn multi_turn(
+    args: &CommonArgs,
+    wl: &WorkloadSection,
+    levels: &LevelSettings,
+) -> Result<Option<Conversations>> {
+    let Some(c) = conversations(args, wl)? else {
+        return Ok(None);
+    };
+    if args.dataset.is_some() || wl.dataset.is_some() {
+        bail!("multi-turn conversations are synthetic for now: drop --dataset or the conversation_turn options");
+    }
+    if levels.open_loop.is_some() {
+        bail!("multi-turn conversations run in a closed loop (concurrency counts conversations): drop the request rate");
+    }
+    if levels.duration.is_some() {
+        bail!(
+            "multi-turn conversations run in count-bound levels for now: drop the level duration"
+        );
+    }
+    Ok(Some(c))
 }

@@ -48,6 +48,7 @@ impl CommonSettings {
                 "osl": self.osl,
                 "mixture": self.mixture,
                 "shared_prefix": self.prefix,
+                "conversations": self.conversations,
                 "dataset": self.dataset,
                 "output_control": self.output_control,
                 "seed": self.levels.seed,

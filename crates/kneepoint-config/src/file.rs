@@ -251,6 +251,16 @@ pub struct WorkloadSection {
     pub shared_prefix_pool: Option<u32>,
     /// Weighted (isl, osl) pairs instead of the means.
     pub mixture: Option<Vec<MixEntry>>,
+    /// Multi-turn: mean turns per conversation.
+    pub conversation_turn_mean: Option<f64>,
+    /// Standard deviation of the turns per conversation.
+    pub conversation_turn_stddev: Option<f64>,
+    /// Mean think time before a turn, ms.
+    pub conversation_turn_delay_mean: Option<f64>,
+    /// Its standard deviation, ms.
+    pub conversation_turn_delay_stddev: Option<f64>,
+    /// Multiplies every think time.
+    pub conversation_turn_delay_ratio: Option<f64>,
     /// A dataset file instead of synthetic prompts.
     pub dataset: Option<PathBuf>,
     /// `jsonl`, `sharegpt` or `trace`.

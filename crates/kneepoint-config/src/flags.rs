@@ -197,6 +197,23 @@ pub struct CommonArgs {
     /// Distinct shared prefixes; each request uses one at random (default 1).
     #[arg(long, value_name = "N")]
     pub shared_prefix_pool: Option<u32>,
+    /// Multi-turn: mean turns per conversation (AIPerf's option; 1 = single-turn requests).
+    /// Concurrency then counts conversations, and each turn is sent with the conversation so
+    /// far, the server's replies included.
+    #[arg(long, value_name = "N")]
+    pub conversation_turn_mean: Option<f64>,
+    /// Standard deviation of the turns per conversation (default 0).
+    #[arg(long, value_name = "N")]
+    pub conversation_turn_stddev: Option<f64>,
+    /// Mean think time between a reply and the next turn, ms (default 0).
+    #[arg(long, value_name = "MS")]
+    pub conversation_turn_delay_mean: Option<f64>,
+    /// Standard deviation of the think time, ms (default 0).
+    #[arg(long, value_name = "MS")]
+    pub conversation_turn_delay_stddev: Option<f64>,
+    /// Multiplies every think time (default 1; 0 removes them).
+    #[arg(long, value_name = "X")]
+    pub conversation_turn_delay_ratio: Option<f64>,
     /// A weighted mixture of (input, output) lengths instead of --isl/--osl:
     /// ISL:OSL:WEIGHT,... e.g. 1024:256:0.7,128:1024:0.3.
     #[arg(long, value_name = "MIX")]

@@ -226,6 +226,7 @@ pub async fn prepare(
                 config.lengths = m.clone();
             }
             config.prefix = settings.prefix;
+            config.conversations = settings.conversations;
             config.ignore_eos = settings.output_control;
             config.min_tokens = settings.output_control;
             Box::new(SyntheticWorkload::from_config(tokenizer, config)?)

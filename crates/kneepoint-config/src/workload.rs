@@ -2,10 +2,10 @@
 //! `[workload]`.
 
 use kneepoint_workload::{
-    DatasetConfig, DatasetFormat, LengthDist, Lengths, Sampling, SharedPrefix,
+    Conversations, DatasetConfig, DatasetFormat, LengthDist, Lengths, Sampling, SharedPrefix,
 };
 
-use crate::error::Context;
+use crate::error::{bail, Context};
 use crate::file::WorkloadSection;
 use crate::limits::dist;
 use crate::{CommonArgs, Result};
@@ -38,6 +38,52 @@ pub(crate) fn mixture(args: &CommonArgs, wl: &WorkloadSection) -> Result<Option<
         }
         (None, None) => None,
     })
+}
+
+/// Multi-turn conversations (none when the mean is absent or 1 without spread).
+pub(crate) fn conversations(
+    args: &CommonArgs,
+    wl: &WorkloadSection,
+) -> Result<Option<Conversations>> {
+    let mean = args.conversation_turn_mean.or(wl.conversation_turn_mean);
+    let stddev = args
+        .conversation_turn_stddev
+        .or(wl.conversation_turn_stddev)
+        .unwrap_or(0.0);
+    let Some(mean) = mean else {
+        if stddev > 0.0 {
+            bail!("conversation_turn_stddev needs conversation_turn_mean");
+        }
+        return Ok(None);
+    };
+    if !(mean.is_finite() && mean >= 1.0) || !(stddev.is_finite() && stddev >= 0.0) {
+        bail!(
+            "conversation_turn_mean must be at least 1 and conversation_turn_stddev not negative"
+        );
+    }
+    if mean == 1.0 && stddev == 0.0 {
+        return Ok(None);
+    }
+    let c = Conversations {
+        turns: LengthDist::mean_stddev(mean, stddev),
+        delay_ms_mean: args
+            .conversation_turn_delay_mean
+            .or(wl.conversation_turn_delay_mean)
+            .unwrap_or(0.0),
+        delay_ms_stddev: args
+            .conversation_turn_delay_stddev
+            .or(wl.conversation_turn_delay_stddev)
+            .unwrap_or(0.0),
+        delay_ratio: args
+            .conversation_turn_delay_ratio
+            .or(wl.conversation_turn_delay_ratio)
+            .unwrap_or(1.0),
+    };
+    let ok = |x: f64| x.is_finite() && x >= 0.0;
+    if !(ok(c.delay_ms_mean) && ok(c.delay_ms_stddev) && ok(c.delay_ratio)) {
+        bail!("conversation turn delays (mean, stddev, ratio) must be finite and not negative");
+    }
+    Ok(Some(c))
 }
 
 /// Shared system-prompt prefixes.

@@ -116,6 +116,10 @@ pub struct RequestRecord {
     /// server's replies), the prefix a server can cache; `input_tokens` includes them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_tokens: Option<u32>,
+    /// Multi-turn: the think time the user waited after the previous turn's reply before
+    /// this turn was sent, ns (`start_ns` − the previous turn's `end_ns` is at least this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_time_ns: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -152,6 +156,7 @@ impl RequestRecord {
             conversation_id: None,
             turn_index: None,
             history_tokens: None,
+            think_time_ns: None,
         }
     }
 

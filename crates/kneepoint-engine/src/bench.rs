@@ -349,6 +349,10 @@ impl Bench {
         write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
         write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
         write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
+        let turns = kneepoint_metrics::export::turn_summaries(concurrency, &run.records);
+        if !turns.is_empty() {
+            kneepoint_metrics::export::write_turn_summary(&dir.join("turn_summary.json"), &turns)?;
+        }
         Ok((summary, run.cancelled))
     }
 }

@@ -44,6 +44,28 @@ impl Bench {
         Ok(Some(out))
     }
 
+    /// `inputs.json` entries of a multi-turn level: one per conversation (in order of its
+    /// first turn), its payloads the turns as sent.
+    fn conversation_inputs(&self, run: &kneepoint_runner::LevelRun) -> Vec<InputEntry> {
+        let mut out: Vec<InputEntry> = Vec::new();
+        let mut index: std::collections::HashMap<String, usize> = Default::default();
+        for r in &run.sent_turns {
+            let id = r
+                .turn
+                .as_ref()
+                .map_or_else(|| r.id.to_string(), |t| t.conversation_id.clone());
+            let i = *index.entry(id.clone()).or_insert_with(|| {
+                out.push(InputEntry {
+                    session_id: id,
+                    payloads: Vec::new(),
+                });
+                out.len() - 1
+            });
+            out[i].payloads.extend(self.transport.payload(r));
+        }
+        out
+    }
+
     /// The files of a level interrupted before its first request: no records, marked partial.
     fn interrupted_before_sending(
         &self,
@@ -187,7 +209,11 @@ impl Bench {
         .await;
         let server = self.end(label, scrape, dir, run.as_ref().ok()).await;
         let run = run?;
-        if run.unsent > 0 {
+        if !run.sent_turns.is_empty() {
+            // Conversations: each turn as it was sent, the conversation so far included,
+            // grouped by conversation in AIPerf's shape.
+            write_inputs_json(&dir.join("inputs.json"), &self.conversation_inputs(&run))?;
+        } else if run.unsent > 0 {
             // Stopped early or interrupted: list only the requests that went out (in order).
             let sent = inputs.len().saturating_sub(run.unsent);
             write_inputs_json(&dir.join("inputs.json"), &inputs[..sent])?;

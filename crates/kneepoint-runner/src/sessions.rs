@@ -26,7 +26,11 @@ pub(crate) fn conversations(requests: &[Request]) -> Vec<Range<usize>> {
         let id = r.turn.as_ref().map(|t| &t.conversation_id);
         let continues = id.is_some()
             && out.last().is_some_and(|last| {
-                requests[last.start].turn.as_ref().map(|t| &t.conversation_id) == id
+                requests[last.start]
+                    .turn
+                    .as_ref()
+                    .map(|t| &t.conversation_id)
+                    == id
             });
         match out.last_mut() {
             Some(last) if continues => last.end = i + 1,
@@ -54,12 +58,7 @@ pub(crate) async fn session_loop(
     let mut set: JoinSet<Vec<Request>> = JoinSet::new();
     for worker in 0..workers {
         let (ctx, requests, sessions) = (ctx.clone(), requests.clone(), sessions.clone());
-        let (next, tx, stop, gate) = (
-            next.clone(),
-            tx.clone(),
-            stop_sending.clone(),
-            gate.clone(),
-        );
+        let (next, tx, stop, gate) = (next.clone(), tx.clone(), stop_sending.clone(), gate.clone());
         set.spawn(async move {
             let mut sent = Vec::new();
             if !crate::ramp::admit(gate.as_deref(), &ctx.cancel, &stop).await {
@@ -131,6 +130,7 @@ async fn converse(
         let (mut record, answer) = run_turn(ctx, &request, worker).await;
         if turn.turn.is_some() {
             record.history_tokens = Some(history_tokens);
+            record.think_time_ns = (k > 0).then(|| delay.as_nanos() as u64);
         }
         let ok = record.is_ok();
         sent.push(request);

@@ -93,19 +93,27 @@ async fn each_turn_carries_the_conversation_so_far_and_its_replies() {
             assert!(messages[2 * j].content.ends_with(&format!("question {j}")));
             assert_eq!(messages[2 * j + 1].role, "assistant");
             // the server's reply to turn j (answer only, no reasoning)
-            assert_eq!(messages[2 * j + 1].content, format!("reply to {}", 2 * j + 1));
+            assert_eq!(
+                messages[2 * j + 1].content,
+                format!("reply to {}", 2 * j + 1)
+            );
         }
     }
     // the sent turns, as sent, for inputs.json
     assert_eq!(run.sent_turns.len(), 12);
     assert!(run.sent_turns.windows(2).all(|w| w[0].id < w[1].id));
     assert_eq!(run.sent_turns[2].prompt.messages().len(), 5);
-    assert!(run.sent_turns[2].input_tokens.unwrap() > 3, "history counted");
+    assert!(
+        run.sent_turns[2].input_tokens.unwrap() > 3,
+        "history counted"
+    );
     let mut by_conv: Vec<_> = run.records.iter().collect();
     by_conv.sort_by_key(|r| r.request_id);
     for w in by_conv.chunks(3) {
         let conv = w[0].conversation_id.clone().unwrap();
-        assert!(w.iter().all(|r| r.conversation_id.as_deref() == Some(conv.as_str())));
+        assert!(w
+            .iter()
+            .all(|r| r.conversation_id.as_deref() == Some(conv.as_str())));
         assert_eq!(
             w.iter().map(|r| r.turn_index.unwrap()).collect::<Vec<_>>(),
             vec![0, 1, 2]

@@ -34,7 +34,7 @@ pub use dataset::{DatasetConfig, DatasetFormat, DatasetWorkload, Sampling};
 pub use dist::{LengthDist, Lengths, MixEntry};
 pub use error::Error;
 pub use prompt::PromptBuilder;
-pub use synthetic::{SharedPrefix, SyntheticConfig, SyntheticWorkload};
+pub use synthetic::{Conversations, SharedPrefix, SyntheticConfig, SyntheticWorkload};
 pub use tokenizer::{load_tokenizer, Tokenizer, TokenizerCounter};
 
 use kneepoint_core::Request;

@@ -3,9 +3,12 @@
 
 use std::sync::Arc;
 
-use kneepoint_core::Request;
+use std::time::Duration;
+
+use kneepoint_core::{Request, Turn};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
 use crate::prompt::PromptBuilder;
@@ -22,8 +25,58 @@ pub struct SharedPrefix {
     pub pool: u32,
 }
 
+/// Multi-turn conversations (AIPerf's `--conversation-turn-*` options): each conversation has a
+/// number of turns drawn from `turns`; each turn after the first is sent a think time after
+/// the previous reply, drawn from a normal distribution (negative draws are 0) and scaled by
+/// `delay_ratio`. Every turn's new user message has the sampled input length; the runner sends
+/// it after the conversation so far.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Conversations {
+    /// Turns per conversation.
+    pub turns: LengthDist,
+    /// Mean think time before a turn, ms.
+    pub delay_ms_mean: f64,
+    /// Its standard deviation, ms.
+    pub delay_ms_stddev: f64,
+    /// Multiplies every think time (0 removes them).
+    pub delay_ratio: f64,
+}
+
+impl Conversations {
+    /// `turns` turns per conversation, no think time.
+    pub fn new(turns: LengthDist) -> Self {
+        Conversations {
+            turns,
+            delay_ms_mean: 0.0,
+            delay_ms_stddev: 0.0,
+            delay_ratio: 1.0,
+        }
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        self.turns.validate("turns per conversation")?;
+        let ok = |x: f64| x.is_finite() && x >= 0.0;
+        if !(ok(self.delay_ms_mean) && ok(self.delay_ms_stddev) && ok(self.delay_ratio)) {
+            return Err(Error::InvalidDistribution {
+                what: "think time",
+                reason: "mean, stddev and ratio must be finite and not negative".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn delay<R: Rng + ?Sized>(&self, rng: &mut R) -> Duration {
+        let ms = match Normal::new(self.delay_ms_mean, self.delay_ms_stddev) {
+            Ok(n) if self.delay_ms_stddev > 0.0 => n.sample(rng),
+            _ => self.delay_ms_mean,
+        };
+        Duration::from_secs_f64((ms * self.delay_ratio).max(0.0) / 1000.0)
+    }
+}
+
 /// How to generate requests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SyntheticConfig {
     /// Input and output lengths.
     pub lengths: Lengths,
@@ -35,6 +88,9 @@ pub struct SyntheticConfig {
     pub ignore_eos: bool,
     /// Send `min_tokens` equal to the requested output.
     pub min_tokens: bool,
+    /// Multi-turn conversations (none: every request stands alone).
+    #[serde(default)]
+    pub conversations: Option<Conversations>,
 }
 
 impl SyntheticConfig {
@@ -46,6 +102,7 @@ impl SyntheticConfig {
             seed,
             ignore_eos: true,
             min_tokens: true,
+            conversations: None,
         }
     }
 }
@@ -57,6 +114,7 @@ pub struct SyntheticWorkload {
     prefixes: Vec<String>,
     rng: StdRng,
     next_id: u64,
+    next_conversation: u64,
 }
 
 impl std::fmt::Debug for SyntheticWorkload {
@@ -85,6 +143,9 @@ impl SyntheticWorkload {
         config: SyntheticConfig,
     ) -> Result<Self, Error> {
         config.lengths.validate()?;
+        if let Some(c) = &config.conversations {
+            c.validate()?;
+        }
         let mut builder = PromptBuilder::new(tokenizer)?;
         let mut prefixes = Vec::new();
         if let Some(p) = config.prefix {
@@ -104,6 +165,7 @@ impl SyntheticWorkload {
             builder,
             prefixes,
             next_id: 0,
+            next_conversation: 0,
         })
     }
 
@@ -148,28 +210,122 @@ fn prefix_text<R: Rng + ?Sized>(
     b.exact("", tokens, rng)
 }
 
+impl SyntheticWorkload {
+    /// One request of `isl` tokens (a shared prefix, when configured, counted in).
+    fn one(&mut self, with_prefix: bool) -> Result<Request, Error> {
+        let prefix_tokens = self.config.prefix.map_or(0, |p| p.tokens);
+        let (isl, osl) = self.config.lengths.sample(&mut self.rng);
+        let prefix = if self.prefixes.is_empty() || !with_prefix {
+            String::new()
+        } else {
+            let i = self.rng.random_range(0..self.prefixes.len());
+            self.prefixes[i].clone()
+        };
+        let isl = if prefix.is_empty() {
+            isl
+        } else {
+            isl.max(prefix_tokens)
+        };
+        let body = self.builder.exact(&prefix, isl, &mut self.rng)?;
+        let mut r = Request::text(self.next_id, format!("{prefix}{body}"));
+        self.next_id += 1;
+        r.input_tokens = Some(isl);
+        r.max_output_tokens = Some(osl);
+        r.ignore_eos = self.config.ignore_eos;
+        r.min_output_tokens = self.config.min_tokens.then_some(osl);
+        Ok(r)
+    }
+
+    /// One whole conversation: its first turn carries the shared prefix (a system prompt the
+    /// rest of the conversation repeats), the others only their new question.
+    fn conversation(&mut self, c: Conversations) -> Result<Vec<Request>, Error> {
+        let id = format!("conversation_{}", self.next_conversation);
+        self.next_conversation += 1;
+        let turns = c.turns.sample(&mut self.rng).max(1);
+        (0..turns)
+            .map(|k| {
+                let delay = if k == 0 {
+                    Duration::ZERO
+                } else {
+                    c.delay(&mut self.rng)
+                };
+                let mut r = self.one(k == 0)?;
+                r.turn = Some(Turn {
+                    conversation_id: id.clone(),
+                    turn_index: k,
+                    delay,
+                });
+                Ok(r)
+            })
+            .collect()
+    }
+}
+
 impl Workload for SyntheticWorkload {
+    /// `count` requests; with conversations, whole conversations until at least `count` turns
+    /// (a conversation is never split between two calls, so that no level starts one midway).
     fn requests(&mut self, count: usize) -> Result<Vec<Request>, Error> {
         let mut out = Vec::with_capacity(count);
-        let prefix_tokens = self.config.prefix.map_or(0, |p| p.tokens);
-        for _ in 0..count {
-            let (isl, osl) = self.config.lengths.sample(&mut self.rng);
-            let isl = isl.max(prefix_tokens);
-            let prefix = if self.prefixes.is_empty() {
-                String::new()
-            } else {
-                let i = self.rng.random_range(0..self.prefixes.len());
-                self.prefixes[i].clone()
-            };
-            let body = self.builder.exact(&prefix, isl, &mut self.rng)?;
-            let mut r = Request::text(self.next_id, format!("{prefix}{body}"));
-            self.next_id += 1;
-            r.input_tokens = Some(isl);
-            r.max_output_tokens = Some(osl);
-            r.ignore_eos = self.config.ignore_eos;
-            r.min_output_tokens = self.config.min_tokens.then_some(osl);
-            out.push(r);
+        while out.len() < count {
+            match self.config.conversations {
+                Some(c) => out.extend(self.conversation(c)?),
+                None => out.push(self.one(true)?),
+            }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load_tokenizer;
+
+    #[test]
+    fn conversations_come_whole_with_growing_turn_indices_and_think_times() {
+        let tok = load_tokenizer("builtin").unwrap();
+        let mut cfg = SyntheticConfig::new(LengthDist::Fixed(32), LengthDist::Fixed(8), 3);
+        cfg.prefix = Some(SharedPrefix {
+            tokens: 16,
+            pool: 1,
+        });
+        cfg.conversations = Some(Conversations {
+            turns: LengthDist::Fixed(3),
+            delay_ms_mean: 200.0,
+            delay_ms_stddev: 50.0,
+            delay_ratio: 0.5,
+        });
+        let mut w = SyntheticWorkload::from_config(tok.clone(), cfg).unwrap();
+        let reqs = w.requests(4).unwrap();
+        assert_eq!(reqs.len(), 6, "two whole conversations for four requests");
+        let prefix = w.prefixes()[0].clone();
+        for (i, r) in reqs.iter().enumerate() {
+            let t = r.turn.as_ref().unwrap();
+            assert_eq!(t.turn_index as usize, i % 3);
+            assert_eq!(t.conversation_id, format!("conversation_{}", i / 3));
+            assert_eq!(tok.count(&r.prompt.text()).unwrap(), 32);
+            // the system prefix opens the conversation only
+            assert_eq!(r.prompt.text().starts_with(&prefix), i % 3 == 0);
+            if i % 3 == 0 {
+                assert_eq!(t.delay, Duration::ZERO);
+            } else {
+                // ratio 0.5 of a normal(200, 50): well inside (0, 200] ms here
+                assert!(t.delay > Duration::ZERO && t.delay < Duration::from_millis(200));
+            }
+        }
+        // ids continue, and the next call starts a new conversation
+        let more = w.requests(1).unwrap();
+        assert_eq!(more[0].id, 6);
+        assert_eq!(
+            more[0].turn.as_ref().unwrap().conversation_id,
+            "conversation_2"
+        );
+        let bad = Conversations {
+            delay_ms_mean: -1.0,
+            ..Conversations::new(LengthDist::Fixed(2))
+        };
+        let mut cfg = SyntheticConfig::new(LengthDist::Fixed(8), LengthDist::Fixed(8), 3);
+        cfg.conversations = Some(bad);
+        assert!(SyntheticWorkload::from_config(tok, cfg).is_err());
     }
 }

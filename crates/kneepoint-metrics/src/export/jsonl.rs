@@ -55,6 +55,7 @@ pub fn record_json(r: &RequestRecord) -> Value {
             "conversation_id": r.conversation_id,
             "turn_index": r.turn_index.unwrap_or(0),
             "history_tokens": r.history_tokens,
+            "think_time_ms": r.think_time_ns.map(|n| n as f64 / 1e6),
             "request_start_ns": abs(r.start_ns),
             "request_ack_ns": r.response_ns.map(abs),
             "request_end_ns": abs(r.end_ns),

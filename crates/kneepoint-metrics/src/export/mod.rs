@@ -9,6 +9,7 @@ mod jsonl;
 mod read;
 mod text;
 mod time;
+mod turns;
 
 pub use aggregate::{aggregate_csv, aggregate_json, write_aggregate, AggregateInfo};
 pub use aiperf::{
@@ -20,6 +21,7 @@ pub use jsonl::{record_json, JsonlSink};
 pub use read::{read_jsonl, record_from_json};
 pub use text::{summary_text, write_summary_text};
 pub use time::rfc3339;
+pub use turns::{turn_summaries, turn_summary_json, write_turn_summary, TurnSummary};
 
 use std::path::Path;
 

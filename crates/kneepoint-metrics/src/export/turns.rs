@@ -1,0 +1,119 @@
+//! `turn_summary.json`: a multi-turn level's aggregates per turn position, beside the level's
+//! own (every turn together). The prompt grows turn by turn (the conversation so far is sent
+//! again), so latency by turn shows what the history costs and what prefix caching saves.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use kneepoint_core::RequestRecord;
+use serde_json::{json, Value};
+
+use crate::summary::{GoodputSlo, LevelSummary};
+use crate::Error;
+
+/// One turn position's aggregates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSummary {
+    /// The 0-based turn position.
+    pub turn_index: u32,
+    /// Mean prompt tokens repeating the conversation so far.
+    pub history_tokens_avg: Option<f64>,
+    /// The level's aggregates over this turn's records only.
+    pub summary: LevelSummary,
+}
+
+/// The aggregates of every turn position among `records` (those with a `turn_index`), in
+/// turn order; empty when no record is a turn.
+pub fn turn_summaries(concurrency: u32, records: &[RequestRecord]) -> Vec<TurnSummary> {
+    let mut by_turn: BTreeMap<u32, Vec<RequestRecord>> = BTreeMap::new();
+    for r in records {
+        if let Some(k) = r.turn_index {
+            by_turn.entry(k).or_default().push(r.clone());
+        }
+    }
+    by_turn
+        .into_iter()
+        .map(|(turn_index, rs)| {
+            let history: Vec<f64> = rs
+                .iter()
+                .filter_map(|r| r.history_tokens.map(f64::from))
+                .collect();
+            TurnSummary {
+                turn_index,
+                history_tokens_avg: (!history.is_empty())
+                    .then(|| history.iter().sum::<f64>() / history.len() as f64),
+                summary: LevelSummary::from_records(concurrency, &rs, &GoodputSlo::default()),
+            }
+        })
+        .collect()
+}
+
+/// The document `turn_summary.json` holds.
+pub fn turn_summary_json(turns: &[TurnSummary]) -> Value {
+    json!({
+        "turns": turns.iter().map(|t| json!({
+            "turn_index": t.turn_index,
+            "request_count": t.summary.request_count,
+            "error_count": t.summary.error_count,
+            "error_rate": t.summary.error_rate,
+            "history_tokens_avg": t.history_tokens_avg,
+            "metrics": t.summary.metrics,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Writes `turn_summary.json`.
+pub fn write_turn_summary(path: &Path, turns: &[TurnSummary]) -> Result<(), Error> {
+    let bytes =
+        serde_json::to_vec_pretty(&turn_summary_json(turns)).map_err(|source| Error::Json {
+            what: "turn summary",
+            source,
+        })?;
+    super::write_atomic(path, &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kneepoint_core::Phase;
+
+    fn turn(id: u64, k: u32, ttft_ms: u64, history: u32) -> RequestRecord {
+        let mut r = RequestRecord::new(id, Phase::Profiling);
+        r.start_ns = 0;
+        r.response_ns = Some(1);
+        r.chunk_ns = vec![ttft_ms * 1_000_000, ttft_ms * 1_000_000 + 5_000_000];
+        r.end_ns = ttft_ms * 1_000_000 + 5_000_000;
+        r.output_tokens = Some(2);
+        r.input_tokens = Some(10 + history);
+        r.conversation_id = Some(format!("c{}", id / 10));
+        r.turn_index = Some(k);
+        r.history_tokens = Some(history);
+        r
+    }
+
+    #[test]
+    fn aggregates_per_turn_position() {
+        let records: Vec<RequestRecord> = (0..4)
+            .flat_map(|c| {
+                (0..3).map(move |k| turn(c * 10 + k, k as u32, 10 + 20 * k, 15 * k as u32))
+            })
+            .collect();
+        let turns = turn_summaries(8, &records);
+        assert_eq!(turns.len(), 3);
+        for (k, t) in turns.iter().enumerate() {
+            assert_eq!(t.turn_index as usize, k);
+            assert_eq!(t.summary.request_count, 4);
+            assert_eq!(t.history_tokens_avg, Some(15.0 * k as f64));
+            let ttft = t.summary.stat("time_to_first_token", "avg").unwrap();
+            assert!((ttft - (10.0 + 20.0 * k as f64)).abs() < 1e-9, "{ttft}");
+        }
+        let doc = turn_summary_json(&turns);
+        assert_eq!(doc["turns"][2]["turn_index"], 2);
+        assert_eq!(doc["turns"][1]["history_tokens_avg"], 15.0);
+        assert!(doc["turns"][0]["metrics"]["time_to_first_token"]["p95"].is_number());
+        // single-turn records: no turns
+        let mut single = turn(0, 0, 10, 0);
+        single.turn_index = None;
+        assert!(turn_summaries(1, &[single]).is_empty());
+    }
+}
