@@ -64,10 +64,7 @@ pub(crate) async fn session_loop(
             if !crate::ramp::admit(gate.as_deref(), &ctx.cancel, &stop).await {
                 return sent;
             }
-            loop {
-                let Some(range) = sessions.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
+            while let Some(range) = sessions.get(next.fetch_add(1, Ordering::Relaxed)) {
                 let turns = &requests[range.clone()];
                 if !converse(&ctx, turns, worker as u32, &tx, &stop, &mut sent).await {
                     break;
@@ -130,7 +127,7 @@ async fn converse(
         let (mut record, answer) = run_turn(ctx, &request, worker).await;
         if turn.turn.is_some() {
             record.history_tokens = Some(history_tokens);
-            record.think_time_ns = (k > 0).then(|| delay.as_nanos() as u64);
+            record.think_time_ns = (k > 0).then_some(delay.as_nanos() as u64);
         }
         let ok = record.is_ok();
         sent.push(request);
