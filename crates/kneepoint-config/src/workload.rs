@@ -56,7 +56,7 @@ pub(crate) fn conversations(
         }
         return Ok(None);
     };
-    if !(mean.is_finite() && mean >= 1.0) || !(stddev.is_finite() && stddev >= 0.0) {
+    if !(mean.is_finite() && mean >= 1.0 && stddev.is_finite() && stddev >= 0.0) {
         bail!(
             "conversation_turn_mean must be at least 1 and conversation_turn_stddev not negative"
         );
