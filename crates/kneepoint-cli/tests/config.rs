@@ -319,3 +319,68 @@ fn server_metrics_flags_and_slas_on_server_concepts() {
         .to_string();
     assert!(e.contains("--server-metrics-interval"), "{e}");
 }
+
+#[test]
+fn conversation_flags_and_where_they_cannot_run() {
+    let s = resolve(&[
+        "--conversation-turn-mean",
+        "4",
+        "--conversation-turn-stddev",
+        "1",
+        "--conversation-turn-delay-mean",
+        "1500",
+        "--conversation-turn-delay-stddev",
+        "300",
+        "--conversation-turn-delay-ratio",
+        "0.5",
+    ])
+    .unwrap();
+    let c = s.common.conversations.expect("conversations");
+    assert_eq!(c.turns, LengthDist::mean_stddev(4.0, 1.0));
+    assert_eq!(
+        (c.delay_ms_mean, c.delay_ms_stddev, c.delay_ratio),
+        (1500.0, 300.0, 0.5)
+    );
+    // one turn without spread is a single-turn workload
+    let s = resolve(&["--conversation-turn-mean", "1"]).unwrap();
+    assert!(s.common.conversations.is_none());
+    // from [workload]
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        &d,
+        "c.toml",
+        "[workload]\nconversation_turn_mean = 3\nconversation_turn_delay_mean = 20\n",
+    );
+    let c = resolve(&["--config", &f])
+        .unwrap()
+        .common
+        .conversations
+        .unwrap();
+    assert_eq!((c.turns, c.delay_ms_mean), (LengthDist::Fixed(3), 20.0));
+    for (bad, says) in [
+        (vec!["--conversation-turn-mean", "0.5"], "at least 1"),
+        (
+            vec!["--conversation-turn-stddev", "2"],
+            "needs conversation_turn_mean",
+        ),
+        (
+            vec![
+                "--conversation-turn-mean",
+                "2",
+                "--conversation-turn-delay-mean=-5",
+            ],
+            "not negative",
+        ),
+        (
+            vec!["--conversation-turn-mean", "2", "--request-rate", "4"],
+            "closed loop",
+        ),
+        (
+            vec!["--conversation-turn-mean", "2", "--duration-s", "10"],
+            "count-bound",
+        ),
+    ] {
+        let e = format!("{:#}", resolve(&bad).unwrap_err());
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
+}
