@@ -316,6 +316,8 @@ pub struct SimulatorSection {
     pub jitter: Option<f64>,
     /// `openai` (default) or `sagemaker`: the protocol the simulator speaks.
     pub protocol: Option<String>,
+    /// Share of each chat response streamed as reasoning (a reasoning model).
+    pub reasoning_share: Option<f64>,
 }
 
 impl FileConfig {

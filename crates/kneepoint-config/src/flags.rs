@@ -305,6 +305,10 @@ pub struct CommonArgs {
     /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
     #[arg(long, value_name = "FACTOR")]
     pub sim_time_scale: Option<f64>,
+    /// Built-in simulator as a reasoning model: this share of each chat response streams as
+    /// `reasoning_content` before the answer (0 to 1; default 0).
+    #[arg(long, value_name = "SHARE")]
+    pub sim_reasoning_share: Option<f64>,
     /// Retry requests that fail before their first token with a transient error (connect,
     /// connection lost, 429/502/503/504) up to N times; off by default (a benchmark must see
     /// errors). Retried requests keep their full latency and an `attempts` count.

@@ -36,6 +36,12 @@ pub(crate) fn profile(args: &CommonArgs, sim: &SimulatorSection) -> Result<SimPr
         }
         p.jitter = j;
     }
+    if let Some(r) = args.sim_reasoning_share.or(sim.reasoning_share) {
+        if !(0.0..=1.0).contains(&r) {
+            bail!("the simulator's reasoning share must be between 0 and 1 (got {r})");
+        }
+        p.reasoning_share = r;
+    }
     p.faults = sim.faults.clone();
     if let Some(rate) = args.sim_fault_rate {
         p.faults = Some(fault_plan(rate, &args.sim_faults, args.sim_stall_ms)?);

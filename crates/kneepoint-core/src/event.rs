@@ -65,4 +65,7 @@ pub struct Usage {
     pub prompt_tokens: Option<u32>,
     /// Generated tokens counted by the server (reasoning included).
     pub completion_tokens: Option<u32>,
+    /// Of those, reasoning tokens (`completion_tokens_details.reasoning_tokens`), when given.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u32>,
 }

@@ -106,6 +106,14 @@ pub struct RequestRecord {
     /// count is then `output_tokens`.
     #[serde(default)]
     pub rejected_usage_tokens: Option<u32>,
+    /// Reasoning tokens (`reasoning_content` deltas) as the client counts them; `None` when the
+    /// response carried no reasoning text. `output_tokens` includes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u32>,
+    /// Reasoning tokens as the server counts them (`usage.completion_tokens_details.
+    /// reasoning_tokens`), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_reasoning_tokens: Option<u32>,
     /// Multi-turn: the conversation this request is a turn of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
@@ -153,6 +161,8 @@ impl RequestRecord {
             attempts: 1,
             intended_start_ns: None,
             rejected_usage_tokens: None,
+            reasoning_tokens: None,
+            usage_reasoning_tokens: None,
             conversation_id: None,
             turn_index: None,
             history_tokens: None,

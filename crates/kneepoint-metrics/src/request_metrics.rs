@@ -21,8 +21,14 @@ pub struct RequestMetrics {
     pub itl_ms: Option<f64>,
     /// Gaps between consecutive token-bearing chunks.
     pub inter_chunk_ms: Vec<f64>,
-    /// Output tokens.
+    /// Output tokens (reasoning included).
     pub osl: Option<u32>,
+    /// Reasoning tokens: the server's count when the output length is the server's and it
+    /// gives one, else the client's count of the reasoning text; `None` without reasoning.
+    pub reasoning_tokens: Option<u32>,
+    /// Answer tokens: output tokens without the reasoning ones (AIPerf's
+    /// `output_token_count`); set only when the response carried reasoning.
+    pub answer_tokens: Option<u32>,
     /// Input tokens (client count, else the server's).
     pub isl: Option<u32>,
     /// 1000 / ITL.
@@ -55,7 +61,13 @@ impl RequestMetrics {
             }
             _ => None,
         };
+        let reasoning = match (r.output_tokens_source, r.usage_reasoning_tokens) {
+            (Some(kneepoint_core::TokenSource::Usage), Some(n)) => Some(n),
+            _ => r.reasoning_tokens,
+        };
         RequestMetrics {
+            reasoning_tokens: reasoning,
+            answer_tokens: reasoning.zip(osl).map(|(k, n)| n.saturating_sub(k)),
             ttft_ms: ttft,
             ttfo_ms: r.first_content_ns.map(rel),
             ttst_ms: match r.chunk_ns.as_slice() {

@@ -47,7 +47,7 @@ pub struct MetricSummary {
 }
 
 /// The per-request metrics summarised, with their AIPerf names and units, in report order.
-pub const RECORD_METRICS: [(&str, &str, &str); 13] = [
+pub const RECORD_METRICS: [(&str, &str, &str); 15] = [
     ("time_to_first_token", "Time To First Token", "ms"),
     (
         "time_to_first_output_token",
@@ -65,6 +65,8 @@ pub const RECORD_METRICS: [(&str, &str, &str); 13] = [
         "tokens/sec/user",
     ),
     ("output_sequence_length", "Output Sequence Length", "tokens"),
+    ("reasoning_token_count", "Reasoning Token Count", "tokens"),
+    ("output_token_count", "Output Token Count", "tokens"),
     ("input_sequence_length", "Input Sequence Length", "tokens"),
     (
         "time_to_first_token_from_schedule",
@@ -214,6 +216,8 @@ impl LevelSummary {
             push("inter_token_latency", m.itl_ms);
             push("output_token_throughput_per_user", m.tokens_per_s_per_user);
             push("output_sequence_length", m.osl.map(f64::from));
+            push("reasoning_token_count", m.reasoning_tokens.map(f64::from));
+            push("output_token_count", m.answer_tokens.map(f64::from));
             push("input_sequence_length", m.isl.map(f64::from));
             push("time_to_first_token_from_schedule", m.ttft_from_schedule_ms);
             push(

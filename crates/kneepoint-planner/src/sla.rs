@@ -43,7 +43,7 @@ impl Op {
 
 /// Per-request metrics an SLA can name (their distribution statistics are measured), in the
 /// names of `profile_export_aiperf.json`.
-pub const REQUEST_METRICS: [&str; 13] = [
+pub const REQUEST_METRICS: [&str; 15] = [
     "time_to_first_token",
     "time_to_first_output_token",
     "time_to_second_token",
@@ -53,6 +53,8 @@ pub const REQUEST_METRICS: [&str; 13] = [
     "inter_chunk_latency",
     "output_token_throughput_per_user",
     "output_sequence_length",
+    "reasoning_token_count",
+    "output_token_count",
     "input_sequence_length",
     "time_to_first_token_from_schedule",
     "request_latency_from_schedule",

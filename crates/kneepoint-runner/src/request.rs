@@ -17,12 +17,14 @@ struct Progress {
     response: Option<Instant>,
     chunks: Vec<Instant>,
     first_content: Option<Instant>,
+    /// The answer text.
     text: String,
-    /// The answer text alone (no reasoning), kept only for a turn of a conversation.
-    answer: Option<String>,
+    /// The reasoning text (`reasoning_content`), apart from the answer.
+    reasoning: String,
     chunk_tokens: Option<u32>,
     prompt_usage: Option<u32>,
     completion_usage: Option<u32>,
+    reasoning_usage: Option<u32>,
     finish: Option<String>,
     error: Option<Error>,
 }
@@ -153,15 +155,13 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
                     *p.chunk_tokens.get_or_insert(0) += t;
                 }
                 p.text.push_str(&c.text);
-                p.text.push_str(&c.reasoning);
-                if let Some(a) = &mut p.answer {
-                    a.push_str(&c.text);
-                }
-                if p.chunks.len() > max_chunks || p.text.len() > max_bytes {
+                p.reasoning.push_str(&c.reasoning);
+                let bytes = p.text.len() + p.reasoning.len();
+                if p.chunks.len() > max_chunks || bytes > max_bytes {
                     p.error = Some(Error::malformed(format!(
                         "the server kept streaming ({} token chunks, {} bytes{}); stopped reading",
                         p.chunks.len(),
-                        p.text.len(),
+                        bytes,
                         request
                             .max_output_tokens
                             .map(|n| format!(" for at most {n} tokens asked"))
@@ -173,6 +173,7 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
             Ok(ResponseEvent::Usage(u)) => {
                 p.prompt_usage = u.prompt_tokens.or(p.prompt_usage);
                 p.completion_usage = u.completion_tokens.or(p.completion_usage);
+                p.reasoning_usage = u.reasoning_tokens.or(p.reasoning_usage);
             }
             Ok(ResponseEvent::Finish { reason }) => p.finish = reason.or(p.finish.take()),
             Ok(_) => {}
@@ -262,10 +263,11 @@ async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
         chunks: Vec::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize),
         first_content: None,
         text: String::new(),
-        answer: request.turn.as_ref().map(|_| String::new()),
+        reasoning: String::new(),
         chunk_tokens: None,
         prompt_usage: None,
         completion_usage: None,
+        reasoning_usage: None,
         finish: None,
         error: None,
     };
@@ -351,7 +353,9 @@ pub(crate) async fn run_turn(
     drop(in_flight);
     let ns = |t: Instant| t.saturating_duration_since(origin).as_nanos() as u64;
 
-    let client_count = u32::try_from(counter.count(&p.text)).unwrap_or(u32::MAX);
+    let count = |t: &str| u32::try_from(counter.count(t)).unwrap_or(u32::MAX);
+    let client_reasoning = (!p.reasoning.is_empty()).then(|| count(&p.reasoning));
+    let client_count = count(&p.text).saturating_add(client_reasoning.unwrap_or(0));
     let rejected_usage = p.completion_usage.filter(|&n| {
         !ctx.trust_server_usage && !usage_is_plausible(n, p.chunks.len(), client_count)
     });
@@ -392,7 +396,9 @@ pub(crate) async fn run_turn(
     r.output_tokens = output_tokens;
     r.output_tokens_source = source;
     r.client_output_tokens = Some(client_count);
-    r.output_bytes = p.text.len() as u64;
+    r.output_bytes = (p.text.len() + p.reasoning.len()) as u64;
+    r.reasoning_tokens = client_reasoning;
+    r.usage_reasoning_tokens = p.reasoning_usage;
     r.requested_output_tokens = request
         .max_output_tokens
         .filter(|_| request.ignore_eos || request.min_output_tokens == request.max_output_tokens);
@@ -404,5 +410,6 @@ pub(crate) async fn run_turn(
         r.conversation_id = Some(t.conversation_id.clone());
         r.turn_index = Some(t.turn_index);
     }
-    (r, p.answer)
+    let answer = request.turn.as_ref().map(|_| p.text);
+    (r, answer)
 }

@@ -61,6 +61,7 @@ impl Transport for Paced {
                 let ev = Ok(ResponseEvent::Usage(Usage {
                     prompt_tokens: Some(3),
                     completion_tokens: Some(n),
+                    reasoning_tokens: None,
                 }));
                 return Some((ev, (i + 1, guard)));
             }

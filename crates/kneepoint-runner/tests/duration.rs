@@ -30,6 +30,7 @@ impl Transport for Steady {
                     Ok(ResponseEvent::Usage(Usage {
                         prompt_tokens: Some(3),
                         completion_tokens: Some(4),
+                        reasoning_tokens: None,
                     })),
                     5,
                 )),

@@ -102,6 +102,7 @@ impl Transport for Lying {
         events.push(Ok(ResponseEvent::Usage(Usage {
             prompt_tokens: Some(3),
             completion_tokens: Some(self.usage),
+            reasoning_tokens: None,
         })));
         Ok(Box::pin(stream::iter(events)))
     }

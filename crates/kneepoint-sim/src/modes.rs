@@ -31,6 +31,11 @@ pub(crate) fn response_meta(
             .unwrap_or(0),
         prompt_tokens,
         output_tokens,
+        reasoning_tokens: if api == Api::Chat {
+            state.profile.reasoning_tokens(output_tokens)
+        } else {
+            0
+        },
         finish_reason,
     }
 }

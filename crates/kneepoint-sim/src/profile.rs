@@ -50,6 +50,12 @@ pub struct SimProfile {
     /// first token `ttft_ms` after it arrives and each further token `itl_ms` later, whatever
     /// the load, and the server records when each token was actually written.
     pub fixed: Option<FixedTiming>,
+    /// A reasoning model's share of each chat response (0 by default): the first
+    /// `round(share × output tokens)` tokens stream as `reasoning_content` deltas, the rest as
+    /// the answer, and usage says how many were reasoning
+    /// (`completion_tokens_details.reasoning_tokens`). At least one answer token stays.
+    #[serde(default)]
+    pub reasoning_share: f64,
 }
 
 /// Per-request timing of the fixed-latency mode (wall milliseconds, scaled by `time_scale`).
@@ -92,6 +98,7 @@ impl SimProfile {
             faults: None,
             instant: false,
             fixed: None,
+            reasoning_share: 0.0,
         }
     }
 
@@ -116,6 +123,7 @@ impl SimProfile {
             faults: None,
             instant: false,
             fixed: None,
+            reasoning_share: 0.0,
         }
     }
 
@@ -147,6 +155,15 @@ impl SimProfile {
             }),
             ..Self::fast()
         }
+    }
+
+    /// How many of a chat response's `output_tokens` are reasoning (see
+    /// [`SimProfile::reasoning_share`]).
+    pub fn reasoning_tokens(&self, output_tokens: u32) -> u32 {
+        if output_tokens < 2 {
+            return 0;
+        }
+        ((self.reasoning_share * f64::from(output_tokens)).round() as u32).min(output_tokens - 1)
     }
 
     /// A profile by name: `calibrated`, `fast`, `instant` or `fixed`.
@@ -192,6 +209,9 @@ impl SimProfile {
             if !v.is_finite() || v < 0.0 {
                 return bad(field, "must be a finite number ≥ 0");
             }
+        }
+        if !(0.0..=1.0).contains(&self.reasoning_share) {
+            return bad("reasoning_share", "must be between 0 and 1");
         }
         if self.step_base_ms <= 0.0 {
             return bad("step_base_ms", "must be > 0");

@@ -15,6 +15,8 @@ pub(crate) struct ResponseMeta {
     pub created: u64,
     pub prompt_tokens: u32,
     pub output_tokens: u32,
+    /// Of those, the first ones stream as reasoning (chat only).
+    pub reasoning_tokens: u32,
     pub finish_reason: &'static str,
 }
 
@@ -60,9 +62,14 @@ impl ResponseMeta {
         } else {
             "null".into()
         };
+        let field = if index < self.reasoning_tokens {
+            "reasoning_content"
+        } else {
+            "content"
+        };
         let choice = match self.api {
             Api::Chat => format!(
-                "{{\"index\":0,\"delta\":{{\"content\":\" {word}\"}},\"finish_reason\":{finish}}}"
+                "{{\"index\":0,\"delta\":{{\"{field}\":\" {word}\"}},\"finish_reason\":{finish}}}"
             ),
             Api::Completions | Api::Tgi => {
                 format!("{{\"index\":0,\"text\":\" {word}\",\"finish_reason\":{finish}}}")
@@ -75,8 +82,16 @@ impl ResponseMeta {
     }
 
     fn usage_json(&self) -> String {
+        let details = if self.reasoning_tokens > 0 {
+            format!(
+                ",\"completion_tokens_details\":{{\"reasoning_tokens\":{}}}",
+                self.reasoning_tokens
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"total_tokens\":{}}}",
+            "{{\"prompt_tokens\":{},\"completion_tokens\":{},\"total_tokens\":{}{details}}}",
             self.prompt_tokens,
             self.output_tokens,
             self.prompt_tokens + self.output_tokens
@@ -94,10 +109,21 @@ impl ResponseMeta {
 
     /// The whole (non-streaming) response.
     pub fn whole(&self) -> Bytes {
-        let text: String = (0..self.output_tokens)
-            .map(|i| format!(" {}", token_text(self.id, i)))
-            .collect();
-        let text = serde_json::Value::String(text).to_string();
+        let words = |r: std::ops::Range<u32>| -> String {
+            let t: String = r.map(|i| format!(" {}", token_text(self.id, i))).collect();
+            serde_json::Value::String(t).to_string()
+        };
+        let split = if self.api == Api::Chat {
+            self.reasoning_tokens
+        } else {
+            0
+        };
+        let text = words(split..self.output_tokens);
+        let reasoning = if split > 0 {
+            format!(",\"reasoning_content\":{}", words(0..split))
+        } else {
+            String::new()
+        };
         if self.api == Api::Tgi {
             return Bytes::from(format!(
                 "[{{\"generated_text\":{text},\"details\":{{\"finish_reason\":\"{}\",\"generated_tokens\":{}}}}}]",
@@ -108,7 +134,7 @@ impl ResponseMeta {
             Api::Chat => (
                 "chat.completion",
                 format!(
-                    "{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":{text}}},\"finish_reason\":\"{}\"}}",
+                    "{{\"index\":0,\"message\":{{\"role\":\"assistant\",\"content\":{text}{reasoning}}},\"finish_reason\":\"{}\"}}",
                     self.finish_reason
                 ),
             ),
@@ -153,8 +179,54 @@ mod tests {
             created: 5,
             prompt_tokens: 3,
             output_tokens: 2,
+            reasoning_tokens: 0,
             finish_reason: "length",
         }
+    }
+
+    #[test]
+    fn a_reasoning_model_streams_reasoning_first_and_counts_it_in_usage() {
+        let mut m = meta(Api::Chat);
+        m.output_tokens = 4;
+        m.reasoning_tokens = 3;
+        let delta = |i: u32| -> serde_json::Value {
+            let ev = m.token_event(i, i == 3);
+            let s = std::str::from_utf8(&ev).unwrap();
+            let v: serde_json::Value =
+                serde_json::from_str(s.strip_prefix("data: ").unwrap().trim_end()).unwrap();
+            v["choices"][0]["delta"].clone()
+        };
+        for i in 0..3 {
+            assert!(delta(i)["reasoning_content"].is_string() && delta(i)["content"].is_null());
+        }
+        assert!(delta(3)["content"].is_string() && delta(3)["reasoning_content"].is_null());
+        let usage = m.usage_event();
+        let s = std::str::from_utf8(&usage).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(s.strip_prefix("data: ").unwrap().trim_end()).unwrap();
+        assert_eq!(v["usage"]["completion_tokens"], 4);
+        assert_eq!(
+            v["usage"]["completion_tokens_details"]["reasoning_tokens"],
+            3
+        );
+        let whole: serde_json::Value = serde_json::from_slice(&m.whole()).unwrap();
+        let message = &whole["choices"][0]["message"];
+        assert_eq!(
+            message["reasoning_content"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .count(),
+            3
+        );
+        assert_eq!(
+            message["content"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .count(),
+            1
+        );
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub(crate) type Body = UnsyncBoxBody<Bytes, InjectedFault>;
 pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
 
 pub(crate) struct State {
-    profile: SimProfile,
+    pub(crate) profile: SimProfile,
     #[cfg_attr(not(feature = "sagemaker"), allow(dead_code))]
     pub(crate) options: SimOptions,
     counter: Arc<dyn TokenCounter>,

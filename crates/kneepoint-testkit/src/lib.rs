@@ -214,6 +214,7 @@ impl Transport for MockTransport {
                     let usage = Usage {
                         prompt_tokens,
                         completion_tokens: Some(tokens),
+                        reasoning_tokens: None,
                     };
                     Some((Ok(ResponseEvent::Usage(usage)), i + 1))
                 } else if i <= tokens + 1 {

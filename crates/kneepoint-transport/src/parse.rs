@@ -46,6 +46,12 @@ struct Delta<'a> {
 struct UsageJson {
     prompt_tokens: Option<u32>,
     completion_tokens: Option<u32>,
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    reasoning_tokens: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -124,6 +130,7 @@ pub fn parse_body(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error>
         out.push(ResponseEvent::Usage(Usage {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
+            reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
         }));
     }
     Ok(())
@@ -164,13 +171,35 @@ mod tests {
                 },
                 ResponseEvent::Usage(Usage {
                     prompt_tokens: Some(5),
-                    completion_tokens: Some(7)
+                    completion_tokens: Some(7),
+                    reasoning_tokens: None,
                 })
             ]
         );
         let ev =
             parse(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#).unwrap();
         assert_eq!(ev.len(), 1);
+        // a reasoning model's usage says how many of the completion tokens were reasoning
+        let ev = parse(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"completion_tokens_details":{"reasoning_tokens":4}}}"#).unwrap();
+        assert_eq!(
+            ev,
+            vec![ResponseEvent::Usage(Usage {
+                prompt_tokens: Some(5),
+                completion_tokens: Some(7),
+                reasoning_tokens: Some(4),
+            })]
+        );
+        // and a null or empty details object is no count
+        for details in ["null", "{}"] {
+            let body = format!(
+                r#"{{"usage":{{"completion_tokens":7,"completion_tokens_details":{details}}}}}"#
+            );
+            let ev = parse(&body).unwrap();
+            assert!(
+                matches!(&ev[..], [ResponseEvent::Usage(u)] if u.reasoning_tokens.is_none()),
+                "{ev:?}"
+            );
+        }
     }
 
     #[test]

@@ -34,6 +34,16 @@ pub fn record_json(r: &RequestRecord) -> Value {
             "tokens/sec/user",
         );
         put("output_sequence_length", m.osl.map(f64::from), "tokens");
+        put(
+            "reasoning_token_count",
+            m.reasoning_tokens.map(f64::from),
+            "tokens",
+        );
+        put(
+            "output_token_count",
+            m.answer_tokens.map(f64::from),
+            "tokens",
+        );
         put("input_sequence_length", m.isl.map(f64::from), "tokens");
         if !m.inter_chunk_ms.is_empty() {
             metrics.insert(
@@ -73,6 +83,8 @@ pub fn record_json(r: &RequestRecord) -> Value {
             "level_origin_unix_ns": r.origin_unix_ns,
             "intended_start_ns": r.intended_start_ns.map(abs),
             "rejected_usage_tokens": r.rejected_usage_tokens,
+            "client_reasoning_tokens": r.reasoning_tokens,
+            "usage_reasoning_tokens": r.usage_reasoning_tokens,
         },
         "metrics": if r.is_ok() || !metrics.is_empty() { Value::Object(metrics) } else { Value::Null },
         "error": r.error.as_ref().map(|e| json!({

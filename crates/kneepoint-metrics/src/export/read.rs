@@ -121,6 +121,8 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
         .as_ref()
         .and_then(|_| u32_of(md.get("turn_index")));
     r.history_tokens = u32_of(md.get("history_tokens"));
+    r.reasoning_tokens = u32_of(md.get("client_reasoning_tokens"));
+    r.usage_reasoning_tokens = u32_of(md.get("usage_reasoning_tokens"));
     r.think_time_ns = md
         .get("think_time_ms")
         .and_then(Value::as_f64)

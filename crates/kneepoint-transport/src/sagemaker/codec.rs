@@ -47,6 +47,7 @@ fn finish_tgi(details: Option<TgiDetails>, out: &mut Vec<ResponseEvent>) {
             out.push(ResponseEvent::Usage(Usage {
                 prompt_tokens: None,
                 completion_tokens: Some(n),
+                reasoning_tokens: None,
             }));
         }
         out.push(ResponseEvent::Finish {
@@ -297,7 +298,8 @@ mod tests {
         }));
         assert!(out.contains(&ResponseEvent::Usage(Usage {
             prompt_tokens: None,
-            completion_tokens: Some(2)
+            completion_tokens: Some(2),
+            reasoning_tokens: None,
         })));
     }
 

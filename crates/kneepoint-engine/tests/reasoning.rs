@@ -1,0 +1,82 @@
+//! A reasoning model (the simulator streaming half of each response as `reasoning_content`):
+//! reasoning tokens are counted apart from the answer's, from the server's usage
+//! (`completion_tokens_details.reasoning_tokens`) and by the client, and the time to the first
+//! answer token is later than the time to the first token.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use kneepoint_engine::{CancelToken, LevelSettings, Sweep};
+use kneepoint_sim::{SimProfile, SimServer};
+use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
+use kneepoint_workload::{LengthDist, SyntheticWorkload};
+use serde_json::Value;
+
+const OSL: u32 = 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_tokens_are_counted_apart_and_delay_the_first_answer_token() -> anyhow::Result<()>
+{
+    let dir = tempfile::tempdir()?;
+    let mut profile = SimProfile::fast();
+    profile.reasoning_share = 0.5;
+    let model = profile.model.clone();
+    let server = SimServer::start_local(profile).await?;
+    let transport = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), model))?;
+    let workload = SyntheticWorkload::new(
+        kneepoint_workload::load_tokenizer("builtin")?,
+        LengthDist::Fixed(32),
+        LengthDist::Fixed(OSL),
+        3,
+    )?;
+    let report = Sweep::builder(Arc::new(transport))
+        .workload(workload)
+        .settings(LevelSettings::default())
+        .plan(kneepoint_planner::SweepPlan::new(vec![
+            kneepoint_planner::SweepLevel {
+                concurrency: 4,
+                request_count: 24,
+            },
+        ])?)
+        .artifacts(dir.path())
+        .build()?
+        .run(&CancelToken::new())
+        .await?;
+    let level = dir.path().join(&report.rows[0].dir);
+    let text = std::fs::read_to_string(level.join("profile_export.jsonl"))?;
+    let mut n = 0;
+    for line in text.lines() {
+        let r: Value = serde_json::from_str(line)?;
+        let (md, m) = (&r["metadata"], &r["metrics"]);
+        assert!(r["error"].is_null(), "{r}");
+        // the server's count: half of the 20 tokens, all of them in the output length
+        assert_eq!(md["usage_reasoning_tokens"], 10, "{md}");
+        assert_eq!(m["reasoning_token_count"]["value"], 10.0);
+        assert_eq!(m["output_token_count"]["value"], 10.0);
+        assert_eq!(m["output_sequence_length"]["value"], f64::from(OSL));
+        // the client counted the reasoning text on its own (one word a token, give or take)
+        let client = md["client_reasoning_tokens"].as_u64().unwrap();
+        assert!((8..=14).contains(&client), "{client}");
+        // ten reasoning tokens stream before the first answer token
+        let (ttft, ttfo) = (
+            m["time_to_first_token"]["value"].as_f64().unwrap(),
+            m["time_to_first_output_token"]["value"].as_f64().unwrap(),
+        );
+        assert!(ttfo > ttft, "{ttfo} vs {ttft}");
+        n += 1;
+    }
+    assert_eq!(n, 24);
+    let agg: Value =
+        serde_json::from_slice(&std::fs::read(level.join("profile_export_aiperf.json"))?)?;
+    assert_eq!(
+        agg["reasoning_token_count"]["avg"], 10.0,
+        "{}",
+        agg["reasoning_token_count"]
+    );
+    assert_eq!(agg["output_token_count"]["avg"], 10.0);
+    assert!(
+        agg["time_to_first_output_token"]["avg"].as_f64().unwrap()
+            > agg["time_to_first_token"]["avg"].as_f64().unwrap()
+    );
+    Ok(())
+}
