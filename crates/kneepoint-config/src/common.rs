@@ -236,6 +236,7 @@ impl CommonSettings {
         levels.seed = args.seed.or(wl.seed).unwrap_or(0);
         levels.require_finish_reason = !args.allow_missing_finish_reason;
         levels.trust_server_usage = args.trust_server_usage;
+        levels.export_outputs = args.export_outputs_json;
         levels.retry = RetryPolicy {
             max_retries: args.retries.unwrap_or(0),
             backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),

@@ -81,6 +81,7 @@ impl CommonSettings {
                 "idle_timeout_s": self.levels.deadlines.idle.map(|d| d.as_secs_f64()),
                 "retries": self.levels.retry.max_retries,
                 "trust_server_usage": self.levels.trust_server_usage,
+                "export_outputs_json": self.levels.export_outputs,
                 "server_metrics": self.server_metrics.endpoints,
                 "server_metrics_from_target": self.server_metrics.target_metrics,
                 "server_metrics_interval_s": self.server_metrics.interval.as_secs_f64(),

@@ -305,6 +305,10 @@ pub struct CommonArgs {
     /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
     #[arg(long, value_name = "FACTOR")]
     pub sim_time_scale: Option<f64>,
+    /// Write each level's generated text to `outputs.json` (answer and reasoning per request,
+    /// AIPerf's shape), for spot checks of correctness; off by default.
+    #[arg(long)]
+    pub export_outputs_json: bool,
     /// Built-in simulator as a reasoning model: this share of each chat response streams as
     /// `reasoning_content` before the answer (0 to 1; default 0).
     #[arg(long, value_name = "SHARE")]

@@ -114,6 +114,13 @@ pub struct RequestRecord {
     /// reasoning_tokens`), when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_reasoning_tokens: Option<u32>,
+    /// The generated answer text, kept only when asked (`LevelConfig::keep_outputs`; never in
+    /// `profile_export.jsonl`, only in `outputs.json`).
+    #[serde(skip)]
+    pub response_text: Option<String>,
+    /// The generated reasoning text, kept with `response_text`.
+    #[serde(skip)]
+    pub reasoning_text: Option<String>,
     /// Multi-turn: the conversation this request is a turn of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
@@ -163,6 +170,8 @@ impl RequestRecord {
             rejected_usage_tokens: None,
             reasoning_tokens: None,
             usage_reasoning_tokens: None,
+            response_text: None,
+            reasoning_text: None,
             conversation_id: None,
             turn_index: None,
             history_tokens: None,

@@ -305,6 +305,7 @@ impl Bench {
         config.cancel = cancel.clone();
         config.token_counter = self.counter.clone();
         config.ramp_up = s.ramp_up;
+        config.keep_outputs = s.export_outputs;
         // One batch per wave of a closed loop; an open loop has no waves.
         config.early_stop = s.early_stop.map(|e| EarlyStop {
             batch: if concurrency > 0 {
@@ -349,6 +350,13 @@ impl Bench {
         write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
         write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
         write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
+        if self.settings.export_outputs {
+            kneepoint_metrics::export::write_outputs_json(
+                &dir.join("outputs.json"),
+                &run.records,
+                &run.warmup_records,
+            )?;
+        }
         let turns = kneepoint_metrics::export::turn_summaries(concurrency, &run.records);
         if !turns.is_empty() {
             kneepoint_metrics::export::write_turn_summary(&dir.join("turn_summary.json"), &turns)?;

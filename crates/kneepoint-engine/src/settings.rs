@@ -35,6 +35,8 @@ pub struct LevelSettings {
     pub trust_server_usage: bool,
     /// Seeds the open-loop arrival schedules.
     pub seed: u64,
+    /// Write each level's generated text to `outputs.json` (off by default).
+    pub export_outputs: bool,
 }
 
 impl Default for LevelSettings {
@@ -52,6 +54,7 @@ impl Default for LevelSettings {
             retry: RetryPolicy::default(),
             trust_server_usage: false,
             seed: 0,
+            export_outputs: false,
         }
     }
 }

@@ -31,7 +31,11 @@ async fn reasoning_tokens_are_counted_apart_and_delay_the_first_answer_token() -
     )?;
     let report = Sweep::builder(Arc::new(transport))
         .workload(workload)
-        .settings(LevelSettings::default())
+        .settings({
+            let mut s = LevelSettings::default();
+            s.export_outputs = true;
+            s
+        })
         .plan(kneepoint_planner::SweepPlan::new(vec![
             kneepoint_planner::SweepLevel {
                 concurrency: 4,
@@ -66,6 +70,19 @@ async fn reasoning_tokens_are_counted_apart_and_delay_the_first_answer_token() -
         n += 1;
     }
     assert_eq!(n, 24);
+    // outputs.json: each request's answer and reasoning, as generated
+    let outputs: Value = serde_json::from_slice(&std::fs::read(level.join("outputs.json"))?)?;
+    let data = outputs["data"].as_array().unwrap();
+    assert_eq!(data.len(), 24);
+    for o in data {
+        let words = |k: &str| o[k].as_str().unwrap().split_whitespace().count();
+        assert_eq!(
+            (words("reasoning_text"), words("response_text")),
+            (10, 10),
+            "{o}"
+        );
+        assert_eq!(o["metrics"]["reasoning_token_count"], 10);
+    }
     let agg: Value =
         serde_json::from_slice(&std::fs::read(level.join("profile_export_aiperf.json"))?)?;
     assert_eq!(

@@ -63,6 +63,9 @@ pub struct LevelConfig {
     /// Measured requests in flight now (a relaxed atomic add and subtract around each), for a
     /// live view; none by default.
     pub in_flight: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// Keep each response's generated text in its record (`response_text`,
+    /// `reasoning_text`), for an export of the outputs; off by default (memory).
+    pub keep_outputs: bool,
 }
 
 /// Open-loop load: each request starts at its intended time, whatever the server is doing, so a
@@ -116,6 +119,7 @@ impl LevelConfig {
             ramp_up: None,
             after_warmup: None,
             in_flight: None,
+            keep_outputs: false,
         }
     }
 }

@@ -200,6 +200,8 @@ pub(crate) struct Ctx {
     pub trust_server_usage: bool,
     /// Requests in flight now (measured phase only), for a live view.
     pub in_flight: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// Keep the generated text in the records.
+    pub keep_outputs: bool,
 }
 
 impl Ctx {
@@ -226,6 +228,7 @@ impl Ctx {
             in_flight: (phase == Phase::Profiling)
                 .then(|| config.in_flight.clone())
                 .flatten(),
+            keep_outputs: config.keep_outputs,
         }
     }
 }
@@ -409,6 +412,10 @@ pub(crate) async fn run_turn(
     if let Some(t) = &request.turn {
         r.conversation_id = Some(t.conversation_id.clone());
         r.turn_index = Some(t.turn_index);
+    }
+    if ctx.keep_outputs {
+        r.reasoning_text = (!p.reasoning.is_empty()).then_some(p.reasoning);
+        r.response_text = Some(p.text.clone());
     }
     let answer = request.turn.as_ref().map(|_| p.text);
     (r, answer)

@@ -6,6 +6,7 @@ mod aggregate;
 mod aiperf;
 mod inputs;
 mod jsonl;
+mod outputs;
 mod read;
 mod text;
 mod time;
@@ -18,6 +19,7 @@ pub use aiperf::{
 };
 pub use inputs::{write_inputs_json, InputEntry};
 pub use jsonl::{record_json, JsonlSink};
+pub use outputs::{outputs_json, write_outputs_json, OUTPUTS_SCHEMA_VERSION};
 pub use read::{read_jsonl, record_from_json};
 pub use text::{summary_text, write_summary_text};
 pub use time::rfc3339;
