@@ -384,3 +384,62 @@ fn conversation_flags_and_where_they_cannot_run() {
         assert!(e.contains(says), "{bad:?}: {e}");
     }
 }
+
+#[test]
+fn several_models_and_urls_make_routes() {
+    let s = resolve(&["--model", "base=3, adapter-1", "--route-by", "weighted"]).unwrap();
+    let r = s.common.routes.expect("routes");
+    assert_eq!(
+        r.models,
+        vec![("base".to_owned(), 3.0), ("adapter-1".to_owned(), 1.0)]
+    );
+    assert!(r.urls.is_empty(), "the simulator's own URL");
+    assert_eq!(r.rule, kneepoint_transport::RouteRule::Weighted);
+    assert_eq!(
+        s.common.transport.model, "base",
+        "the first model is the primary"
+    );
+    let s = resolve(&[
+        "--url",
+        "http://127.0.0.1:9",
+        "--url",
+        "http://127.0.0.1:10",
+        "--model",
+        "m",
+    ])
+    .unwrap();
+    let r = s.common.routes.unwrap();
+    assert_eq!(r.urls.len(), 2);
+    assert_eq!(r.rule, kneepoint_transport::RouteRule::RoundRobin);
+    assert_eq!(s.common.transport.base_url, "http://127.0.0.1:9");
+    // conversations stay on one target by default
+    let s = resolve(&["--model", "a,b", "--conversation-turn-mean", "3"]).unwrap();
+    assert_eq!(
+        s.common.routes.unwrap().rule,
+        kneepoint_transport::RouteRule::Sticky
+    );
+    // one model on one URL: no routes
+    assert!(resolve(&["--model", "m"]).unwrap().common.routes.is_none());
+    for (bad, says) in [
+        (vec!["--model", "a=0,b"], "positive"),
+        (vec!["--model", "a=x"], "must be a number"),
+        (vec!["--model", ",,"], "names no model"),
+        (vec!["--route-by", "sticky"], "needs several models"),
+        (
+            vec!["--model", "a,b", "--route-by", "fastest"],
+            "unknown rule",
+        ),
+        (
+            vec![
+                "--url",
+                "http://127.0.0.1:9",
+                "--url",
+                "http://127.0.0.1:10",
+            ],
+            "name the model",
+        ),
+    ] {
+        let e = format!("{:#}", resolve(&bad).unwrap_err());
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
+}

@@ -28,6 +28,17 @@ pub enum Target {
     OpenAi(OpenAiConfig),
 }
 
+/// Several models and/or endpoints to spread requests over (`--model a,b`, `--url` repeated).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutesPlan {
+    /// The endpoints; empty: the target's own (the built-in simulator's).
+    pub urls: Vec<String>,
+    /// The model names and their weights.
+    pub models: Vec<(String, f64)>,
+    /// How a request's target is chosen.
+    pub rule: kneepoint_transport::RouteRule,
+}
+
 /// What every load-sending command needs, resolved and validated.
 #[derive(Debug, Clone)]
 pub struct CommonSettings {
@@ -51,6 +62,8 @@ pub struct CommonSettings {
     pub prefix: Option<SharedPrefix>,
     /// Multi-turn conversations (synthetic prompts, closed loop, count-bound levels).
     pub conversations: Option<Conversations>,
+    /// Several models or endpoints (none: one of each).
+    pub routes: Option<RoutesPlan>,
     /// A dataset instead of synthetic prompts (lengths then come from the records).
     pub dataset: Option<DatasetConfig>,
     /// Send `ignore_eos`/`min_tokens`.
@@ -173,7 +186,7 @@ impl CommonSettings {
         let sw = file.sweep_params.clone().unwrap_or_default();
         let sim = file.simulator.clone().unwrap_or_default();
         let load = file.load.clone().unwrap_or_default();
-        let url = args.url.clone().or(ep.url.clone());
+        let url = args.url.first().cloned().or(ep.url.clone());
         let target = match &url {
             Some(_) => None,
             None => Some(crate::simulator::profile(args, &sim)?),
@@ -243,6 +256,7 @@ impl CommonSettings {
         };
         levels.deadlines = deadlines(args, &ep)?;
         let conversations = multi_turn(args, &wl, &levels)?;
+        let routes = routes_plan(args, conversations.is_some(), sm_name.is_some())?;
         Ok(CommonSettings {
             target: match (target, &sm_name) {
                 (_, Some(_)) => Target::SageMaker,
@@ -260,6 +274,7 @@ impl CommonSettings {
             mixture: mixture(args, &wl)?,
             prefix: prefix(args, &wl),
             conversations,
+            routes,
             dataset: dataset(args, &wl, &osl)?,
             isl,
             osl,
@@ -293,4 +308,38 @@ fn multi_turn(
         );
     }
     Ok(Some(c))
+}
+
+/// The routes `--model a,b` and repeated `--url`s ask for; none for one model on one URL.
+fn routes_plan(
+    args: &CommonArgs,
+    conversations: bool,
+    sagemaker: bool,
+) -> Result<Option<RoutesPlan>> {
+    let models = match &args.model {
+        Some(m) => crate::endpoint::parse_models(m)?,
+        None => Vec::new(),
+    };
+    if models.len() <= 1 && args.url.len() <= 1 {
+        if args.route_by.is_some() {
+            bail!("--route-by needs several models (--model a,b) or several --url");
+        }
+        return Ok(None);
+    }
+    if sagemaker {
+        bail!("several models or URLs are for OpenAI-compatible endpoints, not SageMaker");
+    }
+    if models.is_empty() {
+        bail!("with several --url, name the model(s) with --model");
+    }
+    let rule = match args.route_by.as_deref() {
+        Some(r) => r.parse()?,
+        None if conversations => kneepoint_transport::RouteRule::Sticky,
+        None => kneepoint_transport::RouteRule::RoundRobin,
+    };
+    Ok(Some(RoutesPlan {
+        urls: args.url.clone(),
+        models,
+        rule,
+    }))
 }

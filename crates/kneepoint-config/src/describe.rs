@@ -49,6 +49,11 @@ impl CommonSettings {
                 "mixture": self.mixture,
                 "shared_prefix": self.prefix,
                 "conversations": self.conversations,
+                "routes": self.routes.as_ref().map(|r| serde_json::json!({
+                    "urls": r.urls.iter().map(|u| kneepoint_transport::redact_url(u)).collect::<Vec<_>>(),
+                    "models": r.models,
+                    "rule": format!("{:?}", r.rule),
+                })),
                 "dataset": self.dataset,
                 "output_control": self.output_control,
                 "seed": self.levels.seed,

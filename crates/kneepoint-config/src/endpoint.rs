@@ -43,7 +43,13 @@ pub(crate) fn openai_config(
         .max_tokens_field
         .or(ep.max_tokens_field)
         .unwrap_or_default();
-    let model = args.model.clone().or(ep.model.clone());
+    // The first of several models is the primary one (see `routes`).
+    let model = args
+        .model
+        .as_deref()
+        .map(|m| parse_models(m).map(|v| v[0].0.clone()))
+        .transpose()?
+        .or(ep.model.clone());
     let mut transport = OpenAiConfig::new(
         url.unwrap_or("http://127.0.0.1:0"),
         model.unwrap_or_else(|| sim.map(|p| p.model.clone()).unwrap_or_default()),
@@ -220,4 +226,35 @@ fn parse_header(h: &str) -> Result<(String, String)> {
         bail!("header {h:?} must look like 'Name: value'");
     };
     Ok((k.trim().to_owned(), v.trim().to_owned()))
+}
+
+/// `--model a,b=3`: model names with optional weights (default 1), at least one.
+pub(crate) fn parse_models(spec: &str) -> Result<Vec<(String, f64)>> {
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, weight) = match part.rsplit_once('=') {
+            Some((n, w)) => {
+                let w: f64 = w.trim().parse().map_err(|_| {
+                    crate::Error::Invalid(format!("--model {part:?}: the weight must be a number"))
+                })?;
+                if !(w.is_finite() && w > 0.0) {
+                    return Err(crate::Error::Invalid(format!(
+                        "--model {part:?}: the weight must be positive"
+                    )));
+                }
+                (n.trim(), w)
+            }
+            None => (part, 1.0),
+        };
+        if name.is_empty() {
+            return Err(crate::Error::Invalid(format!(
+                "--model {part:?}: a model needs a name"
+            )));
+        }
+        out.push((name.to_owned(), weight));
+    }
+    if out.is_empty() {
+        return Err(crate::Error::Invalid("--model names no model".into()));
+    }
+    Ok(out)
 }

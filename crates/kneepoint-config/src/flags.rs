@@ -94,9 +94,10 @@ pub struct CommonArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000. Without it the
-    /// built-in simulator is started on a loopback port.
+    /// built-in simulator is started on a loopback port. Repeat it for several replicas: the
+    /// requests are spread over them (--route-by).
     #[arg(long)]
-    pub url: Option<String>,
+    pub url: Vec<String>,
     /// `chat` (/v1/chat/completions) or `completions` (/v1/completions).
     #[arg(long, value_name = "chat|completions")]
     pub endpoint_type: Option<kneepoint_transport::Api>,
@@ -104,8 +105,15 @@ pub struct CommonArgs {
     #[arg(long, value_name = "PATH")]
     pub endpoint_path: Option<String>,
     /// The `model` field sent (default with --url: the first model GET /v1/models lists).
+    /// Several, comma-separated, each with an optional weight (`base=3,adapter-1=1`: LoRA
+    /// adapters served by name): the requests are spread over them (--route-by).
     #[arg(long)]
     pub model: Option<String>,
+    /// With several models or URLs: `round-robin` (default), `weighted` (by the models'
+    /// weights), or `sticky` (every turn of a conversation to one target; the default for
+    /// multi-turn conversations).
+    #[arg(long, value_name = "RULE")]
+    pub route_by: Option<String>,
     /// Name of the environment variable holding the API key (default: OPENAI_API_KEY).
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,

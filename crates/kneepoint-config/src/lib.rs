@@ -48,7 +48,7 @@ mod target;
 mod workload;
 
 pub use commands::{SearchSettings, SweepSettings};
-pub use common::{CommonSettings, SageMakerSettings, Target};
+pub use common::{CommonSettings, RoutesPlan, SageMakerSettings, Target};
 pub use error::{Error, Result};
 pub use file::{
     CandidateSection, EndpointSection, FileConfig, FleetSection, LoadSection, RunsSection,

@@ -46,6 +46,41 @@ async fn ready(config: &OpenAiConfig) -> Result<()> {
     }
 }
 
+/// One target per (URL, model) of `plan`, each a transport like `base` but for its URL and
+/// model; every URL must answer first.
+async fn routed_transport(
+    plan: &crate::RoutesPlan,
+    base: &OpenAiConfig,
+) -> Result<kneepoint_transport::RoutedTransport> {
+    let urls = if plan.urls.is_empty() {
+        vec![base.base_url.clone()]
+    } else {
+        plan.urls.clone()
+    };
+    let mut targets = Vec::new();
+    for url in &urls {
+        let mut c = base.clone();
+        c.base_url = url.clone();
+        if url != &base.base_url {
+            ready(&c).await?;
+        }
+        for (model, weight) in &plan.models {
+            c.model = model.clone();
+            targets.push(kneepoint_transport::RouteTarget {
+                transport: Arc::new(OpenAiTransport::new(c.clone())?),
+                route: kneepoint_core::Route {
+                    model: model.clone(),
+                    url: kneepoint_transport::redact_url(url),
+                },
+                weight: *weight,
+            });
+        }
+    }
+    Ok(kneepoint_transport::RoutedTransport::new(
+        targets, plan.rule,
+    )?)
+}
+
 /// Fails fast when a SageMaker runtime URL cannot be reached at all (there is no cheap,
 /// unbilled request to send, so this checks that a TCP connection opens).
 async fn ready_tcp(base_url: &str) -> Result<()> {
@@ -187,6 +222,24 @@ pub async fn prepare(
             let t = OpenAiTransport::new(transport_config.clone())?;
             (Arc::new(t), None)
         }
+    };
+    let transport = match &settings.routes {
+        Some(plan) => {
+            let routed = routed_transport(plan, &transport_config).await?;
+            observer.note(&format!(
+                "spreading requests over {} ({:?}): {}",
+                routed.targets().len(),
+                plan.rule,
+                routed
+                    .targets()
+                    .iter()
+                    .map(|t| format!("{} on {}", t.route.model, t.route.url))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            Arc::new(routed) as Arc<dyn Transport>
+        }
+        None => transport,
     };
     resolved.transport = transport_config.clone();
     let scrape_base = settings

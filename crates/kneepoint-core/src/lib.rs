@@ -52,4 +52,4 @@ pub use request::{Message, Prompt, Request, Turn};
 pub use server::{ServerSummary, CONCEPTS};
 pub use sink::{RecordSink, VecSink};
 pub use tokens::{approx_token_count, ApproxTokenCounter, TokenCounter};
-pub use transport::{iter_stream, EventStream, Transport};
+pub use transport::{iter_stream, EventStream, Route, Transport};

@@ -121,6 +121,13 @@ pub struct RequestRecord {
     /// The generated reasoning text, kept with `response_text`.
     #[serde(skip)]
     pub reasoning_text: Option<String>,
+    /// The model the request was sent to, when the transport spreads requests over several
+    /// models or endpoints ([`crate::Transport::route`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The endpoint the request was sent to, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Multi-turn: the conversation this request is a turn of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
@@ -172,6 +179,8 @@ impl RequestRecord {
             usage_reasoning_tokens: None,
             response_text: None,
             reasoning_text: None,
+            model: None,
+            url: None,
             conversation_id: None,
             turn_index: None,
             history_tokens: None,

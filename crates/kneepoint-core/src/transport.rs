@@ -37,6 +37,23 @@ pub trait Transport: Send + Sync {
         let _ = request;
         None
     }
+
+    /// Which model and endpoint `request` goes to, kept in its record (`model`, `url`), when
+    /// the transport spreads requests over several (`None`, the default, for one). It must
+    /// name the target `send` uses for the same request.
+    fn route(&self, request: &Request) -> Option<Route> {
+        let _ = request;
+        None
+    }
+}
+
+/// A model on an endpoint: where a request was sent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Route {
+    /// The model name sent in the request.
+    pub model: String,
+    /// The endpoint's URL (no credentials or query).
+    pub url: String,
 }
 
 macro_rules! forward_transport {
@@ -53,6 +70,10 @@ macro_rules! forward_transport {
 
             fn request_id(&self, request: &Request) -> Option<String> {
                 (**self).request_id(request)
+            }
+
+            fn route(&self, request: &Request) -> Option<Route> {
+                (**self).route(request)
             }
         }
     )*};

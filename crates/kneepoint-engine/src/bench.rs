@@ -357,6 +357,13 @@ impl Bench {
                 &run.warmup_records,
             )?;
         }
+        let routes = kneepoint_metrics::export::route_summaries(concurrency, &run.records);
+        if !routes.is_empty() {
+            kneepoint_metrics::export::write_route_summary(
+                &dir.join("route_summary.json"),
+                &routes,
+            )?;
+        }
         let turns = kneepoint_metrics::export::turn_summaries(concurrency, &run.records);
         if !turns.is_empty() {
             kneepoint_metrics::export::write_turn_summary(&dir.join("turn_summary.json"), &turns)?;

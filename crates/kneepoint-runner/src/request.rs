@@ -382,6 +382,10 @@ pub(crate) async fn run_turn(
     }
     let mut r = RequestRecord::new(request.id, phase);
     r.x_request_id = ctx.transport.request_id(request);
+    if let Some(route) = ctx.transport.route(request) {
+        r.model = Some(route.model);
+        r.url = Some(route.url);
+    }
     r.worker = worker;
     r.origin_unix_ns = origin_unix_ns;
     r.start_ns = ns(start);

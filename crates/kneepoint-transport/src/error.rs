@@ -35,6 +35,12 @@ pub enum Error {
         /// What was wrong with it (never key material).
         reason: String,
     },
+    /// A set of routes that cannot spread requests (none, or weights that are not positive).
+    #[error("invalid routes: {reason}")]
+    InvalidRoutes {
+        /// What is wrong with them.
+        reason: String,
+    },
     /// The TLS configuration could not be built.
     #[error("TLS setup failed")]
     Tls {

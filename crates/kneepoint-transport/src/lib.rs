@@ -37,6 +37,7 @@ mod openai;
 mod parse;
 pub mod receive_clock;
 pub mod request_id;
+mod routed;
 #[cfg(feature = "sagemaker")]
 pub mod sagemaker;
 pub mod sse;
@@ -54,4 +55,5 @@ pub use openai::OpenAiTransport;
 pub use parse::parse_body;
 pub use receive_clock::ReceiveClock;
 pub use request_id::{RequestIdHeader, RequestIdStyle};
+pub use routed::{RouteRule, RouteTarget, RoutedTransport};
 pub use stamped_tcp::StampedTcpStream;

@@ -63,6 +63,8 @@ pub fn record_json(r: &RequestRecord) -> Value {
             "session_num": r.request_id,
             "x_request_id": r.x_request_id.clone().unwrap_or_else(|| r.request_id.to_string()),
             "conversation_id": r.conversation_id,
+            "model_name": r.model,
+            "endpoint_url": r.url,
             "turn_index": r.turn_index.unwrap_or(0),
             "history_tokens": r.history_tokens,
             "think_time_ms": r.think_time_ns.map(|n| n as f64 / 1e6),

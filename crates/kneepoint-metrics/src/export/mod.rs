@@ -8,6 +8,7 @@ mod inputs;
 mod jsonl;
 mod outputs;
 mod read;
+mod routes;
 mod text;
 mod time;
 mod turns;
@@ -21,9 +22,10 @@ pub use inputs::{write_inputs_json, InputEntry};
 pub use jsonl::{record_json, JsonlSink};
 pub use outputs::{outputs_json, write_outputs_json, OUTPUTS_SCHEMA_VERSION};
 pub use read::{read_jsonl, record_from_json};
+pub use routes::{route_summaries, route_summary_json, write_route_summary, RouteSummary};
 pub use text::{summary_text, write_summary_text};
 pub use time::rfc3339;
-pub use turns::{turn_summaries, turn_summary_json, write_turn_summary, TurnSummary};
+pub use turns::{summaries_by, turn_summaries, turn_summary_json, write_turn_summary, TurnSummary};
 
 use std::path::Path;
 

@@ -22,18 +22,35 @@ pub struct TurnSummary {
     pub summary: LevelSummary,
 }
 
+/// The records grouped by `key` (records without one left out), each group summarised like a
+/// level, in key order.
+pub fn summaries_by<K: Ord>(
+    concurrency: u32,
+    records: &[RequestRecord],
+    key: impl Fn(&RequestRecord) -> Option<K>,
+) -> Vec<(K, Vec<&RequestRecord>, LevelSummary)> {
+    let mut groups: BTreeMap<K, Vec<&RequestRecord>> = BTreeMap::new();
+    for r in records {
+        if let Some(k) = key(r) {
+            groups.entry(k).or_default().push(r);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(k, rs)| {
+            let owned: Vec<RequestRecord> = rs.iter().map(|r| (*r).clone()).collect();
+            let summary = LevelSummary::from_records(concurrency, &owned, &GoodputSlo::default());
+            (k, rs, summary)
+        })
+        .collect()
+}
+
 /// The aggregates of every turn position among `records` (those with a `turn_index`), in
 /// turn order; empty when no record is a turn.
 pub fn turn_summaries(concurrency: u32, records: &[RequestRecord]) -> Vec<TurnSummary> {
-    let mut by_turn: BTreeMap<u32, Vec<RequestRecord>> = BTreeMap::new();
-    for r in records {
-        if let Some(k) = r.turn_index {
-            by_turn.entry(k).or_default().push(r.clone());
-        }
-    }
-    by_turn
+    summaries_by(concurrency, records, |r| r.turn_index)
         .into_iter()
-        .map(|(turn_index, rs)| {
+        .map(|(turn_index, rs, summary)| {
             let history: Vec<f64> = rs
                 .iter()
                 .filter_map(|r| r.history_tokens.map(f64::from))
@@ -42,7 +59,7 @@ pub fn turn_summaries(concurrency: u32, records: &[RequestRecord]) -> Vec<TurnSu
                 turn_index,
                 history_tokens_avg: (!history.is_empty())
                     .then(|| history.iter().sum::<f64>() / history.len() as f64),
-                summary: LevelSummary::from_records(concurrency, &rs, &GoodputSlo::default()),
+                summary,
             }
         })
         .collect()
