@@ -443,3 +443,33 @@ fn several_models_and_urls_make_routes() {
         assert!(e.contains(says), "{bad:?}: {e}");
     }
 }
+
+#[test]
+fn image_flags_and_where_images_cannot_go() {
+    let s = resolve(&["--images-per-request", "2", "--image-width", "336"]).unwrap();
+    let i = s.common.images.expect("images");
+    assert_eq!((i.count, i.width, i.height, i.pool), (2, 336, 512, 16));
+    assert!(resolve(&["--images-per-request", "0"])
+        .unwrap()
+        .common
+        .images
+        .is_none());
+    for (bad, says) in [
+        (
+            vec![
+                "--images-per-request",
+                "1",
+                "--endpoint-type",
+                "completions",
+            ],
+            "chat requests",
+        ),
+        (
+            vec!["--images-per-request", "1", "--image-height", "0"],
+            "1 to 8192",
+        ),
+    ] {
+        let e = format!("{:#}", resolve(&bad).unwrap_err());
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
+}

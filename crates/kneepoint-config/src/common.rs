@@ -64,6 +64,8 @@ pub struct CommonSettings {
     pub conversations: Option<Conversations>,
     /// Several models or endpoints (none: one of each).
     pub routes: Option<RoutesPlan>,
+    /// Images attached to each request (chat, synthetic prompts).
+    pub images: Option<kneepoint_workload::Images>,
     /// A dataset instead of synthetic prompts (lengths then come from the records).
     pub dataset: Option<DatasetConfig>,
     /// Send `ignore_eos`/`min_tokens`.
@@ -257,6 +259,7 @@ impl CommonSettings {
         levels.deadlines = deadlines(args, &ep)?;
         let conversations = multi_turn(args, &wl, &levels)?;
         let routes = routes_plan(args, conversations.is_some(), sm_name.is_some())?;
+        let images = images(args, &wl, transport.api, sm_name.is_some())?;
         Ok(CommonSettings {
             target: match (target, &sm_name) {
                 (_, Some(_)) => Target::SageMaker,
@@ -275,6 +278,7 @@ impl CommonSettings {
             prefix: prefix(args, &wl),
             conversations,
             routes,
+            images,
             dataset: dataset(args, &wl, &osl)?,
             isl,
             osl,
@@ -342,4 +346,36 @@ fn routes_plan(
         models,
         rule,
     }))
+}
+
+/// Images per request, where they can be sent: chat requests of synthetic prompts.
+fn images(
+    args: &CommonArgs,
+    wl: &WorkloadSection,
+    api: kneepoint_transport::Api,
+    sagemaker: bool,
+) -> Result<Option<kneepoint_workload::Images>> {
+    let count = args
+        .images_per_request
+        .or(wl.images_per_request)
+        .unwrap_or(0);
+    if count == 0 {
+        return Ok(None);
+    }
+    if api != kneepoint_transport::Api::Chat || sagemaker {
+        bail!("images go in chat requests to an OpenAI-compatible endpoint (--endpoint-type chat)");
+    }
+    if args.dataset.is_some() || wl.dataset.is_some() {
+        bail!("images are added to synthetic prompts: drop --dataset or --images-per-request");
+    }
+    let i = kneepoint_workload::Images {
+        count,
+        width: args.image_width.or(wl.image_width).unwrap_or(512),
+        height: args.image_height.or(wl.image_height).unwrap_or(512),
+        pool: args.image_pool.or(wl.image_pool).unwrap_or(16),
+    };
+    if i.width == 0 || i.height == 0 || i.width > 8192 || i.height > 8192 || i.pool == 0 {
+        bail!("image width and height must be 1 to 8192 pixels, and the pool at least 1");
+    }
+    Ok(Some(i))
 }

@@ -49,6 +49,7 @@ impl CommonSettings {
                 "mixture": self.mixture,
                 "shared_prefix": self.prefix,
                 "conversations": self.conversations,
+                "images": self.images,
                 "routes": self.routes.as_ref().map(|r| serde_json::json!({
                     "urls": r.urls.iter().map(|u| kneepoint_transport::redact_url(u)).collect::<Vec<_>>(),
                     "models": r.models,

@@ -251,6 +251,14 @@ pub struct WorkloadSection {
     pub shared_prefix_pool: Option<u32>,
     /// Weighted (isl, osl) pairs instead of the means.
     pub mixture: Option<Vec<MixEntry>>,
+    /// Images attached to each request.
+    pub images_per_request: Option<u32>,
+    /// Image width, pixels.
+    pub image_width: Option<u32>,
+    /// Image height, pixels.
+    pub image_height: Option<u32>,
+    /// Distinct images made.
+    pub image_pool: Option<u32>,
     /// Multi-turn: mean turns per conversation.
     pub conversation_turn_mean: Option<f64>,
     /// Standard deviation of the turns per conversation.

@@ -205,6 +205,19 @@ pub struct CommonArgs {
     /// Distinct shared prefixes; each request uses one at random (default 1).
     #[arg(long, value_name = "N")]
     pub shared_prefix_pool: Option<u32>,
+    /// Images attached to each request (chat only): PNGs made locally, sent as `data:` URLs in
+    /// OpenAI content parts (default 0).
+    #[arg(long, value_name = "N")]
+    pub images_per_request: Option<u32>,
+    /// Width of each image, pixels (default 512).
+    #[arg(long, value_name = "PX")]
+    pub image_width: Option<u32>,
+    /// Height of each image, pixels (default 512).
+    #[arg(long, value_name = "PX")]
+    pub image_height: Option<u32>,
+    /// Distinct images made; each request draws from them (default 16).
+    #[arg(long, value_name = "N")]
+    pub image_pool: Option<u32>,
     /// Multi-turn: mean turns per conversation (AIPerf's option; 1 = single-turn requests).
     /// Concurrency then counts conversations, and each turn is sent with the conversation so
     /// far, the server's replies included.

@@ -48,7 +48,7 @@ pub use error::{Error, ErrorKind, TimeoutPhase, REDACTED};
 pub use event::{Chunk, ResponseEvent, Usage};
 pub use names::UnknownName;
 pub use record::{ErrorRecord, Phase, RequestRecord, TokenSource};
-pub use request::{Message, Prompt, Request, Turn};
+pub use request::{Image, Message, Prompt, Request, Turn};
 pub use server::{ServerSummary, CONCEPTS};
 pub use sink::{RecordSink, VecSink};
 pub use tokens::{approx_token_count, ApproxTokenCounter, TokenCounter};

@@ -121,6 +121,9 @@ pub struct RequestRecord {
     /// The generated reasoning text, kept with `response_text`.
     #[serde(skip)]
     pub reasoning_text: Option<String>,
+    /// Images the request carried (none: `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_count: Option<u32>,
     /// The model the request was sent to, when the transport spreads requests over several
     /// models or endpoints ([`crate::Transport::route`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,6 +182,7 @@ impl RequestRecord {
             usage_reasoning_tokens: None,
             response_text: None,
             reasoning_text: None,
+            image_count: None,
             model: None,
             url: None,
             conversation_id: None,

@@ -85,6 +85,20 @@ pub struct Request {
     /// and the server's replies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<Turn>,
+    /// Images sent with the (last) user message, as OpenAI content parts (chat only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+}
+
+/// An image for a chat request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// Pixels across.
+    pub width: u32,
+    /// Pixels down.
+    pub height: u32,
+    /// A `data:image/png;base64,...` URL (or any URL the server can fetch).
+    pub url: std::sync::Arc<str>,
 }
 
 /// Where a request sits in a multi-turn conversation. A workload emits a conversation's turns
@@ -128,6 +142,7 @@ impl Request {
             ignore_eos: false,
             extra_body: serde_json::Map::new(),
             turn: None,
+            images: Vec::new(),
         }
     }
 }

@@ -382,6 +382,7 @@ pub(crate) async fn run_turn(
     }
     let mut r = RequestRecord::new(request.id, phase);
     r.x_request_id = ctx.transport.request_id(request);
+    r.image_count = (!request.images.is_empty()).then_some(request.images.len() as u32);
     if let Some(route) = ctx.transport.route(request) {
         r.model = Some(route.model);
         r.url = Some(route.url);

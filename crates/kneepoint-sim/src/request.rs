@@ -141,20 +141,85 @@ fn parse_tgi(
 fn message_tokens(m: &Value, counter: &dyn TokenCounter) -> Result<usize, String> {
     match m.get("content") {
         Some(Value::String(s)) => Ok(counter.count(s)),
-        Some(Value::Array(parts)) => Ok(parts
+        Some(Value::Array(parts)) => parts
             .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .map(|t| counter.count(t))
-            .sum()),
+            .map(|p| match p.get("type").and_then(Value::as_str) {
+                Some("image_url") => image_tokens(p),
+                _ => Ok(p
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .map_or(0, |t| counter.count(t))),
+            })
+            .sum(),
         Some(Value::Null) | None => Ok(0),
         _ => Err("message `content` must be a string or an array of parts".into()),
     }
+}
+
+/// Prompt tokens of an image: one per 28 × 28 patch of a PNG `data:` URL (as vision models
+/// that cut images into patches count them), 256 for a URL the simulator does not fetch. An
+/// image that is not a PNG is refused, as servers refuse an image they cannot decode.
+pub(crate) const PATCH: u32 = 28;
+/// The tokens of an image the simulator does not fetch.
+pub(crate) const REMOTE_IMAGE_TOKENS: usize = 256;
+
+fn image_tokens(part: &Value) -> Result<usize, String> {
+    use base64::Engine as _;
+    let url = part
+        .get("image_url")
+        .and_then(|u| u.get("url").or(Some(u)))
+        .and_then(Value::as_str)
+        .ok_or("an `image_url` part needs `image_url.url`")?;
+    let Some(data) = url.strip_prefix("data:") else {
+        return Ok(REMOTE_IMAGE_TOKENS);
+    };
+    let b64 = data
+        .split_once(";base64,")
+        .map(|(_, b)| b)
+        .ok_or("an image data URL must be base64")?;
+    // The PNG signature and IHDR chunk: width and height at bytes 16..24.
+    let head: String = b64.chars().take(32).collect();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(head)
+        .map_err(|_| "invalid base64 in an image data URL".to_owned())?;
+    if bytes.len() < 24 || &bytes[..8] != b"\x89PNG\r\n\x1a\n" {
+        return Err("the image is not a PNG".into());
+    }
+    let dim = |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    let (w, h) = (dim(16), dim(20));
+    Ok((w.div_ceil(PATCH) as usize * h.div_ceil(PATCH) as usize).max(1))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kneepoint_core::ApproxTokenCounter;
+
+    #[test]
+    fn images_cost_a_token_per_patch() {
+        use base64::Engine as _;
+        // a 56 x 30 PNG header: 2 x 2 patches
+        let mut png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+        png.extend_from_slice(&56u32.to_be_bytes());
+        png.extend_from_slice(&30u32.to_be_bytes());
+        png.extend_from_slice(&[8, 2, 0, 0, 0]);
+        let url = format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(&png)
+        );
+        let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "a b"},
+            {"type": "image_url", "image_url": {"url": url}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/x.png"}},
+        ]}]});
+        let r = parse_request(Api::Chat, body.to_string().as_bytes(), &ApproxTokenCounter).unwrap();
+        assert_eq!(r.prompt_tokens, 2 + 4 + 256);
+        let bad = serde_json::json!({"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,bm90IGEgcG5nIGF0IGFsbCwgbm8="}},
+        ]}]});
+        let e = parse_request(Api::Chat, bad.to_string().as_bytes(), &ApproxTokenCounter);
+        assert!(e.unwrap_err().contains("not a PNG"));
+    }
 
     #[test]
     fn chat_request() {

@@ -11,8 +11,11 @@ pub fn request_body(config: &OpenAiConfig, request: &Request) -> Value {
     body.insert("model".into(), Value::String(config.model.clone()));
     match config.api {
         Api::Chat => {
-            let messages = request.prompt.messages();
-            body.insert("messages".into(), json!(messages));
+            let mut messages = json!(request.prompt.messages());
+            if !request.images.is_empty() {
+                attach_images(&mut messages, &request.images);
+            }
+            body.insert("messages".into(), messages);
         }
         Api::Completions => {
             body.insert("prompt".into(), Value::String(request.prompt.text()));
@@ -37,6 +40,25 @@ pub fn request_body(config: &OpenAiConfig, request: &Request) -> Value {
     Value::Object(body)
 }
 
+/// Turns the last user message's content into OpenAI content parts: its text, then one
+/// `image_url` part per image.
+fn attach_images(messages: &mut Value, images: &[kneepoint_core::Image]) {
+    let Some(list) = messages.as_array_mut() else {
+        return;
+    };
+    let Some(user) = list.iter_mut().rev().find(|m| m["role"] == "user") else {
+        return;
+    };
+    let text = user["content"].take();
+    let mut parts = vec![json!({"type": "text", "text": text})];
+    parts.extend(
+        images
+            .iter()
+            .map(|i| json!({"type": "image_url", "image_url": {"url": &*i.url}})),
+    );
+    user["content"] = Value::Array(parts);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,6 +80,30 @@ mod tests {
                    "stream_options":{"include_usage":true},"max_tokens":16,"min_tokens":16,
                    "ignore_eos":true,"temperature":0.5})
         );
+    }
+
+    #[test]
+    fn images_become_content_parts_of_the_last_user_message() {
+        let c = OpenAiConfig::new("http://x", "m1");
+        let mut r = Request::text(3, "describe");
+        r.prompt = kneepoint_core::Prompt::Messages(vec![
+            kneepoint_core::Message::system("be brief"),
+            kneepoint_core::Message::user("describe"),
+        ]);
+        r.images = vec![
+            kneepoint_core::Image {
+                width: 2,
+                height: 2,
+                url: "data:image/png;base64,AAAA".into(),
+            };
+            2
+        ];
+        let b = request_body(&c, &r);
+        assert_eq!(b["messages"][0]["content"], "be brief");
+        let parts = b["messages"][1]["content"].as_array().unwrap();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[0], json!({"type": "text", "text": "describe"}));
+        assert_eq!(parts[2]["image_url"]["url"], "data:image/png;base64,AAAA");
     }
 
     #[test]

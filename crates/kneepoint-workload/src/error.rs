@@ -6,6 +6,12 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// The images asked for cannot be made.
+    #[error("invalid images: {reason}")]
+    InvalidImages {
+        /// Why.
+        reason: String,
+    },
     /// A length distribution parameter is out of range.
     #[error("invalid {what} distribution: {reason}")]
     InvalidDistribution {

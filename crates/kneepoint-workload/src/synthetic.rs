@@ -91,6 +91,9 @@ pub struct SyntheticConfig {
     /// Multi-turn conversations (none: every request stands alone).
     #[serde(default)]
     pub conversations: Option<Conversations>,
+    /// Images attached to each request's user message (chat only; none by default).
+    #[serde(default)]
+    pub images: Option<crate::Images>,
 }
 
 impl SyntheticConfig {
@@ -103,6 +106,7 @@ impl SyntheticConfig {
             ignore_eos: true,
             min_tokens: true,
             conversations: None,
+            images: None,
         }
     }
 }
@@ -115,6 +119,10 @@ pub struct SyntheticWorkload {
     rng: StdRng,
     next_id: u64,
     next_conversation: u64,
+    images: Vec<kneepoint_core::Image>,
+    /// Draws images apart from the prompts, so that a workload with images sends the same
+    /// prompts as one without.
+    image_rng: StdRng,
 }
 
 impl std::fmt::Debug for SyntheticWorkload {
@@ -146,6 +154,14 @@ impl SyntheticWorkload {
         if let Some(c) = &config.conversations {
             c.validate()?;
         }
+        let image_rng = StdRng::seed_from_u64(config.seed ^ 0x696d_6167_6520_7069);
+        let images = match &config.images {
+            Some(i) => {
+                i.validate()?;
+                i.pool(config.seed)?
+            }
+            None => Vec::new(),
+        };
         let mut builder = PromptBuilder::new(tokenizer)?;
         let mut prefixes = Vec::new();
         if let Some(p) = config.prefix {
@@ -166,6 +182,8 @@ impl SyntheticWorkload {
             prefixes,
             next_id: 0,
             next_conversation: 0,
+            images,
+            image_rng,
         })
     }
 
@@ -233,6 +251,12 @@ impl SyntheticWorkload {
         r.max_output_tokens = Some(osl);
         r.ignore_eos = self.config.ignore_eos;
         r.min_output_tokens = self.config.min_tokens.then_some(osl);
+        if let Some(i) = self.config.images {
+            for _ in 0..i.count {
+                let k = self.image_rng.random_range(0..self.images.len());
+                r.images.push(self.images[k].clone());
+            }
+        }
         Ok(r)
     }
 

@@ -124,6 +124,7 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
     r.reasoning_tokens = u32_of(md.get("client_reasoning_tokens"));
     let text = |k: &str| md.get(k).and_then(Value::as_str).map(str::to_owned);
     r.model = text("model_name");
+    r.image_count = u32_of(md.get("image_count"));
     r.url = text("endpoint_url");
     r.usage_reasoning_tokens = u32_of(md.get("usage_reasoning_tokens"));
     r.think_time_ns = md
