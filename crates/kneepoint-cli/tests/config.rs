@@ -473,3 +473,34 @@ fn image_flags_and_where_images_cannot_go() {
         assert!(e.contains(says), "{bad:?}: {e}");
     }
 }
+
+#[test]
+fn every_turn_of_a_sharegpt_dataset() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        &d,
+        "sg.json",
+        r#"[{"conversations": [{"from": "human", "value": "a"}, {"from": "gpt", "value": "b"}]}]"#,
+    );
+    let s = resolve(&[
+        "--dataset",
+        &f,
+        "--dataset-multi-turn",
+        "--conversation-turn-delay-mean",
+        "250",
+    ])
+    .unwrap();
+    let c = s.common.conversations.expect("conversations");
+    assert_eq!(c.delay_ms_mean, 250.0);
+    assert_eq!(s.common.dataset.unwrap().conversations, Some(c));
+    for (bad, says) in [
+        (vec!["--dataset-multi-turn"], "give one"),
+        (
+            vec!["--dataset", f.as_str(), "--conversation-turn-mean", "3"],
+            "--dataset-multi-turn",
+        ),
+    ] {
+        let e = format!("{:#}", resolve(&bad).unwrap_err());
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
+}

@@ -279,7 +279,10 @@ impl CommonSettings {
             conversations,
             routes,
             images,
-            dataset: dataset(args, &wl, &osl)?,
+            dataset: dataset(args, &wl, &osl)?.map(|mut d| {
+                d.conversations = conversations;
+                d
+            }),
             isl,
             osl,
             output_control,
@@ -297,12 +300,19 @@ fn multi_turn(
     wl: &WorkloadSection,
     levels: &LevelSettings,
 ) -> Result<Option<Conversations>> {
-    let Some(c) = conversations(args, wl)? else {
-        return Ok(None);
-    };
-    if args.dataset.is_some() || wl.dataset.is_some() {
-        bail!("multi-turn conversations are synthetic for now: drop --dataset or the conversation_turn options");
+    let from_dataset = args.dataset_multi_turn || wl.dataset_multi_turn.unwrap_or(false);
+    let has_dataset = args.dataset.is_some() || wl.dataset.is_some();
+    if from_dataset && !has_dataset {
+        bail!("--dataset-multi-turn reads the turns of a ShareGPT --dataset; give one");
     }
+    let c = match conversations(args, wl)? {
+        Some(_) if has_dataset => bail!(
+            "with --dataset the file gives the turns: use --dataset-multi-turn (ShareGPT) instead of conversation_turn_mean"
+        ),
+        Some(c) => c,
+        None if from_dataset => crate::workload::turn_delays(args, wl)?,
+        None => return Ok(None),
+    };
     if levels.open_loop.is_some() {
         bail!("multi-turn conversations run in a closed loop (concurrency counts conversations): drop the request rate");
     }

@@ -259,6 +259,8 @@ pub struct WorkloadSection {
     pub image_height: Option<u32>,
     /// Distinct images made.
     pub image_pool: Option<u32>,
+    /// Every human turn of a ShareGPT dataset, as conversations.
+    pub dataset_multi_turn: Option<bool>,
     /// Multi-turn: mean turns per conversation.
     pub conversation_turn_mean: Option<f64>,
     /// Standard deviation of the turns per conversation.

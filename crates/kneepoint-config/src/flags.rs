@@ -218,6 +218,11 @@ pub struct CommonArgs {
     /// Distinct images made; each request draws from them (default 16).
     #[arg(long, value_name = "N")]
     pub image_pool: Option<u32>,
+    /// With a ShareGPT --dataset: send every human turn of each conversation, as a
+    /// conversation (the server's own replies make the history), with the
+    /// --conversation-turn-delay-* think times.
+    #[arg(long)]
+    pub dataset_multi_turn: bool,
     /// Multi-turn: mean turns per conversation (AIPerf's option; 1 = single-turn requests).
     /// Concurrency then counts conversations, and each turn is sent with the conversation so
     /// far, the server's replies included.

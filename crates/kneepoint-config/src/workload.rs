@@ -64,8 +64,15 @@ pub(crate) fn conversations(
     if mean == 1.0 && stddev == 0.0 {
         return Ok(None);
     }
+    let mut c = turn_delays(args, wl)?;
+    c.turns = LengthDist::mean_stddev(mean, stddev);
+    Ok(Some(c))
+}
+
+/// The think-time options alone (the turns come from elsewhere: a dataset).
+pub(crate) fn turn_delays(args: &CommonArgs, wl: &WorkloadSection) -> Result<Conversations> {
     let c = Conversations {
-        turns: LengthDist::mean_stddev(mean, stddev),
+        turns: LengthDist::Fixed(1),
         delay_ms_mean: args
             .conversation_turn_delay_mean
             .or(wl.conversation_turn_delay_mean)
@@ -83,7 +90,7 @@ pub(crate) fn conversations(
     if !(ok(c.delay_ms_mean) && ok(c.delay_ms_stddev) && ok(c.delay_ratio)) {
         bail!("conversation turn delays (mean, stddev, ratio) must be finite and not negative");
     }
-    Ok(Some(c))
+    Ok(c)
 }
 
 /// Shared system-prompt prefixes.

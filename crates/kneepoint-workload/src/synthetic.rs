@@ -65,7 +65,7 @@ impl Conversations {
         Ok(())
     }
 
-    fn delay<R: Rng + ?Sized>(&self, rng: &mut R) -> Duration {
+    pub(crate) fn delay<R: Rng + ?Sized>(&self, rng: &mut R) -> Duration {
         let ms = match Normal::new(self.delay_ms_mean, self.delay_ms_stddev) {
             Ok(n) if self.delay_ms_stddev > 0.0 => n.sample(rng),
             _ => self.delay_ms_mean,

@@ -200,3 +200,61 @@ fn sampling_orders_are_deterministic_under_a_seed() {
         Some(DatasetFormat::ShareGpt)
     );
 }
+
+#[test]
+fn sharegpt_with_every_turn_makes_whole_conversations() {
+    let d = tempfile::tempdir().unwrap();
+    let p = file(
+        &d,
+        "sg.json",
+        r#"[
+ {"id": "a", "conversations": [
+   {"from": "system", "value": "You are terse."},
+   {"from": "human", "value": "What is a river?"}, {"from": "gpt", "value": "Moving water."},
+   {"from": "human", "value": "And a lake?"}, {"from": "gpt", "value": "Still water, in a basin of land."},
+   {"from": "human", "value": "Thanks"}]},
+ {"id": "b", "conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello."}]}
+]"#,
+    );
+    let tok = load_tokenizer("builtin").unwrap();
+    let mut config = DatasetConfig::new(&p);
+    config.conversations = Some(kneepoint_workload::Conversations {
+        delay_ms_mean: 500.0,
+        ..kneepoint_workload::Conversations::new(kneepoint_workload::LengthDist::Fixed(1))
+    });
+    let mut w = DatasetWorkload::load(tok.clone(), config.clone()).unwrap();
+    assert_eq!(w.len(), 4, "three turns and one");
+    // one request asked for: the whole first conversation
+    let r = w.requests(1).unwrap();
+    assert_eq!(r.len(), 3);
+    for (k, req) in r.iter().enumerate() {
+        let t = req.turn.as_ref().unwrap();
+        assert_eq!(t.turn_index as usize, k);
+        assert_eq!(t.conversation_id, "conversation_0");
+        let expect = if k == 0 { 0 } else { 500 };
+        assert_eq!(t.delay.as_millis(), expect);
+    }
+    // the system message opens the conversation only; each turn is its new question
+    assert_eq!(r[0].prompt.messages().len(), 2);
+    assert_eq!(r[0].prompt.messages()[0].role, "system");
+    assert_eq!(r[1].prompt.messages().len(), 1);
+    assert_eq!(r[1].prompt.messages()[0].content, "And a lake?");
+    // each turn's output length is its reply's; the last turn has none (the default)
+    assert_eq!(
+        r[1].max_output_tokens,
+        Some(tok.count("Still water, in a basin of land.").unwrap() as u32)
+    );
+    assert_eq!(r[2].max_output_tokens, Some(256));
+    let next = w.requests(1).unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(
+        next[0].turn.as_ref().unwrap().conversation_id,
+        "conversation_1"
+    );
+    // single-turn JSONL cannot be read as conversations
+    let j = file(&d, "d.jsonl", "{\"text\": \"hi\"}\n");
+    let mut c = config;
+    c.path = j;
+    let e = DatasetWorkload::load(tok, c).unwrap_err().to_string();
+    assert!(e.contains("ShareGPT"), "{e}");
+}

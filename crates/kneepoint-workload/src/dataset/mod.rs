@@ -134,6 +134,11 @@ pub struct DatasetConfig {
     pub trace_block_tokens: u32,
     /// Send `ignore_eos` (and `min_tokens`) when an entry gives its output length.
     pub output_control: bool,
+    /// Multi-turn (ShareGPT): every human turn of a conversation, sent as a conversation with
+    /// these think times (their `turns` is not used: the file gives the turns). None: the
+    /// first human turn of each conversation only.
+    #[serde(default)]
+    pub conversations: Option<crate::Conversations>,
 }
 
 impl DatasetConfig {
@@ -147,6 +152,7 @@ impl DatasetConfig {
             default_output_tokens: 256,
             trace_block_tokens: 512,
             output_control: true,
+            conversations: None,
         }
     }
 }
@@ -160,13 +166,19 @@ struct Prepared {
     extra: serde_json::Map<String, serde_json::Value>,
     /// Trace records: when the request was sent, ms from the trace start.
     timestamp_ms: Option<u64>,
+    /// A turn of a conversation: the conversation's position in the file.
+    conversation: Option<usize>,
 }
 
 /// Requests drawn from a dataset.
 pub struct DatasetWorkload {
     config: DatasetConfig,
     entries: Vec<Prepared>,
+    /// The entries of each conversation (one entry each without conversations): what is
+    /// sampled.
+    groups: Vec<std::ops::Range<usize>>,
     order: Vec<usize>,
+    next_conversation: u64,
     cursor: usize,
     rng: StdRng,
     next_id: u64,
@@ -198,10 +210,21 @@ impl DatasetWorkload {
         })?;
         let entries: Vec<Prepared> = match format {
             DatasetFormat::Jsonl | DatasetFormat::ShareGpt => {
-                let raw = if format == DatasetFormat::Jsonl {
-                    parse_jsonl(&config.path, &text)?
-                } else {
-                    parse_sharegpt(&config.path, &text, tokenizer.as_ref())?
+                let raw = match (format, &config.conversations) {
+                    (DatasetFormat::Jsonl, None) => parse_jsonl(&config.path, &text)?,
+                    (DatasetFormat::ShareGpt, None) => {
+                        parse_sharegpt(&config.path, &text, tokenizer.as_ref())?
+                    }
+                    (DatasetFormat::ShareGpt, Some(_)) => {
+                        parse::parse_sharegpt_turns(&config.path, &text, tokenizer.as_ref())?
+                    }
+                    _ => {
+                        return Err(Error::Dataset {
+                            path: config.path.clone(),
+                            line: None,
+                            reason: "multi-turn conversations are read from ShareGPT files (every human turn); this file is single-turn JSONL".into(),
+                        })
+                    }
                 };
                 raw.into_iter()
                     .map(|e| {
@@ -217,9 +240,17 @@ impl DatasetWorkload {
                             output_tokens: e.output_length,
                             extra: e.extra,
                             timestamp_ms: None,
+                            conversation: e.turn.map(|(c, _)| c),
                         })
                     })
                     .collect::<Result<_, Error>>()?
+            }
+            DatasetFormat::Trace if config.conversations.is_some() => {
+                return Err(Error::Dataset {
+                    path: config.path.clone(),
+                    line: None,
+                    reason: "multi-turn conversations are read from ShareGPT files (every human turn); traces are single requests".into(),
+                })
             }
             DatasetFormat::Trace => {
                 let raw = parse_trace(&config.path, &text)?;
@@ -233,6 +264,7 @@ impl DatasetWorkload {
                         output_tokens: Some(e.output_length),
                         extra: serde_json::Map::new(),
                         timestamp_ms: Some(e.timestamp),
+                        conversation: None,
                     })
                     .collect()
             }
@@ -244,12 +276,26 @@ impl DatasetWorkload {
                 reason: "no usable records".into(),
             });
         }
-        let order = (0..entries.len()).collect();
+        let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+        for (i, e) in entries.iter().enumerate() {
+            match groups.last_mut() {
+                Some(g)
+                    if e.conversation.is_some()
+                        && entries[g.start].conversation == e.conversation =>
+                {
+                    g.end = i + 1
+                }
+                _ => groups.push(i..i + 1),
+            }
+        }
+        let order = (0..groups.len()).collect();
         let mut w = DatasetWorkload {
             rng: StdRng::seed_from_u64(config.seed),
             config,
             entries,
+            groups,
             order,
+            next_conversation: 0,
             cursor: 0,
             next_id: 0,
             format,
@@ -283,7 +329,7 @@ impl DatasetWorkload {
 
     fn next_index(&mut self) -> usize {
         match self.config.sampling {
-            Sampling::Random => self.rng.random_range(0..self.entries.len()),
+            Sampling::Random => self.rng.random_range(0..self.groups.len()),
             Sampling::Sequential | Sampling::Shuffle => {
                 if self.cursor == self.order.len() {
                     self.cursor = 0;
@@ -300,23 +346,41 @@ impl DatasetWorkload {
 }
 
 impl Workload for DatasetWorkload {
+    /// `count` requests; with conversations, whole conversations until at least `count`
+    /// turns (never split between two calls).
     fn requests(&mut self, count: usize) -> Result<Vec<Request>, Error> {
         let mut out = Vec::with_capacity(count);
-        for _ in 0..count {
-            let i = self.next_index();
-            let e = self.entries[i].clone();
-            let mut r = Request::text(self.next_id, "");
-            self.next_id += 1;
-            r.prompt = e.prompt;
-            r.input_tokens = Some(e.input_tokens);
-            r.max_output_tokens =
-                Some(e.output_tokens.unwrap_or(self.config.default_output_tokens));
-            if e.output_tokens.is_some() && self.config.output_control {
-                r.ignore_eos = true;
-                r.min_output_tokens = e.output_tokens;
+        while out.len() < count {
+            let next = self.next_index();
+            let g = self.groups[next].clone();
+            let id = format!("conversation_{}", self.next_conversation);
+            self.next_conversation += 1;
+            for (k, i) in g.enumerate() {
+                let e = self.entries[i].clone();
+                let mut r = Request::text(self.next_id, "");
+                self.next_id += 1;
+                r.prompt = e.prompt;
+                r.input_tokens = Some(e.input_tokens);
+                r.max_output_tokens =
+                    Some(e.output_tokens.unwrap_or(self.config.default_output_tokens));
+                if e.output_tokens.is_some() && self.config.output_control {
+                    r.ignore_eos = true;
+                    r.min_output_tokens = e.output_tokens;
+                }
+                r.extra_body = e.extra;
+                if let (Some(_), Some(c)) = (e.conversation, self.config.conversations) {
+                    r.turn = Some(kneepoint_core::Turn {
+                        conversation_id: id.clone(),
+                        turn_index: k as u32,
+                        delay: if k == 0 {
+                            std::time::Duration::ZERO
+                        } else {
+                            c.delay(&mut self.rng)
+                        },
+                    });
+                }
+                out.push(r);
             }
-            r.extra_body = e.extra;
-            out.push(r);
         }
         Ok(out)
     }

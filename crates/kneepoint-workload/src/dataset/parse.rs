@@ -9,9 +9,12 @@ use serde_json::{Map, Value};
 use crate::tokenizer::Tokenizer;
 use crate::Error;
 
-/// A single-turn record.
+/// A record: a single-turn request, or one turn of a conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DatasetEntry {
+    /// For a turn of a conversation: the conversation's position in the file and the turn's
+    /// position in it.
+    pub turn: Option<(usize, u32)>,
     /// The prompt.
     pub prompt: Prompt,
     /// The output length to ask for, if the record gives one.
@@ -82,6 +85,7 @@ pub fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<DatasetEntry>, Error> 
             return Err(err(path, Some(n), "`output_length` must be at least 1"));
         }
         out.push(DatasetEntry {
+            turn: None,
             prompt,
             output_length: r.output_length,
             extra: r.extra,
@@ -139,6 +143,7 @@ pub fn parse_sharegpt(
             None => None,
         };
         out.push(DatasetEntry {
+            turn: None,
             prompt: if messages.len() == 1 {
                 Prompt::Text(c.conversations[h].value.clone())
             } else {
@@ -147,6 +152,57 @@ pub fn parse_sharegpt(
             output_length,
             extra: Map::new(),
         });
+    }
+    Ok(out)
+}
+
+/// ShareGPT JSON with every turn: each human turn of a conversation is a turn (the first one
+/// after any system turn, which opens it), and the reply that follows sets its output length.
+/// The replies themselves are not sent: the server's own replies make the history.
+pub fn parse_sharegpt_turns(
+    path: &Path,
+    text: &str,
+    tokenizer: &dyn Tokenizer,
+) -> Result<Vec<DatasetEntry>, Error> {
+    let convs: Vec<ShareGptConversation> =
+        serde_json::from_str(text).map_err(|e| err(path, Some(e.line()), e.to_string()))?;
+    let mut out = Vec::new();
+    for (ci, c) in convs.iter().enumerate() {
+        let system = c
+            .conversations
+            .iter()
+            .take_while(|t| t.from != "human" && t.from != "user")
+            .find(|t| t.from == "system");
+        let mut k = 0u32;
+        for (i, t) in c.conversations.iter().enumerate() {
+            if t.from != "human" && t.from != "user" {
+                continue;
+            }
+            let reply = c
+                .conversations
+                .get(i + 1)
+                .filter(|r| r.from == "gpt" || r.from == "assistant");
+            let output_length = match reply {
+                Some(r) => Some(
+                    u32::try_from(tokenizer.count(&r.value)?)
+                        .unwrap_or(u32::MAX)
+                        .max(1),
+                ),
+                None => None,
+            };
+            let mut messages = Vec::new();
+            if let (0, Some(s)) = (k, system) {
+                messages.push(Message::system(s.value.clone()));
+            }
+            messages.push(Message::user(t.value.clone()));
+            out.push(DatasetEntry {
+                turn: Some((ci, k)),
+                prompt: Prompt::Messages(messages),
+                output_length,
+                extra: Map::new(),
+            });
+            k += 1;
+        }
     }
     Ok(out)
 }
