@@ -51,11 +51,15 @@ pub(crate) fn probe_line(r: &ProbeRecord) -> String {
 
 /// The per-level table of a sweep.
 pub(crate) fn table(rows: &[LevelRow]) -> String {
+    // A pooling endpoint generates nothing: its work is the input it reads.
+    let pooling = rows
+        .iter()
+        .all(|r| r.output_token_throughput == 0.0 && r.input_token_throughput > 0.0);
     let mut out = format!(
         "{:>11} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7}\n",
         "concurrency",
         "req/s",
-        "out tok/s",
+        if pooling { "in tok/s" } else { "out tok/s" },
         "TTFT p50",
         "TTFT p95",
         "ITL p95",
@@ -77,7 +81,11 @@ pub(crate) fn table(rows: &[LevelRow]) -> String {
             "{:>11} {:>8.2} {:>11.1} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7.2}{}",
             r.concurrency,
             r.request_throughput,
-            r.output_token_throughput,
+            if pooling {
+                r.input_token_throughput
+            } else {
+                r.output_token_throughput
+            },
             ms(r.ttft_p50_ms),
             ms(r.ttft_p95_ms),
             ms(r.itl_p95_ms),

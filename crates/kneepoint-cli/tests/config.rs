@@ -131,9 +131,9 @@ fn bad_input_gives_clear_errors() {
     .contains("scheme"));
     assert!(format!(
         "{:#}",
-        resolve(&["--endpoint-type", "embeddings"]).unwrap_err()
+        resolve(&["--endpoint-type", "classify"]).unwrap_err()
     )
-    .contains("chat or completions"));
+    .contains("embeddings, rerank or score"));
     assert!(
         format!("{:#}", resolve(&["--sim-profile", "huge"]).unwrap_err())
             .contains("possible values: calibrated, fast")
@@ -498,6 +498,37 @@ fn every_turn_of_a_sharegpt_dataset() {
         (
             vec!["--dataset", f.as_str(), "--conversation-turn-mean", "3"],
             "--dataset-multi-turn",
+        ),
+    ] {
+        let e = format!("{:#}", resolve(&bad).unwrap_err());
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
+}
+
+#[test]
+fn pooling_endpoint_types_and_batch_sizes() {
+    use kneepoint_workload::Pooling;
+    let s = resolve(&["--endpoint-type", "embeddings", "--batch-size", "16"]).unwrap();
+    assert_eq!(s.common.pooling, Some(Pooling::Embed { batch: 16 }));
+    assert_eq!(s.common.transport.api, kneepoint_transport::Api::Embeddings);
+    let s = resolve(&["--endpoint-type", "rerank"]).unwrap();
+    assert_eq!(s.common.pooling, Some(Pooling::Rank { batch: 8 }));
+    let s = resolve(&["--endpoint-type", "score", "--batch-size", "2"]).unwrap();
+    assert_eq!(s.common.pooling, Some(Pooling::Rank { batch: 2 }));
+    assert!(resolve(&[]).unwrap().common.pooling.is_none());
+    for (bad, says) in [
+        (vec!["--batch-size", "4"], "pooling endpoint types"),
+        (
+            vec!["--endpoint-type", "embeddings", "--batch-size", "0"],
+            "at least 1",
+        ),
+        (
+            vec!["--endpoint-type", "rerank", "--conversation-turn-mean", "2"],
+            "no conversations",
+        ),
+        (
+            vec!["--endpoint-type", "classify"],
+            "embeddings, rerank or score",
         ),
     ] {
         let e = format!("{:#}", resolve(&bad).unwrap_err());

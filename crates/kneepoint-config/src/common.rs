@@ -66,6 +66,8 @@ pub struct CommonSettings {
     pub routes: Option<RoutesPlan>,
     /// Images attached to each request (chat, synthetic prompts).
     pub images: Option<kneepoint_workload::Images>,
+    /// Requests for an embeddings, rerank or score endpoint.
+    pub pooling: Option<kneepoint_workload::Pooling>,
     /// A dataset instead of synthetic prompts (lengths then come from the records).
     pub dataset: Option<DatasetConfig>,
     /// Send `ignore_eos`/`min_tokens`.
@@ -260,6 +262,13 @@ impl CommonSettings {
         let conversations = multi_turn(args, &wl, &levels)?;
         let routes = routes_plan(args, conversations.is_some(), sm_name.is_some())?;
         let images = images(args, &wl, transport.api, sm_name.is_some())?;
+        let pooling = pooling(
+            args,
+            &wl,
+            transport.api,
+            sm_name.is_some(),
+            conversations.is_some(),
+        )?;
         Ok(CommonSettings {
             target: match (target, &sm_name) {
                 (_, Some(_)) => Target::SageMaker,
@@ -279,6 +288,7 @@ impl CommonSettings {
             conversations,
             routes,
             images,
+            pooling,
             dataset: dataset(args, &wl, &osl)?.map(|mut d| {
                 d.conversations = conversations;
                 d
@@ -388,4 +398,43 @@ fn images(
         bail!("image width and height must be 1 to 8192 pixels, and the pool at least 1");
     }
     Ok(Some(i))
+}
+
+/// Pooling requests for an embeddings, rerank or score endpoint type.
+fn pooling(
+    args: &CommonArgs,
+    wl: &WorkloadSection,
+    api: kneepoint_transport::Api,
+    sagemaker: bool,
+    conversations: bool,
+) -> Result<Option<kneepoint_workload::Pooling>> {
+    use kneepoint_transport::Api;
+    use kneepoint_workload::Pooling;
+    let batch = args.batch_size.or(wl.batch_size);
+    if !api.is_pooling() {
+        if batch.is_some() {
+            bail!("--batch-size is for the pooling endpoint types (embeddings, rerank, score)");
+        }
+        return Ok(None);
+    }
+    if sagemaker {
+        bail!("the pooling endpoint types are for OpenAI-compatible servers, not SageMaker");
+    }
+    if conversations {
+        bail!("pooling endpoints take no conversations: drop the conversation_turn options");
+    }
+    if args.dataset.is_some() || wl.dataset.is_some() {
+        bail!("pooling requests are synthetic for now: drop --dataset");
+    }
+    if batch == Some(0) {
+        bail!("--batch-size must be at least 1");
+    }
+    Ok(Some(match api {
+        Api::Embeddings => Pooling::Embed {
+            batch: batch.unwrap_or(1),
+        },
+        _ => Pooling::Rank {
+            batch: batch.unwrap_or(8),
+        },
+    }))
 }

@@ -50,6 +50,7 @@ impl CommonSettings {
                 "shared_prefix": self.prefix,
                 "conversations": self.conversations,
                 "images": self.images,
+                "pooling": self.pooling,
                 "routes": self.routes.as_ref().map(|r| serde_json::json!({
                     "urls": r.urls.iter().map(|u| kneepoint_transport::redact_url(u)).collect::<Vec<_>>(),
                     "models": r.models,

@@ -251,6 +251,8 @@ pub struct WorkloadSection {
     pub shared_prefix_pool: Option<u32>,
     /// Weighted (isl, osl) pairs instead of the means.
     pub mixture: Option<Vec<MixEntry>>,
+    /// Pooling endpoints: inputs per request or documents per query.
+    pub batch_size: Option<u32>,
     /// Images attached to each request.
     pub images_per_request: Option<u32>,
     /// Image width, pixels.

@@ -98,8 +98,9 @@ pub struct CommonArgs {
     /// requests are spread over them (--route-by).
     #[arg(long)]
     pub url: Vec<String>,
-    /// `chat` (/v1/chat/completions) or `completions` (/v1/completions).
-    #[arg(long, value_name = "chat|completions")]
+    /// `chat` (/v1/chat/completions), `completions` (/v1/completions), or a pooling endpoint:
+    /// `embeddings` (/v1/embeddings), `rerank` (/v1/rerank), `score` (/v1/score).
+    #[arg(long, value_name = "TYPE")]
     pub endpoint_type: Option<kneepoint_transport::Api>,
     /// Request path, overriding the endpoint type's default.
     #[arg(long, value_name = "PATH")]
@@ -205,6 +206,10 @@ pub struct CommonArgs {
     /// Distinct shared prefixes; each request uses one at random (default 1).
     #[arg(long, value_name = "N")]
     pub shared_prefix_pool: Option<u32>,
+    /// Pooling endpoints: inputs per embeddings request, or documents per rerank/score query
+    /// (default 1 for embeddings, 8 for rerank and score); each of the sampled input length.
+    #[arg(long, value_name = "N")]
+    pub batch_size: Option<u32>,
     /// Images attached to each request (chat only): PNGs made locally, sent as `data:` URLs in
     /// OpenAI content parts (default 0).
     #[arg(long, value_name = "N")]

@@ -281,6 +281,7 @@ pub async fn prepare(
             config.prefix = settings.prefix;
             config.conversations = settings.conversations;
             config.images = settings.images;
+            config.pooling = settings.pooling;
             config.ignore_eos = settings.output_control;
             config.min_tokens = settings.output_control;
             Box::new(SyntheticWorkload::from_config(tokenizer, config)?)

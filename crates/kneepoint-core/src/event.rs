@@ -12,6 +12,12 @@ pub enum ResponseEvent {
     Chunk(Chunk),
     /// Token usage reported by the server.
     Usage(Usage),
+    /// A pooling endpoint's whole answer (embeddings, rerank or score): `items` vectors or
+    /// scores came back. Such a response carries no tokens and succeeds without any.
+    Pooled {
+        /// Embeddings, ranked documents or scores in the answer.
+        items: u32,
+    },
     /// The server said generation finished, with its reason (`stop`, `length`, ...).
     Finish {
         /// The finish reason, when given.

@@ -121,6 +121,10 @@ pub struct RequestRecord {
     /// The generated reasoning text, kept with `response_text`.
     #[serde(skip)]
     pub reasoning_text: Option<String>,
+    /// A pooling endpoint's answer: how many embeddings, ranked documents or scores came
+    /// back (`None` for generation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled_items: Option<u32>,
     /// Images the request carried (none: `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_count: Option<u32>,
@@ -182,6 +186,7 @@ impl RequestRecord {
             usage_reasoning_tokens: None,
             response_text: None,
             reasoning_text: None,
+            pooled_items: None,
             image_count: None,
             model: None,
             url: None,

@@ -10,6 +10,15 @@ pub enum Prompt {
     Text(String),
     /// Chat messages. Completion transports join their contents with newlines.
     Messages(Vec<Message>),
+    /// A batch of inputs for an embeddings endpoint, each embedded on its own.
+    Batch(Vec<String>),
+    /// A query and the documents to rank against it (rerank and score endpoints).
+    Rank {
+        /// The query.
+        query: String,
+        /// The documents.
+        documents: Vec<String>,
+    },
 }
 
 impl Prompt {
@@ -22,6 +31,21 @@ impl Prompt {
                 .map(|m| m.content.as_str())
                 .collect::<Vec<_>>()
                 .join("\n"),
+            Prompt::Batch(b) => b.join("\n"),
+            Prompt::Rank { query, documents } => std::iter::once(query.as_str())
+                .chain(documents.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
+    /// The inputs a pooling endpoint scores or embeds (a batch's inputs, a ranking's
+    /// documents; one for any other prompt).
+    pub fn items(&self) -> usize {
+        match self {
+            Prompt::Batch(b) => b.len(),
+            Prompt::Rank { documents, .. } => documents.len(),
+            _ => 1,
         }
     }
 
@@ -30,6 +54,7 @@ impl Prompt {
         match self {
             Prompt::Text(t) => vec![Message::user(t.clone())],
             Prompt::Messages(m) => m.clone(),
+            Prompt::Batch(_) | Prompt::Rank { .. } => vec![Message::user(self.text())],
         }
     }
 }

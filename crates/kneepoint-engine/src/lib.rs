@@ -82,3 +82,13 @@ pub use sweep::{conclude, knee_explanation, level_row, Sweep, SweepBuilder, Swee
 
 pub use kneepoint_report::schema;
 pub use kneepoint_runner::CancelToken;
+
+/// The throughput a knee is read from: output tokens per second, or requests per second when
+/// nothing is generated (pooling endpoints: embeddings, rerank, score).
+pub(crate) fn work_throughput(output_tokens_per_s: f64, requests_per_s: f64) -> f64 {
+    if output_tokens_per_s > 0.0 {
+        output_tokens_per_s
+    } else {
+        requests_per_s
+    }
+}

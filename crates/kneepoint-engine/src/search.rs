@@ -56,7 +56,7 @@ pub(crate) fn zone_of(
             ZonePoint::new(
                 LevelPoint::new(
                     c,
-                    s.output_token_throughput,
+                    crate::work_throughput(s.output_token_throughput, s.request_throughput),
                     s.stat("request_latency", "p99").unwrap_or(0.0),
                 ),
                 Some(prev_ok && r.pass),

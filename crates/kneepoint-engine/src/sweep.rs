@@ -93,7 +93,7 @@ fn zone_of(rows: &[LevelRow]) -> Result<OperatingZone, Error> {
         .map(|r| {
             let point = LevelPoint::new(
                 r.concurrency,
-                r.output_token_throughput,
+                crate::work_throughput(r.output_token_throughput, r.request_throughput),
                 r.e2e_p99_ms.unwrap_or(0.0),
             );
             ZonePoint::new(point, r.meets_slas, r.error_rate)

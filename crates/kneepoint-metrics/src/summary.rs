@@ -110,6 +110,13 @@ pub struct LevelSummary {
     pub total_output_tokens: u64,
     /// Σ input tokens of successful requests.
     pub total_input_tokens: u64,
+    /// Input tokens of successful requests / duration (prefill or pooling throughput).
+    #[serde(default)]
+    pub input_token_throughput: f64,
+    /// Pooling endpoints: embeddings, ranked documents or scores answered / duration (`None`
+    /// for generation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled_item_throughput: Option<f64>,
     /// Requests meeting every SLO / duration (only when SLOs were given).
     pub goodput: Option<f64>,
     /// Statistics per metric name.
@@ -178,6 +185,7 @@ impl LevelSummary {
         let mut ok = 0usize;
         let mut good = 0usize;
         let mut out_tokens = 0u64;
+        let mut pooled_items: Option<u64> = None;
         let mut in_tokens = 0u64;
         let mut osl_sources: BTreeMap<String, usize> = BTreeMap::new();
         let mut mismatches = 0usize;
@@ -229,6 +237,9 @@ impl LevelSummary {
                 .extend_from_slice(&m.inter_chunk_ms);
             out_tokens += u64::from(m.osl.unwrap_or(0));
             in_tokens += u64::from(m.isl.unwrap_or(0));
+            if let Some(n) = r.pooled_items {
+                *pooled_items.get_or_insert(0) += u64::from(n);
+            }
             let source = r.output_tokens_source.map_or("none", source_name);
             *osl_sources.entry(source.to_owned()).or_default() += 1;
             if let (Some(want), Some(got)) = (r.requested_output_tokens, r.output_tokens) {
@@ -327,6 +338,8 @@ impl LevelSummary {
             output_token_throughput: per_s(out_tokens as f64),
             total_output_tokens: out_tokens,
             total_input_tokens: in_tokens,
+            input_token_throughput: per_s(in_tokens as f64),
+            pooled_item_throughput: pooled_items.map(|n| per_s(n as f64)),
             goodput: (!slo.is_empty()).then(|| per_s(good as f64)),
             metrics,
             errors_by_kind,

@@ -33,6 +33,9 @@ pub struct LevelRow {
     pub request_throughput: f64,
     /// Output tokens / s.
     pub output_token_throughput: f64,
+    /// Input tokens / s (what a pooling endpoint is measured by).
+    #[serde(default)]
+    pub input_token_throughput: f64,
     /// TTFT p50, ms.
     pub ttft_p50_ms: Option<f64>,
     /// TTFT p95, ms.
@@ -85,6 +88,7 @@ impl LevelRow {
             benchmark_duration_s: s.benchmark_duration_s,
             request_throughput: s.request_throughput,
             output_token_throughput: s.output_token_throughput,
+            input_token_throughput: s.input_token_throughput,
             ttft_p50_ms: st("time_to_first_token", "p50"),
             ttft_p95_ms: st("time_to_first_token", "p95"),
             itl_p95_ms: st("inter_token_latency", "p95"),

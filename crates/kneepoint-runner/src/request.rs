@@ -25,6 +25,8 @@ struct Progress {
     prompt_usage: Option<u32>,
     completion_usage: Option<u32>,
     reasoning_usage: Option<u32>,
+    /// A pooling answer's items (embeddings, ranked documents, scores).
+    pooled: Option<u32>,
     finish: Option<String>,
     error: Option<Error>,
 }
@@ -176,6 +178,7 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
                 p.reasoning_usage = u.reasoning_tokens.or(p.reasoning_usage);
             }
             Ok(ResponseEvent::Finish { reason }) => p.finish = reason.or(p.finish.take()),
+            Ok(ResponseEvent::Pooled { items }) => p.pooled = Some(items),
             Ok(_) => {}
             Err(e) => {
                 p.error = Some(e);
@@ -271,6 +274,7 @@ async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
         prompt_usage: None,
         completion_usage: None,
         reasoning_usage: None,
+        pooled: None,
         finish: None,
         error: None,
     };
@@ -372,10 +376,18 @@ pub(crate) async fn run_turn(
         } else {
             (Some(client_count), Some(TokenSource::Estimate))
         };
-    if p.error.is_none() && p.chunks.is_empty() {
+    let pooled = p.pooled.is_some();
+    if p.error.is_none() && p.chunks.is_empty() && !pooled {
         p.error = Some(Error::malformed("the response carried no generated tokens"));
     }
-    if p.error.is_none() && ctx.require_finish_reason && p.finish.is_none() {
+    if p.error.is_none() && pooled && p.pooled != Some(request.prompt.items() as u32) {
+        p.error = Some(Error::malformed(format!(
+            "the server answered {} items for {} inputs",
+            p.pooled.unwrap_or(0),
+            request.prompt.items()
+        )));
+    }
+    if p.error.is_none() && ctx.require_finish_reason && p.finish.is_none() && !pooled {
         p.error = Some(Error::Incomplete {
             message: "the response ended without a finish_reason (generation cut short)".into(),
         });
@@ -401,8 +413,9 @@ pub(crate) async fn run_turn(
     r.end_ns = ns(end);
     r.input_tokens = request.input_tokens;
     r.server_input_tokens = p.prompt_usage;
-    r.output_tokens = output_tokens;
-    r.output_tokens_source = source;
+    r.output_tokens = if pooled { None } else { output_tokens };
+    r.output_tokens_source = if pooled { None } else { source };
+    r.pooled_items = p.pooled;
     r.client_output_tokens = Some(client_count);
     r.output_bytes = (p.text.len() + p.reasoning.len()) as u64;
     r.reasoning_tokens = client_reasoning;

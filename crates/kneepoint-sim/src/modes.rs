@@ -31,6 +31,7 @@ pub(crate) fn response_meta(
             .unwrap_or(0),
         prompt_tokens,
         output_tokens,
+        items: 1,
         reasoning_tokens: if api == Api::Chat {
             state.profile.reasoning_tokens(output_tokens)
         } else {
@@ -58,13 +59,15 @@ pub(crate) fn instant_response(
         output_tokens,
         finish_reason,
     );
+    // Pooling answers depend on the number of inputs too: rendered each time.
     let cached = state
         .rendered
         .lock()
         .ok()
+        .filter(|_| !api.is_pooling())
         .and_then(|c| c.get(&key).cloned());
     let body = cached.unwrap_or_else(|| {
-        let meta = response_meta(
+        let mut meta = response_meta(
             state,
             api,
             id,
@@ -72,6 +75,7 @@ pub(crate) fn instant_response(
             output_tokens,
             finish_reason,
         );
+        meta.items = gen.items;
         let bytes = if gen.stream {
             let mut b = Vec::new();
             if api == Api::Chat {
@@ -88,7 +92,7 @@ pub(crate) fn instant_response(
         } else {
             meta.whole()
         };
-        if let Ok(mut c) = state.rendered.lock() {
+        if let (Ok(mut c), false) = (state.rendered.lock(), api.is_pooling()) {
             c.insert(key, bytes.clone());
         }
         bytes

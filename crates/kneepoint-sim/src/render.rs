@@ -15,6 +15,8 @@ pub(crate) struct ResponseMeta {
     pub created: u64,
     pub prompt_tokens: u32,
     pub output_tokens: u32,
+    /// Pooling: the embeddings or scores to answer.
+    pub items: u32,
     /// Of those, the first ones stream as reasoning (chat only).
     pub reasoning_tokens: u32,
     pub finish_reason: &'static str,
@@ -24,7 +26,7 @@ impl ResponseMeta {
     fn head(&self) -> String {
         let object = match self.api {
             Api::Chat => "chat.completion.chunk",
-            Api::Completions | Api::Tgi => "text_completion",
+            _ => "text_completion",
         };
         format!(
             r#"{{"id":"cmpl-sim-{}","object":"{object}","created":{},"model":{}"#,
@@ -71,7 +73,7 @@ impl ResponseMeta {
             Api::Chat => format!(
                 "{{\"index\":0,\"delta\":{{\"{field}\":\" {word}\"}},\"finish_reason\":{finish}}}"
             ),
-            Api::Completions | Api::Tgi => {
+            _ => {
                 format!("{{\"index\":0,\"text\":\" {word}\",\"finish_reason\":{finish}}}")
             }
         };
@@ -107,8 +109,78 @@ impl ResponseMeta {
         ))
     }
 
+    /// A pooling answer: an 8-dimensional unit vector per input (embeddings), or a relevance
+    /// score per document (rerank, score), deterministic per request; usage counts the prompt.
+    fn pooled(&self) -> Bytes {
+        let score = |i: u32| {
+            let h =
+                u64::from(token_text(self.id, i).len() as u32) * 7 + u64::from(i) * 13 + self.id;
+            (h % 1000) as f64 / 1000.0
+        };
+        let usage = format!(
+            "{{\"prompt_tokens\":{p},\"total_tokens\":{p}}}",
+            p = self.prompt_tokens
+        );
+        let body = match self.api {
+            Api::Embeddings => {
+                let data: Vec<String> = (0..self.items)
+                    .map(|i| {
+                        let v: Vec<String> = (0..8)
+                            .map(|d| {
+                                format!(
+                                    "{:.4}",
+                                    (score(i * 8 + d) - 0.5) / std::f64::consts::SQRT_2
+                                )
+                            })
+                            .collect();
+                        format!(
+                            "{{\"object\":\"embedding\",\"index\":{i},\"embedding\":[{}]}}",
+                            v.join(",")
+                        )
+                    })
+                    .collect();
+                format!(
+                    r#"{{"object":"list","model":{},"data":[{}],"usage":{usage}}}"#,
+                    self.model_json,
+                    data.join(",")
+                )
+            }
+            Api::Rerank => {
+                let results: Vec<String> = (0..self.items)
+                    .map(|i| format!("{{\"index\":{i},\"relevance_score\":{:.4}}}", score(i)))
+                    .collect();
+                format!(
+                    r#"{{"id":"rerank-sim-{}","model":{},"results":[{}],"usage":{usage}}}"#,
+                    self.id,
+                    self.model_json,
+                    results.join(",")
+                )
+            }
+            _ => {
+                let data: Vec<String> = (0..self.items)
+                    .map(|i| {
+                        format!(
+                            "{{\"index\":{i},\"object\":\"score\",\"score\":{:.4}}}",
+                            score(i)
+                        )
+                    })
+                    .collect();
+                format!(
+                    r#"{{"id":"score-sim-{}","object":"list","model":{},"data":[{}],"usage":{usage}}}"#,
+                    self.id,
+                    self.model_json,
+                    data.join(",")
+                )
+            }
+        };
+        Bytes::from(body)
+    }
+
     /// The whole (non-streaming) response.
     pub fn whole(&self) -> Bytes {
+        if self.api.is_pooling() {
+            return self.pooled();
+        }
         let words = |r: std::ops::Range<u32>| -> String {
             let t: String = r.map(|i| format!(" {}", token_text(self.id, i))).collect();
             serde_json::Value::String(t).to_string()
@@ -138,7 +210,7 @@ impl ResponseMeta {
                     self.finish_reason
                 ),
             ),
-            Api::Completions | Api::Tgi => (
+            _ => (
                 "text_completion",
                 format!(
                     "{{\"index\":0,\"text\":{text},\"finish_reason\":\"{}\"}}",
@@ -179,6 +251,7 @@ mod tests {
             created: 5,
             prompt_tokens: 3,
             output_tokens: 2,
+            items: 1,
             reasoning_tokens: 0,
             finish_reason: "length",
         }

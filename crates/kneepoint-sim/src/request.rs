@@ -10,6 +10,19 @@ pub(crate) enum Api {
     Completions,
     /// A TGI / LMI body (`{"inputs": ..., "parameters": {...}}`), on the SageMaker routes.
     Tgi,
+    /// `/v1/embeddings`: a batch of inputs, one embedding each.
+    Embeddings,
+    /// `/v1/rerank`: a query and documents, a relevance score each.
+    Rerank,
+    /// `/v1/score`: `text_1` against each of `text_2`.
+    Score,
+}
+
+impl Api {
+    /// The pooling APIs: a prefill, no generated tokens, one JSON answer.
+    pub(crate) fn is_pooling(self) -> bool {
+        matches!(self, Api::Embeddings | Api::Rerank | Api::Score)
+    }
 }
 
 impl Api {
@@ -37,6 +50,8 @@ pub(crate) struct GenRequest {
     pub max_tokens: Option<u32>,
     pub min_tokens: Option<u32>,
     pub ignore_eos: bool,
+    /// Pooling: the inputs (embeddings) or documents (rerank, score) to answer for.
+    pub items: u32,
 }
 
 /// Parses a request body; `Err` carries a message for a 400 answer.
@@ -50,8 +65,11 @@ pub(crate) fn parse_request(
     if api == Api::Tgi {
         return parse_tgi(obj, counter);
     }
+    if api.is_pooling() {
+        return parse_pooling(api, obj, counter);
+    }
     let prompt_tokens = match api {
-        Api::Tgi => 0,
+        Api::Tgi | Api::Embeddings | Api::Rerank | Api::Score => 0,
         Api::Chat => {
             let msgs = obj
                 .get("messages")
@@ -103,6 +121,7 @@ pub(crate) fn parse_request(
             .get("ignore_eos")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        items: 1,
     })
 }
 
@@ -135,6 +154,55 @@ fn parse_tgi(
             .and_then(|p| p.get("ignore_eos"))
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        items: 1,
+    })
+}
+
+/// A pooling request: its inputs' tokens and how many items it asks for. It runs as a prefill
+/// and one engine step, and is never streamed.
+fn parse_pooling(
+    api: Api,
+    obj: &serde_json::Map<String, Value>,
+    counter: &dyn TokenCounter,
+) -> Result<GenRequest, String> {
+    let texts = |v: Option<&Value>, name: &str| -> Result<Vec<String>, String> {
+        match v {
+            Some(Value::String(s)) => Ok(vec![s.clone()]),
+            Some(Value::Array(a)) if !a.is_empty() => a
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| format!("`{name}` items must be strings"))
+                })
+                .collect(),
+            _ => Err(format!(
+                "`{name}` must be a string or a non-empty array of strings"
+            )),
+        }
+    };
+    let (query, items) = match api {
+        Api::Embeddings => (Vec::new(), texts(obj.get("input"), "input")?),
+        Api::Rerank => (
+            texts(obj.get("query"), "query")?,
+            texts(obj.get("documents"), "documents")?,
+        ),
+        _ => (
+            texts(obj.get("text_1"), "text_1")?,
+            texts(obj.get("text_2"), "text_2")?,
+        ),
+    };
+    // Each document is scored with the query: the query's tokens count once per document.
+    let q: usize = query.iter().map(|t| counter.count(t)).sum();
+    let tokens: usize = items.iter().map(|t| counter.count(t) + q).sum();
+    Ok(GenRequest {
+        prompt_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+        stream: false,
+        include_usage: false,
+        max_tokens: Some(1),
+        min_tokens: None,
+        ignore_eos: true,
+        items: u32::try_from(items.len()).unwrap_or(u32::MAX),
     })
 }
 
@@ -238,9 +306,35 @@ mod tests {
                 include_usage: true,
                 max_tokens: Some(9),
                 min_tokens: Some(9),
-                ignore_eos: true
+                ignore_eos: true,
+                items: 1,
             }
         );
+    }
+
+    #[test]
+    fn pooling_requests_count_their_inputs() {
+        let c = &ApproxTokenCounter;
+        let e = parse_request(
+            Api::Embeddings,
+            br#"{"model":"e","input":["a b","c d e"]}"#,
+            c,
+        )
+        .unwrap();
+        assert_eq!((e.prompt_tokens, e.items, e.stream), (5, 2, false));
+        let r = parse_request(
+            Api::Rerank,
+            br#"{"query":"q w","documents":["a","b c","d"]}"#,
+            c,
+        )
+        .unwrap();
+        // the query counts with each of the three documents
+        assert_eq!((r.prompt_tokens, r.items), (4 + 6, 3));
+        let s = parse_request(Api::Score, br#"{"text_1":"q","text_2":"a b"}"#, c).unwrap();
+        assert_eq!((s.prompt_tokens, s.items), (3, 1));
+        for bad in [&br#"{"input":[]}"#[..], br#"{"input":[1]}"#, br#"{}"#] {
+            assert!(parse_request(Api::Embeddings, bad, c).is_err());
+        }
     }
 
     #[test]

@@ -300,6 +300,9 @@ async fn respond(
     let api = match (req.method(), req.uri().path()) {
         (&Method::POST, "/v1/chat/completions") => Api::Chat,
         (&Method::POST, "/v1/completions") => Api::Completions,
+        (&Method::POST, "/v1/embeddings") => Api::Embeddings,
+        (&Method::POST, "/v1/rerank" | "/rerank" | "/v2/rerank") => Api::Rerank,
+        (&Method::POST, "/v1/score" | "/score") => Api::Score,
         (&Method::GET, "/health") => return Response::new(full(Bytes::new())),
         (&Method::GET, "/truth") => return truth_response(&state),
         (&Method::GET, "/metrics") => {
@@ -479,7 +482,7 @@ pub(crate) async fn generate(
     if state.profile.instant {
         return crate::modes::instant_response(&state, api, id, &gen, output_tokens, finish_reason);
     }
-    let meta = crate::modes::response_meta(
+    let mut meta = crate::modes::response_meta(
         &state,
         api,
         id,
@@ -487,6 +490,7 @@ pub(crate) async fn generate(
         output_tokens,
         finish_reason,
     );
+    meta.items = gen.items;
     if let Some(timing) = state.profile.fixed {
         let schedule = crate::fixed::Schedule::new(
             timing,

@@ -9,6 +9,13 @@ use crate::config::{Api, OpenAiConfig};
 pub fn request_body(config: &OpenAiConfig, request: &Request) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(config.model.clone()));
+    if config.api.is_pooling() {
+        pooling_body(config.api, request, &mut body);
+        for (k, v) in config.extra_body.iter().chain(request.extra_body.iter()) {
+            body.insert(k.clone(), v.clone());
+        }
+        return Value::Object(body);
+    }
     match config.api {
         Api::Chat => {
             let mut messages = json!(request.prompt.messages());
@@ -20,6 +27,7 @@ pub fn request_body(config: &OpenAiConfig, request: &Request) -> Value {
         Api::Completions => {
             body.insert("prompt".into(), Value::String(request.prompt.text()));
         }
+        Api::Embeddings | Api::Rerank | Api::Score => {}
     }
     body.insert("stream".into(), Value::Bool(config.streaming));
     if config.streaming && config.include_usage {
@@ -38,6 +46,35 @@ pub fn request_body(config: &OpenAiConfig, request: &Request) -> Value {
         body.insert(k.clone(), v.clone());
     }
     Value::Object(body)
+}
+
+/// The inputs of a pooling request: a batch for embeddings, a query and documents for rerank
+/// and score (a prompt of another kind is one input, or a query without documents).
+fn pooling_body(api: Api, request: &Request, body: &mut Map<String, Value>) {
+    use kneepoint_core::Prompt;
+    let (query, documents): (String, Vec<String>) = match &request.prompt {
+        Prompt::Rank { query, documents } => (query.clone(), documents.clone()),
+        Prompt::Batch(b) => (String::new(), b.clone()),
+        other => (other.text(), Vec::new()),
+    };
+    match api {
+        Api::Embeddings => {
+            let input = match &request.prompt {
+                Prompt::Batch(b) => json!(b),
+                other => json!([other.text()]),
+            };
+            body.insert("input".into(), input);
+        }
+        Api::Rerank => {
+            body.insert("query".into(), Value::String(query));
+            body.insert("documents".into(), json!(documents));
+        }
+        Api::Score => {
+            body.insert("text_1".into(), Value::String(query));
+            body.insert("text_2".into(), json!(documents));
+        }
+        Api::Chat | Api::Completions => {}
+    }
 }
 
 /// Turns the last user message's content into OpenAI content parts: its text, then one
@@ -104,6 +141,33 @@ mod tests {
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[0], json!({"type": "text", "text": "describe"}));
         assert_eq!(parts[2]["image_url"]["url"], "data:image/png;base64,AAAA");
+    }
+
+    #[test]
+    fn pooling_bodies() {
+        let mut c = OpenAiConfig::new("http://x", "e5");
+        c.api = Api::Embeddings;
+        let mut r = Request::text(1, "");
+        r.prompt = kneepoint_core::Prompt::Batch(vec!["a".into(), "b".into()]);
+        r.max_output_tokens = Some(9);
+        assert_eq!(
+            request_body(&c, &r),
+            json!({"model": "e5", "input": ["a", "b"]})
+        );
+        c.api = Api::Rerank;
+        r.prompt = kneepoint_core::Prompt::Rank {
+            query: "q".into(),
+            documents: vec!["d1".into(), "d2".into()],
+        };
+        assert_eq!(
+            request_body(&c, &r),
+            json!({"model": "e5", "query": "q", "documents": ["d1", "d2"]})
+        );
+        c.api = Api::Score;
+        assert_eq!(
+            request_body(&c, &r),
+            json!({"model": "e5", "text_1": "q", "text_2": ["d1", "d2"]})
+        );
     }
 
     #[test]

@@ -16,6 +16,14 @@ pub enum Api {
     Chat,
     /// `/v1/completions`: `prompt` in, `choices[].text` out.
     Completions,
+    /// `/v1/embeddings`: `input` (a batch) in, `data[].embedding` out; never streamed.
+    Embeddings,
+    /// `/v1/rerank` (vLLM, Jina and Cohere's shape): `query` and `documents` in, `results[]`
+    /// out; never streamed.
+    Rerank,
+    /// `/v1/score` (vLLM): `text_1` (the query) and `text_2` (the documents) in, `data[]` out;
+    /// never streamed.
+    Score,
 }
 
 impl Api {
@@ -24,22 +32,33 @@ impl Api {
         match self {
             Api::Chat => "/v1/chat/completions",
             Api::Completions => "/v1/completions",
+            Api::Embeddings => "/v1/embeddings",
+            Api::Rerank => "/v1/rerank",
+            Api::Score => "/v1/score",
         }
+    }
+
+    /// True for the pooling APIs (embeddings, rerank, score): no generation, no stream.
+    pub fn is_pooling(self) -> bool {
+        matches!(self, Api::Embeddings | Api::Rerank | Api::Score)
     }
 }
 
 impl std::str::FromStr for Api {
     type Err = kneepoint_core::UnknownName;
 
-    /// `chat` or `completions`.
+    /// `chat`, `completions`, `embeddings`, `rerank` or `score`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "chat" => Ok(Api::Chat),
             "completions" => Ok(Api::Completions),
+            "embeddings" => Ok(Api::Embeddings),
+            "rerank" => Ok(Api::Rerank),
+            "score" => Ok(Api::Score),
             _ => Err(kneepoint_core::UnknownName::new(
                 "the endpoint type",
                 s,
-                &["chat", "completions"],
+                &["chat", "completions", "embeddings", "rerank", "score"],
             )),
         }
     }

@@ -14,6 +14,10 @@ struct Body<'a> {
     #[serde(default, borrow)]
     choices: Vec<Choice<'a>>,
     usage: Option<UsageJson>,
+    /// Embeddings (`data[].embedding`) or scores (`data[].score`): a pooling answer.
+    data: Option<Vec<serde::de::IgnoredAny>>,
+    /// Ranked documents (rerank).
+    results: Option<Vec<serde::de::IgnoredAny>>,
     error: Option<ErrorJson>,
     #[serde(borrow)]
     object: Option<Cow<'a, str>>,
@@ -98,6 +102,11 @@ pub fn parse_body(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error>
         return Err(Error::Server {
             code: None,
             message: body.message.unwrap_or_default(),
+        });
+    }
+    if let Some(items) = body.data.as_ref().or(body.results.as_ref()) {
+        out.push(ResponseEvent::Pooled {
+            items: u32::try_from(items.len()).unwrap_or(u32::MAX),
         });
     }
     let mut finish = None;

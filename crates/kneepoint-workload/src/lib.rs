@@ -36,7 +36,7 @@ pub use dist::{LengthDist, Lengths, MixEntry};
 pub use error::Error;
 pub use images::Images;
 pub use prompt::PromptBuilder;
-pub use synthetic::{Conversations, SharedPrefix, SyntheticConfig, SyntheticWorkload};
+pub use synthetic::{Conversations, Pooling, SharedPrefix, SyntheticConfig, SyntheticWorkload};
 pub use tokenizer::{load_tokenizer, Tokenizer, TokenizerCounter};
 
 use kneepoint_core::Request;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use kneepoint_core::{Request, Turn};
+use kneepoint_core::{Prompt, Request, Turn};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
@@ -74,6 +74,24 @@ impl Conversations {
     }
 }
 
+/// Requests for a pooling endpoint instead of generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pooling {
+    /// Embeddings: a batch of `batch` inputs, each of the sampled input length.
+    Embed {
+        /// Inputs per request.
+        batch: u32,
+    },
+    /// Rerank or score: a query of the sampled input length and `batch` documents of the
+    /// sampled input length each. The input length counts the query once per document (a
+    /// cross-encoder reads each pair, and servers count usage so).
+    Rank {
+        /// Documents per query.
+        batch: u32,
+    },
+}
+
 /// How to generate requests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -94,6 +112,9 @@ pub struct SyntheticConfig {
     /// Images attached to each request's user message (chat only; none by default).
     #[serde(default)]
     pub images: Option<crate::Images>,
+    /// Requests for an embeddings, rerank or score endpoint (none: generation).
+    #[serde(default)]
+    pub pooling: Option<Pooling>,
 }
 
 impl SyntheticConfig {
@@ -107,6 +128,7 @@ impl SyntheticConfig {
             min_tokens: true,
             conversations: None,
             images: None,
+            pooling: None,
         }
     }
 }
@@ -229,8 +251,47 @@ fn prefix_text<R: Rng + ?Sized>(
 }
 
 impl SyntheticWorkload {
+    /// One pooling request: its texts of exact sampled lengths.
+    fn pooled(&mut self, p: Pooling) -> Result<Request, Error> {
+        let text = |this: &mut Self| -> Result<(String, u32), Error> {
+            let (isl, _) = this.config.lengths.sample(&mut this.rng);
+            Ok((this.builder.exact("", isl, &mut this.rng)?, isl))
+        };
+        let (prompt, tokens) = match p {
+            Pooling::Embed { batch } => {
+                let mut inputs = Vec::with_capacity(batch as usize);
+                let mut n = 0u32;
+                for _ in 0..batch.max(1) {
+                    let (t, k) = text(self)?;
+                    inputs.push(t);
+                    n = n.saturating_add(k);
+                }
+                (Prompt::Batch(inputs), n)
+            }
+            Pooling::Rank { batch } => {
+                let (query, q) = text(self)?;
+                let mut documents = Vec::with_capacity(batch as usize);
+                let mut n = 0u32;
+                for _ in 0..batch.max(1) {
+                    let (t, k) = text(self)?;
+                    documents.push(t);
+                    n = n.saturating_add(k).saturating_add(q);
+                }
+                (Prompt::Rank { query, documents }, n)
+            }
+        };
+        let mut r = Request::text(self.next_id, "");
+        self.next_id += 1;
+        r.prompt = prompt;
+        r.input_tokens = Some(tokens);
+        Ok(r)
+    }
+
     /// One request of `isl` tokens (a shared prefix, when configured, counted in).
     fn one(&mut self, with_prefix: bool) -> Result<Request, Error> {
+        if let Some(p) = self.config.pooling {
+            return self.pooled(p);
+        }
         let prefix_tokens = self.config.prefix.map_or(0, |p| p.tokens);
         let (isl, osl) = self.config.lengths.sample(&mut self.rng);
         let prefix = if self.prefixes.is_empty() || !with_prefix {

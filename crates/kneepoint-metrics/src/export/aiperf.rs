@@ -57,6 +57,13 @@ pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
         "output_token_throughput".into(),
         scalar("tokens/sec", s.output_token_throughput),
     );
+    root.insert(
+        "input_token_throughput".into(),
+        scalar("tokens/sec", s.input_token_throughput),
+    );
+    if let Some(t) = s.pooled_item_throughput {
+        root.insert("input_throughput".into(), scalar("inputs/sec", t));
+    }
     if let Some(g) = s.goodput {
         root.insert("goodput".into(), scalar("requests/sec", g));
     }

@@ -64,6 +64,7 @@ pub fn record_json(r: &RequestRecord) -> Value {
             "x_request_id": r.x_request_id.clone().unwrap_or_else(|| r.request_id.to_string()),
             "conversation_id": r.conversation_id,
             "image_count": r.image_count,
+            "pooled_items": r.pooled_items,
             "model_name": r.model,
             "endpoint_url": r.url,
             "turn_index": r.turn_index.unwrap_or(0),

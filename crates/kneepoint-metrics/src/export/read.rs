@@ -125,6 +125,7 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
     let text = |k: &str| md.get(k).and_then(Value::as_str).map(str::to_owned);
     r.model = text("model_name");
     r.image_count = u32_of(md.get("image_count"));
+    r.pooled_items = u32_of(md.get("pooled_items"));
     r.url = text("endpoint_url");
     r.usage_reasoning_tokens = u32_of(md.get("usage_reasoning_tokens"));
     r.think_time_ns = md
