@@ -98,16 +98,17 @@ def tiny_llama() -> Path:
     return model
 
 
-def start_vllm(python: Path, name: str = "vllm") -> Server:
+def start_vllm(python: Path, name: str = "vllm", extra: tuple[str, ...] = ()) -> Server:
     """vLLM CPU's OpenAI server on the tiny model (one engine process, one core reserved by
-    vLLM for the API server); `.tokenizer` is its tokenizer.json, `.model_dir` its folder."""
+    vLLM for the API server), with `extra` arguments; `.tokenizer` is its tokenizer.json,
+    `.model_dir` its folder."""
     model = tiny_llama()
     port = free_port()
     server = Server(
         name,
         [str(python), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
          "--load-format", "dummy", "--served-model-name", "tiny", "--host", "127.0.0.1",
-         "--port", str(port), "--max-model-len", "4096", "--max-num-seqs", "64"],
+         "--port", str(port), "--max-model-len", "4096", "--max-num-seqs", "64", *extra],
         port,
         {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING"},
         "/v1/models",
