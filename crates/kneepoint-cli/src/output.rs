@@ -52,9 +52,8 @@ pub(crate) fn probe_line(r: &ProbeRecord) -> String {
 /// The per-level table of a sweep.
 pub(crate) fn table(rows: &[LevelRow]) -> String {
     // A pooling endpoint generates nothing: its work is the input it reads.
-    let pooling = rows
-        .iter()
-        .all(|r| r.output_token_throughput == 0.0 && r.input_token_throughput > 0.0);
+    let pooling = rows.iter().any(|r| r.input_token_throughput > 0.0)
+        && rows.iter().all(|r| r.output_token_throughput == 0.0);
     let mut out = format!(
         "{:>11} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7}\n",
         "concurrency",

@@ -466,7 +466,7 @@ fn image_flags_and_where_images_cannot_go() {
         ),
         (
             vec!["--images-per-request", "1", "--image-height", "0"],
-            "1 to 8192",
+            "between 1 and 8192",
         ),
     ] {
         let e = format!("{:#}", resolve(&bad).unwrap_err());

@@ -262,6 +262,9 @@ impl CommonSettings {
         let conversations = multi_turn(args, &wl, &levels)?;
         let routes = routes_plan(args, conversations.is_some(), sm_name.is_some())?;
         let images = images(args, &wl, transport.api, sm_name.is_some())?;
+        if images.is_some() && conversations.is_some() {
+            bail!("images go with single requests for now: a conversation's history would send them without their images");
+        }
         let pooling = pooling(
             args,
             &wl,
@@ -394,9 +397,7 @@ fn images(
         height: args.image_height.or(wl.image_height).unwrap_or(512),
         pool: args.image_pool.or(wl.image_pool).unwrap_or(16),
     };
-    if i.width == 0 || i.height == 0 || i.width > 8192 || i.height > 8192 || i.pool == 0 {
-        bail!("image width and height must be 1 to 8192 pixels, and the pool at least 1");
-    }
+    i.validate()?;
     Ok(Some(i))
 }
 

@@ -8,7 +8,9 @@ impl CommonSettings {
     pub fn describe(&self) -> serde_json::Value {
         let target = match &self.target {
             Target::Simulator(p) => serde_json::json!({"kind": "simulator", "profile": p}),
-            Target::OpenAi(c) => serde_json::json!({"kind": "openai", "url": c.url()}),
+            Target::OpenAi(c) => {
+                serde_json::json!({"kind": "openai", "url": kneepoint_transport::redact_url(&c.url())})
+            }
             Target::SageMaker => serde_json::json!({"kind": "sagemaker"}),
         };
         let sagemaker = self.sagemaker.as_ref().map(|s| {
@@ -32,7 +34,7 @@ impl CommonSettings {
             "sagemaker": sagemaker,
             "endpoint": {
                 "type": self.transport.api,
-                "url": self.transport.url(),
+                "url": kneepoint_transport::redact_url(&self.transport.url()),
                 "model": self.transport.model,
                 "streaming": self.transport.streaming,
                 "max_tokens_field": self.transport.max_tokens_field,

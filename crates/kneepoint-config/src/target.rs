@@ -24,7 +24,7 @@ async fn detect_model(config: &OpenAiConfig) -> Result<String> {
         .with_context(|| {
             format!(
                 "no --model given, and asking {} for its models failed",
-                config.base_url
+                kneepoint_transport::redact_url(&config.base_url)
             )
         })?;
     models
@@ -38,10 +38,14 @@ async fn detect_model(config: &OpenAiConfig) -> Result<String> {
 async fn ready(config: &OpenAiConfig) -> Result<()> {
     let probe = OpenAiTransport::new(config.clone())?;
     match tokio::time::timeout(std::time::Duration::from_secs(15), probe.models()).await {
-        Err(_) => bail!("{} did not answer within 15 s", config.base_url),
-        Ok(Err(e)) if e.kind() == kneepoint_core::ErrorKind::Connect => {
-            Err(e).context(format!("cannot reach {}", config.base_url))
-        }
+        Err(_) => bail!(
+            "{} did not answer within 15 s",
+            kneepoint_transport::redact_url(&config.base_url)
+        ),
+        Ok(Err(e)) if e.kind() == kneepoint_core::ErrorKind::Connect => Err(e).context(format!(
+            "cannot reach {}",
+            kneepoint_transport::redact_url(&config.base_url)
+        )),
         Ok(_) => Ok(()),
     }
 }

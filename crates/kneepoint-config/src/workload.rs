@@ -64,6 +64,10 @@ pub(crate) fn conversations(
     if mean == 1.0 && stddev == 0.0 {
         return Ok(None);
     }
+    let max = f64::from(kneepoint_workload::MAX_TURNS);
+    if mean > max || mean + 10.0 * stddev > max {
+        bail!("conversation_turn_mean (+ 10 stddev) must be at most {max} turns");
+    }
     let mut c = turn_delays(args, wl)?;
     c.turns = LengthDist::mean_stddev(mean, stddev);
     Ok(Some(c))
@@ -86,9 +90,9 @@ pub(crate) fn turn_delays(args: &CommonArgs, wl: &WorkloadSection) -> Result<Con
             .or(wl.conversation_turn_delay_ratio)
             .unwrap_or(1.0),
     };
-    let ok = |x: f64| x.is_finite() && x >= 0.0;
-    if !(ok(c.delay_ms_mean) && ok(c.delay_ms_stddev) && ok(c.delay_ratio)) {
-        bail!("conversation turn delays (mean, stddev, ratio) must be finite and not negative");
+    c.validate()?;
+    if c.delay_ms_mean * c.delay_ratio > kneepoint_workload::MAX_THINK_TIME_MS {
+        bail!("the mean think time must be at most a day (86,400,000 ms)");
     }
     Ok(c)
 }

@@ -11,6 +11,39 @@ use serde_json::json;
 
 use crate::{Bench, Error};
 
+/// Images longer than this are shortened in `inputs.json`.
+const INPUT_IMAGE_BYTES: usize = 256;
+
+/// The body `transport` sends for `request`, for `inputs.json`: as sent, but with image data
+/// URLs longer than [`INPUT_IMAGE_BYTES`] shortened to their kind, size and a hash (a
+/// run's images would otherwise make the file hundreds of megabytes; the seed reproduces them).
+pub(crate) fn input_payload(
+    transport: &dyn kneepoint_core::Transport,
+    request: &kneepoint_core::Request,
+) -> Option<serde_json::Value> {
+    let mut body = transport.payload(request)?;
+    if !request.images.is_empty() {
+        shorten_images(&mut body);
+    }
+    Some(body)
+}
+
+fn shorten_images(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) if s.starts_with("data:image/") && s.len() > INPUT_IMAGE_BYTES => {
+            let (head, data) = s.split_once(',').unwrap_or((s.as_str(), ""));
+            let hash = data.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            *s = format!("{head},<{} bytes, fnv1a {hash:016x}>", data.len());
+        }
+        Value::Array(a) => a.iter_mut().for_each(shorten_images),
+        Value::Object(o) => o.values_mut().for_each(shorten_images),
+        _ => {}
+    }
+}
+
 /// The seed of the `n`th level's arrival schedule.
 fn level_seed(seed: u64, n: u64) -> u64 {
     seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -61,7 +94,9 @@ impl Bench {
                 });
                 out.len() - 1
             });
-            out[i].payloads.extend(self.transport.payload(r));
+            out[i]
+                .payloads
+                .extend(input_payload(self.transport.as_ref(), r));
         }
         out
     }
@@ -160,7 +195,9 @@ impl Bench {
             .iter()
             .map(|r| InputEntry {
                 session_id: r.id.to_string(),
-                payloads: self.transport.payload(r).into_iter().collect(),
+                payloads: input_payload(self.transport.as_ref(), r)
+                    .into_iter()
+                    .collect(),
             })
             .collect();
         write_inputs_json(&dir.join("inputs.json"), &inputs)?;

@@ -31,18 +31,28 @@ impl Bench {
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
         let inputs: Arc<Mutex<Vec<InputEntry>>> = Arc::default();
+        let turns = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let source: RequestSource = {
-            let (workload, transport, inputs) = (
+            let (workload, transport, inputs, turns) = (
                 self.workload.clone(),
                 self.transport.clone(),
                 inputs.clone(),
+                turns.clone(),
             );
             Box::new(move || {
                 let request = workload.lock().ok()?.requests(1).ok()?.pop()?;
+                if request.turn.is_some() {
+                    // A timed level sends requests one by one: a conversation's history
+                    // cannot be kept. Stop at once; the level fails below.
+                    turns.store(true, std::sync::atomic::Ordering::Relaxed);
+                    return None;
+                }
                 if let Ok(mut v) = inputs.lock() {
                     v.push(InputEntry {
                         session_id: request.id.to_string(),
-                        payloads: transport.payload(&request).into_iter().collect(),
+                        payloads: crate::level::input_payload(transport.as_ref(), &request)
+                            .into_iter()
+                            .collect(),
                     });
                 }
                 Some(request)
@@ -63,6 +73,11 @@ impl Bench {
         .await;
         let server = self.end(label, scrape, dir, run.as_ref().ok()).await;
         let run = run?;
+        if turns.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::invalid(
+                "multi-turn conversations run in count-bound levels: a timed level cannot keep their history",
+            ));
+        }
         // Inputs of the warm-up come first; keep the measured ones, as a count-bound level does.
         let drawn = inputs.lock().map(|v| v.clone()).unwrap_or_default();
         let skip = drawn.len().saturating_sub(run.records.len());

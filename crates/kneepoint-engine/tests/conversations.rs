@@ -134,6 +134,8 @@ async fn a_multi_turn_sweep_grows_the_history_and_honours_think_times() -> anyho
             "{isl_avg:?}"
         );
         assert!(turns.iter().all(|t| t["error_count"] == 0));
+        // outputs.json only when asked
+        assert!(!level.join("outputs.json").exists());
     }
     // the think times drawn follow normal(40 ms, 10 ms): Kolmogorov-Smirnov at the 1 % level
     let n = delays_ms.len();

@@ -61,9 +61,11 @@ impl RequestMetrics {
             }
             _ => None,
         };
+        // The server's count when the output length is the server's; the client's otherwise
+        // (or the server's alone, when the reasoning was not streamed for the client to count).
         let reasoning = match (r.output_tokens_source, r.usage_reasoning_tokens) {
             (Some(kneepoint_core::TokenSource::Usage), Some(n)) => Some(n),
-            _ => r.reasoning_tokens,
+            (_, server) => r.reasoning_tokens.or(server),
         };
         RequestMetrics {
             reasoning_tokens: reasoning,

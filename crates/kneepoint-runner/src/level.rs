@@ -139,7 +139,8 @@ pub struct LevelRun {
     pub sink_errors: Vec<String>,
     /// True when the level was cancelled before every request was sent and finished.
     pub cancelled: bool,
-    /// Prepared requests never sent because the level was cancelled or stopped early.
+    /// Prepared requests never sent: the level was cancelled or stopped early, or (multi-turn)
+    /// an earlier turn of their conversation failed.
     pub unsent: usize,
     /// Why the level stopped before its last request, when its metrics were precise enough.
     pub early_stop: Option<String>,

@@ -363,8 +363,16 @@ pub(crate) async fn run_turn(
     let count = |t: &str| u32::try_from(counter.count(t)).unwrap_or(u32::MAX);
     let client_reasoning = (!p.reasoning.is_empty()).then(|| count(&p.reasoning));
     let client_count = count(&p.text).saturating_add(client_reasoning.unwrap_or(0));
+    // A model that reasons without streaming its reasoning counts it in completion_tokens:
+    // only the answer's tokens must fit the chunks that came.
+    let hidden_reasoning = p
+        .reasoning
+        .is_empty()
+        .then_some(p.reasoning_usage)
+        .flatten();
     let rejected_usage = p.completion_usage.filter(|&n| {
-        !ctx.trust_server_usage && !usage_is_plausible(n, p.chunks.len(), client_count)
+        let streamed = n.saturating_sub(hidden_reasoning.unwrap_or(0));
+        !ctx.trust_server_usage && !usage_is_plausible(streamed, p.chunks.len(), client_count)
     });
     let (output_tokens, source) =
         if let Some(n) = p.completion_usage.filter(|_| rejected_usage.is_none()) {
@@ -380,10 +388,11 @@ pub(crate) async fn run_turn(
     if p.error.is_none() && p.chunks.is_empty() && !pooled {
         p.error = Some(Error::malformed("the response carried no generated tokens"));
     }
-    if p.error.is_none() && pooled && p.pooled != Some(request.prompt.items() as u32) {
+    // A rerank may answer its top documents only (`top_n`), never more than were sent.
+    let items = p.pooled.unwrap_or(0);
+    if p.error.is_none() && pooled && (items == 0 || items as usize > request.prompt.items()) {
         p.error = Some(Error::malformed(format!(
-            "the server answered {} items for {} inputs",
-            p.pooled.unwrap_or(0),
+            "the server answered {items} items for {} inputs",
             request.prompt.items()
         )));
     }
@@ -431,10 +440,13 @@ pub(crate) async fn run_turn(
         r.conversation_id = Some(t.conversation_id.clone());
         r.turn_index = Some(t.turn_index);
     }
-    if ctx.keep_outputs {
+    let answer = if ctx.keep_outputs {
         r.reasoning_text = (!p.reasoning.is_empty()).then_some(p.reasoning);
-        r.response_text = Some(p.text.clone());
-    }
-    let answer = request.turn.as_ref().map(|_| p.text);
+        let answer = request.turn.as_ref().map(|_| p.text.clone());
+        r.response_text = Some(p.text);
+        answer
+    } else {
+        request.turn.as_ref().map(|_| p.text)
+    };
     (r, answer)
 }

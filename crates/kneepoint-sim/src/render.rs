@@ -109,8 +109,9 @@ impl ResponseMeta {
         ))
     }
 
-    /// A pooling answer: an 8-dimensional unit vector per input (embeddings), or a relevance
-    /// score per document (rerank, score), deterministic per request; usage counts the prompt.
+    /// A pooling answer: an 8-dimensional vector per input (embeddings), or a relevance score
+    /// per document (rerank, score), made-up values deterministic per request; usage counts
+    /// the prompt.
     fn pooled(&self) -> Bytes {
         let score = |i: u32| {
             let h =

@@ -52,29 +52,26 @@ pub fn request_body(config: &OpenAiConfig, request: &Request) -> Value {
 /// and score (a prompt of another kind is one input, or a query without documents).
 fn pooling_body(api: Api, request: &Request, body: &mut Map<String, Value>) {
     use kneepoint_core::Prompt;
-    let (query, documents): (String, Vec<String>) = match &request.prompt {
-        Prompt::Rank { query, documents } => (query.clone(), documents.clone()),
-        Prompt::Batch(b) => (String::new(), b.clone()),
-        other => (other.text(), Vec::new()),
-    };
-    match api {
-        Api::Embeddings => {
-            let input = match &request.prompt {
-                Prompt::Batch(b) => json!(b),
-                other => json!([other.text()]),
-            };
-            body.insert("input".into(), input);
-        }
-        Api::Rerank => {
-            body.insert("query".into(), Value::String(query));
-            body.insert("documents".into(), json!(documents));
-        }
-        Api::Score => {
-            body.insert("text_1".into(), Value::String(query));
-            body.insert("text_2".into(), json!(documents));
-        }
-        Api::Chat | Api::Completions => {}
+    if api == Api::Embeddings {
+        let input = match &request.prompt {
+            Prompt::Batch(b) => json!(b),
+            other => json!([other.text()]),
+        };
+        body.insert("input".into(), input);
+        return;
     }
+    let (query, documents) = match &request.prompt {
+        Prompt::Rank { query, documents } => (json!(query), json!(documents)),
+        Prompt::Batch(b) => (json!(""), json!(b)),
+        other => (json!(other.text()), json!([])),
+    };
+    let (q, d) = if api == Api::Score {
+        ("text_1", "text_2")
+    } else {
+        ("query", "documents")
+    };
+    body.insert(q.into(), query);
+    body.insert(d.into(), documents);
 }
 
 /// Turns the last user message's content into OpenAI content parts: its text, then one

@@ -202,7 +202,7 @@ fn build_headers(config: &OpenAiConfig) -> Result<HeaderMap, Error> {
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     h.insert(
         ACCEPT,
-        HeaderValue::from_static(if config.streaming {
+        HeaderValue::from_static(if config.streaming && !config.api.is_pooling() {
             "text/event-stream"
         } else {
             "application/json"

@@ -85,8 +85,12 @@ fn fnv(s: &str) -> u64 {
 
 impl RoutedTransport {
     /// Spreads requests over `targets` by `rule`. Fails without a target, or on a weight that
-    /// is not a positive finite number.
-    pub fn new(targets: Vec<RouteTarget>, rule: RouteRule) -> Result<Self, Error> {
+    /// is not a positive finite number. The routes' URLs are recorded without credentials or
+    /// query strings.
+    pub fn new(mut targets: Vec<RouteTarget>, rule: RouteRule) -> Result<Self, Error> {
+        for t in &mut targets {
+            t.route.url = crate::redact_url(&t.route.url);
+        }
         if targets.is_empty() {
             return Err(Error::InvalidRoutes {
                 reason: "no target".into(),
@@ -227,6 +231,16 @@ mod tests {
                 .collect();
             assert!(picks.iter().all(|p| *p == picks[0]), "{picks:?}");
         }
+    }
+
+    #[test]
+    fn route_urls_carry_no_credentials() {
+        let mut t = targets(&[1.0]);
+        t[0].route.url = "https://user:secret@host:8000/v1?key=abc".into();
+        let r = RoutedTransport::new(t, RouteRule::RoundRobin).unwrap();
+        let url = r.route(&Request::text(0, "x")).unwrap().url;
+        assert!(!url.contains("secret") && !url.contains("abc"), "{url}");
+        assert!(!format!("{r:?}").contains("secret"));
     }
 
     #[test]

@@ -42,6 +42,14 @@ impl LengthDist {
         }
     }
 
+    /// The largest value this distribution can draw.
+    pub fn max_value(&self) -> u32 {
+        match *self {
+            LengthDist::Fixed(n) => n,
+            LengthDist::Normal { max, .. } => max,
+        }
+    }
+
     /// Checks the parameters.
     pub fn validate(&self, what: &'static str) -> Result<(), Error> {
         let bad = |reason: &str| {

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
+/// The most pixels a pool may hold (about 200 MB of raw pixels while it is made).
+const MAX_POOL_PIXELS: u64 = 64 << 20;
+
 /// Images per request and their size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Images {
@@ -37,7 +40,8 @@ impl Images {
         }
     }
 
-    pub(crate) fn validate(&self) -> Result<(), Error> {
+    /// Checks the counts and sizes (and that the pool is not too large to make).
+    pub fn validate(&self) -> Result<(), Error> {
         let bad = |reason: &str| {
             Err(Error::InvalidImages {
                 reason: reason.into(),
@@ -48,6 +52,10 @@ impl Images {
         }
         if self.width == 0 || self.height == 0 || self.width > 8192 || self.height > 8192 {
             return bad("width and height must be between 1 and 8192 pixels");
+        }
+        let pixels = u64::from(self.pool) * u64::from(self.width) * u64::from(self.height);
+        if pixels > MAX_POOL_PIXELS {
+            return bad("the pool holds at most 64 million pixels (pool × width × height)");
         }
         Ok(())
     }
@@ -128,5 +136,10 @@ mod tests {
         assert_eq!(imgs.pool(7).unwrap(), pool);
         assert!(Images::new(0, 4, 4).validate().is_err());
         assert!(Images::new(1, 0, 4).validate().is_err());
+        let huge = Images {
+            pool: 1000,
+            ..Images::new(1, 8192, 8192)
+        };
+        assert!(huge.validate().is_err());
     }
 }

@@ -36,13 +36,17 @@ pub use dist::{LengthDist, Lengths, MixEntry};
 pub use error::Error;
 pub use images::Images;
 pub use prompt::PromptBuilder;
-pub use synthetic::{Conversations, Pooling, SharedPrefix, SyntheticConfig, SyntheticWorkload};
+pub use synthetic::{
+    Conversations, Pooling, SharedPrefix, SyntheticConfig, SyntheticWorkload, MAX_THINK_TIME_MS,
+    MAX_TURNS,
+};
 pub use tokenizer::{load_tokenizer, Tokenizer, TokenizerCounter};
 
 use kneepoint_core::Request;
 
 /// A source of prepared requests. Requests are generated before a level's timing starts.
 pub trait Workload: Send {
-    /// The next `count` requests (ids continue across calls).
+    /// The next `count` requests (ids continue across calls); a workload of conversations
+    /// returns whole conversations, so at least `count`.
     fn requests(&mut self, count: usize) -> Result<Vec<Request>, Error>;
 }

@@ -42,6 +42,11 @@ pub struct Conversations {
     pub delay_ratio: f64,
 }
 
+/// The most turns one conversation may have.
+pub const MAX_TURNS: u32 = 10_000;
+/// The longest think time drawn (a day, in ms); longer draws are cut to it.
+pub const MAX_THINK_TIME_MS: f64 = 86_400_000.0;
+
 impl Conversations {
     /// `turns` turns per conversation, no think time.
     pub fn new(turns: LengthDist) -> Self {
@@ -53,8 +58,15 @@ impl Conversations {
         }
     }
 
-    fn validate(&self) -> Result<(), Error> {
+    /// Checks the turns (at most [`MAX_TURNS`]) and the think times (finite, not negative).
+    pub fn validate(&self) -> Result<(), Error> {
         self.turns.validate("turns per conversation")?;
+        if self.turns.max_value() > MAX_TURNS {
+            return Err(Error::InvalidDistribution {
+                what: "turns per conversation",
+                reason: format!("at most {MAX_TURNS} turns"),
+            });
+        }
         let ok = |x: f64| x.is_finite() && x >= 0.0;
         if !(ok(self.delay_ms_mean) && ok(self.delay_ms_stddev) && ok(self.delay_ratio)) {
             return Err(Error::InvalidDistribution {
@@ -70,7 +82,8 @@ impl Conversations {
             Ok(n) if self.delay_ms_stddev > 0.0 => n.sample(rng),
             _ => self.delay_ms_mean,
         };
-        Duration::from_secs_f64((ms * self.delay_ratio).max(0.0) / 1000.0)
+        let ms = (ms * self.delay_ratio).clamp(0.0, MAX_THINK_TIME_MS);
+        Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::ZERO)
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod aggregate;
 mod aiperf;
+mod groups;
 mod inputs;
 mod jsonl;
 mod outputs;
@@ -18,6 +19,7 @@ pub use aiperf::{
     aiperf_csv, aiperf_json, server_summary_from_aiperf_json, write_aiperf_csv, write_aiperf_json,
     LevelInfo,
 };
+pub use groups::summaries_by;
 pub use inputs::{write_inputs_json, InputEntry};
 pub use jsonl::{record_json, JsonlSink};
 pub use outputs::{outputs_json, write_outputs_json, OUTPUTS_SCHEMA_VERSION};
@@ -25,11 +27,21 @@ pub use read::{read_jsonl, record_from_json};
 pub use routes::{route_summaries, route_summary_json, write_route_summary, RouteSummary};
 pub use text::{summary_text, write_summary_text};
 pub use time::rfc3339;
-pub use turns::{summaries_by, turn_summaries, turn_summary_json, write_turn_summary, TurnSummary};
+pub use turns::{turn_summaries, turn_summary_json, write_turn_summary, TurnSummary};
 
 use std::path::Path;
 
 use crate::Error;
+
+/// Writes `doc` as pretty JSON to `path` (atomically); `what` names it in an error.
+pub(crate) fn write_json(
+    path: &Path,
+    what: &'static str,
+    doc: &serde_json::Value,
+) -> Result<(), Error> {
+    let bytes = serde_json::to_vec_pretty(doc).map_err(|source| Error::Json { what, source })?;
+    write_atomic(path, &bytes)
+}
 
 /// Writes `bytes` to `path` atomically (temporary file, then rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {

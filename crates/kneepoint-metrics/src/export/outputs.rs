@@ -39,7 +39,7 @@ fn entry(r: &RequestRecord) -> Value {
 
 fn sorted(records: &[RequestRecord]) -> Vec<Value> {
     let mut v: Vec<&RequestRecord> = records.iter().collect();
-    v.sort_by_key(|r| (r.request_id, r.turn_index));
+    v.sort_by_key(|r| r.request_id);
     v.into_iter().map(entry).collect()
 }
 
@@ -58,13 +58,7 @@ pub fn write_outputs_json(
     records: &[RequestRecord],
     warmup: &[RequestRecord],
 ) -> Result<(), Error> {
-    let bytes = serde_json::to_vec_pretty(&outputs_json(records, warmup)).map_err(|source| {
-        Error::Json {
-            what: "outputs",
-            source,
-        }
-    })?;
-    super::write_atomic(path, &bytes)
+    super::write_json(path, "outputs", &outputs_json(records, warmup))
 }
 
 #[cfg(test)]

@@ -210,6 +210,21 @@ mod tests {
             });
             built.attempts = 1 + (id % 2) as u32;
             built.intended_start_ns = (id == 1).then_some(start / 2);
+            // the fields of conversations, reasoning, routes, images and pooling
+            if id == 3 {
+                built.conversation_id = Some("conversation_7".into());
+                built.turn_index = Some(2);
+                built.history_tokens = Some(123);
+                built.think_time_ns = Some(1_500_000);
+                built.reasoning_tokens = Some(1);
+                built.usage_reasoning_tokens = Some(1);
+                built.model = Some("adapter-1".into());
+                built.url = Some("http://127.0.0.1:8000".into());
+                built.image_count = Some(2);
+            }
+            if id == 4 {
+                built.pooled_items = Some(4);
+            }
             built
         }
     }
@@ -257,6 +272,19 @@ mod tests {
             assert_eq!(y.phase, x.phase);
             assert_eq!(y.attempts, x.attempts);
             assert_eq!(y.x_request_id, x.x_request_id);
+            assert_eq!(y.conversation_id, x.conversation_id);
+            assert_eq!(y.turn_index, x.turn_index);
+            assert_eq!(y.history_tokens, x.history_tokens);
+            assert_eq!(y.think_time_ns, x.think_time_ns);
+            assert_eq!(
+                (y.reasoning_tokens, y.usage_reasoning_tokens),
+                (x.reasoning_tokens, x.usage_reasoning_tokens)
+            );
+            assert_eq!((&y.model, &y.url), (&x.model, &x.url));
+            assert_eq!(
+                (y.image_count, y.pooled_items),
+                (x.image_count, x.pooled_items)
+            );
         }
     }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use kneepoint_core::RequestRecord;
 use serde_json::{json, Value};
 
-use super::turns::summaries_by;
+use super::groups::{group_entry, summaries_by};
 use crate::summary::LevelSummary;
 use crate::Error;
 
@@ -40,27 +40,19 @@ pub fn route_summaries(concurrency: u32, records: &[RequestRecord]) -> Vec<Route
 /// The document `route_summary.json` holds.
 pub fn route_summary_json(routes: &[RouteSummary]) -> Value {
     json!({
-        "routes": routes.iter().map(|r| json!({
-            "model": r.model,
-            "url": r.url,
-            "request_count": r.summary.request_count,
-            "error_count": r.summary.error_count,
-            "error_rate": r.summary.error_rate,
-            "request_throughput": r.summary.request_throughput,
-            "output_token_throughput": r.summary.output_token_throughput,
-            "metrics": r.summary.metrics,
-        })).collect::<Vec<_>>(),
+        "routes": routes.iter().map(|r| {
+            let mut e = serde_json::Map::new();
+            e.insert("model".into(), json!(r.model));
+            e.insert("url".into(), json!(r.url));
+            e.extend(group_entry(&r.summary));
+            Value::Object(e)
+        }).collect::<Vec<_>>(),
     })
 }
 
 /// Writes `route_summary.json`.
 pub fn write_route_summary(path: &Path, routes: &[RouteSummary]) -> Result<(), Error> {
-    let bytes =
-        serde_json::to_vec_pretty(&route_summary_json(routes)).map_err(|source| Error::Json {
-            what: "route summary",
-            source,
-        })?;
-    super::write_atomic(path, &bytes)
+    super::write_json(path, "route summary", &route_summary_json(routes))
 }
 
 #[cfg(test)]

@@ -2,13 +2,13 @@
 //! own (every turn together). The prompt grows turn by turn (the conversation so far is sent
 //! again), so latency by turn shows what the history costs and what prefix caching saves.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use kneepoint_core::RequestRecord;
 use serde_json::{json, Value};
 
-use crate::summary::{GoodputSlo, LevelSummary};
+use super::groups::{group_entry, summaries_by};
+use crate::summary::LevelSummary;
 use crate::Error;
 
 /// One turn position's aggregates.
@@ -20,29 +20,6 @@ pub struct TurnSummary {
     pub history_tokens_avg: Option<f64>,
     /// The level's aggregates over this turn's records only.
     pub summary: LevelSummary,
-}
-
-/// The records grouped by `key` (records without one left out), each group summarised like a
-/// level, in key order.
-pub fn summaries_by<K: Ord>(
-    concurrency: u32,
-    records: &[RequestRecord],
-    key: impl Fn(&RequestRecord) -> Option<K>,
-) -> Vec<(K, Vec<&RequestRecord>, LevelSummary)> {
-    let mut groups: BTreeMap<K, Vec<&RequestRecord>> = BTreeMap::new();
-    for r in records {
-        if let Some(k) = key(r) {
-            groups.entry(k).or_default().push(r);
-        }
-    }
-    groups
-        .into_iter()
-        .map(|(k, rs)| {
-            let owned: Vec<RequestRecord> = rs.iter().map(|r| (*r).clone()).collect();
-            let summary = LevelSummary::from_records(concurrency, &owned, &GoodputSlo::default());
-            (k, rs, summary)
-        })
-        .collect()
 }
 
 /// The aggregates of every turn position among `records` (those with a `turn_index`), in
@@ -68,25 +45,19 @@ pub fn turn_summaries(concurrency: u32, records: &[RequestRecord]) -> Vec<TurnSu
 /// The document `turn_summary.json` holds.
 pub fn turn_summary_json(turns: &[TurnSummary]) -> Value {
     json!({
-        "turns": turns.iter().map(|t| json!({
-            "turn_index": t.turn_index,
-            "request_count": t.summary.request_count,
-            "error_count": t.summary.error_count,
-            "error_rate": t.summary.error_rate,
-            "history_tokens_avg": t.history_tokens_avg,
-            "metrics": t.summary.metrics,
-        })).collect::<Vec<_>>(),
+        "turns": turns.iter().map(|t| {
+            let mut e = serde_json::Map::new();
+            e.insert("turn_index".into(), json!(t.turn_index));
+            e.insert("history_tokens_avg".into(), json!(t.history_tokens_avg));
+            e.extend(group_entry(&t.summary));
+            Value::Object(e)
+        }).collect::<Vec<_>>(),
     })
 }
 
 /// Writes `turn_summary.json`.
 pub fn write_turn_summary(path: &Path, turns: &[TurnSummary]) -> Result<(), Error> {
-    let bytes =
-        serde_json::to_vec_pretty(&turn_summary_json(turns)).map_err(|source| Error::Json {
-            what: "turn summary",
-            source,
-        })?;
-    super::write_atomic(path, &bytes)
+    super::write_json(path, "turn summary", &turn_summary_json(turns))
 }
 
 #[cfg(test)]
