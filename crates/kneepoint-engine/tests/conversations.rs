@@ -4,12 +4,12 @@
 //! its aggregates per turn position.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+mod support;
 
-use kneepoint_engine::{CancelToken, LevelSettings, Sweep};
-use kneepoint_sim::{SimProfile, SimServer};
-use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
-use kneepoint_workload::{Conversations, LengthDist, SyntheticConfig, SyntheticWorkload};
+use kneepoint_engine::LevelSettings;
+use kneepoint_sim::SimProfile;
+use kneepoint_transport::Api;
+use kneepoint_workload::{Conversations, LengthDist, SyntheticConfig};
 use serde_json::Value;
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -19,10 +19,7 @@ const DELAY_STDDEV_MS: f64 = 10.0;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_multi_turn_sweep_grows_the_history_and_honours_think_times() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let profile = SimProfile::fast();
-    let model = profile.model.clone();
-    let server = SimServer::start_local(profile).await?;
-    let transport = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), model))?;
+    let (_server, transport) = support::simulator(SimProfile::fast(), Api::Chat).await?;
     let mut config = SyntheticConfig::new(LengthDist::Fixed(48), LengthDist::Fixed(12), 5);
     config.conversations = Some(Conversations {
         turns: LengthDist::Fixed(3),
@@ -30,32 +27,16 @@ async fn a_multi_turn_sweep_grows_the_history_and_honours_think_times() -> anyho
         delay_ms_stddev: DELAY_STDDEV_MS,
         delay_ratio: 1.0,
     });
-    let tokenizer = kneepoint_workload::load_tokenizer("builtin")?;
-    let workload = SyntheticWorkload::from_config(tokenizer, config)?;
-    let report = Sweep::builder(Arc::new(transport))
-        .workload(workload)
-        .settings(LevelSettings::default())
-        .plan(kneepoint_planner::SweepPlan::new(vec![
-            kneepoint_planner::SweepLevel {
-                concurrency: 2,
-                request_count: 60,
-            },
-            kneepoint_planner::SweepLevel {
-                concurrency: 8,
-                request_count: 90,
-            },
-        ])?)
-        .artifacts(dir.path())
-        .build()?
-        .run(&CancelToken::new())
-        .await?;
+    let settings = LevelSettings::default();
+    let report =
+        support::sweep(transport, config, settings, &[(2, 60), (8, 90)], dir.path()).await?;
     assert_eq!(report.rows.len(), 2);
     let mut delays_ms = Vec::new();
     for row in &report.rows {
         let level = dir.path().join(&row.dir);
         // inputs.json: one entry per conversation, its turns as sent, each repeating the one
         // before it (questions and the server's replies) and adding a question
-        let inputs: Value = serde_json::from_slice(&std::fs::read(level.join("inputs.json"))?)?;
+        let inputs = support::json(&level, "inputs.json")?;
         let sessions = inputs["data"].as_array().unwrap();
         assert_eq!(sessions.len() * 3, row.request_count);
         for s in sessions {
@@ -74,12 +55,7 @@ async fn a_multi_turn_sweep_grows_the_history_and_honours_think_times() -> anyho
             }
         }
         // records: conversation and turn, a history that grows, think times honoured
-        let text = std::fs::read_to_string(level.join("profile_export.jsonl"))?;
-        let mut records: Vec<Value> = text
-            .lines()
-            .map(serde_json::from_str)
-            .collect::<Result<_, _>>()?;
-        records.sort_by_key(|r| r["metadata"]["session_num"].as_u64());
+        let records = support::records(&level)?;
         for turns in records.chunks(3) {
             let md: Vec<&Value> = turns.iter().map(|r| &r["metadata"]).collect();
             assert!(md
@@ -117,8 +93,7 @@ async fn a_multi_turn_sweep_grows_the_history_and_honours_think_times() -> anyho
             assert!(md[0]["think_time_ms"].is_null());
         }
         // per-turn aggregates: the prompt grows with the turn
-        let turns: Value =
-            serde_json::from_slice(&std::fs::read(level.join("turn_summary.json"))?)?;
+        let turns = support::json(&level, "turn_summary.json")?;
         let turns = turns["turns"].as_array().unwrap();
         assert_eq!(turns.len(), 3);
         let isl_avg: Vec<f64> = turns

@@ -2,44 +2,21 @@
 //! token per 28 × 28 patch, so the server's prompt count is the text's plus the images'.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+mod support;
 
-use kneepoint_engine::{CancelToken, LevelSettings, Sweep};
-use kneepoint_sim::{SimProfile, SimServer};
-use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
-use kneepoint_workload::{Images, LengthDist, SyntheticConfig, SyntheticWorkload};
+use kneepoint_engine::LevelSettings;
+use kneepoint_sim::SimProfile;
+use kneepoint_transport::Api;
+use kneepoint_workload::{Images, LengthDist, SyntheticConfig};
 use serde_json::Value;
 
 async fn sweep(images: Option<Images>, dir: &std::path::Path) -> anyhow::Result<Vec<Value>> {
-    let profile = SimProfile::fast();
-    let model = profile.model.clone();
-    let server = SimServer::start_local(profile).await?;
-    let transport = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), model))?;
+    let (_server, transport) = support::simulator(SimProfile::fast(), Api::Chat).await?;
     let mut config = SyntheticConfig::new(LengthDist::Fixed(40), LengthDist::Fixed(8), 2);
     config.images = images;
-    let workload =
-        SyntheticWorkload::from_config(kneepoint_workload::load_tokenizer("builtin")?, config)?;
-    let report = Sweep::builder(Arc::new(transport))
-        .workload(workload)
-        .settings(LevelSettings::default())
-        .plan(kneepoint_planner::SweepPlan::new(vec![
-            kneepoint_planner::SweepLevel {
-                concurrency: 4,
-                request_count: 16,
-            },
-        ])?)
-        .artifacts(dir)
-        .build()?
-        .run(&CancelToken::new())
-        .await?;
-    let level = dir.join(&report.rows[0].dir);
-    let text = std::fs::read_to_string(level.join("profile_export.jsonl"))?;
-    let mut records: Vec<Value> = text
-        .lines()
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()?;
-    records.sort_by_key(|r| r["metadata"]["session_num"].as_u64());
-    Ok(records)
+    let settings = LevelSettings::default();
+    let level = support::one_level(transport, config, settings, (4, 16), dir).await?;
+    support::records(&level)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,7 +48,7 @@ async fn images_go_as_content_parts_and_count_in_the_servers_prompt() -> anyhow:
         .find(|e| e.path().join("inputs.json").is_file())
         .unwrap()
         .path();
-    let inputs: Value = serde_json::from_slice(&std::fs::read(level.join("inputs.json"))?)?;
+    let inputs = support::json(&level, "inputs.json")?;
     let parts = inputs["data"][0]["payloads"][0]["messages"][0]["content"]
         .as_array()
         .unwrap();

@@ -3,49 +3,26 @@
 //! throughput in inputs and input tokens per second.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+mod support;
 
-use kneepoint_engine::{CancelToken, LevelSettings, Sweep};
-use kneepoint_sim::{SimProfile, SimServer};
-use kneepoint_transport::{Api, OpenAiConfig, OpenAiTransport};
-use kneepoint_workload::{LengthDist, Pooling, SyntheticConfig, SyntheticWorkload};
+use kneepoint_engine::LevelSettings;
+use kneepoint_sim::SimProfile;
+use kneepoint_transport::Api;
+use kneepoint_workload::{LengthDist, Pooling, SyntheticConfig};
 use serde_json::Value;
 
 async fn sweep(api: Api, pooling: Pooling) -> anyhow::Result<(Vec<Value>, Value, Value)> {
     let dir = tempfile::tempdir()?;
-    let profile = SimProfile::fast();
-    let model = profile.model.clone();
-    let server = SimServer::start_local(profile).await?;
-    let mut c = OpenAiConfig::new(server.base_url(), model);
-    c.api = api;
-    let transport = OpenAiTransport::new(c)?;
+    let (_server, transport) = support::simulator(SimProfile::fast(), api).await?;
     let mut config = SyntheticConfig::new(LengthDist::Fixed(32), LengthDist::Fixed(1), 4);
     config.pooling = Some(pooling);
-    let workload =
-        SyntheticWorkload::from_config(kneepoint_workload::load_tokenizer("builtin")?, config)?;
-    let report = Sweep::builder(Arc::new(transport))
-        .workload(workload)
-        .settings(LevelSettings::default())
-        .plan(kneepoint_planner::SweepPlan::new(vec![
-            kneepoint_planner::SweepLevel {
-                concurrency: 4,
-                request_count: 20,
-            },
-        ])?)
-        .artifacts(dir.path())
-        .build()?
-        .run(&CancelToken::new())
-        .await?;
-    let level = dir.path().join(&report.rows[0].dir);
-    let text = std::fs::read_to_string(level.join("profile_export.jsonl"))?;
-    let records = text
-        .lines()
-        .map(serde_json::from_str)
-        .collect::<Result<Vec<Value>, _>>()?;
-    let agg: Value =
-        serde_json::from_slice(&std::fs::read(level.join("profile_export_aiperf.json"))?)?;
-    let inputs: Value = serde_json::from_slice(&std::fs::read(level.join("inputs.json"))?)?;
-    Ok((records, agg, inputs))
+    let settings = LevelSettings::default();
+    let level = support::one_level(transport, config, settings, (4, 20), dir.path()).await?;
+    Ok((
+        support::records(&level)?,
+        support::json(&level, "profile_export_aiperf.json")?,
+        support::json(&level, "inputs.json")?,
+    ))
 }
 
 fn check(records: &[Value], agg: &Value, batch: u64, input_tokens: f64) {

@@ -4,13 +4,12 @@
 //! answer token is later than the time to the first token.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+mod support;
 
-use kneepoint_engine::{CancelToken, LevelSettings, Sweep};
-use kneepoint_sim::{SimProfile, SimServer};
-use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
-use kneepoint_workload::{LengthDist, SyntheticWorkload};
-use serde_json::Value;
+use kneepoint_engine::LevelSettings;
+use kneepoint_sim::SimProfile;
+use kneepoint_transport::Api;
+use kneepoint_workload::{LengthDist, SyntheticConfig};
 
 const OSL: u32 = 20;
 
@@ -20,37 +19,13 @@ async fn reasoning_tokens_are_counted_apart_and_delay_the_first_answer_token() -
     let dir = tempfile::tempdir()?;
     let mut profile = SimProfile::fast();
     profile.reasoning_share = 0.5;
-    let model = profile.model.clone();
-    let server = SimServer::start_local(profile).await?;
-    let transport = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), model))?;
-    let workload = SyntheticWorkload::new(
-        kneepoint_workload::load_tokenizer("builtin")?,
-        LengthDist::Fixed(32),
-        LengthDist::Fixed(OSL),
-        3,
-    )?;
-    let report = Sweep::builder(Arc::new(transport))
-        .workload(workload)
-        .settings({
-            let mut s = LevelSettings::default();
-            s.export_outputs = true;
-            s
-        })
-        .plan(kneepoint_planner::SweepPlan::new(vec![
-            kneepoint_planner::SweepLevel {
-                concurrency: 4,
-                request_count: 24,
-            },
-        ])?)
-        .artifacts(dir.path())
-        .build()?
-        .run(&CancelToken::new())
-        .await?;
-    let level = dir.path().join(&report.rows[0].dir);
-    let text = std::fs::read_to_string(level.join("profile_export.jsonl"))?;
+    let (_server, transport) = support::simulator(profile, Api::Chat).await?;
+    let config = SyntheticConfig::new(LengthDist::Fixed(32), LengthDist::Fixed(OSL), 3);
+    let mut settings = LevelSettings::default();
+    settings.export_outputs = true;
+    let level = support::one_level(transport, config, settings, (4, 24), dir.path()).await?;
     let mut n = 0;
-    for line in text.lines() {
-        let r: Value = serde_json::from_str(line)?;
+    for r in support::records(&level)? {
         let (md, m) = (&r["metadata"], &r["metrics"]);
         assert!(r["error"].is_null(), "{r}");
         // the server's count: half of the 20 tokens, all of them in the output length
@@ -71,7 +46,7 @@ async fn reasoning_tokens_are_counted_apart_and_delay_the_first_answer_token() -
     }
     assert_eq!(n, 24);
     // outputs.json: each request's answer and reasoning, as generated
-    let outputs: Value = serde_json::from_slice(&std::fs::read(level.join("outputs.json"))?)?;
+    let outputs = support::json(&level, "outputs.json")?;
     let data = outputs["data"].as_array().unwrap();
     assert_eq!(data.len(), 24);
     for o in data {
@@ -83,8 +58,7 @@ async fn reasoning_tokens_are_counted_apart_and_delay_the_first_answer_token() -
         );
         assert_eq!(o["metrics"]["reasoning_token_count"], 10);
     }
-    let agg: Value =
-        serde_json::from_slice(&std::fs::read(level.join("profile_export_aiperf.json"))?)?;
+    let agg = support::json(&level, "profile_export_aiperf.json")?;
     assert_eq!(
         agg["reasoning_token_count"]["avg"], 10.0,
         "{}",

@@ -8,11 +8,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kneepoint_core::{Route, Transport};
-use kneepoint_engine::{CancelToken, LevelSettings, Sweep};
+use kneepoint_engine::LevelSettings;
 use kneepoint_sim::{SimProfile, SimServer};
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport, RouteRule, RouteTarget, RoutedTransport};
-use kneepoint_workload::{Conversations, LengthDist, SyntheticConfig, SyntheticWorkload};
-use serde_json::Value;
+use kneepoint_workload::{Conversations, LengthDist, SyntheticConfig};
+
+mod support;
+use support::records;
 
 fn target(url: &str, model: &str, weight: f64) -> anyhow::Result<RouteTarget> {
     Ok(RouteTarget {
@@ -32,30 +34,8 @@ async fn sweep(
 ) -> anyhow::Result<std::path::PathBuf> {
     let mut config = SyntheticConfig::new(LengthDist::Fixed(24), LengthDist::Fixed(6), 9);
     config.conversations = conversations;
-    let workload =
-        SyntheticWorkload::from_config(kneepoint_workload::load_tokenizer("builtin")?, config)?;
-    let report = Sweep::builder(Arc::new(transport))
-        .workload(workload)
-        .settings(LevelSettings::default())
-        .plan(kneepoint_planner::SweepPlan::new(vec![
-            kneepoint_planner::SweepLevel {
-                concurrency: 8,
-                request_count: 120,
-            },
-        ])?)
-        .artifacts(dir)
-        .build()?
-        .run(&CancelToken::new())
-        .await?;
-    Ok(dir.join(&report.rows[0].dir))
-}
-
-fn records(level: &std::path::Path) -> anyhow::Result<Vec<Value>> {
-    let text = std::fs::read_to_string(level.join("profile_export.jsonl"))?;
-    Ok(text
-        .lines()
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()?)
+    let settings = LevelSettings::default();
+    support::one_level(Arc::new(transport), config, settings, (8, 120), dir).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +75,7 @@ async fn weighted_routes_are_recorded_and_summarised_per_model_and_url() -> anyh
     assert!((15..=45).contains(&share("adapter-1", &ua)), "{count:?}");
     assert!((15..=45).contains(&share("base", &ub)), "{count:?}");
     // the body sent named the model the record names
-    let inputs: Value = serde_json::from_slice(&std::fs::read(level.join("inputs.json"))?)?;
+    let inputs = support::json(&level, "inputs.json")?;
     for e in inputs["data"].as_array().unwrap() {
         let id: u64 = e["session_id"].as_str().unwrap().parse()?;
         assert_eq!(e["payloads"][0]["model"], model_of[&id].as_str());
@@ -103,7 +83,7 @@ async fn weighted_routes_are_recorded_and_summarised_per_model_and_url() -> anyh
     // both simulators served requests
     assert!(!a.load_history().is_empty() && !b.load_history().is_empty());
     // per-route aggregates, summing to the level
-    let routes: Value = serde_json::from_slice(&std::fs::read(level.join("route_summary.json"))?)?;
+    let routes = support::json(&level, "route_summary.json")?;
     let routes = routes["routes"].as_array().unwrap();
     assert_eq!(routes.len(), 3);
     let total: u64 = routes

@@ -4,7 +4,8 @@
 //! measurement noise.
 //!
 //! `cargo run --release -p kneepoint-planner --example search_eval` (results in docs/search.md;
-//! `BY_SHAPE=1` adds a row per curve shape, `SHOW=1` lists the answers more than 5 % off).
+//! `BY_SHAPE=1` adds a row per curve shape, `SHOW=1` lists the answers more than 5 % off,
+//! `SEED=N` draws other noise).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../tests/support/curves.rs"]
@@ -21,6 +22,10 @@ fn main() {
     }
     let cases = curves::family();
     let show = std::env::var_os("SHOW").is_some();
+    let seed = std::env::var("SEED")
+        .ok()
+        .map(|s| s.parse::<u64>().expect("SEED=a number"))
+        .map_or(eval::SEED, |s| eval::SEED ^ s);
     if let Ok(t) = std::env::var("TRACE") {
         let (label, truth) = t.split_once(':').expect("TRACE=label:truth");
         let truth: u32 = truth.parse().expect("a number");
@@ -36,7 +41,7 @@ fn main() {
     }
     println!("{}", eval::Figures::header());
     for (label, sigma) in [("none", 0.0), ("3 %", 0.03), ("8 %", 0.08)] {
-        let runs = eval::evaluate(&cases, &cfg, sigma, |_| true);
+        let runs = eval::evaluate(&cases, &cfg, (sigma, seed), |_| true);
         println!("{}", runs.figures().row(label, "all"));
         if show {
             for r in runs.off(0.05) {
@@ -49,7 +54,7 @@ fn main() {
             labels.sort_unstable();
             labels.dedup();
             for l in labels {
-                let runs = eval::evaluate(&cases, &cfg, sigma, |c| c.label == l);
+                let runs = eval::evaluate(&cases, &cfg, (sigma, seed), |c| c.label == l);
                 println!("{}", runs.figures().row(label, l));
             }
         }

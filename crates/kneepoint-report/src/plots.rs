@@ -124,6 +124,42 @@ pub(crate) fn span(values: impl Iterator<Item = f64>, zero_floor: bool) -> (f64,
     )
 }
 
+/// A chart on `root` with linear axes, in the report's style (caption, margins, mesh, tick
+/// labels, axis descriptions).
+pub(crate) fn linear_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    plot: &'static str,
+    caption: &str,
+    (x, y): (std::ops::Range<f64>, std::ops::Range<f64>),
+    (x_desc, y_desc): (&str, &str),
+) -> Result<
+    ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    Error,
+> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x, y)
+        .map_err(err(plot))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 15))
+        .draw()
+        .map_err(err(plot))?;
+    Ok(chart)
+}
+
 pub(crate) fn render(
     plot: &'static str,
     draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Error>,
@@ -166,26 +202,14 @@ pub fn throughput_vs_latency(curves: &[Curve], sla_e2e_ms: Option<f64>) -> Resul
     let (x0, x1) = span(xs, true);
     let (y0, y1) = span(ys, true);
     render(PLOT, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(
-                "Output throughput vs p99 request latency",
-                ("sans-serif", 20),
-            )
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(err(PLOT))?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("p99 request latency ({})", unit.name))
-            .y_desc("output tokens/s")
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
-            .draw()
-            .map_err(err(PLOT))?;
+        let x_desc = format!("p99 request latency ({})", unit.name);
+        let mut chart = linear_chart(
+            root,
+            PLOT,
+            "Output throughput vs p99 request latency",
+            (x0..x1, y0..y1),
+            (&x_desc, "output tokens/s"),
+        )?;
         if let Some(sla) = sla_e2e_ms {
             let x = sla / unit.ms;
             chart
@@ -373,23 +397,16 @@ pub fn ttft_timeline(records: &[RequestRecord], title: &str) -> Result<String, E
     let (x0, x1) = span(pts.iter().map(|p| p.0), true);
     let (y0, y1) = span(pts.iter().filter(|p| p.2).map(|p| p.1), true);
     render(PLOT, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(format!("TTFT per request — {title}"), ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(err(PLOT))?;
-        chart
-            .configure_mesh()
-            .x_desc("request start (s into the level)")
-            .y_desc("time to first token (ms)")
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
-            .draw()
-            .map_err(err(PLOT))?;
+        let mut chart = linear_chart(
+            root,
+            PLOT,
+            &format!("TTFT per request — {title}"),
+            (x0..x1, y0..y1),
+            (
+                "request start (s into the level)",
+                "time to first token (ms)",
+            ),
+        )?;
         chart
             .draw_series(
                 pts.iter()
@@ -446,23 +463,13 @@ pub fn ttft_histogram(records: &[RequestRecord], title: &str) -> Result<String, 
     }
     let top = counts.iter().copied().max().unwrap_or(0).max(1) as f64 * 1.1;
     render(PLOT, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(format!("TTFT distribution — {title}"), ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(lo..hi, 0.0..top)
-            .map_err(err(PLOT))?;
-        chart
-            .configure_mesh()
-            .x_desc("time to first token (ms)")
-            .y_desc("requests")
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
-            .draw()
-            .map_err(err(PLOT))?;
+        let mut chart = linear_chart(
+            root,
+            PLOT,
+            &format!("TTFT distribution — {title}"),
+            (lo..hi, 0.0..top),
+            ("time to first token (ms)", "requests"),
+        )?;
         chart
             .draw_series(counts.iter().enumerate().map(|(i, &n)| {
                 let x = lo + width * i as f64;

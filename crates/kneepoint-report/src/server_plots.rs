@@ -6,7 +6,7 @@
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::plots::{err, render, span, tick, GREY, PALETTE, RED};
+use crate::plots::{err, linear_chart, render, span, tick, GREY, PALETTE, RED};
 use crate::Error;
 
 /// The server's state at one scrape.
@@ -179,23 +179,13 @@ pub fn client_vs_server_ttft(levels: &[TtftPair]) -> Result<String, Error> {
         ("server p95", |l| l.server.1, PALETTE[1], true),
     ];
     render(PLOT, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption("TTFT: client vs server", ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(err(PLOT))?;
-        chart
-            .configure_mesh()
-            .x_desc("concurrency")
-            .y_desc("time to first token (ms)")
-            .x_label_formatter(&|v| tick(*v))
-            .y_label_formatter(&|v| tick(*v))
-            .label_style(("sans-serif", 14))
-            .axis_desc_style(("sans-serif", 15))
-            .draw()
-            .map_err(err(PLOT))?;
+        let mut chart = linear_chart(
+            root,
+            PLOT,
+            "TTFT: client vs server",
+            (x0..x1, y0..y1),
+            ("concurrency", "time to first token (ms)"),
+        )?;
         for (name, get, color, dashed) in series {
             let line: Vec<(f64, f64)> = levels
                 .iter()

@@ -46,6 +46,20 @@ impl Transport for Echo {
     }
 }
 
+/// Runs `requests` with two slots.
+async fn two_slots(echo: Arc<Echo>, requests: Vec<Request>) -> kneepoint_runner::LevelRun {
+    run_level(
+        echo,
+        &LevelConfig::new(2),
+        requests,
+        Vec::new(),
+        Vec::new(),
+        None,
+    )
+    .await
+    .unwrap()
+}
+
 fn conversation(first_id: u64, conv: &str, turns: u32, delay_ms: u64) -> Vec<Request> {
     (0..turns)
         .map(|k| {
@@ -69,16 +83,7 @@ async fn each_turn_carries_the_conversation_so_far_and_its_replies() {
     for (i, c) in ["a", "b", "c", "d"].iter().enumerate() {
         requests.extend(conversation(i as u64 * 10, c, 3, 40));
     }
-    let run = run_level(
-        echo.clone(),
-        &LevelConfig::new(2),
-        requests,
-        Vec::new(),
-        Vec::new(),
-        None,
-    )
-    .await
-    .unwrap();
+    let run = two_slots(echo.clone(), requests).await;
     assert_eq!(run.records.len(), 12);
     assert_eq!(run.unsent, 0);
     // concurrency counts conversations: two slots, never more than two requests in flight
@@ -138,16 +143,7 @@ async fn a_failed_turn_ends_its_conversation_only() {
     let mut broken = conversation(10, "broken", 3, 0);
     broken[1].prompt = Prompt::Messages(vec![Message::user("please fail")]);
     requests.extend(broken);
-    let run = run_level(
-        echo.clone(),
-        &LevelConfig::new(2),
-        requests,
-        Vec::new(),
-        Vec::new(),
-        None,
-    )
-    .await
-    .unwrap();
+    let run = two_slots(echo.clone(), requests).await;
     // the broken conversation's third turn is never sent
     assert_eq!(run.records.len(), 5);
     assert_eq!(run.unsent, 1);

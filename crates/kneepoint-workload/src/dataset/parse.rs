@@ -114,46 +114,20 @@ pub fn parse_sharegpt(
     text: &str,
     tokenizer: &dyn Tokenizer,
 ) -> Result<Vec<DatasetEntry>, Error> {
-    let convs: Vec<ShareGptConversation> =
-        serde_json::from_str(text).map_err(|e| err(path, Some(e.line()), e.to_string()))?;
-    let mut out = Vec::new();
-    for c in convs {
-        let Some(h) = c
-            .conversations
-            .iter()
-            .position(|t| t.from == "human" || t.from == "user")
-        else {
-            continue;
-        };
-        let mut messages = Vec::new();
-        if let Some(s) = c.conversations[..h].iter().find(|t| t.from == "system") {
-            messages.push(Message::system(s.value.clone()));
-        }
-        messages.push(Message::user(c.conversations[h].value.clone()));
-        let reply = c
-            .conversations
-            .get(h + 1)
-            .filter(|t| t.from == "gpt" || t.from == "assistant");
-        let output_length = match reply {
-            Some(r) => Some(
-                u32::try_from(tokenizer.count(&r.value)?)
-                    .unwrap_or(u32::MAX)
-                    .max(1),
-            ),
-            None => None,
-        };
-        out.push(DatasetEntry {
-            turn: None,
-            prompt: if messages.len() == 1 {
-                Prompt::Text(c.conversations[h].value.clone())
-            } else {
-                Prompt::Messages(messages)
-            },
-            output_length,
-            extra: Map::new(),
-        });
-    }
-    Ok(out)
+    Ok(parse_sharegpt_turns(path, text, tokenizer)?
+        .into_iter()
+        .filter(|e| e.turn.is_some_and(|(_, k)| k == 0))
+        .map(|mut e| {
+            e.turn = None;
+            // a lone question is sent as plain text
+            if let Prompt::Messages(m) = &e.prompt {
+                if let [only] = m.as_slice() {
+                    e.prompt = Prompt::Text(only.content.clone());
+                }
+            }
+            e
+        })
+        .collect())
 }
 
 /// ShareGPT JSON with every turn: each human turn of a conversation is a turn (the first one

@@ -30,6 +30,9 @@ pub use crate::search_config::SearchConfig;
 use crate::sla::{check_all, Measurement, SlaCheck};
 use crate::Error;
 
+mod explain;
+use explain::explain;
+
 /// The largest step above the highest pass while bracketing, however far the predicted
 /// crossing: a probe far above the boundary is the most expensive one a search can run.
 pub const MAX_JUMP: f64 = 16.0;
@@ -527,53 +530,6 @@ impl Search {
     }
 }
 
-fn explain(
-    stop: Option<StopReason>,
-    lo: Option<u32>,
-    hi: Option<u32>,
-    breach: &Option<String>,
-    non_monotone: bool,
-    confirmed: bool,
-    close: bool,
-) -> String {
-    let mut s = match (stop, lo, hi) {
-        (None, _, _) => "the search is still running".to_owned(),
-        (Some(StopReason::InfeasibleAtMin), _, Some(h)) => format!(
-            "an SLA ({}) already fails at the minimum concurrency {h}; lower concurrency_min or relax the SLAs",
-            breach.as_deref().unwrap_or("?")
-        ),
-        (Some(StopReason::FeasibleAtMax), Some(l), _) => format!(
-            "every SLA holds up to concurrency_max = {l}; the real limit is higher (raise concurrency_max)"
-        ),
-        (Some(r), Some(l), Some(h)) => format!(
-            "{l} concurrent requests meet every SLA; {h} breaks {} ({})",
-            breach.as_deref().unwrap_or("an SLA"),
-            if r == StopReason::Converged {
-                "the boundary is located within the requested precision"
-            } else {
-                "stopped by search_max_iterations before the precision was reached"
-            }
-        ),
-        (Some(_), Some(l), None) => format!(
-            "{l} concurrent requests meet every SLA; search_max_iterations ran out before any level failed (the limit may be higher)"
-        ),
-        (Some(_), None, Some(h)) => format!(
-            "no level probed met every SLA ({h} breaks {}); search_max_iterations ran out before a passing level was found",
-            breach.as_deref().unwrap_or("an SLA")
-        ),
-        (Some(_), None, None) => "the search stopped before any probe finished".to_owned(),
-    };
-    if non_monotone {
-        s.push_str("; verdicts near the boundary disagreed (noise): the failing reading is kept");
-    }
-    if confirmed {
-        s.push_str("; the answer was re-measured and passed again");
-    } else if close && lo.is_some() {
-        s.push_str("; the answer passed by a small margin and was not re-measured");
-    }
-    s
-}
-
 /// The "roundest" integer in `[a, b]`: the one divisible by the largest power of two.
 pub fn roundest_in(a: u32, b: u32) -> Option<u32> {
     if a > b {
@@ -587,106 +543,4 @@ pub fn roundest_in(a: u32, b: u32) -> Option<u32> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Sla;
-
-    #[test]
-    fn roundest() {
-        assert_eq!(roundest_in(312, 320), Some(320));
-        assert_eq!(roundest_in(300, 330), Some(320));
-        assert_eq!(roundest_in(81, 83), Some(82));
-        assert_eq!(roundest_in(7, 7), Some(7));
-        assert_eq!(roundest_in(0, 0), Some(0));
-        assert_eq!(roundest_in(5, 4), None);
-        assert_eq!(roundest_in(1, u32::MAX), Some(1 << 31));
-    }
-
-    #[test]
-    fn validation() {
-        let ok = SearchConfig::new(vec![Sla::e2e_ms(1000.0).unwrap()]);
-        ok.validate().unwrap();
-        let mut c = ok.clone();
-        c.slas.clear();
-        assert!(matches!(
-            c.validate(),
-            Err(Error::InvalidSearch { field: "slas", .. })
-        ));
-        let mut c = ok.clone();
-        c.concurrency_min = 100;
-        c.concurrency_max = 10;
-        assert!(c
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("greater than concurrency_max"));
-        let mut c = ok.clone();
-        c.slas.push(Sla::ttft_ms(100.0).unwrap());
-        c.streaming = false;
-        assert!(c
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("needs streaming"));
-        let mut c = ok;
-        c.precision = 0.0;
-        assert!(c.validate().is_err());
-    }
-
-    #[test]
-    fn levels_another_search_chose_replay_into_the_same_bracket() {
-        let cfg = SearchConfig::new(vec![Sla::e2e_ms(1000.0).unwrap()]);
-        let m = |c: u32| Measurement::new(1.0).with("request_latency", "p99", 3.0 * f64::from(c));
-        let mut s = Search::new(cfg).unwrap();
-        // doubling + bisection's levels, not the ones this search would choose
-        for (i, c) in [16, 32, 64, 128, 256, 512, 384, 320, 352, 336, 328]
-            .into_iter()
-            .enumerate()
-        {
-            let _ = s.next_probe();
-            let saved = Probe {
-                iteration: i as u32 + 1,
-                concurrency: c,
-                request_count: 1024,
-                phase: if i < 6 {
-                    ProbePhase::Bracket
-                } else {
-                    ProbePhase::Bisect
-                },
-                expect_pass: None,
-            };
-            s.replay(saved, &m(c)).unwrap();
-        }
-        let o = s.outcome();
-        assert_eq!((o.feasible_max, o.infeasible_min), (Some(328), Some(336)));
-        assert_eq!(o.probes, 11);
-        assert_eq!(s.history()[5].probe.phase, ProbePhase::Bracket, "as saved");
-        assert_eq!(s.history()[6].probe.phase, ProbePhase::Bisect);
-        // a level outside the range is refused
-        let mut bad = s.history()[0].probe;
-        bad.concurrency = 5000;
-        assert!(s.replay(bad, &m(5000)).is_err());
-        bad.concurrency = 0;
-        assert!(s.replay(bad, &m(0)).is_err());
-        assert_eq!(s.history().len(), 11);
-        // and the search decides from there: converged (the readings lie on a straight line,
-        // so the close call at 328 needs no repeat)
-        assert_eq!(s.next_probe(), None);
-        assert_eq!(s.outcome().stop_reason, Some(StopReason::Converged));
-    }
-
-    #[test]
-    fn observe_must_match_the_pending_probe() {
-        let mut s = Search::new(SearchConfig::new(vec![Sla::e2e_ms(1.0).unwrap()])).unwrap();
-        assert!(s.observe(16, &Measurement::new(1.0)).is_err());
-        let p = s.next_probe().unwrap();
-        assert_eq!(s.next_probe(), Some(p));
-        assert!(matches!(
-            s.observe(17, &Measurement::new(1.0)),
-            Err(Error::UnexpectedObservation {
-                got: 17,
-                expected: Some(16)
-            })
-        ));
-    }
-}
+mod tests;
