@@ -3,7 +3,7 @@
 # a finished install leaves a stamp and is skipped next time). Downloads go through pip's cache;
 # the llama-cpp-python wheel it builds from source (~6 minutes with gcc on 2 cores) is kept in
 # target/real-servers/wheels so that a second run does not build it again.
-#   scripts/real_servers/install.sh [vllm] [llama]     (both by default)
+#   scripts/real_servers/install.sh [vllm] [llama] [s3]     (all by default; s3 = moto's S3 server)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -79,12 +79,27 @@ install_llama() {
   echo "llama-cpp-python $LLAMA_CPP_VERSION: installed"
 }
 
+MOTO_VERSION=5.1.18
+
+install_s3() {
+  # moto's server mode serves the S3 API on loopback: the archive upload is read back through
+  # boto3 (which moto brings) and compared byte for byte.
+  local stamp="$work/venv-moto/.installed-$MOTO_VERSION"
+  [ -f "$stamp" ] && { echo "moto $MOTO_VERSION: installed"; return; }
+  venv moto
+  retry "$work/venv-moto/bin/python" -m pip install $NEWPIP "moto[server]==$MOTO_VERSION"
+  "$work/venv-moto/bin/python" -c "import boto3, moto.server" >/dev/null
+  touch "$stamp"
+  echo "moto $MOTO_VERSION: installed"
+}
+
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(vllm llama)
+[ ${#targets[@]} -eq 0 ] && targets=(vllm llama s3)
 for t in "${targets[@]}"; do
   case "$t" in
     vllm) install_vllm ;;
     llama) install_llama ;;
-    *) echo "unknown target $t (vllm, llama)"; exit 2 ;;
+    s3) install_s3 ;;
+    *) echo "unknown target $t (vllm, llama, s3)"; exit 2 ;;
   esac
 done

@@ -24,8 +24,13 @@ pub enum Command {
     Sweep(Box<SweepArgs>),
     /// Find the highest concurrency that meets every SLA (max-concurrency-under-sla).
     Search(Box<SearchArgs>),
+    /// Before measuring: which instance types and tensor-parallel degrees hold a model, how
+    /// many sequences their KV cache holds, and the predicted knee and cost.
+    Plan(Box<crate::PlanArgs>),
     /// Measure candidate deployments and rank them by cost, latency or throughput.
     Recommend(RecommendArgs),
+    /// Archive a saved artifact folder as DIR.tar.gz, and upload it with --output-s3.
+    Archive(ArchiveArgs),
     /// Re-render summaries, plots and report.html of a saved artifact folder (no requests sent).
     Report(ReportArgs),
     /// Compare two runs level by level; exits 1 on a regression beyond the tolerance.
@@ -39,6 +44,19 @@ pub enum Command {
 pub struct ReportArgs {
     /// The artifact folder of a sweep, a search or a recommendation.
     pub dir: PathBuf,
+}
+
+/// `kneepoint archive`.
+#[derive(Debug, Clone, Args)]
+pub struct ArchiveArgs {
+    /// The artifact folder.
+    pub dir: PathBuf,
+    /// Where to upload the archive.
+    #[command(flatten)]
+    pub publish: kneepoint_config::PublishArgs,
+    /// AWS profile for the upload's credentials (else AWS_PROFILE / default).
+    #[arg(long, value_name = "PROFILE")]
+    pub aws_profile: Option<String>,
 }
 
 /// `kneepoint compare`.

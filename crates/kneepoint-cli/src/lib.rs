@@ -16,6 +16,7 @@
 
 mod args;
 mod output;
+mod plan_cmd;
 mod progress;
 mod report_cmd;
 mod search_cmd;
@@ -28,8 +29,8 @@ use std::process::ExitCode;
 use kneepoint_runner::CancelToken;
 
 pub use args::{
-    Cli, Command, CommonArgs, CompareArgs, RecommendArgs, ReportArgs, SearchArgs, SimArgs,
-    SimCommand, SlaArgs, SweepArgs,
+    ArchiveArgs, Cli, Command, CommonArgs, CompareArgs, RecommendArgs, ReportArgs, SearchArgs,
+    SimArgs, SimCommand, SlaArgs, SweepArgs,
 };
 use clap::Parser;
 pub use kneepoint_config::{
@@ -37,6 +38,7 @@ pub use kneepoint_config::{
     RunsSection, RunsSettings, SearchSettings, SweepSettings, Target,
 };
 pub use kneepoint_engine::schema::LevelRow;
+pub use plan_cmd::{plan, table as plan_table, PlanArgs};
 pub use report_cmd::{run_report, ReportOutcome};
 pub use search_cmd::{run_search, run_search_with, Interrupted, SearchOutcome};
 pub use sweep::{run_recommend_with, RecommendOutcome};
@@ -191,6 +193,23 @@ fn failed_run(summaries: &[kneepoint_metrics::LevelSummary]) -> anyhow::Result<(
     }
 }
 
+/// Writes the archive (and uploads it) when asked, with a line saying where it went. Runs
+/// after interrupted runs too: what was measured is archived.
+pub async fn publish(p: &kneepoint_config::Publish, dir: &std::path::Path) -> anyhow::Result<()> {
+    if let Some(done) = p.run(dir).await? {
+        println!(
+            "archive: {} ({} files, {} bytes){}",
+            done.archive.display(),
+            done.files,
+            done.bytes,
+            done.uploaded
+                .map(|(url, etag)| format!("; uploaded to {url} (ETag {etag})"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
 /// Runs a parsed command on a new Tokio runtime.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -203,6 +222,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 let cancel = on_signals();
                 let outcome = run_sweep_with(&settings, !args.common.quiet, &cancel).await?;
                 output::print_sweep(&outcome);
+                publish(&settings.common.publish, &outcome.artifact_dir).await?;
                 if outcome.interrupted {
                     return Err(Interrupted.into());
                 }
@@ -213,6 +233,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 let cancel = on_signals();
                 let outcome = run_search_with(&settings, !args.common.quiet, &cancel).await?;
                 output::print_search(&outcome);
+                publish(&settings.common.publish, &outcome.artifact_dir).await?;
                 if outcome.interrupted {
                     return Err(Interrupted.into());
                 }
@@ -222,6 +243,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 let cancel = on_signals();
                 let outcome = run_recommend_with(&args, !args.quiet, &cancel).await?;
                 output::print_recommend(&outcome);
+                let file = FileConfig::load(&args.config)?;
+                let p =
+                    kneepoint_config::Publish::resolve(&args.publish, file.output.as_ref(), None)?;
+                publish(&p, &outcome.artifact_dir).await?;
                 if outcome.interrupted {
                     return Err(Interrupted.into());
                 }
@@ -238,6 +263,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
             Command::Compare(args) => run_compare(&args),
+            Command::Archive(args) => {
+                let mut p = kneepoint_config::Publish::resolve(
+                    &args.publish,
+                    None,
+                    args.aws_profile.clone(),
+                )?;
+                p.archive = true;
+                publish(&p, &args.dir).await
+            }
+            Command::Plan(args) => plan_cmd::run(&args),
             Command::Sim(args) => sim_cmd::run(args).await,
         }
     })

@@ -297,7 +297,11 @@ pub(crate) fn print_recommend(o: &RecommendOutcome) {
         let _ = writeln!(
             text,
             "{:>4}  {:<18} {:<16} {:>6} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11}",
-            r.rank.map_or("-".into(), |r| format!("#{r}")),
+            match (r.rank, &r.provisional) {
+                (Some(r), _) => format!("#{r}"),
+                (None, Some(_)) => "prov".into(),
+                (None, None) => "-".into(),
+            },
             r.name,
             r.instance_type,
             p.map_or("-".into(), |p| p.concurrency.to_string()),
@@ -320,6 +324,11 @@ pub(crate) fn print_recommend(o: &RecommendOutcome) {
             r.name,
             r.explanation
         );
+    }
+    for c in &o.candidates {
+        if let Some(line) = predicted_line(c) {
+            let _ = writeln!(text, "{line}");
+        }
     }
     if o.interrupted {
         let _ = writeln!(text, "INTERRUPTED: candidates not yet measured are missing");
@@ -364,4 +373,37 @@ fn cost_text(c: &kneepoint_planner::SearchCost) -> String {
         ),
         None => format!("{spent}\n"),
     }
+}
+
+/// The stage-1 prediction beside the measurement, one line (when there is one).
+fn predicted_line(c: &kneepoint_engine::schema::RankedCandidate) -> Option<String> {
+    let p = c.prediction.as_ref()?;
+    let r = &c.recommendation;
+    let measured = r.point.as_ref().map(|m| {
+        let at = p
+            .points
+            .iter()
+            .find(|x| x.concurrency == m.concurrency)
+            .map(|x| {
+                format!(
+                    ", predicted there {:.0} ({:+.0} %)",
+                    x.output_tokens_per_s,
+                    (x.output_tokens_per_s / m.output_token_throughput - 1.0) * 100.0
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "; measured {:.0} tok/s at concurrency {}{at}",
+            m.output_token_throughput, m.concurrency
+        )
+    });
+    Some(format!(
+        "predicted {}: knee {}, {:.0} out tok/s at saturation ({} concurrent, tensor parallelism {}){}",
+        r.name,
+        p.knee.map_or("not reached".into(), |k| k.to_string()),
+        p.peak_output_tokens_per_s,
+        p.saturation_concurrency,
+        p.tensor_parallel,
+        measured.unwrap_or_default()
+    ))
 }

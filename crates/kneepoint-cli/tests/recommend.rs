@@ -1,7 +1,8 @@
 //! `kneepoint recommend` with three simulated candidates whose right answer per objective is
 //! known by construction: fast and expensive (steps ×0.5, 10/h), slow and cheap (steps ×2,
 //! 1/h), balanced (steps ×1, 3/h). Cost per token is price × step cost, so slow-cheap is
-//! cheapest (2 vs 3 vs 5), fast-expensive is quickest and has the most throughput.
+//! cheapest (2 vs 3 vs 5), fast-expensive is quickest and has the most throughput. The
+//! profile runs at most 64 sequences, so the knee is at 64 once a level above it is measured.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
@@ -19,7 +20,7 @@ prompt_input_tokens_mean = 64
 output_tokens_mean = 16
 
 [sweep_params]
-concurrency = [4, 16, 64]
+concurrency = [4, 16, 64, 256]
 request_count = 64
 
 [simulator]
@@ -65,6 +66,7 @@ async fn recommend(dir: &Path, config: &str, objective: &str) -> kneepoint_cli::
         artifact_dir: Some(dir.join(format!("out-{objective}"))),
         overwrite: false,
         quiet: true,
+        ..Default::default()
     };
     run_recommend_with(&args, false, &CancelToken::new())
         .await
@@ -146,8 +148,8 @@ output_tokens_mean = 16
 [search_params]
 e2e_sla_ms = 400
 concurrency_min = 1
-concurrency_max = 16
-search_max_iterations = 4
+concurrency_max = 256
+search_max_iterations = 6
 request_count = 16
 
 [[candidates]]
@@ -192,6 +194,7 @@ fn bad_recommend_configs_are_clear_errors() {
             artifact_dir: Some(tmp.path().join("o")),
             overwrite: true,
             quiet: true,
+            ..Default::default()
         };
         rt.block_on(run_recommend_with(&args, false, &CancelToken::new()))
             .map(|_| ())
@@ -221,4 +224,139 @@ fn bad_recommend_configs_are_clear_errors() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("kneepoint recommend"), "{e}");
+}
+
+/// The issue's new user: two candidates swept at 4, 16, 64, still rising at 64 for both.
+const UNSATURATED: &str = r#"
+[workload]
+prompt_input_tokens_mean = 64
+output_tokens_mean = 16
+
+[sweep_params]
+concurrency = [4, 16, 64]
+request_count = 64
+
+[fleet]
+peak_concurrency = 500
+headroom = 0.2
+
+[[candidates]]
+name = "cheap-per-token"
+instance_type = "sim.8xlarge"
+price_per_hour = 3.0
+simulator = { profile = "fast", slowdown = 0.25, time_scale = 1.0 }
+
+[[candidates]]
+name = "dear-per-token"
+instance_type = "sim.large"
+price_per_hour = 1.0
+simulator = { profile = "fast", slowdown = 1.0, time_scale = 1.0 }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn candidates_that_have_not_saturated_are_not_ranked_on_a_lower_bound() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = recommend(tmp.path(), UNSATURATED, "cost").await;
+    for r in &o.recommendations {
+        assert_eq!(r.rank, None, "{}: {}", r.name, r.explanation);
+        let why = r.provisional.as_deref().unwrap();
+        assert!(why.contains("still rising at concurrency 64"), "{why}");
+        assert!(r.explanation.starts_with("not ranked"), "{}", r.explanation);
+        assert!(r.point.is_some() && r.monthly_cost.is_some());
+    }
+    let doc: Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("out-cost/recommendations.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(doc["candidates"][0]["rank"], Value::Null);
+    assert!(doc["candidates"][0]["provisional"].is_string());
+}
+
+/// A model small enough that each simulated instance's KV bound is the scheduler's 256, and
+/// an instance type too small to hold it.
+const TINY_MODEL: &str = r#"{"model_type":"llama","hidden_size":1024,"num_hidden_layers":8,
+  "num_attention_heads":16,"num_key_value_heads":4,"intermediate_size":4096,"vocab_size":32000,
+  "hidden_act":"silu"}"#;
+const CATALOG: &str = r#"
+as_of = "2026-11-30"
+region = "test-1"
+[[instances]]
+name = "sim.8xlarge"
+gpu = "sim"
+gpu_count = 1
+gpu_memory_gib = 80
+memory_bandwidth_gb_s = 3000
+bf16_tflops = 900
+[[instances]]
+name = "sim.large"
+gpu = "sim"
+gpu_count = 1
+gpu_memory_gib = 80
+memory_bandwidth_gb_s = 1000
+bf16_tflops = 300
+[[instances]]
+name = "sim.tiny"
+gpu = "sim"
+gpu_count = 1
+gpu_memory_gib = 1
+memory_bandwidth_gb_s = 100
+bf16_tflops = 10
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_model_config_the_sweep_extends_to_the_kv_bound_and_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("config.json"), TINY_MODEL).unwrap();
+    std::fs::write(tmp.path().join("catalog.toml"), CATALOG).unwrap();
+    let config = format!(
+        r#"{UNSATURATED}
+[[candidates]]
+name = "too-small"
+instance_type = "sim.tiny"
+price_per_hour = 0.1
+
+[model]
+config = {:?}
+instance_catalog = {:?}
+"#,
+        tmp.path().join("config.json"),
+        tmp.path().join("catalog.toml")
+    );
+    let o = recommend(tmp.path(), &config, "cost").await;
+    let names = order(&o);
+    assert_eq!(names[2], "too-small");
+    for r in &o.recommendations[..2] {
+        assert!(r.rank.is_some(), "{}: {}", r.name, r.explanation);
+        assert_eq!(r.provisional, None);
+    }
+    let small = &o.recommendations[2];
+    assert_eq!(small.rank, None);
+    assert!(
+        small.explanation.contains("does not fit"),
+        "{}",
+        small.explanation
+    );
+    let out = tmp.path().join("out-cost");
+    // Extended from 64 to the bound, 256 (the scheduler's limit), where the knee shows.
+    for c in ["cheap-per-token", "dear-per-token"] {
+        let sub = out.join(format!("candidate_{c}"));
+        assert!(sub.join("concurrency_256").is_dir(), "{c} was not extended");
+        let s: Value =
+            serde_json::from_slice(&std::fs::read(sub.join("sweep_summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            s["zone"]["knee"]["knee"], 64,
+            "{c}: {}",
+            s["zone"]["summary"]
+        );
+    }
+    assert!(!out.join("candidate_too-small").exists());
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap();
+    let first = &doc["candidates"][0];
+    assert_eq!(first["max_concurrency"], 256);
+    assert!(first["prediction"]["points"].as_array().unwrap().len() >= 4);
+    assert_eq!(doc["candidates"][2]["artifact_dir"], Value::Null);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Stage 1: fit and first-order prediction"));
 }

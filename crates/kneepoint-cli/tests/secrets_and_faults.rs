@@ -55,6 +55,12 @@ async fn api_key_and_header_values_never_reach_artifacts() {
     assert!(!format!("{s:?}").contains(SECRET));
     let out = run_sweep(&s, false).await.unwrap();
     assert_eq!(out.summaries[0].ok_count, 4);
+    // The run log carries the settings too, redacted like the exports.
+    let log = std::fs::read_to_string(tmp.path().join("logs/kneepoint.log")).unwrap();
+    assert!(
+        log.contains("X-Auth") && log.contains("[redacted]"),
+        "{log}"
+    );
     let text = all_text(tmp.path());
     assert!(text.contains("[redacted]"));
     assert!(text.contains("X-Auth"));

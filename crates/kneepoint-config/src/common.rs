@@ -44,6 +44,8 @@ pub struct RoutesPlan {
 pub struct CommonSettings {
     /// The target.
     pub target: Target,
+    /// The archive of the results and its upload, after the run.
+    pub publish: crate::Publish,
     /// Chat or completions, path, headers...: the transport template (URL filled in for the
     /// simulator once it is listening).
     pub transport: OpenAiConfig,
@@ -193,7 +195,7 @@ impl CommonSettings {
         let url = args.url.first().cloned().or(ep.url.clone());
         let target = match &url {
             Some(_) => None,
-            None => Some(crate::simulator::profile(args, &sim)?),
+            None => Some(crate::simulator::profile(args, &sim, file)?),
         };
         let transport = openai_config(args, &ep, &wl, url.as_deref(), target.as_ref())?;
         let sm_name = args
@@ -273,6 +275,11 @@ impl CommonSettings {
             conversations.is_some(),
         )?;
         Ok(CommonSettings {
+            publish: crate::Publish::resolve(
+                &args.publish,
+                file.output.as_ref(),
+                args.aws_profile.clone(),
+            )?,
             target: match (target, &sm_name) {
                 (_, Some(_)) => Target::SageMaker,
                 (Some(p), None) => Target::Simulator(p),

@@ -37,6 +37,9 @@ pub enum Error {
     /// The runner refused a setting (an arrival process, say).
     #[error(transparent)]
     Runner(#[from] kneepoint_runner::Error),
+    /// A model config, instance catalog or sizing setting is invalid.
+    #[error(transparent)]
+    Fit(#[from] kneepoint_fit::Error),
     /// A metrics setting (a convergence rule) is invalid.
     #[error(transparent)]
     Metrics(#[from] kneepoint_metrics::Error),

@@ -35,6 +35,10 @@ pub struct FileConfig {
     pub fleet: Option<FleetSection>,
     /// The built-in simulator.
     pub simulator: Option<SimulatorSection>,
+    /// The model and its serving assumptions, for stage-1 sizing (`[model]`).
+    pub model: Option<crate::fit::ModelSection>,
+    /// The archive of the results and its upload (`[output]`).
+    pub output: Option<crate::publish::OutputSection>,
     /// Repeated runs of each level and convergence.
     pub runs: Option<RunsSection>,
     /// Open-loop arrivals.
@@ -114,6 +118,8 @@ pub struct CandidateSection {
     pub endpoint: Option<EndpointSection>,
     /// The built-in simulator's settings for this candidate.
     pub simulator: Option<SimulatorSection>,
+    /// Tensor-parallel degree for the stage-1 fit (default: the one that holds the most).
+    pub tensor_parallel: Option<u32>,
 }
 
 /// `[search_params]` (SageMaker's names).

@@ -330,9 +330,16 @@ pub struct CommonArgs {
     /// page; nothing else is touched). Without it such a folder is refused.
     #[arg(long)]
     pub overwrite: bool,
-    /// Built-in simulator profile: calibrated or fast.
-    #[arg(long, value_name = "NAME", value_parser = ["calibrated", "fast"])]
+    /// Built-in simulator profile: calibrated, fast, or predicted (built from --model-config
+    /// and --instance by the first-order prediction, to try a plan before paying for it).
+    #[arg(long, value_name = "NAME", value_parser = ["calibrated", "fast", "predicted"])]
     pub sim_profile: Option<String>,
+    /// The model and instance for stage-1 sizing and `--sim-profile predicted`.
+    #[command(flatten)]
+    pub fit: crate::FitArgs,
+    /// The archive of the results, and its upload.
+    #[command(flatten)]
+    pub publish: crate::PublishArgs,
     /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
     #[arg(long, value_name = "FACTOR")]
     pub sim_time_scale: Option<f64>,
@@ -458,6 +465,9 @@ pub struct RecommendArgs {
     /// refused.
     #[arg(long)]
     pub overwrite: bool,
+    /// The archive of the results, and its upload.
+    #[command(flatten)]
+    pub publish: crate::PublishArgs,
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,

@@ -39,9 +39,11 @@ mod describe;
 mod endpoint;
 mod error;
 mod file;
+mod fit;
 mod flags;
 mod limits;
 mod load;
+mod publish;
 mod recommend;
 mod simulator;
 mod target;
@@ -55,8 +57,10 @@ pub use file::{
     SearchSection, SimulatorSection, SweepSection, WorkloadSection, DEFAULT_CONCURRENCY,
     DEFAULT_REQUEST_COUNT, DEFAULT_SIM_TIME_SCALE,
 };
+pub use fit::{catalog, predicted_profile, FitArgs, FitInputs, ModelSection};
 pub use flags::{CommonArgs, RecommendArgs, SearchArgs, SlaArgs, SweepArgs};
 pub use kneepoint_engine::{OpenLoopSettings, RunsSettings};
+pub use publish::{OutputSection, Publish, PublishArgs, Published};
 pub use recommend::{recommendation, PriceTable};
 pub use simulator::fault_plan;
 pub use target::prepare;

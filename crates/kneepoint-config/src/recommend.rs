@@ -16,7 +16,9 @@ use serde::Deserialize;
 
 use crate::error::{bail, Context};
 use crate::file::{CandidateSection, FileConfig};
-use crate::{RecommendArgs, Result, SearchArgs, SearchSettings, SweepArgs, SweepSettings};
+use crate::{
+    FitArgs, FitInputs, RecommendArgs, Result, SearchArgs, SearchSettings, SweepArgs, SweepSettings,
+};
 
 /// A dated price list: `as_of`, optional `currency` and `source`, and `[prices]` by instance type.
 #[derive(Debug, Clone, Deserialize)]
@@ -75,7 +77,13 @@ impl CandidateSource for FromFile {
         f.simulator = c.simulator.clone().or(self.file.simulator.clone());
         f.artifact_dir = Some(dir.to_owned());
         let run = if self.with_slas {
-            let s = SearchSettings::resolve_with(&SearchArgs::default(), &f)?;
+            let mut s = SearchSettings::resolve_with(&SearchArgs::default(), &f)?;
+            if let Some(bound) = candidate.max_concurrency {
+                // Past the engine's bound requests only queue: search below it.
+                let c = &mut s.search;
+                c.concurrency_max = c.concurrency_max.min(bound.max(1));
+                c.concurrency_min = c.concurrency_min.min(c.concurrency_max);
+            }
             let bench = crate::target::prepare(&s.common, self.observer.clone()).await?;
             CandidateRun::Search(
                 Search::on(bench)
@@ -92,6 +100,7 @@ impl CandidateSource for FromFile {
                     .slas(s.slas)
                     .peak(s.peak)
                     .headroom(s.headroom)
+                    .extend_to(candidate.max_concurrency)
                     .build()?,
             )
         };
@@ -103,18 +112,24 @@ fn price(
     c: &CandidateSection,
     table: Option<&PriceTable>,
     table_path: Option<&Path>,
+    catalog: Option<&kneepoint_fit::Catalog>,
 ) -> Result<f64> {
     if let Some(p) = c.price_per_hour {
         return Ok(p);
     }
-    let Some(t) = table else {
-        bail!(
-            "candidate {:?} has no price_per_hour and no price table was given",
-            c.name
-        );
-    };
     let it = c.instance_type.as_deref().unwrap_or_default();
-    t.prices.get(it).copied().with_context(|| {
+    let from_catalog = catalog
+        .and_then(|k| k.get(it).ok())
+        .and_then(|i| i.price_per_hour);
+    let Some(t) = table else {
+        return from_catalog.with_context(|| {
+            format!(
+                "candidate {:?} has no price_per_hour, no price table was given, and the instance catalog has no price for {it:?}",
+                c.name
+            )
+        });
+    };
+    t.prices.get(it).copied().or(from_catalog).with_context(|| {
         format!(
             "candidate {:?}: instance type {it:?} is not in the price table {}",
             c.name,
@@ -150,13 +165,29 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .clone()
         .or(file.price_table.as_ref().map(|p| base.join(p)));
     let table = table_path.as_deref().map(PriceTable::load).transpose()?;
+    let wl = file.workload.clone().unwrap_or_default();
+    let (isl, osl) = crate::workload::mean_lengths(&crate::CommonArgs::default(), &wl);
+    let fit = FitInputs::resolve(&FitArgs::default(), file.model.as_ref(), isl, osl)?;
+    let levels = file
+        .sweep_params
+        .as_ref()
+        .and_then(|s| s.concurrency.clone())
+        .unwrap_or_else(|| crate::DEFAULT_CONCURRENCY.to_vec());
     let mut specs = Vec::new();
     for c in &file.candidates {
-        let p = price(c, table.as_ref(), table_path.as_deref())?;
-        specs.push(
-            CandidateSpec::new(&c.name, c.instance_type.clone().unwrap_or_default(), p)
-                .with_instance_count(c.instance_count.unwrap_or(1)),
-        );
+        let p = price(
+            c,
+            table.as_ref(),
+            table_path.as_deref(),
+            fit.as_ref().map(|f| &f.catalog),
+        )?;
+        let count = c.instance_count.unwrap_or(1);
+        let mut spec = CandidateSpec::new(&c.name, c.instance_type.clone().unwrap_or_default(), p)
+            .with_instance_count(count);
+        if let Some(fit) = &fit {
+            spec = stage_one(spec, c, fit, &levels, observer.as_ref())?;
+        }
+        specs.push(spec);
     }
     let root = args
         .artifact_dir
@@ -210,4 +241,81 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         r = r.candidate(s);
     }
     Ok(r.build()?)
+}
+
+/// Stage 1 for one candidate: whether the model fits its instance type (at its tensor
+/// parallelism, or the degree that holds the most), the bound on its concurrency (per
+/// instance × instances) and the prediction at the sweep's levels. A candidate whose instance
+/// type is not in the catalog is measured without them (with a warning).
+fn stage_one(
+    spec: CandidateSpec,
+    c: &CandidateSection,
+    fit: &FitInputs,
+    levels: &[u32],
+    observer: &dyn Observer,
+) -> Result<CandidateSpec> {
+    let it = c.instance_type.as_deref().unwrap_or_default();
+    if fit.catalog.get(it).is_err() {
+        observer.warning(&format!(
+            "candidate {:?}: instance type {it:?} is not in the instance catalog, so it is measured without the stage-1 fit",
+            c.name
+        ));
+        return Ok(spec);
+    }
+    let mut settings = fit.settings.clone();
+    if let Some(tp) = c.tensor_parallel {
+        settings.tensor_parallel = vec![tp];
+    }
+    let plan = kneepoint_fit::plan(
+        &fit.model,
+        &fit.catalog,
+        &[it.to_owned()],
+        &settings,
+        fit.efficiency,
+    )?;
+    let Some(row) = plan.chosen(it) else {
+        let why: Vec<String> = plan
+            .rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "tensor parallelism {}: {}",
+                    r.fit.tensor_parallel,
+                    r.fit.reason.clone().unwrap_or_default()
+                )
+            })
+            .collect();
+        return Ok(spec.unfit(why.join("; ")));
+    };
+    let count = spec.instance_count.max(1);
+    let bound = row.fit.instance_max_concurrency.saturating_mul(count);
+    let mut at: Vec<u32> = levels.to_vec();
+    at.extend(kneepoint_fit::prediction_levels(
+        row.fit.instance_max_concurrency,
+    ));
+    at.sort_unstable();
+    at.dedup();
+    let prediction = kneepoint_fit::predict(
+        &fit.model,
+        fit.catalog.get(it)?,
+        &row.fit,
+        &settings,
+        fit.efficiency,
+        &at,
+    )?;
+    observer.note(&format!(
+        "candidate {:?}: {} fits {it} at tensor parallelism {} ({} replica(s)); its KV cache holds {} sequences of {} tokens per replica, so concurrency is bounded at {bound}; predicted knee {}",
+        c.name,
+        fit.model.name,
+        row.fit.tensor_parallel,
+        row.fit.replicas,
+        row.fit.kv_max_concurrency,
+        settings.isl + settings.osl,
+        prediction
+            .knee
+            .map_or("not reached".to_owned(), |k| k.to_string())
+    ));
+    Ok(spec
+        .with_max_concurrency(Some(bound))
+        .with_prediction(Some(prediction)))
 }

@@ -3,17 +3,31 @@
 use kneepoint_sim::{Fault, FaultPlan, SimProfile};
 
 use crate::error::bail;
-use crate::file::SimulatorSection;
-use crate::{CommonArgs, Result, DEFAULT_SIM_TIME_SCALE};
+use crate::file::{FileConfig, SimulatorSection};
+use crate::{CommonArgs, FitInputs, Result, DEFAULT_SIM_TIME_SCALE};
 
-/// The simulator profile the flags and `[simulator]` describe (validated).
-pub(crate) fn profile(args: &CommonArgs, sim: &SimulatorSection) -> Result<SimProfile> {
-    let mut p = SimProfile::by_name(
-        args.sim_profile
-            .as_deref()
-            .or(sim.profile.as_deref())
-            .unwrap_or("calibrated"),
-    )?;
+/// The simulator profile the flags and `[simulator]` describe (validated); `predicted` is
+/// built from the model and instance of `--model-config` / `--instance` or `[model]`.
+pub(crate) fn profile(
+    args: &CommonArgs,
+    sim: &SimulatorSection,
+    file: &FileConfig,
+) -> Result<SimProfile> {
+    let name = args
+        .sim_profile
+        .as_deref()
+        .or(sim.profile.as_deref())
+        .unwrap_or("calibrated");
+    let mut p = if name == "predicted" {
+        let wl = file.workload.clone().unwrap_or_default();
+        let (isl, osl) = crate::workload::mean_lengths(args, &wl);
+        let Some(inputs) = FitInputs::resolve(&args.fit, file.model.as_ref(), isl, osl)? else {
+            bail!("--sim-profile predicted needs --model-config FILE and --instance TYPE (or [model] config and instance)");
+        };
+        crate::fit::predicted_profile(&inputs)?
+    } else {
+        SimProfile::by_name(name)?
+    };
     p.time_scale = args
         .sim_time_scale
         .or(sim.time_scale)
@@ -29,6 +43,9 @@ pub(crate) fn profile(args: &CommonArgs, sim: &SimulatorSection) -> Result<SimPr
         p.step_per_seq_ms *= k;
         p.step_per_context_token_us *= k;
         p.prefill_per_token_us *= k;
+        if let Some(e) = p.experts.as_mut() {
+            e.read_all_ms *= k;
+        }
     }
     if let Some(j) = args.sim_jitter.or(sim.jitter) {
         if !j.is_finite() || j < 0.0 {

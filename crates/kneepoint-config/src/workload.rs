@@ -11,6 +11,15 @@ use crate::limits::dist;
 use crate::{CommonArgs, Result};
 
 /// Input and output length distributions.
+/// The mean input and output lengths the flags and `[workload]` ask for (1024 / 256 unless
+/// set).
+pub(crate) fn mean_lengths(args: &CommonArgs, wl: &WorkloadSection) -> (f64, f64) {
+    (
+        args.isl.or(wl.prompt_input_tokens_mean).unwrap_or(1024.0),
+        args.osl.or(wl.output_tokens_mean).unwrap_or(256.0),
+    )
+}
+
 pub(crate) fn lengths(args: &CommonArgs, wl: &WorkloadSection) -> Result<(LengthDist, LengthDist)> {
     let isl = dist(
         args.isl.or(wl.prompt_input_tokens_mean).unwrap_or(1024.0),

@@ -26,6 +26,8 @@ pub struct Bench {
     pub(crate) settings: LevelSettings,
     pub(crate) description: Value,
     pub(crate) observer: Arc<dyn Observer>,
+    /// The run log (`logs/kneepoint.log`); the observer writes to it too.
+    pub(crate) log: Arc<crate::RunLog>,
     pub(crate) artifact_dir: PathBuf,
     /// Open loop: the rate of the levels run next (requests/s).
     pub(crate) rate: Option<f64>,
@@ -91,7 +93,7 @@ fn is_ours(name: &str, is_dir: bool) -> bool {
 /// `overwrite`, which removes exactly what a run writes and nothing else; then creates it.
 pub(crate) fn fresh_folder(dir: &Path, overwrite: bool) -> Result<(), Error> {
     if let Ok(entries) = std::fs::read_dir(dir) {
-        let ours: Vec<(PathBuf, bool)> = entries
+        let mut ours: Vec<(PathBuf, bool)> = entries
             .flatten()
             .filter_map(|e| {
                 let is_dir = e.file_type().ok()?.is_dir();
@@ -99,6 +101,11 @@ pub(crate) fn fresh_folder(dir: &Path, overwrite: bool) -> Result<(), Error> {
                 is_ours(&name, is_dir).then(|| (e.path(), is_dir))
             })
             .collect();
+        // `logs/` may hold the user's files: only our log in it is ours.
+        let log = dir.join(crate::LOG_FILE);
+        if log.is_file() {
+            ours.push((log, false));
+        }
         if !ours.is_empty() && !overwrite {
             return Err(Error::invalid(format!(
                 "{} already holds a kneepoint run: choose another artifact folder, or pass --overwrite (`.overwrite(true)`) to replace it",
@@ -227,13 +234,17 @@ impl BenchBuilder {
             .map(kneepoint_scrape::Scraper::new)
             .transpose()?;
         fresh_folder(&artifact_dir, self.overwrite)?;
+        let log = crate::RunLog::create(&artifact_dir)?;
+        log.info(&format!("run in {}", artifact_dir.display()));
+        log.settings("settings", &self.description);
         Ok(Bench {
             transport: self.transport,
             workload: Arc::new(Mutex::new(workload)),
             counter: self.counter.unwrap_or_else(|| Arc::new(ApproxTokenCounter)),
             settings: self.settings,
             description: self.description,
-            observer: self.observer,
+            observer: crate::Logged::wrap(self.observer, log.clone()),
+            log,
             artifact_dir,
             rate: None,
             levels_run: 0,
@@ -347,6 +358,7 @@ impl Bench {
             input_config,
             partial: run.cancelled,
         };
+        self.log.level(dir, &summary, run.cancelled);
         write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
         write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
         write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;

@@ -51,6 +51,7 @@
 //! # });
 //! ```
 
+mod archive;
 mod bench;
 mod error;
 mod failure;
@@ -59,6 +60,7 @@ mod observer;
 mod open_sweep;
 mod recommend;
 mod rerender;
+mod runlog;
 mod runs;
 mod search;
 mod server;
@@ -66,6 +68,7 @@ mod settings;
 mod sweep;
 mod timed;
 
+pub use archive::{archive_path, write_archive};
 pub use bench::{Bench, BenchBuilder};
 pub use error::Error;
 pub use failure::every_request_failed;
@@ -75,10 +78,13 @@ pub use recommend::{
     CandidateRun, CandidateSource, CandidateSpec, Recommend, RecommendBuilder, RecommendReport,
 };
 pub use rerender::{rerender, Rerendered};
+pub use runlog::{Logged, RunLog, LOG_FILE};
 pub use runs::{pessimistic, RunsOutcome};
 pub use search::{probe_dir, Search, SearchBuilder, SearchReport, DEFAULT_ERROR_GUARD};
 pub use settings::{LevelSettings, OpenLoopSettings, RunsSettings};
-pub use sweep::{conclude, knee_explanation, level_row, Sweep, SweepBuilder, SweepReport};
+pub use sweep::{
+    conclude, knee_explanation, level_row, Sweep, SweepBuilder, SweepReport, MAX_EXTENSIONS,
+};
 
 pub use kneepoint_report::schema;
 pub use kneepoint_runner::CancelToken;

@@ -118,6 +118,7 @@ pub(crate) async fn run(
         sent,
         interrupted,
         request_rates: rates,
+        extended: Vec::new(),
         knee_explanation: None,
     })
 }

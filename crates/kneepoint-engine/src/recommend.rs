@@ -30,6 +30,14 @@ pub struct CandidateSpec {
     pub instance_count: u32,
     /// Price of one instance-hour.
     pub price_per_instance_hour: f64,
+    /// The stage-1 bound: concurrent sequences the endpoint's engines hold at once (KV cache
+    /// and scheduler). A sweep that has not saturated is extended up to it; a search's answer
+    /// at its top counts as established.
+    pub max_concurrency: Option<u32>,
+    /// Why the model cannot run on this candidate (stage 1): it is listed, not measured.
+    pub unfit: Option<String>,
+    /// The first-order prediction for this candidate, shown beside the measurement.
+    pub prediction: Option<kneepoint_fit::Prediction>,
 }
 
 impl CandidateSpec {
@@ -40,7 +48,29 @@ impl CandidateSpec {
             instance_type: instance_type.into(),
             instance_count: 1,
             price_per_instance_hour: price,
+            max_concurrency: None,
+            unfit: None,
+            prediction: None,
         }
+    }
+
+    /// The stage-1 bound on concurrency (see [`CandidateSpec::max_concurrency`]).
+    pub fn with_max_concurrency(mut self, bound: Option<u32>) -> Self {
+        self.max_concurrency = bound;
+        self
+    }
+
+    /// Marks the candidate as unable to hold the model: it is listed with `reason`, not
+    /// measured.
+    pub fn unfit(mut self, reason: impl Into<String>) -> Self {
+        self.unfit = Some(reason.into());
+        self
+    }
+
+    /// The first-order prediction to show beside the measurement.
+    pub fn with_prediction(mut self, p: Option<kneepoint_fit::Prediction>) -> Self {
+        self.prediction = p;
+        self
     }
 
     /// Instances behind the endpoint.
@@ -93,8 +123,11 @@ pub trait CandidateSource: Send + Sync {
 pub struct RecommendReport {
     /// The objective ranked by.
     pub objective: Objective,
-    /// Ranked candidates, then those that meet no SLA.
+    /// Ranked candidates, then provisional ones, then those that meet no SLA.
     pub recommendations: Vec<Recommendation>,
+    /// The same, as written to `recommendations.json`: with each candidate's folder, stage-1
+    /// bound and prediction.
+    pub candidates: Vec<RankedCandidate>,
     /// Currency of the costs.
     pub currency: String,
     /// Where the files are.
@@ -115,6 +148,7 @@ pub struct Recommend {
     artifact_dir: PathBuf,
     observer: Arc<dyn Observer>,
     overwrite: bool,
+    log: Option<Arc<crate::RunLog>>,
 }
 
 /// Builds a [`Recommend`].
@@ -194,6 +228,39 @@ impl RecommendBuilder {
             }
         }
         crate::bench::fresh_folder(&r.artifact_dir, r.overwrite)?;
+        let mut r = r;
+        let log = crate::RunLog::create(&r.artifact_dir)?;
+        log.info(&format!(
+            "recommendation in {}: objective {:?}, {} candidates ({}), {}",
+            r.artifact_dir.display(),
+            r.objective,
+            r.candidates.len(),
+            r.candidates
+                .iter()
+                .map(|c| format!(
+                    "{} on {} × {} at {} {}/h{}",
+                    c.name,
+                    c.instance_count,
+                    c.instance_type,
+                    c.price_per_instance_hour,
+                    r.currency,
+                    c.max_concurrency
+                        .map(|b| format!(", bound {b}"))
+                        .unwrap_or_default()
+                ))
+                .collect::<Vec<_>>()
+                .join("; "),
+            if r.by_search {
+                "SLA searches"
+            } else {
+                "sweeps"
+            }
+        ));
+        if let Some(p) = &r.peak {
+            log.info(&format!("peak {:?}, headroom {}", p.peak, p.headroom));
+        }
+        r.observer = crate::Logged::wrap(r.observer.clone(), log.clone());
+        r.log = Some(log);
         Ok(r)
     }
 }
@@ -234,12 +301,18 @@ struct Measured {
     point: Option<OperatingPoint>,
     curve: Vec<CurvePoint>,
     reason: Option<String>,
+    lower_bound: Option<String>,
     interrupted: bool,
 }
 
-async fn measure(run: CandidateRun, cancel: &CancelToken) -> Result<Measured, Error> {
+async fn measure(
+    run: CandidateRun,
+    bound: Option<u32>,
+    cancel: &CancelToken,
+) -> Result<Measured, Error> {
     match run {
         CandidateRun::Search(s) => {
+            let top = s.search_config().concurrency_max;
             let o = s.run(cancel).await?;
             let at = o.outcome.feasible_max.and_then(|c| {
                 o.history
@@ -251,6 +324,7 @@ async fn measure(run: CandidateRun, cancel: &CancelToken) -> Result<Measured, Er
             });
             Ok(Measured {
                 reason: at.is_none().then(|| o.outcome.explanation.clone()),
+                lower_bound: kneepoint_planner::search_lower_bound(&o.outcome, top, bound),
                 point: at,
                 curve: curve(&o.summaries),
                 interrupted: o.interrupted,
@@ -263,8 +337,10 @@ async fn measure(run: CandidateRun, cancel: &CancelToken) -> Result<Measured, Er
                 .ideal_balance
                 .and_then(|c| o.summaries.iter().find(|s| s.concurrency == c))
                 .map(point);
+            let highest = o.summaries.iter().map(|s| s.concurrency).max();
             Ok(Measured {
                 reason: at.is_none().then(|| o.zone.summary.clone()),
+                lower_bound: kneepoint_planner::sweep_lower_bound(&o.zone, highest, bound),
                 point: at,
                 curve: curve(&o.summaries),
                 interrupted: o.interrupted,
@@ -292,12 +368,25 @@ impl Recommend {
             artifact_dir: dir.into(),
             observer: Arc::new(Silent),
             overwrite: false,
+            log: None,
         })
     }
 
     /// Measures every candidate in turn, ranks them, and writes `recommendations.json`, plots
     /// and `report.html`. Stops early (keeping what was measured) when `cancel` fires.
     pub async fn run(self, cancel: &CancelToken) -> Result<RecommendReport, Error> {
+        if let (
+            Some(PeakPlan {
+                peak: kneepoint_planner::PeakTraffic::Concurrency(_),
+                ..
+            }),
+            true,
+        ) = (self.peak, self.candidates.len() > 1)
+        {
+            self.observer.warning(
+                "the peak is given as concurrent requests: a faster candidate holds each request for less time, so the same traffic keeps fewer of them in flight; give the peak in requests/s (peak_rps) or output tokens/s to compare candidates of different speeds",
+            );
+        }
         let mut candidates = Vec::new();
         let mut dirs = Vec::new();
         let mut interrupted = false;
@@ -306,6 +395,25 @@ impl Recommend {
             if cancel.is_cancelled() {
                 interrupted = true;
                 break;
+            }
+            if let Some(why) = &c.unfit {
+                self.observer.note(&format!(
+                    "\ncandidate {} of {total}: {} does not fit: {why}",
+                    i + 1,
+                    c.name
+                ));
+                candidates.push(Candidate {
+                    name: c.name.clone(),
+                    instance_type: c.instance_type.clone(),
+                    instance_count: c.instance_count,
+                    price_per_instance_hour: c.price_per_instance_hour,
+                    point: None,
+                    curve: Vec::new(),
+                    unmet_reason: Some(format!("not measured: the model does not fit ({why})")),
+                    lower_bound: None,
+                });
+                dirs.push(None);
+                continue;
             }
             self.observer.note(&format!(
                 "\ncandidate {} of {total}: {} ({})",
@@ -326,10 +434,13 @@ impl Recommend {
                     name: c.name.clone(),
                     source,
                 })?;
-            let m = measure(run, cancel).await.map_err(|e| Error::Measuring {
-                name: c.name.clone(),
-                source: Box::new(e),
-            })?;
+            let m =
+                measure(run, c.max_concurrency, cancel)
+                    .await
+                    .map_err(|e| Error::Measuring {
+                        name: c.name.clone(),
+                        source: Box::new(e),
+                    })?;
             candidates.push(Candidate {
                 name: c.name.clone(),
                 instance_type: c.instance_type.clone(),
@@ -338,18 +449,30 @@ impl Recommend {
                 point: m.point,
                 curve: m.curve,
                 unmet_reason: m.reason,
+                lower_bound: m.lower_bound,
             });
-            dirs.push(dir);
+            dirs.push(Some(dir));
             if m.interrupted {
                 interrupted = true;
                 break;
             }
         }
         let recommendations = recommend(&candidates, self.objective, self.peak)?;
-        let by_name: BTreeMap<&str, &str> = candidates
+        if let Some(log) = &self.log {
+            for r in &recommendations {
+                log.info(&format!(
+                    "{} {}: {}",
+                    r.rank.map_or("unranked".into(), |n| format!("#{n}")),
+                    r.name,
+                    r.explanation
+                ));
+            }
+        }
+        let by_name: BTreeMap<&str, (Option<&str>, &CandidateSpec)> = candidates
             .iter()
             .zip(&dirs)
-            .map(|(c, d)| (c.name.as_str(), d.as_str()))
+            .zip(&self.candidates)
+            .map(|((c, d), spec)| (c.name.as_str(), (d.as_deref(), spec)))
             .collect();
         let doc = Recommendations {
             schema_version: SCHEMA_VERSION,
@@ -368,9 +491,16 @@ impl Recommend {
             hours_per_month: kneepoint_planner::HOURS_PER_MONTH,
             candidates: recommendations
                 .iter()
-                .map(|r| RankedCandidate {
-                    recommendation: r.clone(),
-                    artifact_dir: by_name.get(r.name.as_str()).map(|d| d.to_string()),
+                .map(|r| {
+                    let (dir, spec) = by_name
+                        .get(r.name.as_str())
+                        .map_or((None, None), |(d, s)| (*d, Some(*s)));
+                    RankedCandidate {
+                        recommendation: r.clone(),
+                        artifact_dir: dir.map(str::to_owned),
+                        max_concurrency: spec.and_then(|s| s.max_concurrency),
+                        prediction: spec.and_then(|s| s.prediction.clone()),
+                    }
                 })
                 .collect(),
             not_measured: self
@@ -381,10 +511,12 @@ impl Recommend {
                 .collect(),
         };
         write_document(&self.artifact_dir.join("recommendations.json"), &doc)?;
+        let ranked = doc.candidates;
         crate::rerender::render_quietly(&self.artifact_dir, self.observer.as_ref());
         Ok(RecommendReport {
             objective: self.objective,
             recommendations,
+            candidates: ranked,
             currency: self.currency,
             artifact_dir: self.artifact_dir,
             interrupted,

@@ -191,6 +191,13 @@ pub struct Search {
 }
 
 impl Search {
+    /// The search's parameters (its range, SLAs, budget).
+    pub fn search_config(&self) -> &SearchConfig {
+        &self.config
+    }
+}
+
+impl Search {
     /// Starts a search over `transport`.
     pub fn builder(transport: Arc<dyn Transport>) -> SearchBuilder {
         Search::on(Bench::builder(transport))
@@ -213,6 +220,7 @@ impl Search {
         let dir = self.bench.artifact_dir.clone();
         let description = self.bench.description.clone();
         let observer = self.bench.observer.clone();
+        let log = self.bench.log.clone();
         let mut planner = kneepoint_planner::Search::new(self.config.clone())?;
         let bench = Arc::new(Mutex::new(self.bench));
         let summaries = Arc::new(Mutex::new(Vec::<LevelSummary>::new()));
@@ -267,6 +275,11 @@ impl Search {
             RunState::Complete
         };
         write_search_history(&dir, &description, &planner, &summaries, state)?;
+        log.info(&format!(
+            "search {}: {}",
+            if interrupted { "interrupted" } else { "done" },
+            planner.outcome().explanation
+        ));
         crate::rerender::render_quietly(&dir, observer.as_ref());
         Ok(SearchReport {
             history: planner.history().to_vec(),

@@ -8,8 +8,8 @@ use kneepoint_core::Transport;
 use kneepoint_metrics::LevelSummary;
 use kneepoint_planner::{
     check_all, explain_knee, fleet_size, operating_zone, FleetPlan, InstanceCapacity, KneeEstimate,
-    KneeExplanation, KneeRule, LevelPoint, Measurement, OperatingZone, PeakTraffic, Sla, SweepPlan,
-    ZonePoint,
+    KneeExplanation, KneeRule, LevelPoint, Measurement, OperatingZone, PeakTraffic, Sla,
+    SweepLevel, SweepPlan, ZonePoint,
 };
 use kneepoint_report::schema::{write_document, LevelRow, SweepSummary, SCHEMA_VERSION};
 use kneepoint_runner::CancelToken;
@@ -36,6 +36,9 @@ pub struct SweepReport {
     pub sent: Vec<usize>,
     /// True when the sweep was interrupted (the last level is partial, later ones not run).
     pub interrupted: bool,
+    /// Levels added beyond the plan because the capacity was not yet established (see
+    /// [`SweepBuilder::extend_to`]).
+    pub extended: Vec<u32>,
     /// Open loop: the request rate of each level, in run order (empty for a closed loop).
     pub request_rates: Vec<f64>,
     /// Why the knee is where it is, from the server's metrics (when they were scraped).
@@ -183,6 +186,7 @@ pub struct SweepBuilder {
     slas: Vec<Sla>,
     peak: Option<PeakTraffic>,
     headroom: f64,
+    extend_to: Option<u32>,
 }
 
 impl SweepBuilder {
@@ -218,6 +222,15 @@ impl SweepBuilder {
         self
     }
 
+    /// When the planned levels end before the capacity is established (no knee, no SLA or
+    /// error limit), keep adding levels, each four times the last, up to `bound` (the
+    /// engine's stage-1 bound: the sequences it runs at once) — at most
+    /// [`MAX_EXTENSIONS`] of them. Closed-loop sweeps only.
+    pub fn extend_to(mut self, bound: Option<u32>) -> Self {
+        self.extend_to = bound;
+        self
+    }
+
     /// Validates everything and creates the artifact folder.
     pub fn build(self) -> Result<Sweep, Error> {
         if !(0.0..1.0).contains(&self.headroom) {
@@ -245,6 +258,7 @@ impl SweepBuilder {
             slas: self.slas,
             peak: self.peak,
             headroom: self.headroom,
+            extend_to: self.extend_to,
         })
     }
 }
@@ -257,6 +271,22 @@ pub struct Sweep {
     slas: Vec<Sla>,
     peak: Option<PeakTraffic>,
     headroom: f64,
+    extend_to: Option<u32>,
+}
+
+/// The most levels [`SweepBuilder::extend_to`] adds.
+pub const MAX_EXTENSIONS: usize = 4;
+
+/// The next level of an extension: four times the highest, at most `bound`; `None` once the
+/// capacity is established or the bound reached.
+fn next_extension(zone: &OperatingZone, levels: &[SweepLevel], bound: u32) -> Option<SweepLevel> {
+    let top = levels.iter().max_by_key(|l| l.concurrency)?;
+    kneepoint_planner::sweep_lower_bound(zone, Some(top.concurrency), Some(bound))?;
+    let next = top.concurrency.saturating_mul(4).min(bound);
+    (next > top.concurrency).then_some(SweepLevel {
+        concurrency: next,
+        request_count: top.request_count.max(next),
+    })
 }
 
 impl Sweep {
@@ -274,6 +304,7 @@ impl Sweep {
             slas: Vec::new(),
             peak: None,
             headroom: 0.2,
+            extend_to: None,
         }
     }
 
@@ -294,7 +325,12 @@ impl Sweep {
         let mut names = Vec::new();
         let mut summaries = Vec::new();
         let mut sent = Vec::new();
-        for level in self.plan.levels().to_vec() {
+        let mut queue: std::collections::VecDeque<SweepLevel> =
+            self.plan.levels().iter().copied().collect();
+        let mut ran: Vec<SweepLevel> = Vec::new();
+        let mut extended = Vec::new();
+        while let Some(level) = queue.pop_front() {
+            ran.push(level);
             let c = level.concurrency;
             let name = format!("concurrency_{c}");
             let label = format!("concurrency {c}");
@@ -317,6 +353,18 @@ impl Sweep {
             if cancelled {
                 break;
             }
+            if let (true, Some(bound)) = (queue.is_empty(), self.extend_to) {
+                if let Some(next) =
+                    next_extension(&zone, &ran, bound).filter(|_| extended.len() < MAX_EXTENSIONS)
+                {
+                    self.bench.observer.note(&format!(
+                        "throughput still rising at concurrency {c} (no knee yet): extending the sweep to {} (the engine's bound is {bound})",
+                        next.concurrency
+                    ));
+                    extended.push(next.concurrency);
+                    queue.push_back(next);
+                }
+            }
         }
         let interrupted = cancel.is_cancelled();
         let done: Vec<(&LevelSummary, String)> =
@@ -329,6 +377,16 @@ impl Sweep {
         };
         let knee_explanation =
             write_sweep_summary(&dir, &doc, rows.clone(), &zone, fleet.as_ref(), state)?;
+        let log = &self.bench.log;
+        log.info(&format!(
+            "sweep {}: {}; knee: {}",
+            if interrupted { "interrupted" } else { "done" },
+            zone.summary,
+            zone.knee.reason
+        ));
+        if let Some(f) = &fleet {
+            log.info(&format!("fleet: {}", f.explanation));
+        }
         crate::rerender::render_quietly(&dir, self.bench.observer.as_ref());
         Ok(SweepReport {
             knee_explanation,
@@ -340,6 +398,7 @@ impl Sweep {
             sent,
             interrupted,
             request_rates: Vec::new(),
+            extended,
         })
     }
 }

@@ -29,6 +29,7 @@
 //! assert_eq!(knee.knee, Some(256));
 //! ```
 
+mod capacity;
 mod cost;
 mod error;
 mod explain;
@@ -43,6 +44,7 @@ mod sla;
 mod sweep;
 mod zone;
 
+pub use capacity::{search_lower_bound, sweep_lower_bound};
 pub use cost::{BaselineCost, ProbeSpend, SearchCost};
 pub use error::Error;
 pub use explain::{explain_knee, KneeCause, KneeExplanation, HELD_SHARE, KV_FULL};

@@ -224,6 +224,59 @@ fn inline(out: &mut String, p: &Plot) {
     );
 }
 
+/// Stage 1 beside the measurement: each candidate's fit, bound and first-order prediction,
+/// and the prediction's error at the measured operating point.
+fn stage_one_table(list: &[Value], out: &mut String) {
+    if !list
+        .iter()
+        .any(|c| c.get("prediction").is_some_and(|p| !p.is_null()))
+    {
+        return;
+    }
+    out.push_str("<h2>Stage 1: fit and first-order prediction</h2><table><thead><tr><th>candidate</th><th>tensor parallel</th><th>replicas</th><th>concurrency bound</th><th>predicted knee</th><th>predicted peak tok/s</th><th>measured tok/s</th><th>predicted there</th><th>error</th></tr></thead><tbody>");
+    for c in list {
+        let Some(p) = c.get("prediction").filter(|p| !p.is_null()) else {
+            continue;
+        };
+        let measured = c
+            .pointer("/point/output_token_throughput")
+            .and_then(Value::as_f64);
+        let at = c.pointer("/point/concurrency").and_then(Value::as_u64);
+        let predicted = at.and_then(|at| {
+            p.get("points")?
+                .as_array()?
+                .iter()
+                .find(|x| x.get("concurrency").and_then(Value::as_u64) == Some(at))?
+                .get("output_tokens_per_s")?
+                .as_f64()
+        });
+        let error = match (predicted, measured) {
+            (Some(p), Some(m)) if m > 0.0 => format!("{:+.0} %", (p / m - 1.0) * 100.0),
+            _ => "—".into(),
+        };
+        let u = |k: &str| {
+            p.get(k)
+                .and_then(Value::as_u64)
+                .map_or("—".into(), |v| v.to_string())
+        };
+        let _ = write!(
+            out,
+            "<tr><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{error}</td></tr>",
+            esc(c.get("name").and_then(Value::as_str).unwrap_or("")),
+            u("tensor_parallel"),
+            u("replicas"),
+            c.get("max_concurrency")
+                .and_then(Value::as_u64)
+                .map_or("—".into(), |v| v.to_string()),
+            u("knee"),
+            num(p.get("peak_output_tokens_per_s").and_then(Value::as_f64), 0),
+            num(measured, 0),
+            num(predicted, 0),
+        );
+    }
+    out.push_str("</tbody></table><p>The prediction is a roofline estimate from the model's config and the instance's datasheet (docs/recommend.md), not a measurement.</p>");
+}
+
 fn recommendations_table(a: &Artifact, out: &mut String) {
     let Some(list) = a.doc.get("candidates").and_then(Value::as_array) else {
         return;
@@ -250,7 +303,11 @@ fn recommendations_table(a: &Artifact, out: &mut String) {
             .and_then(Value::as_str)
             .map(|d| format!("<a href=\"{}/report.html\">{name}</a>", esc(d)))
             .unwrap_or_else(|| name.clone());
-        let rank_text = rank.map_or("—".into(), |r| format!("#{r}"));
+        let rank_text = match (rank, c.get("provisional").and_then(Value::as_str)) {
+            (Some(r), _) => format!("#{r}"),
+            (None, Some(_)) => "provisional".into(),
+            (None, None) => "—".into(),
+        };
         let _ = write!(
             out,
             "<tr{}><td>{rank_text}</td><td style=\"text-align:left\">{link}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -275,6 +332,7 @@ fn recommendations_table(a: &Artifact, out: &mut String) {
         );
     }
     let _ = write!(out, "</tbody></table><ul>{why}</ul>");
+    stage_one_table(list, out);
     let mut notes = Vec::new();
     if let Some(t) = a.doc.get("price_table").filter(|t| !t.is_null()) {
         notes.push(format!(

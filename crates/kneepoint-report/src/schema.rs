@@ -229,6 +229,13 @@ pub struct RankedCandidate {
     pub recommendation: Recommendation,
     /// The candidate's run, relative to the recommendation's folder.
     pub artifact_dir: Option<String>,
+    /// The stage-1 bound on its concurrency (sequences its engines hold at once), when a model
+    /// config was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
+    /// The first-order prediction for it, beside the measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<kneepoint_fit::Prediction>,
 }
 
 /// `recommendations.json`: the ranking of the candidates.

@@ -216,7 +216,8 @@ impl EngineModel {
         let mut duration = p.step_base_ms
             + p.step_per_seq_ms * decoding as f64
             + p.step_per_context_token_us * context as f64 / 1000.0
-            + p.prefill_per_token_us * prefilled as f64 / 1000.0;
+            + p.prefill_per_token_us * prefilled as f64 / 1000.0
+            + p.experts.map_or(0.0, |e| e.step_ms(decoding + prefilled));
         if p.jitter > 0.0 {
             let z: f64 = StandardNormal.sample(&mut self.rng);
             duration *= (1.0 + p.jitter * z).max(0.2);

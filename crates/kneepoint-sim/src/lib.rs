@@ -46,6 +46,6 @@ pub use error::Error;
 pub use fault::{Fault, FaultPlan};
 pub use metrics::LoadSample;
 pub use predict::{predict_closed_loop, Prediction};
-pub use profile::{FixedTiming, SimProfile};
+pub use profile::{ExpertReads, FixedTiming, SimProfile};
 pub use server::{SigV4TestKey, SimOptions, SimServer};
 pub use truth::{ServerTiming, TruthLog};

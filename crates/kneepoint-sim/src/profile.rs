@@ -56,6 +56,35 @@ pub struct SimProfile {
     /// (`completion_tokens_details.reasoning_tokens`). At least one answer token stays.
     #[serde(default)]
     pub reasoning_share: f64,
+    /// A mixture-of-experts model's weight reads (none by default): each step also costs
+    /// `read_all_ms` times the share of experts its tokens touch.
+    #[serde(default)]
+    pub experts: Option<ExpertReads>,
+}
+
+/// The routed experts a step reads: with `experts` per layer and `per_token` of them used by
+/// each token, a step of `n` tokens (decoding plus prefilled) touches `1 − (1 − per_token /
+/// experts)^n` of them, and reading them all takes `read_all_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpertReads {
+    /// Routed experts per layer.
+    pub experts: u32,
+    /// Experts each token uses.
+    pub per_token: u32,
+    /// Model time to read every routed expert once, ms.
+    pub read_all_ms: f64,
+}
+
+impl ExpertReads {
+    /// Model time a step of `tokens` tokens spends reading experts, ms.
+    pub fn step_ms(&self, tokens: u64) -> f64 {
+        if tokens == 0 || self.experts == 0 {
+            return 0.0;
+        }
+        let share = f64::from(self.per_token.min(self.experts)) / f64::from(self.experts);
+        self.read_all_ms * (1.0 - (1.0 - share).powf(tokens as f64))
+    }
 }
 
 /// Per-request timing of the fixed-latency mode (wall milliseconds, scaled by `time_scale`).
@@ -99,6 +128,7 @@ impl SimProfile {
             instant: false,
             fixed: None,
             reasoning_share: 0.0,
+            experts: None,
         }
     }
 
@@ -124,6 +154,7 @@ impl SimProfile {
             instant: false,
             fixed: None,
             reasoning_share: 0.0,
+            experts: None,
         }
     }
 
@@ -212,6 +243,14 @@ impl SimProfile {
         }
         if !(0.0..=1.0).contains(&self.reasoning_share) {
             return bad("reasoning_share", "must be between 0 and 1");
+        }
+        if let Some(e) = &self.experts {
+            if e.experts == 0 || e.per_token == 0 || e.per_token > e.experts {
+                return bad("experts", "needs 1 ≤ per_token ≤ experts");
+            }
+            if !e.read_all_ms.is_finite() || e.read_all_ms < 0.0 {
+                return bad("experts", "read_all_ms must be a finite number ≥ 0");
+            }
         }
         if self.step_base_ms <= 0.0 {
             return bad("step_base_ms", "must be > 0");

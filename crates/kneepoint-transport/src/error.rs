@@ -41,6 +41,16 @@ pub enum Error {
         /// What is wrong with them.
         reason: String,
     },
+    /// An S3 call failed (uploading an archive).
+    #[error("S3 {operation} of {key:?} failed: {reason}")]
+    S3 {
+        /// The API call.
+        operation: &'static str,
+        /// The object key.
+        key: String,
+        /// What went wrong (never a secret).
+        reason: String,
+    },
     /// The TLS configuration could not be built.
     #[error("TLS setup failed")]
     Tls {

@@ -39,6 +39,8 @@ pub mod receive_clock;
 pub mod request_id;
 mod routed;
 #[cfg(feature = "sagemaker")]
+pub mod s3;
+#[cfg(feature = "sagemaker")]
 pub mod sagemaker;
 pub mod sse;
 mod stamped_tcp;

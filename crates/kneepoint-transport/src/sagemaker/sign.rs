@@ -5,7 +5,8 @@ use std::time::SystemTime;
 
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{
-    sign, PayloadChecksumKind, SessionTokenMode, SignableBody, SignableRequest, SigningSettings,
+    sign, PayloadChecksumKind, PercentEncodingMode, SessionTokenMode, SignableBody,
+    SignableRequest, SigningSettings, UriPathNormalizationMode,
 };
 use aws_sigv4::sign::v4;
 use aws_smithy_runtime_api::client::identity::Identity;
@@ -20,6 +21,9 @@ pub struct SignOptions {
     pub content_sha256_header: bool,
     /// Sign `x-amz-security-token` (true) or add it after signing.
     pub sign_session_token: bool,
+    /// S3's rules for the path: encoded once and not normalised (other services encode it
+    /// twice).
+    pub s3_path: bool,
 }
 
 impl Default for SignOptions {
@@ -27,6 +31,7 @@ impl Default for SignOptions {
         SignOptions {
             content_sha256_header: false,
             sign_session_token: true,
+            s3_path: false,
         }
     }
 }
@@ -53,6 +58,10 @@ pub fn sign_request(
     }
     if !options.sign_session_token {
         settings.session_token_mode = SessionTokenMode::Exclude;
+    }
+    if options.s3_path {
+        settings.percent_encoding_mode = PercentEncodingMode::Single;
+        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
     }
     let params = v4::SigningParams::builder()
         .identity(&identity)
@@ -217,6 +226,7 @@ pub fn verify_request(
             .iter()
             .any(|h| h == "x-amz-content-sha256"),
         sign_session_token: token_signed,
+        s3_path: auth.service == "s3",
     };
     let signed: Vec<(&str, &str)> = signed
         .into_iter()
@@ -369,6 +379,7 @@ mod tests {
             let options = SignOptions {
                 content_sha256_header: c.sha256_header,
                 sign_session_token: c.token.unwrap_or(true),
+                s3_path: false,
             };
             let out = sign_request(
                 "POST",

@@ -93,6 +93,11 @@ pub struct Candidate {
     pub curve: Vec<CurvePoint>,
     /// Why there is no operating point (when there is none).
     pub unmet_reason: Option<String>,
+    /// Why the operating point is only a lower bound of the capacity (throughput still rising
+    /// at the highest level measured, no SLA or error limit, the engine's bound not reached):
+    /// such a candidate is not ranked.
+    #[serde(default)]
+    pub lower_bound: Option<String>,
 }
 
 /// The peak to size fleets for.
@@ -134,6 +139,10 @@ pub struct Recommendation {
     pub latency_at_load_ms: Option<f64>,
     /// The value ranked on.
     pub score: Option<f64>,
+    /// Why it is not ranked although it has an operating point: its capacity is a lower
+    /// bound, so its cost and fleet are upper bounds (see [`Candidate::lower_bound`]).
+    #[serde(default)]
+    pub provisional: Option<String>,
     /// One line on why it ranks where it does.
     pub explanation: String,
 }
@@ -201,6 +210,7 @@ fn evaluate(c: &Candidate, peak: Option<PeakPlan>) -> Result<Recommendation, Err
         monthly_cost: None,
         latency_at_load_ms: None,
         score: None,
+        provisional: c.point.as_ref().and(c.lower_bound.clone()),
         explanation: c
             .unmet_reason
             .clone()
@@ -290,21 +300,38 @@ pub fn recommend(
         .iter()
         .map(|c| evaluate(c, peak))
         .collect::<Result<Vec<_>, _>>()?;
+    // Ranked candidates first, then provisional ones (in the objective's order), then those
+    // without an operating point.
+    let group = |r: &Recommendation| match (keys(r, objective), &r.provisional) {
+        (Some(_), None) => 0,
+        (Some(_), Some(_)) => 1,
+        (None, _) => 2,
+    };
     let cmp = |a: &Recommendation, b: &Recommendation| -> Ordering {
-        match (keys(a, objective), keys(b, objective)) {
-            (Some(x), Some(y)) => {
-                x.0.total_cmp(&y.0)
-                    .then(x.1.total_cmp(&y.1))
-                    .then_with(|| a.name.cmp(&b.name))
-            }
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => a.name.cmp(&b.name),
-        }
+        group(a)
+            .cmp(&group(b))
+            .then_with(|| match (keys(a, objective), keys(b, objective)) {
+                (Some(x), Some(y)) => {
+                    x.0.total_cmp(&y.0)
+                        .then(x.1.total_cmp(&y.1))
+                        .then_with(|| a.name.cmp(&b.name))
+                }
+                _ => a.name.cmp(&b.name),
+            })
     };
     all.sort_by(cmp);
     let with_peak = peak.is_some();
-    let scored: Vec<Option<(f64, f64)>> = all.iter().map(|r| keys(r, objective)).collect();
+    let scored: Vec<Option<(f64, f64)>> = all
+        .iter()
+        .map(|r| keys(r, objective).filter(|_| r.provisional.is_none()))
+        .collect();
+    for r in all.iter_mut().filter(|r| r.provisional.is_some()) {
+        let what = describe(r, objective, with_peak);
+        r.explanation = format!(
+            "not ranked: {}; measured so far: {what} (its capacity may be higher, so its cost and fleet may be lower)",
+            r.provisional.as_deref().unwrap_or_default()
+        );
+    }
     let mut rank = 0;
     for i in 0..all.len() {
         let Some((score, _)) = scored[i] else {
@@ -337,147 +364,4 @@ pub fn recommend(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod tests {
-    use super::*;
-
-    fn cand(name: &str, price: f64, tput: f64, conc: u32, p99: f64) -> Candidate {
-        Candidate {
-            name: name.into(),
-            instance_type: format!("type-{name}"),
-            instance_count: 1,
-            price_per_instance_hour: price,
-            point: Some(OperatingPoint {
-                concurrency: conc,
-                output_token_throughput: tput,
-                request_throughput: tput / 100.0,
-                ttft_p50_ms: None,
-                ttft_p99_ms: None,
-                itl_p50_ms: None,
-                itl_p99_ms: None,
-                e2e_p50_ms: Some(p99 / 2.0),
-                e2e_p90_ms: None,
-                e2e_p99_ms: Some(p99),
-                error_rate: 0.0,
-            }),
-            curve: vec![
-                CurvePoint {
-                    concurrency: 1,
-                    e2e_p99_ms: p99 / 4.0,
-                },
-                CurvePoint {
-                    concurrency: conc,
-                    e2e_p99_ms: p99,
-                },
-            ],
-            unmet_reason: None,
-        }
-    }
-
-    fn order(recs: &[Recommendation]) -> Vec<&str> {
-        recs.iter().map(|r| r.name.as_str()).collect()
-    }
-
-    #[test]
-    fn cost_per_million_tokens_follows_the_formula() {
-        let recs = recommend(&[cand("a", 4.0, 2000.0, 64, 900.0)], Objective::Cost, None).unwrap();
-        let expect = 4.0 / (3600.0 * 2000.0) * 1e6;
-        assert!((recs[0].cost_per_million_output_tokens.unwrap() - expect).abs() < 1e-12);
-        assert_eq!(recs[0].rank, Some(1));
-    }
-
-    #[test]
-    fn each_objective_picks_its_own_winner() {
-        let c = [
-            cand("fast-expensive", 10.0, 4000.0, 64, 500.0),
-            cand("slow-cheap", 1.0, 1000.0, 64, 2000.0),
-            cand("balanced", 3.0, 2000.0, 64, 1000.0),
-        ];
-        let cost = recommend(&c, Objective::Cost, None).unwrap();
-        assert_eq!(order(&cost), ["slow-cheap", "balanced", "fast-expensive"]);
-        let lat = recommend(&c, Objective::Latency, None).unwrap();
-        assert_eq!(order(&lat), ["fast-expensive", "balanced", "slow-cheap"]);
-        let tp = recommend(&c, Objective::Throughput, None).unwrap();
-        assert_eq!(order(&tp), ["fast-expensive", "balanced", "slow-cheap"]);
-        assert_eq!(tp[0].score, Some(4000.0));
-        assert!(
-            cost[0].explanation.contains("better than #2"),
-            "{}",
-            cost[0].explanation
-        );
-    }
-
-    #[test]
-    fn fleet_cost_counts_instances_per_endpoint() {
-        let mut c = cand("pair", 2.0, 1000.0, 100, 800.0);
-        c.instance_count = 2;
-        let peak = PeakPlan {
-            peak: PeakTraffic::Concurrency(400.0),
-            headroom: 0.2,
-        };
-        let r = &recommend(&[c], Objective::Cost, Some(peak)).unwrap()[0];
-        // 400 / (100 × 0.8) = 5 endpoints of 2 instances.
-        assert_eq!(r.fleet.as_ref().unwrap().instances, 5);
-        assert_eq!(r.instances_for_peak, Some(10));
-        assert!((r.monthly_cost.unwrap() - 10.0 * 2.0 * HOURS_PER_MONTH).abs() < 1e-9);
-        assert_eq!(r.output_tokens_per_s_per_instance, Some(500.0));
-        // Each endpoint carries 80 concurrent: latency read off the curve between 1 and 100.
-        let expect = 200.0 + (80.0 - 1.0) / 99.0 * 600.0;
-        assert!((r.latency_at_load_ms.unwrap() - expect).abs() < 1e-9);
-    }
-
-    #[test]
-    fn unmet_candidates_are_listed_last_without_a_rank() {
-        let mut bad = cand("never", 0.5, 100.0, 1, 10.0);
-        bad.point = None;
-        bad.unmet_reason = Some("fails the TTFT SLA at concurrency 1".into());
-        let recs = recommend(
-            &[bad, cand("ok", 5.0, 1000.0, 8, 100.0)],
-            Objective::Cost,
-            None,
-        )
-        .unwrap();
-        assert_eq!(order(&recs), ["ok", "never"]);
-        assert_eq!(recs[1].rank, None);
-        assert!(recs[1].explanation.contains("TTFT"));
-    }
-
-    #[test]
-    fn ties_break_on_the_second_key_then_the_name() {
-        let c = [
-            cand("b", 2.0, 1000.0, 8, 100.0),
-            cand("a", 2.0, 1000.0, 8, 100.0),
-            cand("c", 2.0, 1000.0, 8, 50.0),
-        ];
-        let recs = recommend(&c, Objective::Cost, None).unwrap();
-        assert_eq!(order(&recs), ["c", "a", "b"]);
-        assert!(recs[0].explanation.contains("tied"));
-    }
-
-    #[test]
-    fn invalid_prices_are_errors() {
-        let mut c = cand("x", -1.0, 1.0, 1, 1.0);
-        assert!(recommend(&[c.clone()], Objective::Cost, None).is_err());
-        c.price_per_instance_hour = 1.0;
-        c.instance_count = 0;
-        assert!(recommend(&[c], Objective::Cost, None).is_err());
-    }
-
-    #[test]
-    fn latency_interpolation_clamps_at_the_ends() {
-        let curve = [
-            CurvePoint {
-                concurrency: 4,
-                e2e_p99_ms: 10.0,
-            },
-            CurvePoint {
-                concurrency: 8,
-                e2e_p99_ms: 30.0,
-            },
-        ];
-        assert_eq!(latency_at(&curve, 1.0), Some(10.0));
-        assert_eq!(latency_at(&curve, 6.0), Some(20.0));
-        assert_eq!(latency_at(&curve, 100.0), Some(30.0));
-        assert_eq!(latency_at(&[], 1.0), None);
-    }
-}
+mod tests;

@@ -1,0 +1,259 @@
+//! Stage-1 sizing settings: the model's `config.json`, the instance catalog and the engine
+//! assumptions (`--model-config`, `--instance`, ... or `[model]`), resolved into the
+//! `kneepoint-fit` inputs that `kneepoint plan`, `recommend` and `--sim-profile predicted` use.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use kneepoint_fit::{Catalog, Efficiency, FitSettings, ModelSpec, Prediction, WeightFormat};
+use kneepoint_sim::{ExpertReads, SimProfile};
+use serde::Deserialize;
+
+use crate::error::{bail, Context};
+use crate::Result;
+
+/// The flags that describe a model and where it runs, for stage-1 sizing.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FitArgs {
+    /// The model's Hugging Face `config.json` (for `kneepoint plan`, `--sim-profile predicted`
+    /// and the fit check of `recommend`).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+    /// The instance type the model would run on (a name in the instance catalog).
+    #[arg(long, value_name = "TYPE")]
+    pub instance: Option<String>,
+    /// Tensor-parallel degree (default: the degree that holds the most sequences).
+    #[arg(long, value_name = "N")]
+    pub tensor_parallel: Option<u32>,
+    /// Share of each GPU's memory the engine may use (default 0.9, vLLM's).
+    #[arg(long, value_name = "SHARE")]
+    pub gpu_memory_utilization: Option<f64>,
+    /// KV-cache precision: auto (16-bit) or fp8.
+    #[arg(long, value_name = "auto|fp8")]
+    pub kv_cache_dtype: Option<String>,
+    /// The weights' format when the config does not say (bf16, fp8, int4, nvfp4, mxfp4).
+    #[arg(long, value_name = "FORMAT")]
+    pub weights: Option<String>,
+    /// The engine's limit on running sequences (vLLM's max_num_seqs; default 256).
+    #[arg(long, value_name = "N")]
+    pub max_num_seqs: Option<u32>,
+    /// GiB per GPU kept from the KV cache for activations and the runtime (default: an
+    /// estimate from the model).
+    #[arg(long, value_name = "GIB")]
+    pub reserve_gib: Option<f64>,
+    /// An instance catalog (TOML or JSON) that extends or overrides the built-in table.
+    #[arg(long, value_name = "FILE")]
+    pub instance_catalog: Option<PathBuf>,
+    /// Prediction: fixed cost of one engine step, ms (default 2).
+    #[arg(long, value_name = "MS")]
+    pub step_overhead_ms: Option<f64>,
+    /// Prediction: share of the memory bandwidth reached (default 0.8).
+    #[arg(long, value_name = "SHARE")]
+    pub bandwidth_efficiency: Option<f64>,
+    /// Prediction: share of the dense BF16 peak reached (default 0.5).
+    #[arg(long, value_name = "SHARE")]
+    pub compute_efficiency: Option<f64>,
+}
+
+/// `[model]`: the same settings in a config file (paths relative to the working directory).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// The model's `config.json`.
+    pub config: Option<PathBuf>,
+    /// The instance type (for `--sim-profile predicted`; candidates name their own).
+    pub instance: Option<String>,
+    /// Tensor-parallel degree.
+    pub tensor_parallel: Option<u32>,
+    /// Share of GPU memory the engine may use.
+    pub gpu_memory_utilization: Option<f64>,
+    /// `auto` or `fp8`.
+    pub kv_cache_dtype: Option<String>,
+    /// The weights' format when the config does not say.
+    pub weights: Option<String>,
+    /// The engine's limit on running sequences.
+    pub max_num_seqs: Option<u32>,
+    /// GiB per GPU kept for activations and the runtime.
+    pub reserve_gib: Option<f64>,
+    /// An instance catalog file.
+    pub instance_catalog: Option<PathBuf>,
+    /// Prediction: fixed cost of one step, ms.
+    pub step_overhead_ms: Option<f64>,
+    /// Prediction: share of the memory bandwidth reached.
+    pub bandwidth_efficiency: Option<f64>,
+    /// Prediction: share of the dense BF16 peak reached.
+    pub compute_efficiency: Option<f64>,
+}
+
+/// Everything stage-1 sizing needs, resolved and checked.
+#[derive(Debug, Clone)]
+pub struct FitInputs {
+    /// The model.
+    pub model: ModelSpec,
+    /// The built-in catalog with the file's entries laid over it.
+    pub catalog: Catalog,
+    /// The engine assumptions, with the workload's mean ISL and OSL.
+    pub settings: FitSettings,
+    /// The prediction's efficiencies.
+    pub efficiency: Efficiency,
+    /// The instance type named (if any).
+    pub instance: Option<String>,
+}
+
+/// The catalog: built-in, with `path`'s entries over it.
+pub fn catalog(path: Option<&Path>) -> Result<Catalog> {
+    let base = Catalog::builtin();
+    match path {
+        None => Ok(base),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("reading instance catalog {}", p.display()))?;
+            Ok(base.overlaid(
+                Catalog::parse(&text)
+                    .with_context(|| format!("in instance catalog {}", p.display()))?,
+            ))
+        }
+    }
+}
+
+impl FitInputs {
+    /// Resolves the flags over `[model]` for requests of `isl` / `osl` mean tokens; `None`
+    /// when neither names a model config.
+    pub fn resolve(
+        args: &FitArgs,
+        file: Option<&ModelSection>,
+        isl: f64,
+        osl: f64,
+    ) -> Result<Option<Self>> {
+        let d = ModelSection::default();
+        let f = file.unwrap_or(&d);
+        let Some(path) = args.model_config.clone().or(f.config.clone()) else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading the model config {}", path.display()))?;
+        let mut model = ModelSpec::from_hf_config(&text)
+            .with_context(|| format!("in the model config {}", path.display()))?;
+        if let Some(w) = args.weights.as_ref().or(f.weights.as_ref()) {
+            model.weights = WeightFormat::parse(w)?;
+        }
+        let catalog = catalog(
+            args.instance_catalog
+                .as_deref()
+                .or(f.instance_catalog.as_deref()),
+        )?;
+        let mut s = FitSettings::new(isl.round().max(0.0) as u64, osl.round().max(1.0) as u64);
+        if let Some(u) = args.gpu_memory_utilization.or(f.gpu_memory_utilization) {
+            s.gpu_memory_utilization = u;
+        }
+        s.kv_cache_bits = match args
+            .kv_cache_dtype
+            .as_deref()
+            .or(f.kv_cache_dtype.as_deref())
+            .unwrap_or("auto")
+        {
+            "auto" | "bf16" | "fp16" => 16.0,
+            "fp8" | "fp8_e4m3" | "fp8_e5m2" => 8.0,
+            other => bail!("--kv-cache-dtype must be auto or fp8, not {other:?}"),
+        };
+        if let Some(n) = args.max_num_seqs.or(f.max_num_seqs) {
+            s.max_num_seqs = n;
+        }
+        s.reserve_gib = args.reserve_gib.or(f.reserve_gib);
+        if let Some(tp) = args.tensor_parallel.or(f.tensor_parallel) {
+            s.tensor_parallel = vec![tp];
+        }
+        s.validate()?;
+        let mut e = Efficiency::default();
+        if let Some(v) = args.step_overhead_ms.or(f.step_overhead_ms) {
+            e.step_overhead_ms = v;
+        }
+        if let Some(v) = args.bandwidth_efficiency.or(f.bandwidth_efficiency) {
+            e.bandwidth = v;
+        }
+        if let Some(v) = args.compute_efficiency.or(f.compute_efficiency) {
+            e.compute = v;
+        }
+        let instance = args.instance.clone().or(f.instance.clone());
+        if let Some(i) = &instance {
+            catalog.get(i)?;
+        }
+        Ok(Some(FitInputs {
+            model,
+            catalog,
+            settings: s,
+            efficiency: e,
+            instance,
+        }))
+    }
+
+    /// The first-order prediction on `instance` at its chosen degree, or why there is none.
+    pub fn predict_on(&self, instance: &str, levels: &[u32]) -> Result<Prediction> {
+        let plan = kneepoint_fit::plan(
+            &self.model,
+            &self.catalog,
+            &[instance.to_owned()],
+            &self.settings,
+            self.efficiency,
+        )?;
+        let Some(row) = plan.chosen(instance) else {
+            let why: Vec<String> = plan
+                .rows
+                .iter()
+                .map(|r| {
+                    format!(
+                        "TP {}: {}",
+                        r.fit.tensor_parallel,
+                        r.fit.reason.clone().unwrap_or_default()
+                    )
+                })
+                .collect();
+            bail!(
+                "{} does not fit on {instance}: {}",
+                self.model.name,
+                why.join("; ")
+            );
+        };
+        let inst = self.catalog.get(instance)?;
+        Ok(kneepoint_fit::predict(
+            &self.model,
+            inst,
+            &row.fit,
+            &self.settings,
+            self.efficiency,
+            levels,
+        )?)
+    }
+}
+
+/// The simulator profile of a prediction (`--sim-profile predicted`): one replica's step
+/// costs, scheduler limit and KV cache, named after the model and instance.
+pub fn predicted_profile(inputs: &FitInputs) -> Result<SimProfile> {
+    let Some(instance) = inputs.instance.as_deref() else {
+        bail!("--sim-profile predicted needs --instance (and --model-config)");
+    };
+    let p = inputs.predict_on(instance, &[1])?;
+    let st = p.step;
+    let mut profile = SimProfile::calibrated();
+    profile.name = "predicted".into();
+    profile.model = format!("{} on {instance} (predicted)", inputs.model.name);
+    profile.max_num_seqs = st.max_num_seqs;
+    profile.max_num_batched_tokens = inputs.settings.max_num_batched_tokens;
+    profile.kv_cache_tokens = st.kv_cache_tokens.max(1);
+    let context = inputs
+        .model
+        .max_position_embeddings
+        .unwrap_or(u64::from(u32::MAX))
+        .min(st.kv_cache_tokens.max(1));
+    profile.max_model_len = u32::try_from(context).unwrap_or(u32::MAX);
+    profile.step_base_ms = st.base_ms.max(1e-3);
+    profile.step_per_seq_ms = st.per_seq_ms;
+    profile.step_per_context_token_us = st.per_context_token_us;
+    profile.prefill_per_token_us = st.prefill_per_token_us;
+    profile.experts = st.experts.map(|(experts, per_token)| ExpertReads {
+        experts,
+        per_token,
+        read_all_ms: st.expert_read_ms,
+    });
+    Ok(profile)
+}

@@ -1,0 +1,165 @@
+//! What happens to an artifact folder after the run: a `.tar.gz` beside it (`--archive`),
+//! uploaded to S3 (`--output-s3 s3://bucket/prefix`) with the AWS credential chain, or to an
+//! S3-compatible server (`--s3-endpoint-url`, else `AWS_ENDPOINT_URL_S3` /
+//! `AWS_ENDPOINT_URL`, as the AWS SDKs read them).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Args;
+use kneepoint_transport::s3::{S3Client, S3Location};
+use kneepoint_transport::sagemaker::AwsCredentialChain;
+use serde::Deserialize;
+
+use crate::error::Context;
+use crate::Result;
+
+/// The flags.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PublishArgs {
+    /// Write a .tar.gz of the artifact folder beside it when the run ends.
+    #[arg(long)]
+    pub archive: bool,
+    /// Upload that archive to S3 (implies --archive): s3://bucket/prefix.
+    #[arg(long, value_name = "S3_URL")]
+    pub output_s3: Option<String>,
+    /// An S3-compatible server instead of AWS (path-style), e.g. http://127.0.0.1:9000.
+    #[arg(long, value_name = "URL")]
+    pub s3_endpoint_url: Option<String>,
+    /// Region of the bucket (else AWS_REGION / AWS_DEFAULT_REGION, else us-east-1).
+    #[arg(long, value_name = "REGION")]
+    pub s3_region: Option<String>,
+    /// Archives above this many MiB go up as a multipart upload in parts of this size
+    /// (default 64; at least 5, S3's smallest part).
+    #[arg(long, value_name = "MIB")]
+    pub s3_part_size_mib: Option<u64>,
+}
+
+/// `[output]` in a config file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSection {
+    /// Write the archive.
+    pub archive: Option<bool>,
+    /// Upload it here.
+    pub s3: Option<String>,
+    /// An S3-compatible server.
+    pub s3_endpoint_url: Option<String>,
+    /// The bucket's region.
+    pub s3_region: Option<String>,
+}
+
+/// The resolved publishing settings.
+#[derive(Debug, Clone, Default)]
+pub struct Publish {
+    /// Write the archive.
+    pub archive: bool,
+    /// Upload it here.
+    pub s3: Option<S3Location>,
+    /// An S3-compatible server.
+    pub endpoint: Option<String>,
+    /// The bucket's region.
+    pub region: String,
+    /// The AWS profile for credentials.
+    pub profile: Option<String>,
+    /// Part size of multipart uploads (default 64 MiB).
+    pub part_size: Option<usize>,
+}
+
+/// What [`Publish::run`] did.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// The archive.
+    pub archive: PathBuf,
+    /// Files in it.
+    pub files: u64,
+    /// Its size.
+    pub bytes: u64,
+    /// `s3://bucket/key` and the ETag, when uploaded.
+    pub uploaded: Option<(String, String)>,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Publish {
+    /// Resolves the flags over `[output]`.
+    pub fn resolve(
+        args: &PublishArgs,
+        file: Option<&OutputSection>,
+        profile: Option<String>,
+    ) -> Result<Self> {
+        let d = OutputSection::default();
+        let f = file.unwrap_or(&d);
+        let s3 = args
+            .output_s3
+            .clone()
+            .or(f.s3.clone())
+            .map(|u| S3Location::parse(&u))
+            .transpose()?;
+        let part_size = match args.s3_part_size_mib {
+            Some(m) if m < 5 => {
+                crate::error::bail!("--s3-part-size-mib must be at least 5 (S3's smallest part)")
+            }
+            Some(m) => Some(usize::try_from(m.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)),
+            None => None,
+        };
+        Ok(Publish {
+            archive: args.archive || f.archive.unwrap_or(false) || s3.is_some(),
+            s3,
+            endpoint: args
+                .s3_endpoint_url
+                .clone()
+                .or(f.s3_endpoint_url.clone())
+                .or_else(|| env("AWS_ENDPOINT_URL_S3"))
+                .or_else(|| env("AWS_ENDPOINT_URL")),
+            region: args
+                .s3_region
+                .clone()
+                .or(f.s3_region.clone())
+                .or_else(|| env("AWS_REGION"))
+                .or_else(|| env("AWS_DEFAULT_REGION"))
+                .unwrap_or_else(|| "us-east-1".into()),
+            profile,
+            part_size,
+        })
+    }
+
+    /// Archives `dir` (and uploads the archive) when asked; `None` when nothing was asked.
+    pub async fn run(&self, dir: &Path) -> Result<Option<Published>> {
+        if !self.archive {
+            return Ok(None);
+        }
+        let (archive, files) = kneepoint_engine::write_archive(dir)?;
+        let body =
+            std::fs::read(&archive).with_context(|| format!("reading {}", archive.display()))?;
+        let bytes = body.len() as u64;
+        let mut uploaded = None;
+        if let Some(loc) = &self.s3 {
+            let creds = AwsCredentialChain::load(&self.region, self.profile.as_deref()).await?;
+            let mut client = S3Client::new(
+                &self.region,
+                self.endpoint.as_deref(),
+                Arc::new(creds),
+                &kneepoint_transport::ConnectOptions::default(),
+            )?;
+            if let Some(p) = self.part_size {
+                client = client.with_part_size(p);
+            }
+            let name = archive
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let key = loc.key(&name);
+            let etag = client.put(&loc.bucket, &key, body.into()).await?;
+            uploaded = Some((format!("s3://{}/{key}", loc.bucket), etag));
+        }
+        Ok(Some(Published {
+            archive,
+            files,
+            bytes,
+            uploaded,
+        }))
+    }
+}

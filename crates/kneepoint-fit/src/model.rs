@@ -1,0 +1,441 @@
+//! A model's architecture as read from its Hugging Face `config.json`: the numbers the memory
+//! plan and the prediction need (layers of each kind, attention and KV heads, experts, Mamba
+//! state, the weights' number format).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{Error, WeightFormat};
+
+/// Attention: the heads and how many layers keep a full or a sliding-window KV cache.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttentionSpec {
+    /// Query heads.
+    pub heads: u32,
+    /// Key/value heads (grouped-query attention when fewer than `heads`).
+    pub kv_heads: u32,
+    /// Dimension of one head.
+    pub head_dim: u32,
+    /// Layers whose KV cache holds every token of the sequence.
+    pub full_layers: u32,
+    /// Layers whose KV cache holds at most `sliding_window` tokens.
+    pub sliding_layers: u32,
+    /// The sliding window, in tokens.
+    pub sliding_window: Option<u64>,
+    /// Multi-head latent attention (DeepSeek): one compressed vector per token and layer.
+    pub mla: Option<MlaSpec>,
+}
+
+/// Multi-head latent attention's dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MlaSpec {
+    /// Rank of the compressed key/value vector (what the cache holds, with the rope part).
+    pub kv_lora_rank: u32,
+    /// Rank of the compressed query (`None`: queries are not compressed).
+    pub q_lora_rank: Option<u32>,
+    /// Rotary part of each query/key head.
+    pub qk_rope_head_dim: u32,
+    /// Non-rotary part of each query/key head.
+    pub qk_nope_head_dim: u32,
+    /// Value head dimension.
+    pub v_head_dim: u32,
+}
+
+/// Dense feed-forward layers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MlpSpec {
+    /// How many layers have one.
+    pub layers: u32,
+    /// Their inner size.
+    pub intermediate_size: u64,
+    /// Gated (three matrices, SwiGLU-style) or not (two, e.g. squared ReLU).
+    pub gated: bool,
+}
+
+/// Mixture-of-experts feed-forward layers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MoeSpec {
+    /// How many layers are sparse.
+    pub layers: u32,
+    /// Routed experts per layer.
+    pub experts: u32,
+    /// Routed experts each token uses.
+    pub experts_per_token: u32,
+    /// Inner size of one routed expert.
+    pub expert_intermediate_size: u64,
+    /// Total inner size of the always-used shared experts (0 when none).
+    pub shared_intermediate_size: u64,
+    /// Gated experts (three matrices) or not (two).
+    pub gated: bool,
+}
+
+/// Mamba-2 layers (hybrid models): a fixed-size state per sequence instead of a KV cache.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MambaSpec {
+    /// How many layers are Mamba layers.
+    pub layers: u32,
+    /// SSM heads.
+    pub heads: u32,
+    /// Dimension of one head.
+    pub head_dim: u32,
+    /// SSM state size.
+    pub state_size: u32,
+    /// Groups sharing B and C.
+    pub groups: u32,
+    /// Causal convolution width.
+    pub conv_kernel: u32,
+    /// Bits per element of the SSM state in the cache (`mamba_ssm_cache_dtype`; vLLM keeps
+    /// NVIDIA's hybrids at float32).
+    pub ssm_state_bits: f64,
+}
+
+impl MambaSpec {
+    /// The inner size, heads × head dimension.
+    pub fn inner(&self) -> u64 {
+        u64::from(self.heads) * u64::from(self.head_dim)
+    }
+
+    /// Elements of one sequence's state in one layer, whole model (before tensor
+    /// parallelism): the convolution's last `conv_kernel − 1` inputs and the SSM state.
+    pub fn state_elements(&self) -> u64 {
+        let conv_dim = self.inner() + 2 * u64::from(self.groups) * u64::from(self.state_size);
+        let conv = u64::from(self.conv_kernel.saturating_sub(1)) * conv_dim;
+        let ssm = self.inner() * u64::from(self.state_size);
+        conv + ssm
+    }
+}
+
+/// A model's architecture, as the plan sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    /// The model's name (`_name_or_path`, or what the caller set).
+    pub name: String,
+    /// `model_type` of the config.
+    pub model_type: String,
+    /// Hidden size.
+    pub hidden_size: u64,
+    /// Vocabulary size.
+    pub vocab_size: u64,
+    /// True when the output projection shares the input embedding's weights.
+    pub tie_word_embeddings: bool,
+    /// The longest context the model was trained for.
+    pub max_position_embeddings: Option<u64>,
+    /// Attention layers.
+    pub attention: AttentionSpec,
+    /// Dense feed-forward layers.
+    pub mlp: Option<MlpSpec>,
+    /// Sparse feed-forward layers.
+    pub moe: Option<MoeSpec>,
+    /// Mamba layers.
+    pub mamba: Option<MambaSpec>,
+    /// The weights' number format.
+    pub weights: WeightFormat,
+}
+
+fn get<'a>(m: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().find_map(|k| m.get(*k).filter(|v| !v.is_null()))
+}
+
+fn uint(m: &Map<String, Value>, keys: &[&str]) -> Option<u64> {
+    get(m, keys).and_then(|v| {
+        v.as_u64().or_else(|| {
+            v.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                .map(|f| f as u64)
+        })
+    })
+}
+
+fn need(m: &Map<String, Value>, field: &'static str, keys: &[&str]) -> Result<u64, Error> {
+    match uint(m, keys) {
+        Some(0) => Err(Error::ConfigField {
+            field,
+            reason: "is zero".into(),
+        }),
+        Some(v) => Ok(v),
+        None => Err(Error::ConfigField {
+            field,
+            reason: format!("none of {keys:?} is a whole number"),
+        }),
+    }
+}
+
+fn small(v: u64, field: &'static str) -> Result<u32, Error> {
+    u32::try_from(v).map_err(|_| Error::ConfigField {
+        field,
+        reason: format!("{v} is too large"),
+    })
+}
+
+fn text<'a>(m: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
+    get(m, keys).and_then(Value::as_str)
+}
+
+/// Squared-ReLU and plain GELU feed-forwards have two matrices; SwiGLU-style ones three.
+fn gated(act: Option<&str>) -> bool {
+    !matches!(
+        act.map(str::to_ascii_lowercase).as_deref(),
+        Some("relu2" | "relu_squared" | "squared_relu")
+    )
+}
+
+impl ModelSpec {
+    /// Reads a Hugging Face `config.json`. Understood: dense decoders (Llama, Mistral, Qwen,
+    /// Gemma and the like), mixture-of-experts decoders (Mixtral, Qwen-MoE, DeepSeek with
+    /// latent attention, GPT-OSS), per-layer `layer_types` with sliding windows, and NVIDIA's
+    /// hybrid Mamba-Transformer (`nemotron_h`, from `hybrid_override_pattern`). Multimodal
+    /// configs are read through their `text_config`. The weights' format comes from
+    /// `quantization_config` or `torch_dtype`.
+    pub fn from_hf_config(json: &str) -> Result<Self, Error> {
+        let v: Value = serde_json::from_str(json).map_err(|source| Error::ConfigJson { source })?;
+        let Some(outer) = v.as_object() else {
+            return Err(Error::ConfigField {
+                field: "config",
+                reason: "the top level is not an object".into(),
+            });
+        };
+        // Multimodal configs keep the language model's numbers in `text_config`, and may keep
+        // the quantisation outside it.
+        let m = outer
+            .get("text_config")
+            .and_then(Value::as_object)
+            .filter(|t| t.contains_key("hidden_size"))
+            .unwrap_or(outer);
+        let model_type = text(m, &["model_type"])
+            .or(text(outer, &["model_type"]))
+            .unwrap_or("unknown")
+            .to_owned();
+        let name = text(outer, &["_name_or_path", "name_or_path"])
+            .unwrap_or(&model_type)
+            .to_owned();
+        let hidden_size = need(m, "hidden_size", &["hidden_size", "d_model", "n_embd"])?;
+        let vocab_size = need(m, "vocab_size", &["vocab_size", "padded_vocab_size"])?;
+        let heads = small(
+            need(
+                m,
+                "num_attention_heads",
+                &["num_attention_heads", "n_head", "n_heads"],
+            )?,
+            "num_attention_heads",
+        )?;
+        let kv_heads = small(
+            uint(m, &["num_key_value_heads", "num_kv_heads", "n_head_kv"]).unwrap_or(heads.into()),
+            "num_key_value_heads",
+        )?
+        .max(1);
+        let head_dim = small(
+            uint(m, &["head_dim", "attention_head_dim", "kv_channels"])
+                .unwrap_or(hidden_size / u64::from(heads)),
+            "head_dim",
+        )?;
+        let tie_word_embeddings = get(m, &["tie_word_embeddings"])
+            .or(get(outer, &["tie_word_embeddings"]))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let max_position_embeddings = uint(m, &["max_position_embeddings", "n_positions"]);
+        let act = text(m, &["mlp_hidden_act", "hidden_act", "hidden_activation"]);
+        let intermediate = uint(m, &["intermediate_size", "ffn_hidden_size", "n_inner"]);
+
+        let experts = uint(
+            m,
+            &[
+                "num_local_experts",
+                "num_experts",
+                "n_routed_experts",
+                "moe_num_experts",
+            ],
+        )
+        .filter(|e| *e > 1);
+        let moe_shape = |layers: u32| -> Result<Option<MoeSpec>, Error> {
+            let Some(e) = experts else { return Ok(None) };
+            let k = need(
+                m,
+                "num_experts_per_tok",
+                &[
+                    "num_experts_per_tok",
+                    "experts_per_token",
+                    "moe_top_k",
+                    "top_k",
+                ],
+            )?;
+            let ei = need(
+                m,
+                "moe_intermediate_size",
+                &[
+                    "moe_intermediate_size",
+                    "expert_intermediate_size",
+                    "intermediate_size",
+                ],
+            )?;
+            let shared = uint(
+                m,
+                &[
+                    "moe_shared_expert_intermediate_size",
+                    "shared_expert_intermediate_size",
+                ],
+            )
+            .unwrap_or_else(|| uint(m, &["n_shared_experts"]).unwrap_or(0) * ei);
+            Ok(Some(MoeSpec {
+                layers,
+                experts: small(e, "num_experts")?,
+                experts_per_token: small(k, "num_experts_per_tok")?,
+                expert_intermediate_size: ei,
+                shared_intermediate_size: shared,
+                gated: gated(act),
+            }))
+        };
+
+        let (attention_layers, layer_kinds, mlp, moe, mamba);
+        if let Some(pattern) = text(m, &["hybrid_override_pattern"]) {
+            // NVIDIA's hybrid layout: one block per character.
+            let count = |c: char| pattern.chars().filter(|x| *x == c).count() as u32;
+            attention_layers = count('*');
+            layer_kinds = None;
+            let dense = count('-');
+            mlp = (dense > 0)
+                .then(|| {
+                    intermediate.map(|i| MlpSpec {
+                        layers: dense,
+                        intermediate_size: i,
+                        gated: gated(act),
+                    })
+                })
+                .flatten();
+            moe = if count('E') > 0 {
+                moe_shape(count('E'))?
+            } else {
+                None
+            };
+            let mamba_layers = count('M');
+            mamba = if mamba_layers > 0 {
+                let heads = need(m, "mamba_num_heads", &["mamba_num_heads", "mamba_n_heads"])?;
+                let hd = need(m, "mamba_head_dim", &["mamba_head_dim", "mamba_d_head"])?;
+                Some(MambaSpec {
+                    layers: mamba_layers,
+                    heads: small(heads, "mamba_num_heads")?,
+                    head_dim: small(hd, "mamba_head_dim")?,
+                    state_size: small(
+                        need(m, "ssm_state_size", &["ssm_state_size", "mamba_d_state"])?,
+                        "ssm_state_size",
+                    )?,
+                    groups: small(
+                        uint(m, &["n_groups", "mamba_n_groups"]).unwrap_or(1),
+                        "n_groups",
+                    )?,
+                    conv_kernel: small(
+                        uint(m, &["conv_kernel", "mamba_d_conv"]).unwrap_or(4),
+                        "conv_kernel",
+                    )?,
+                    ssm_state_bits: match text(m, &["mamba_ssm_cache_dtype"]) {
+                        Some("float32") | Some("fp32") => 32.0,
+                        _ => 16.0,
+                    },
+                })
+            } else {
+                None
+            };
+        } else {
+            let layers = small(
+                need(
+                    m,
+                    "num_hidden_layers",
+                    &["num_hidden_layers", "n_layer", "num_layers"],
+                )?,
+                "num_hidden_layers",
+            )?;
+            attention_layers = layers;
+            layer_kinds = get(m, &["layer_types"]).and_then(Value::as_array).cloned();
+            mamba = None;
+            // Dense layers of a sparse model: DeepSeek's first k, Qwen's listed ones.
+            let dense_layers = if experts.is_some() {
+                let first_k = uint(m, &["first_k_dense_replace"]).unwrap_or(0);
+                let listed = get(m, &["mlp_only_layers"])
+                    .and_then(Value::as_array)
+                    .map_or(0, |a| a.len() as u64);
+                small(
+                    first_k.max(listed).min(layers.into()),
+                    "first_k_dense_replace",
+                )?
+            } else {
+                layers
+            };
+            moe = moe_shape(layers - dense_layers)?;
+            let dense_inner = if experts.is_some() {
+                uint(m, &["dense_intermediate_size"]).or(intermediate)
+            } else {
+                intermediate
+            };
+            mlp = match (dense_layers, dense_inner) {
+                (0, _) => None,
+                (n, Some(i)) => Some(MlpSpec {
+                    layers: n,
+                    intermediate_size: i,
+                    gated: gated(act),
+                }),
+                (_, None) => {
+                    return Err(Error::ConfigField {
+                        field: "intermediate_size",
+                        reason: "a dense feed-forward needs its inner size".into(),
+                    })
+                }
+            };
+        }
+
+        let window = uint(m, &["sliding_window"]).filter(|w| *w > 0);
+        let sliding_layers = match (&layer_kinds, window) {
+            (Some(kinds), Some(_)) => kinds
+                .iter()
+                .filter(|k| k.as_str().is_some_and(|s| s.contains("sliding")))
+                .count() as u32,
+            // Mistral-style: one window for every layer.
+            (None, Some(_))
+                if model_type == "mistral"
+                    || get(m, &["use_sliding_window"]).and_then(Value::as_bool) == Some(true) =>
+            {
+                attention_layers
+            }
+            _ => 0,
+        }
+        .min(attention_layers);
+        let mla = match uint(m, &["kv_lora_rank"]) {
+            Some(r) => Some(MlaSpec {
+                kv_lora_rank: small(r, "kv_lora_rank")?,
+                q_lora_rank: uint(m, &["q_lora_rank"])
+                    .map(|q| small(q, "q_lora_rank"))
+                    .transpose()?,
+                qk_rope_head_dim: small(
+                    need(m, "qk_rope_head_dim", &["qk_rope_head_dim"])?,
+                    "qk_rope_head_dim",
+                )?,
+                qk_nope_head_dim: small(
+                    need(m, "qk_nope_head_dim", &["qk_nope_head_dim"])?,
+                    "qk_nope_head_dim",
+                )?,
+                v_head_dim: small(need(m, "v_head_dim", &["v_head_dim"])?, "v_head_dim")?,
+            }),
+            None => None,
+        };
+        let weights = WeightFormat::from_config(outer, m)?;
+        Ok(ModelSpec {
+            name,
+            model_type,
+            hidden_size,
+            vocab_size,
+            tie_word_embeddings,
+            max_position_embeddings,
+            attention: AttentionSpec {
+                heads,
+                kv_heads,
+                head_dim,
+                full_layers: attention_layers - sliding_layers,
+                sliding_layers,
+                sliding_window: window.filter(|_| sliding_layers > 0),
+                mla,
+            },
+            mlp,
+            moe,
+            mamba,
+            weights,
+        })
+    }
+}

@@ -1,0 +1,206 @@
+//! Ranking tests: the formula, each objective, fleets, unmet and provisional candidates.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+use super::*;
+
+fn cand(name: &str, price: f64, tput: f64, conc: u32, p99: f64) -> Candidate {
+    Candidate {
+        name: name.into(),
+        instance_type: format!("type-{name}"),
+        instance_count: 1,
+        price_per_instance_hour: price,
+        point: Some(OperatingPoint {
+            concurrency: conc,
+            output_token_throughput: tput,
+            request_throughput: tput / 100.0,
+            ttft_p50_ms: None,
+            ttft_p99_ms: None,
+            itl_p50_ms: None,
+            itl_p99_ms: None,
+            e2e_p50_ms: Some(p99 / 2.0),
+            e2e_p90_ms: None,
+            e2e_p99_ms: Some(p99),
+            error_rate: 0.0,
+        }),
+        curve: vec![
+            CurvePoint {
+                concurrency: 1,
+                e2e_p99_ms: p99 / 4.0,
+            },
+            CurvePoint {
+                concurrency: conc,
+                e2e_p99_ms: p99,
+            },
+        ],
+        unmet_reason: None,
+        lower_bound: None,
+    }
+}
+
+fn order(recs: &[Recommendation]) -> Vec<&str> {
+    recs.iter().map(|r| r.name.as_str()).collect()
+}
+
+#[test]
+fn cost_per_million_tokens_follows_the_formula() {
+    let recs = recommend(&[cand("a", 4.0, 2000.0, 64, 900.0)], Objective::Cost, None).unwrap();
+    let expect = 4.0 / (3600.0 * 2000.0) * 1e6;
+    assert!((recs[0].cost_per_million_output_tokens.unwrap() - expect).abs() < 1e-12);
+    assert_eq!(recs[0].rank, Some(1));
+}
+
+#[test]
+fn each_objective_picks_its_own_winner() {
+    let c = [
+        cand("fast-expensive", 10.0, 4000.0, 64, 500.0),
+        cand("slow-cheap", 1.0, 1000.0, 64, 2000.0),
+        cand("balanced", 3.0, 2000.0, 64, 1000.0),
+    ];
+    let cost = recommend(&c, Objective::Cost, None).unwrap();
+    assert_eq!(order(&cost), ["slow-cheap", "balanced", "fast-expensive"]);
+    let lat = recommend(&c, Objective::Latency, None).unwrap();
+    assert_eq!(order(&lat), ["fast-expensive", "balanced", "slow-cheap"]);
+    let tp = recommend(&c, Objective::Throughput, None).unwrap();
+    assert_eq!(order(&tp), ["fast-expensive", "balanced", "slow-cheap"]);
+    assert_eq!(tp[0].score, Some(4000.0));
+    assert!(
+        cost[0].explanation.contains("better than #2"),
+        "{}",
+        cost[0].explanation
+    );
+}
+
+#[test]
+fn fleet_cost_counts_instances_per_endpoint() {
+    let mut c = cand("pair", 2.0, 1000.0, 100, 800.0);
+    c.instance_count = 2;
+    let peak = PeakPlan {
+        peak: PeakTraffic::Concurrency(400.0),
+        headroom: 0.2,
+    };
+    let r = &recommend(&[c], Objective::Cost, Some(peak)).unwrap()[0];
+    // 400 / (100 × 0.8) = 5 endpoints of 2 instances.
+    assert_eq!(r.fleet.as_ref().unwrap().instances, 5);
+    assert_eq!(r.instances_for_peak, Some(10));
+    assert!((r.monthly_cost.unwrap() - 10.0 * 2.0 * HOURS_PER_MONTH).abs() < 1e-9);
+    assert_eq!(r.output_tokens_per_s_per_instance, Some(500.0));
+    // Each endpoint carries 80 concurrent: latency read off the curve between 1 and 100.
+    let expect = 200.0 + (80.0 - 1.0) / 99.0 * 600.0;
+    assert!((r.latency_at_load_ms.unwrap() - expect).abs() < 1e-9);
+}
+
+#[test]
+fn unmet_candidates_are_listed_last_without_a_rank() {
+    let mut bad = cand("never", 0.5, 100.0, 1, 10.0);
+    bad.point = None;
+    bad.unmet_reason = Some("fails the TTFT SLA at concurrency 1".into());
+    let recs = recommend(
+        &[bad, cand("ok", 5.0, 1000.0, 8, 100.0)],
+        Objective::Cost,
+        None,
+    )
+    .unwrap();
+    assert_eq!(order(&recs), ["ok", "never"]);
+    assert_eq!(recs[1].rank, None);
+    assert!(recs[1].explanation.contains("TTFT"));
+}
+
+#[test]
+fn ties_break_on_the_second_key_then_the_name() {
+    let c = [
+        cand("b", 2.0, 1000.0, 8, 100.0),
+        cand("a", 2.0, 1000.0, 8, 100.0),
+        cand("c", 2.0, 1000.0, 8, 50.0),
+    ];
+    let recs = recommend(&c, Objective::Cost, None).unwrap();
+    assert_eq!(order(&recs), ["c", "a", "b"]);
+    assert!(recs[0].explanation.contains("tied"));
+}
+
+#[test]
+fn invalid_prices_are_errors() {
+    let mut c = cand("x", -1.0, 1.0, 1, 1.0);
+    assert!(recommend(&[c.clone()], Objective::Cost, None).is_err());
+    c.price_per_instance_hour = 1.0;
+    c.instance_count = 0;
+    assert!(recommend(&[c], Objective::Cost, None).is_err());
+}
+
+#[test]
+fn latency_interpolation_clamps_at_the_ends() {
+    let curve = [
+        CurvePoint {
+            concurrency: 4,
+            e2e_p99_ms: 10.0,
+        },
+        CurvePoint {
+            concurrency: 8,
+            e2e_p99_ms: 30.0,
+        },
+    ];
+    assert_eq!(latency_at(&curve, 1.0), Some(10.0));
+    assert_eq!(latency_at(&curve, 6.0), Some(20.0));
+    assert_eq!(latency_at(&curve, 100.0), Some(30.0));
+    assert_eq!(latency_at(&[], 1.0), None);
+}
+
+#[test]
+fn a_lower_bound_is_not_ranked() {
+    // The new user's case: both still rising at the highest level (64); the cheaper per token
+    // would rank last on a concurrency peak, sized at the 64 it was measured at.
+    let mut cheap = cand("cheap-per-token", 4.0, 3500.0, 64, 900.0);
+    cheap.lower_bound = Some("throughput still rising at concurrency 64".into());
+    let mut other = cand("other", 1.0, 1000.0, 64, 900.0);
+    let peak = PeakPlan {
+        peak: PeakTraffic::Concurrency(500.0),
+        headroom: 0.2,
+    };
+    let recs = recommend(&[cheap.clone(), other.clone()], Objective::Cost, Some(peak)).unwrap();
+    assert_eq!(order(&recs), ["other", "cheap-per-token"]);
+    assert_eq!(recs[0].rank, Some(1));
+    assert_eq!(recs[1].rank, None);
+    assert!(recs[1]
+        .provisional
+        .as_deref()
+        .unwrap()
+        .contains("still rising"));
+    assert!(
+        recs[1].explanation.starts_with("not ranked"),
+        "{}",
+        recs[1].explanation
+    );
+    // Its numbers are still there, as bounds.
+    assert!(recs[1].monthly_cost.is_some() && recs[1].cost_per_million_output_tokens.is_some());
+    // Once both are established, the ranking is on the numbers.
+    cheap.lower_bound = None;
+    other.lower_bound = None;
+    let recs = recommend(&[cheap, other], Objective::Cost, Some(peak)).unwrap();
+    assert!(recs
+        .iter()
+        .all(|r| r.rank.is_some() && r.provisional.is_none()));
+    // A candidate without an operating point is never provisional.
+    let mut none = cand("none", 1.0, 1.0, 1, 1.0);
+    none.point = None;
+    none.lower_bound = Some("x".into());
+    let recs = recommend(&[none], Objective::Cost, None).unwrap();
+    assert_eq!((recs[0].rank, recs[0].provisional.clone()), (None, None));
+}
+
+#[test]
+fn fleets_from_requests_or_tokens_per_second() {
+    // 11 requests/s and 2,823 tokens/s per instance at concurrency 256 (the articles' knee).
+    let c = cand("a", 4.0, 2823.0, 256, 28_000.0);
+    let rps = PeakPlan {
+        peak: PeakTraffic::RequestsPerSecond(100.0),
+        headroom: 0.2,
+    };
+    let r = &recommend(std::slice::from_ref(&c), Objective::Cost, Some(rps)).unwrap()[0];
+    // 100 / (28.23 × 0.8) = 4.43 → 5 instances.
+    assert_eq!(r.instances_for_peak, Some(5));
+    let toks = PeakPlan {
+        peak: PeakTraffic::OutputTokensPerSecond(20_000.0),
+        headroom: 0.0,
+    };
+    let r = &recommend(&[c], Objective::Cost, Some(toks)).unwrap()[0];
+    assert_eq!(r.instances_for_peak, Some(8));
+}
