@@ -1,18 +1,24 @@
-"""Issue 19 against moto's S3 server on loopback: `kneepoint sweep --output-s3` uploads the
-artifact folder's archive (one PutObject), `kneepoint archive --s3-part-size-mib 5` a larger
-folder as a multipart upload; both are read back with boto3 and compared byte for byte."""
+"""Issue 19 against moto's S3 server on loopback, with its authentication on (botocore checks
+every SigV4 signature, independently of the aws-sigv4 crate kneepoint signs with):
+`kneepoint sweep --output-s3` uploads the artifact folder's archive (one PutObject),
+`kneepoint archive --s3-part-size-mib 5` a larger folder as a multipart upload; both are read
+back with boto3 and compared byte for byte; a wrong secret is refused with a clear error."""
+import json
 import os
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import WORK, kneepoint
+from conftest import BIN, WORK, kneepoint
 from servers import Server, free_port
 
 BUCKET = "kneepoint-ci"
-ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-       "AWS_REGION": "us-east-1"}
+# moto answers its first requests without authentication: the three that create the user, its
+# policy and its key; everything after is checked against that key.
+SETUP_REQUESTS = 3
+ENV = {"AWS_REGION": "us-east-1"}
 
 
 def moto_python() -> Path:
@@ -24,11 +30,13 @@ def moto_python() -> Path:
     return py
 
 
-def boto(server, code: str) -> bytes:
-    """Runs `code` with `s3` (a boto3 client of the moto server) in moto's venv; its stdout."""
-    prelude = ("import boto3, sys\n"
-               f"s3 = boto3.client('s3', endpoint_url={server.url!r}, region_name='us-east-1',"
-               " aws_access_key_id='testing', aws_secret_access_key='testing')\n")
+def boto(server, code: str, key=("setup", "setup")) -> bytes:
+    """Runs `code` with `s3` and `iam` (boto3 clients of the moto server, signing with `key`)
+    in moto's venv; its stdout."""
+    prelude = ("import boto3, json, sys\n"
+               f"kw = dict(endpoint_url={server.url!r}, region_name='us-east-1',"
+               f" aws_access_key_id={key[0]!r}, aws_secret_access_key={key[1]!r})\n"
+               "s3 = boto3.client('s3', **kw)\niam = boto3.client('iam', **kw)\n")
     p = subprocess.run([str(moto_python()), "-c", prelude + code], capture_output=True,
                        timeout=120, env={**os.environ, **ENV})
     assert p.returncode == 0, p.stderr.decode()
@@ -41,20 +49,37 @@ def moto(tmp_path_factory):
     port = free_port()
     server = Server("moto", [str(py.parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
                     port, ENV, "/", start_timeout_s=120)
-    boto(server, f"s3.create_bucket(Bucket={BUCKET!r})")
+    # Authentication on from here (the readiness probes above must not count).
+    req = urllib.request.Request(server.url + "/moto-api/reset-auth", method="POST",
+                                 data=str(SETUP_REQUESTS).encode(),
+                                 headers={"Content-Type": "text/plain"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.status == 200
+    policy = {"Version": "2012-10-17",
+              "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    out = boto(server, "iam.create_user(UserName='ci')\n"
+                       f"iam.put_user_policy(UserName='ci', PolicyName='s3', PolicyDocument={json.dumps(policy)!r})\n"
+                       "k = iam.create_access_key(UserName='ci')['AccessKey']\n"
+                       "print(k['AccessKeyId'], k['SecretAccessKey'])")
+    server.key = tuple(out.decode().split())
+    boto(server, f"s3.create_bucket(Bucket={BUCKET!r})", server.key)
     yield server
     server.stop()
 
 
 @pytest.fixture(autouse=True)
-def aws_env(monkeypatch):
+def aws_env(monkeypatch, moto):
     for k, v in ENV.items():
         monkeypatch.setenv(k, v)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto.key[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto.key[1])
+    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
 
 
 def read_back(server, key: str) -> bytes:
     return boto(server, f"sys.stdout.buffer.write(s3.get_object(Bucket={BUCKET!r}, "
-                        f"Key={key!r})['Body'].read())")
+                        f"Key={key!r})['Body'].read())", server.key)
 
 
 def test_a_sweep_uploads_its_archive(moto, tmp_path):
@@ -85,5 +110,18 @@ def test_a_large_folder_goes_up_in_parts(moto, tmp_path):
     assert len(local) > 10 * 1024 * 1024
     assert read_back(moto, key) == local
     parts = boto(moto, f"print(s3.head_object(Bucket={BUCKET!r}, Key={key!r}, "
-                       "PartNumber=1).get('PartsCount'))").decode().strip()
+                       "PartNumber=1).get('PartsCount'))", moto.key).decode().strip()
     assert parts == "3", parts
+
+
+def test_a_wrong_secret_is_refused_with_a_clear_error(moto, tmp_path, monkeypatch):
+    out = tmp_path / "refused"
+    out.mkdir()
+    (out / "x.txt").write_text("x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    p = subprocess.run([str(BIN), "archive", str(out), "--output-s3", f"s3://{BUCKET}/no",
+                        "--s3-endpoint-url", moto.url], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 1, p.stdout
+    assert "PutObject" in p.stderr and "403 SignatureDoesNotMatch" in p.stderr, p.stderr
+    assert "not-the-secret" not in p.stderr

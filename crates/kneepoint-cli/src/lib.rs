@@ -240,12 +240,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 failed_run(&outcome.summaries)
             }
             Command::Recommend(args) => {
-                let cancel = on_signals();
-                let outcome = run_recommend_with(&args, !args.quiet, &cancel).await?;
-                output::print_recommend(&outcome);
+                // Checked before hours of measuring, not after.
                 let file = FileConfig::load(&args.config)?;
                 let p =
                     kneepoint_config::Publish::resolve(&args.publish, file.output.as_ref(), None)?;
+                let cancel = on_signals();
+                let outcome = run_recommend_with(&args, !args.quiet, &cancel).await?;
+                output::print_recommend(&outcome);
                 publish(&p, &outcome.artifact_dir).await?;
                 if outcome.interrupted {
                     return Err(Interrupted.into());

@@ -379,24 +379,28 @@ fn cost_text(c: &kneepoint_planner::SearchCost) -> String {
 fn predicted_line(c: &kneepoint_engine::schema::RankedCandidate) -> Option<String> {
     let p = c.prediction.as_ref()?;
     let r = &c.recommendation;
-    let measured = r.point.as_ref().map(|m| {
-        let at = p
-            .points
-            .iter()
-            .find(|x| x.concurrency == m.concurrency)
-            .map(|x| {
-                format!(
-                    ", predicted there {:.0} ({:+.0} %)",
-                    x.output_tokens_per_s,
-                    (x.output_tokens_per_s / m.output_token_throughput - 1.0) * 100.0
-                )
-            })
-            .unwrap_or_default();
-        format!(
-            "; measured {:.0} tok/s at concurrency {}{at}",
-            m.output_token_throughput, m.concurrency
-        )
-    });
+    let measured = r
+        .point
+        .as_ref()
+        .filter(|m| m.output_token_throughput > 0.0)
+        .map(|m| {
+            let at = p
+                .points
+                .iter()
+                .find(|x| x.concurrency == m.concurrency)
+                .map(|x| {
+                    format!(
+                        ", predicted there {:.0} ({:+.0} %)",
+                        x.output_tokens_per_s,
+                        (x.output_tokens_per_s / m.output_token_throughput - 1.0) * 100.0
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "; measured {:.0} tok/s at concurrency {}{at}",
+                m.output_token_throughput, m.concurrency
+            )
+        });
     Some(format!(
         "predicted {}: knee {}, {:.0} out tok/s at saturation ({} concurrent, tensor parallelism {}){}",
         r.name,

@@ -37,7 +37,7 @@ pub fn plan(args: &PlanArgs) -> anyhow::Result<Plan> {
     if let Some(m) = &args.model {
         fit.model_config = Some(m.clone());
     }
-    let inputs = FitInputs::resolve(&fit, None, args.isl, args.osl)?
+    let inputs = FitInputs::resolve(&fit, None, None, args.isl, args.osl)?
         .context("give the model's config.json with --model FILE")?;
     let mut instances = args.instances.clone();
     if instances.is_empty() {
@@ -103,8 +103,8 @@ pub fn table(p: &Plan) -> String {
         "max conc",
         "knee",
         "peak tok/s",
-        "$/hour",
-        "$/M tok"
+        format!("{}/hour", p.currency),
+        format!("{}/M tok", p.currency)
     );
     for r in &p.rows {
         let f = &r.fit;

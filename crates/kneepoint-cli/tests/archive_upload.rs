@@ -24,6 +24,7 @@ struct Store {
     objects: BTreeMap<String, Vec<u8>>,
     parts: BTreeMap<(String, u32), Vec<u8>>,
     calls: Vec<String>,
+    headers: Vec<String>,
     rejected: usize,
 }
 
@@ -79,6 +80,8 @@ async fn fake_s3() -> (String, Arc<Mutex<Store>>) {
                     let (status, extra, reply) = {
                         let mut s = st.lock().unwrap();
                         s.calls.push(format!("{method} {query}"));
+                        s.headers
+                            .extend(headers.iter().map(|(k, v)| format!("{k}: {v}")));
                         if !ok {
                             s.rejected += 1;
                             (403, String::new(), b"<Error><Code>SignatureDoesNotMatch</Code><Message>no</Message></Error>".to_vec())
@@ -166,7 +169,19 @@ async fn a_sweep_is_archived_uploaded_and_read_back_byte_for_byte() {
     .unwrap();
     assert!(s.common.publish.archive, "--output-s3 implies --archive");
     kneepoint_cli::run_sweep(&s, false).await.unwrap();
-    // The credential chain reads these (the test's own, never real ones).
+    // The credential chain reads these (the test's own, never real ones); nothing ambient
+    // (a session token, a profile, the shared files) may change which credentials it picks.
+    for v in [
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_ROLE_ARN",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ] {
+        std::env::remove_var(v);
+    }
+    let none = tmp.path().join("no-aws-files");
+    std::env::set_var("AWS_CONFIG_FILE", &none);
+    std::env::set_var("AWS_SHARED_CREDENTIALS_FILE", &none);
     std::env::set_var("AWS_ACCESS_KEY_ID", KEY);
     std::env::set_var("AWS_SECRET_ACCESS_KEY", SECRET);
     let done = s.common.publish.run(&dir).await.unwrap().unwrap();
@@ -195,8 +210,16 @@ async fn a_sweep_is_archived_uploaded_and_read_back_byte_for_byte() {
     }
     let s = store.lock().unwrap();
     assert_eq!(s.rejected, 0, "{:?}", s.calls);
-    // The secret never reached the server in the clear.
-    assert!(!s.calls.iter().any(|c| c.contains(SECRET)));
+    // Every request was signed with the key id, and the secret itself never went on the wire.
+    assert!(s
+        .headers
+        .iter()
+        .any(|h| h.starts_with("authorization: AWS4-HMAC-SHA256 Credential=AKIDKNEEPOINTTEST/")));
+    assert!(s
+        .headers
+        .iter()
+        .any(|h| h.starts_with("x-amz-content-sha256: ")));
+    assert!(!s.headers.iter().any(|h| h.contains(SECRET)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

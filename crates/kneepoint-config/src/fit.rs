@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kneepoint_fit::{Catalog, Efficiency, FitSettings, ModelSpec, Prediction, WeightFormat};
+use kneepoint_fit::{Catalog, Efficiency, Fit, FitSettings, ModelSpec, Prediction, WeightFormat};
 use kneepoint_sim::{ExpertReads, SimProfile};
 use serde::Deserialize;
 
@@ -15,8 +15,8 @@ use crate::Result;
 /// The flags that describe a model and where it runs, for stage-1 sizing.
 #[derive(Debug, Clone, Default, Args)]
 pub struct FitArgs {
-    /// The model's Hugging Face `config.json` (for `kneepoint plan`, `--sim-profile predicted`
-    /// and the fit check of `recommend`).
+    /// The model's Hugging Face `config.json`, for `--sim-profile predicted` (`recommend` reads
+    /// it from the config file's `[model]`).
     #[arg(long, value_name = "FILE")]
     pub model_config: Option<PathBuf>,
     /// The instance type the model would run on (a name in the instance catalog).
@@ -31,7 +31,7 @@ pub struct FitArgs {
     /// KV-cache precision: auto (16-bit) or fp8.
     #[arg(long, value_name = "auto|fp8")]
     pub kv_cache_dtype: Option<String>,
-    /// The weights' format when the config does not say (bf16, fp8, int4, nvfp4, mxfp4).
+    /// The weights' format, instead of what the config says (bf16, fp8, int4, nvfp4, mxfp4).
     #[arg(long, value_name = "FORMAT")]
     pub weights: Option<String>,
     /// The engine's limit on running sequences (vLLM's max_num_seqs; default 256).
@@ -55,7 +55,7 @@ pub struct FitArgs {
     pub compute_efficiency: Option<f64>,
 }
 
-/// `[model]`: the same settings in a config file (paths relative to the working directory).
+/// `[model]`: the same settings in a config file (paths relative to the config file).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSection {
@@ -69,7 +69,7 @@ pub struct ModelSection {
     pub gpu_memory_utilization: Option<f64>,
     /// `auto` or `fp8`.
     pub kv_cache_dtype: Option<String>,
-    /// The weights' format when the config does not say.
+    /// The weights' format, instead of what the config says.
     pub weights: Option<String>,
     /// The engine's limit on running sequences.
     pub max_num_seqs: Option<u32>,
@@ -117,19 +117,30 @@ pub fn catalog(path: Option<&Path>) -> Result<Catalog> {
 }
 
 impl FitInputs {
-    /// Resolves the flags over `[model]` for requests of `isl` / `osl` mean tokens; `None`
-    /// when neither names a model config.
+    /// Resolves the flags over `[model]` (whose paths are relative to `base`, the config
+    /// file's folder) for requests of `isl` / `osl` mean tokens; `None` when neither names a
+    /// model config.
     pub fn resolve(
         args: &FitArgs,
         file: Option<&ModelSection>,
+        base: Option<&Path>,
         isl: f64,
         osl: f64,
     ) -> Result<Option<Self>> {
         let d = ModelSection::default();
         let f = file.unwrap_or(&d);
-        let Some(path) = args.model_config.clone().or(f.config.clone()) else {
+        let from_file =
+            |p: &Option<PathBuf>| p.as_ref().map(|p| base.map_or(p.clone(), |b| b.join(p)));
+        let Some(path) = args.model_config.clone().or(from_file(&f.config)) else {
             return Ok(None);
         };
+        let limit = kneepoint_fit::MAX_DIM as f64;
+        if !(isl.is_finite() && (0.0..=limit).contains(&isl)) {
+            bail!("the input length for sizing must be between 0 and {limit} tokens (got {isl})");
+        }
+        if !(osl.is_finite() && (1.0..=limit).contains(&osl)) {
+            bail!("the output length for sizing must be between 1 and {limit} tokens (got {osl})");
+        }
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading the model config {}", path.display()))?;
         let mut model = ModelSpec::from_hf_config(&text)
@@ -139,10 +150,11 @@ impl FitInputs {
         }
         let catalog = catalog(
             args.instance_catalog
-                .as_deref()
-                .or(f.instance_catalog.as_deref()),
+                .clone()
+                .or(from_file(&f.instance_catalog))
+                .as_deref(),
         )?;
-        let mut s = FitSettings::new(isl.round().max(0.0) as u64, osl.round().max(1.0) as u64);
+        let mut s = FitSettings::new(isl.round() as u64, osl.round() as u64);
         if let Some(u) = args.gpu_memory_utilization.or(f.gpu_memory_utilization) {
             s.gpu_memory_utilization = u;
         }
@@ -187,39 +199,46 @@ impl FitInputs {
         }))
     }
 
-    /// The first-order prediction on `instance` at its chosen degree, or why there is none.
-    pub fn predict_on(&self, instance: &str, levels: &[u32]) -> Result<Prediction> {
-        let plan = kneepoint_fit::plan(
-            &self.model,
-            &self.catalog,
-            &[instance.to_owned()],
-            &self.settings,
-            self.efficiency,
-        )?;
-        let Some(row) = plan.chosen(instance) else {
-            let why: Vec<String> = plan
-                .rows
+    /// The fit to deploy on `instance` (at `tp`, or the degree that holds the most), or why
+    /// none fits (each degree's reason).
+    pub fn chosen_fit(
+        &self,
+        instance: &str,
+        tp: Option<u32>,
+    ) -> Result<std::result::Result<(FitSettings, Fit), String>> {
+        let mut settings = self.settings.clone();
+        if let Some(tp) = tp {
+            settings.tensor_parallel = vec![tp];
+        }
+        let inst = self.catalog.get(instance)?;
+        let fits = kneepoint_fit::plan_fits(&self.model, &[inst], &settings)?;
+        Ok(match kneepoint_fit::best_fit(&fits, instance) {
+            Some(f) => Ok((settings, f)),
+            None => Err(fits
                 .iter()
-                .map(|r| {
+                .map(|f| {
                     format!(
-                        "TP {}: {}",
-                        r.fit.tensor_parallel,
-                        r.fit.reason.clone().unwrap_or_default()
+                        "tensor parallelism {}: {}",
+                        f.tensor_parallel,
+                        f.reason.clone().unwrap_or_default()
                     )
                 })
-                .collect();
-            bail!(
-                "{} does not fit on {instance}: {}",
-                self.model.name,
-                why.join("; ")
-            );
+                .collect::<Vec<_>>()
+                .join("; ")),
+        })
+    }
+
+    /// The first-order prediction on `instance` at its chosen degree, or why there is none.
+    pub fn predict_on(&self, instance: &str, levels: &[u32]) -> Result<Prediction> {
+        let (settings, fit) = match self.chosen_fit(instance, None)? {
+            Ok(x) => x,
+            Err(why) => bail!("{} does not fit on {instance}: {why}", self.model.name),
         };
-        let inst = self.catalog.get(instance)?;
         Ok(kneepoint_fit::predict(
             &self.model,
-            inst,
-            &row.fit,
-            &self.settings,
+            self.catalog.get(instance)?,
+            &fit,
+            &settings,
             self.efficiency,
             levels,
         )?)
@@ -236,7 +255,14 @@ pub fn predicted_profile(inputs: &FitInputs) -> Result<SimProfile> {
     let st = p.step;
     let mut profile = SimProfile::calibrated();
     profile.name = "predicted".into();
-    profile.model = format!("{} on {instance} (predicted)", inputs.model.name);
+    profile.model = if p.replicas > 1 {
+        format!(
+            "{} on {instance} (predicted; one of its {} replicas)",
+            inputs.model.name, p.replicas
+        )
+    } else {
+        format!("{} on {instance} (predicted)", inputs.model.name)
+    };
     profile.max_num_seqs = st.max_num_seqs;
     profile.max_num_batched_tokens = inputs.settings.max_num_batched_tokens;
     profile.kv_cache_tokens = st.kv_cache_tokens.max(1);

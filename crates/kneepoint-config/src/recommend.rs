@@ -167,7 +167,13 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
     let table = table_path.as_deref().map(PriceTable::load).transpose()?;
     let wl = file.workload.clone().unwrap_or_default();
     let (isl, osl) = crate::workload::mean_lengths(&crate::CommonArgs::default(), &wl);
-    let fit = FitInputs::resolve(&FitArgs::default(), file.model.as_ref(), isl, osl)?;
+    let fit = FitInputs::resolve(
+        &FitArgs::default(),
+        file.model.as_ref(),
+        Some(base),
+        isl,
+        osl,
+    )?;
     let levels = file
         .sweep_params
         .as_ref()
@@ -245,8 +251,9 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
 
 /// Stage 1 for one candidate: whether the model fits its instance type (at its tensor
 /// parallelism, or the degree that holds the most), the bound on its concurrency (per
-/// instance × instances) and the prediction at the sweep's levels. A candidate whose instance
-/// type is not in the catalog is measured without them (with a warning).
+/// instance × instances) and the prediction for the whole endpoint at the sweep's levels. A
+/// candidate whose instance type is not in the catalog is measured without them (with a
+/// warning).
 fn stage_one(
     spec: CandidateSpec,
     c: &CandidateSection,
@@ -255,61 +262,36 @@ fn stage_one(
     observer: &dyn Observer,
 ) -> Result<CandidateSpec> {
     let it = c.instance_type.as_deref().unwrap_or_default();
-    if fit.catalog.get(it).is_err() {
+    let Ok(inst) = fit.catalog.get(it) else {
         observer.warning(&format!(
             "candidate {:?}: instance type {it:?} is not in the instance catalog, so it is measured without the stage-1 fit",
             c.name
         ));
         return Ok(spec);
-    }
-    let mut settings = fit.settings.clone();
-    if let Some(tp) = c.tensor_parallel {
-        settings.tensor_parallel = vec![tp];
-    }
-    let plan = kneepoint_fit::plan(
-        &fit.model,
-        &fit.catalog,
-        &[it.to_owned()],
-        &settings,
-        fit.efficiency,
-    )?;
-    let Some(row) = plan.chosen(it) else {
-        let why: Vec<String> = plan
-            .rows
-            .iter()
-            .map(|r| {
-                format!(
-                    "tensor parallelism {}: {}",
-                    r.fit.tensor_parallel,
-                    r.fit.reason.clone().unwrap_or_default()
-                )
-            })
-            .collect();
-        return Ok(spec.unfit(why.join("; ")));
     };
+    let (settings, one) = match fit.chosen_fit(it, c.tensor_parallel)? {
+        Ok(x) => x,
+        Err(why) => return Ok(spec.unfit(why)),
+    };
+    // The endpoint is `instance_count` instances: as many times the replicas.
     let count = spec.instance_count.max(1);
-    let bound = row.fit.instance_max_concurrency.saturating_mul(count);
+    let mut endpoint = one.clone();
+    endpoint.replicas = one.replicas.saturating_mul(count);
+    endpoint.instance_max_concurrency = one.instance_max_concurrency.saturating_mul(count);
+    let bound = endpoint.instance_max_concurrency;
     let mut at: Vec<u32> = levels.to_vec();
-    at.extend(kneepoint_fit::prediction_levels(
-        row.fit.instance_max_concurrency,
-    ));
+    at.extend(kneepoint_fit::prediction_levels(bound));
     at.sort_unstable();
     at.dedup();
-    let prediction = kneepoint_fit::predict(
-        &fit.model,
-        fit.catalog.get(it)?,
-        &row.fit,
-        &settings,
-        fit.efficiency,
-        &at,
-    )?;
+    let prediction =
+        kneepoint_fit::predict(&fit.model, inst, &endpoint, &settings, fit.efficiency, &at)?;
     observer.note(&format!(
-        "candidate {:?}: {} fits {it} at tensor parallelism {} ({} replica(s)); its KV cache holds {} sequences of {} tokens per replica, so concurrency is bounded at {bound}; predicted knee {}",
+        "candidate {:?}: {} fits {it} at tensor parallelism {} ({} replica(s) per instance); its KV cache holds {} sequences of {} tokens per replica, so concurrency is bounded at {bound}; predicted knee {}",
         c.name,
         fit.model.name,
-        row.fit.tensor_parallel,
-        row.fit.replicas,
-        row.fit.kv_max_concurrency,
+        one.tensor_parallel,
+        one.replicas,
+        one.kv_max_concurrency,
         settings.isl + settings.osl,
         prediction
             .knee

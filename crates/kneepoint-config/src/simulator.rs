@@ -21,7 +21,9 @@ pub(crate) fn profile(
     let mut p = if name == "predicted" {
         let wl = file.workload.clone().unwrap_or_default();
         let (isl, osl) = crate::workload::mean_lengths(args, &wl);
-        let Some(inputs) = FitInputs::resolve(&args.fit, file.model.as_ref(), isl, osl)? else {
+        let base = args.config.as_deref().and_then(std::path::Path::parent);
+        let Some(inputs) = FitInputs::resolve(&args.fit, file.model.as_ref(), base, isl, osl)?
+        else {
             bail!("--sim-profile predicted needs --model-config FILE and --instance TYPE (or [model] config and instance)");
         };
         crate::fit::predicted_profile(&inputs)?

@@ -10,7 +10,6 @@ use crate::file::WorkloadSection;
 use crate::limits::dist;
 use crate::{CommonArgs, Result};
 
-/// Input and output length distributions.
 /// The mean input and output lengths the flags and `[workload]` ask for (1024 / 256 unless
 /// set).
 pub(crate) fn mean_lengths(args: &CommonArgs, wl: &WorkloadSection) -> (f64, f64) {
@@ -20,16 +19,18 @@ pub(crate) fn mean_lengths(args: &CommonArgs, wl: &WorkloadSection) -> (f64, f64
     )
 }
 
+/// Input and output length distributions.
 pub(crate) fn lengths(args: &CommonArgs, wl: &WorkloadSection) -> Result<(LengthDist, LengthDist)> {
+    let (isl_mean, osl_mean) = mean_lengths(args, wl);
     let isl = dist(
-        args.isl.or(wl.prompt_input_tokens_mean).unwrap_or(1024.0),
+        isl_mean,
         args.isl_stddev
             .or(wl.prompt_input_tokens_stddev)
             .unwrap_or(0.0),
         "input length",
     )?;
     let osl = dist(
-        args.osl.or(wl.output_tokens_mean).unwrap_or(256.0),
+        osl_mean,
         args.osl_stddev.or(wl.output_tokens_stddev).unwrap_or(0.0),
         "output length",
     )?;

@@ -11,7 +11,8 @@ use flate2::Compression;
 
 use crate::Error;
 
-/// Where [`write_archive`] puts the archive of `dir`.
+/// Where [`write_archive`] puts the archive of `dir` (give it a folder with a name of its
+/// own; `write_archive` resolves `.` and `..` first).
 pub fn archive_path(dir: &Path) -> PathBuf {
     let name = dir
         .file_name()
@@ -57,6 +58,13 @@ pub fn write_archive(dir: &Path) -> Result<(PathBuf, u64), Error> {
             "{} is not an artifact folder",
             dir.display()
         )));
+    }
+    // `.` or `run/..` have no name of their own: the archive would land inside the folder.
+    let dir = &dir.canonicalize().map_err(|e| Error::io("read", dir, e))?;
+    if dir.parent().is_none() {
+        return Err(Error::invalid(
+            "the file system's root is not an artifact folder",
+        ));
     }
     let out = archive_path(dir);
     let tmp = out.with_extension("gz.partial");

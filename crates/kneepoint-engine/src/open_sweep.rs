@@ -108,6 +108,12 @@ pub(crate) async fn run(
         &rows,
         &zone,
     )?;
+    bench.log.info(&format!(
+        "open-loop sweep {} over {} request rate(s): {}",
+        if interrupted { "interrupted" } else { "done" },
+        rates.len(),
+        zone.summary
+    ));
     crate::rerender::render_quietly(&dir, bench.observer.as_ref());
     Ok(SweepReport {
         rows,

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, InstanceType, ModelSpec};
 
-const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+pub(crate) const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+pub(crate) const MIB: f64 = 1024.0 * 1024.0;
 
 /// What the plan assumes about the serving engine (vLLM's defaults unless set).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,8 +54,14 @@ impl FitSettings {
                 reason: reason.to_owned(),
             })
         };
-        if self.isl + self.osl == 0 || self.osl == 0 {
+        if self.osl == 0 {
             return bad("osl", "requests need at least one output token");
+        }
+        if self.isl > crate::MAX_DIM || self.osl > crate::MAX_DIM {
+            return bad(
+                "isl",
+                "input and output lengths must be at most 16,777,216 tokens",
+            );
         }
         if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
             return bad("gpu_memory_utilization", "must be above 0 and at most 1");
@@ -161,7 +168,7 @@ pub fn fit(model: &ModelSpec, instance: &InstanceType, tp: u32, s: &FitSettings)
     let reserve = s.reserve_gib(model, tp);
     let budget = instance.gpu_memory_gib * s.gpu_memory_utilization;
     let left = budget - weights - reserve;
-    let tokens = s.isl + s.osl;
+    let tokens = s.isl.saturating_add(s.osl);
     let seq = model.sequence_bytes(tokens, tp, s.kv_cache_bits);
     let per_token = model.kv_bytes_per_token(tp, s.kv_cache_bits);
     let kv_gib = left.max(0.0);
@@ -177,7 +184,9 @@ pub fn fit(model: &ModelSpec, instance: &InstanceType, tp: u32, s: &FitSettings)
         u32::MAX
     };
     let mut reason = None;
-    if tp > instance.gpu_count {
+    if let Err(e) = model.validate() {
+        reason = Some(e.to_string());
+    } else if tp > instance.gpu_count {
         reason = Some(format!(
             "tensor parallelism {tp} needs more GPUs than the {} the instance has",
             instance.gpu_count
@@ -211,7 +220,7 @@ pub fn fit(model: &ModelSpec, instance: &InstanceType, tp: u32, s: &FitSettings)
     } else if kv_max == 0 {
         reason = Some(format!(
             "the {kv_gib:.2} GiB left per GPU after the weights does not hold one sequence of {tokens} tokens ({:.1} MiB)",
-            seq / 1024.0 / 1024.0
+            seq / MIB
         ));
     }
     let fits = reason.is_none();
@@ -228,7 +237,7 @@ pub fn fit(model: &ModelSpec, instance: &InstanceType, tp: u32, s: &FitSettings)
         kv_cache_gib_per_gpu: kv_gib,
         kv_bytes_per_token: per_token,
         kv_cache_tokens: kv_tokens,
-        sequence_mib: seq / 1024.0 / 1024.0,
+        sequence_mib: seq / MIB,
         kv_max_concurrency: if fits { kv_max } else { 0 },
         max_concurrency,
         instance_max_concurrency: max_concurrency.saturating_mul(replicas),
@@ -244,6 +253,7 @@ pub fn plan_fits(
     s: &FitSettings,
 ) -> Result<Vec<Fit>, Error> {
     s.validate()?;
+    model.validate()?;
     Ok(instances
         .iter()
         .flat_map(|i| {

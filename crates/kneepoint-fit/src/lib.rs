@@ -46,7 +46,7 @@ mod weights;
 pub use catalog::{Catalog, InstanceType};
 pub use error::Error;
 pub use fit::{best_fit, fit, plan_fits, tensor_parallel_degrees, Fit, FitSettings};
-pub use model::{AttentionSpec, MambaSpec, MlaSpec, MlpSpec, ModelSpec, MoeSpec};
+pub use model::{AttentionSpec, MambaSpec, MlaSpec, MlpSpec, ModelSpec, MoeSpec, MAX_DIM};
 pub use params::ParamCount;
 pub use plan::{plan, prediction_levels, Plan, PlanRow};
 pub use roofline::{predict, Efficiency, PredictedPoint, Prediction, StepModel};

@@ -94,15 +94,6 @@ impl MambaSpec {
     pub fn inner(&self) -> u64 {
         u64::from(self.heads) * u64::from(self.head_dim)
     }
-
-    /// Elements of one sequence's state in one layer, whole model (before tensor
-    /// parallelism): the convolution's last `conv_kernel − 1` inputs and the SSM state.
-    pub fn state_elements(&self) -> u64 {
-        let conv_dim = self.inner() + 2 * u64::from(self.groups) * u64::from(self.state_size);
-        let conv = u64::from(self.conv_kernel.saturating_sub(1)) * conv_dim;
-        let ssm = self.inner() * u64::from(self.state_size);
-        conv + ssm
-    }
 }
 
 /// A model's architecture, as the plan sees it.
@@ -146,11 +137,19 @@ fn uint(m: &Map<String, Value>, keys: &[&str]) -> Option<u64> {
     })
 }
 
+/// The largest size accepted for any dimension or count (16.7 million): real models are far
+/// below it, and it keeps every product of two dimensions inside a `u64`.
+pub const MAX_DIM: u64 = 1 << 24;
+
 fn need(m: &Map<String, Value>, field: &'static str, keys: &[&str]) -> Result<u64, Error> {
     match uint(m, keys) {
         Some(0) => Err(Error::ConfigField {
             field,
             reason: "is zero".into(),
+        }),
+        Some(v) if v > MAX_DIM => Err(Error::ConfigField {
+            field,
+            reason: format!("{v} is implausibly large (at most {MAX_DIM})"),
         }),
         Some(v) => Ok(v),
         None => Err(Error::ConfigField {
@@ -161,6 +160,12 @@ fn need(m: &Map<String, Value>, field: &'static str, keys: &[&str]) -> Result<u6
 }
 
 fn small(v: u64, field: &'static str) -> Result<u32, Error> {
+    if v > MAX_DIM {
+        return Err(Error::ConfigField {
+            field,
+            reason: format!("{v} is implausibly large (at most {MAX_DIM})"),
+        });
+    }
     u32::try_from(v).map_err(|_| Error::ConfigField {
         field,
         reason: format!("{v} is too large"),
@@ -169,6 +174,23 @@ fn small(v: u64, field: &'static str) -> Result<u32, Error> {
 
 fn text<'a>(m: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
     get(m, keys).and_then(Value::as_str)
+}
+
+/// `layers` dense feed-forward layers of inner size `inner` (none when `layers` is 0; an
+/// error when there are some but no size).
+fn mlp_shape(layers: u32, inner: Option<u64>, gated: bool) -> Result<Option<MlpSpec>, Error> {
+    match (layers, inner) {
+        (0, _) => Ok(None),
+        (n, Some(i)) => Ok(Some(MlpSpec {
+            layers: n,
+            intermediate_size: i,
+            gated,
+        })),
+        (_, None) => Err(Error::ConfigField {
+            field: "intermediate_size",
+            reason: "the config has dense feed-forward layers but no inner size".into(),
+        }),
+    }
 }
 
 /// Squared-ReLU and plain GELU feed-forwards have two matrices; SwiGLU-style ones three.
@@ -223,11 +245,22 @@ impl ModelSpec {
             "num_key_value_heads",
         )?
         .max(1);
+        // Latent attention's query/key heads are the rotary and non-rotary parts together.
+        let mla_head = uint(m, &["qk_nope_head_dim"])
+            .zip(uint(m, &["qk_rope_head_dim"]))
+            .map(|(a, b)| a + b);
         let head_dim = small(
             uint(m, &["head_dim", "attention_head_dim", "kv_channels"])
+                .or(mla_head)
                 .unwrap_or(hidden_size / u64::from(heads)),
             "head_dim",
         )?;
+        if head_dim == 0 {
+            return Err(Error::ConfigField {
+                field: "head_dim",
+                reason: "is zero (or hidden_size is smaller than the head count)".into(),
+            });
+        }
         let tie_word_embeddings = get(m, &["tie_word_embeddings"])
             .or(get(outer, &["tie_word_embeddings"]))
             .and_then(Value::as_bool)
@@ -275,6 +308,12 @@ impl ModelSpec {
                 ],
             )
             .unwrap_or_else(|| uint(m, &["n_shared_experts"]).unwrap_or(0) * ei);
+            if k > e {
+                return Err(Error::ConfigField {
+                    field: "num_experts_per_tok",
+                    reason: format!("{k} experts per token but only {e} experts"),
+                });
+            }
             Ok(Some(MoeSpec {
                 layers,
                 experts: small(e, "num_experts")?,
@@ -288,23 +327,29 @@ impl ModelSpec {
         let (attention_layers, layer_kinds, mlp, moe, mamba);
         if let Some(pattern) = text(m, &["hybrid_override_pattern"]) {
             // NVIDIA's hybrid layout: one block per character.
+            if let Some(c) = pattern
+                .chars()
+                .find(|c| !matches!(c, 'M' | '*' | '-' | 'E'))
+            {
+                return Err(Error::ConfigField {
+                    field: "hybrid_override_pattern",
+                    reason: format!("unknown layer kind {c:?} (known: M, *, -, E)"),
+                });
+            }
             let count = |c: char| pattern.chars().filter(|x| *x == c).count() as u32;
             attention_layers = count('*');
             layer_kinds = None;
             let dense = count('-');
-            mlp = (dense > 0)
-                .then(|| {
-                    intermediate.map(|i| MlpSpec {
-                        layers: dense,
-                        intermediate_size: i,
-                        gated: gated(act),
+            mlp = mlp_shape(dense, intermediate, gated(act))?;
+            moe = match (count('E'), experts) {
+                (0, _) => None,
+                (n, Some(_)) => moe_shape(n)?,
+                (_, None) => {
+                    return Err(Error::ConfigField {
+                        field: "n_routed_experts",
+                        reason: "the pattern has MoE layers (E) but no expert count".into(),
                     })
-                })
-                .flatten();
-            moe = if count('E') > 0 {
-                moe_shape(count('E'))?
-            } else {
-                None
+                }
             };
             let mamba_layers = count('M');
             mamba = if mamba_layers > 0 {
@@ -365,23 +410,12 @@ impl ModelSpec {
             } else {
                 intermediate
             };
-            mlp = match (dense_layers, dense_inner) {
-                (0, _) => None,
-                (n, Some(i)) => Some(MlpSpec {
-                    layers: n,
-                    intermediate_size: i,
-                    gated: gated(act),
-                }),
-                (_, None) => {
-                    return Err(Error::ConfigField {
-                        field: "intermediate_size",
-                        reason: "a dense feed-forward needs its inner size".into(),
-                    })
-                }
-            };
+            mlp = mlp_shape(dense_layers, dense_inner, gated(act))?;
         }
 
-        let window = uint(m, &["sliding_window"]).filter(|w| *w > 0);
+        let window = uint(m, &["sliding_window"])
+            .filter(|w| *w > 0)
+            .map(|w| w.min(MAX_DIM));
         let sliding_layers = match (&layer_kinds, window) {
             (Some(kinds), Some(_)) => kinds
                 .iter()
@@ -416,7 +450,7 @@ impl ModelSpec {
             None => None,
         };
         let weights = WeightFormat::from_config(outer, m)?;
-        Ok(ModelSpec {
+        let spec = ModelSpec {
             name,
             model_type,
             hidden_size,
@@ -436,6 +470,8 @@ impl ModelSpec {
             moe,
             mamba,
             weights,
-        })
+        };
+        spec.validate()?;
+        Ok(spec)
     }
 }

@@ -30,6 +30,43 @@ impl ParamCount {
 }
 
 impl ModelSpec {
+    /// Checks what the arithmetic divides by (a spec built by hand or deserialised may hold
+    /// anything): heads, KV heads and head size above 0, at most as many experts per token as
+    /// experts, Mamba heads above 0.
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        let bad = |field: &'static str, reason: &str| {
+            Err(crate::Error::ConfigField {
+                field,
+                reason: reason.to_owned(),
+            })
+        };
+        let a = &self.attention;
+        if a.heads == 0 || a.kv_heads == 0 || a.head_dim == 0 {
+            return bad(
+                "num_attention_heads",
+                "heads, KV heads and head_dim must be above 0",
+            );
+        }
+        if self.hidden_size == 0 || self.vocab_size == 0 {
+            return bad("hidden_size", "hidden_size and vocab_size must be above 0");
+        }
+        if let Some(m) = self.moe {
+            if m.experts == 0 || m.experts_per_token == 0 || m.experts_per_token > m.experts {
+                return bad(
+                    "num_experts_per_tok",
+                    "needs 1 ≤ experts per token ≤ experts",
+                );
+            }
+        }
+        if self.mamba.is_some_and(|m| m.heads == 0 || m.head_dim == 0) {
+            return bad(
+                "mamba_num_heads",
+                "Mamba heads and head_dim must be above 0",
+            );
+        }
+        Ok(())
+    }
+
     /// Parameters by kind (norms, biases and other vectors are left out: well under 0.1 %).
     pub fn params(&self) -> ParamCount {
         let h = self.hidden_size as f64;
@@ -41,15 +78,18 @@ impl ModelSpec {
         );
         let attn_layer = match a.mla {
             Some(mla) => {
-                let qk = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
+                let (nope, rope) = (
+                    f64::from(mla.qk_nope_head_dim),
+                    f64::from(mla.qk_rope_head_dim),
+                );
+                let qk = nope + rope;
                 let q = match mla.q_lora_rank {
                     Some(r) => h * f64::from(r) + f64::from(r) * heads * qk,
                     None => h * heads * qk,
                 };
-                let kv_down = h * f64::from(mla.kv_lora_rank + mla.qk_rope_head_dim);
-                let kv_up = f64::from(mla.kv_lora_rank)
-                    * heads
-                    * f64::from(mla.qk_nope_head_dim + mla.v_head_dim);
+                let kv_down = h * (f64::from(mla.kv_lora_rank) + rope);
+                let kv_up =
+                    f64::from(mla.kv_lora_rank) * heads * (nope + f64::from(mla.v_head_dim));
                 q + kv_down + kv_up + heads * f64::from(mla.v_head_dim) * h
             }
             None => 2.0 * h * heads * hd + 2.0 * h * kv * hd,
@@ -155,7 +195,7 @@ impl ModelSpec {
         let a = &self.attention;
         let bytes = kv_bits / 8.0;
         match a.mla {
-            Some(m) => f64::from(m.kv_lora_rank + m.qk_rope_head_dim) * bytes,
+            Some(m) => (f64::from(m.kv_lora_rank) + f64::from(m.qk_rope_head_dim)) * bytes,
             None => {
                 let per_gpu = a.kv_heads.div_ceil(tp.max(1)).max(1);
                 2.0 * f64::from(per_gpu) * f64::from(a.head_dim) * bytes
@@ -173,9 +213,10 @@ impl ModelSpec {
     /// at 16 bits, the SSM state at the config's cache precision).
     pub fn mamba_state_bytes(&self, tp: u32) -> f64 {
         self.mamba.map_or(0.0, |m| {
-            let conv_dim = m.inner() + 2 * u64::from(m.groups) * u64::from(m.state_size);
-            let conv = f64::from(m.conv_kernel.saturating_sub(1)) * conv_dim as f64 * 2.0;
-            let ssm = (m.inner() * u64::from(m.state_size)) as f64 * m.ssm_state_bits / 8.0;
+            let inner = m.inner() as f64;
+            let conv_dim = inner + 2.0 * f64::from(m.groups) * f64::from(m.state_size);
+            let conv = f64::from(m.conv_kernel.saturating_sub(1)) * conv_dim * 2.0;
+            let ssm = inner * f64::from(m.state_size) * m.ssm_state_bits / 8.0;
             f64::from(m.layers) * (conv + ssm) / f64::from(tp.max(1))
         })
     }
@@ -188,9 +229,9 @@ impl ModelSpec {
         let full = tokens.div_ceil(block) * block;
         let per_layer = self.kv_bytes_per_token_layer(tp, kv_bits);
         let a = &self.attention;
-        let sliding = a
-            .sliding_window
-            .map_or(0, |w| tokens.min(w + block).div_ceil(block) * block);
+        let sliding = a.sliding_window.map_or(0, |w| {
+            tokens.min(w.saturating_add(block)).div_ceil(block) * block
+        });
         f64::from(a.full_layers) * per_layer * full as f64
             + f64::from(a.sliding_layers) * per_layer * sliding as f64
             + self.mamba_state_bytes(tp)

@@ -40,7 +40,8 @@ pub struct Plan {
     pub weights_gib: f64,
     /// The weights' format.
     pub weight_format: String,
-    /// KV bytes per token, whole model, unsharded.
+    /// KV bytes per token over the full-attention layers, unsharded (sliding-window layers and
+    /// Mamba state are per sequence: see `mamba_state_mib` and each fit's `sequence_mib`).
     pub kv_bytes_per_token: f64,
     /// Mamba state per sequence, MiB, unsharded.
     pub mamba_state_mib: f64,
@@ -121,10 +122,10 @@ pub fn plan(
         model: model.name.clone(),
         total_params_b: p.total() / 1e9,
         active_params_b: p.active() / 1e9,
-        weights_gib: model.weight_bytes() / 1073741824.0,
+        weights_gib: model.weight_bytes() / crate::fit::GIB,
         weight_format: model.weights.label.clone(),
         kv_bytes_per_token: model.kv_bytes_per_token(1, s.kv_cache_bits),
-        mamba_state_mib: model.mamba_state_bytes(1) / 1048576.0,
+        mamba_state_mib: model.mamba_state_bytes(1) / crate::fit::MIB,
         settings: s.clone(),
         efficiency: e,
         currency: catalog.currency.clone(),

@@ -64,7 +64,8 @@ pub struct StepModel {
     pub base_ms: f64,
     /// Added per decoding sequence, ms (its Mamba state, read and written).
     pub per_seq_ms: f64,
-    /// Added per token of context held by the decoding sequences, µs.
+    /// Added per token of context held by the decoding sequences, µs (full-attention layers;
+    /// sliding-window layers, bounded per sequence, are left out of the simulator's cost).
     pub per_context_token_us: f64,
     /// Added per prefilled token, µs.
     pub prefill_per_token_us: f64,
@@ -169,6 +170,8 @@ pub fn predict(
     e: Efficiency,
     levels: &[u32],
 ) -> Result<Prediction, Error> {
+    s.validate()?;
+    model.validate()?;
     if !fit.fits {
         return Err(Error::InvalidSetting {
             field: "fit",

@@ -177,6 +177,24 @@ fn careless_configs_are_errors_not_panics() {
         r#"{"hidden_size":64,"vocab_size":10,"num_attention_heads":4,"num_hidden_layers":2}"#,
         r#"{"hybrid_override_pattern":"M*","hidden_size":64,"vocab_size":10,"num_attention_heads":4}"#,
         r#"{"hidden_size":1e300,"vocab_size":10,"num_attention_heads":4,"num_hidden_layers":2}"#,
+        // more experts per token than experts
+        r#"{"hidden_size":64,"vocab_size":10,"num_attention_heads":4,"num_hidden_layers":2,
+            "intermediate_size":8,"num_local_experts":4,"num_experts_per_tok":8}"#,
+        // a head size of zero, given or implied
+        r#"{"hidden_size":64,"vocab_size":10,"num_attention_heads":4,"num_hidden_layers":2,
+            "intermediate_size":8,"head_dim":0}"#,
+        r#"{"hidden_size":2,"vocab_size":10,"num_attention_heads":4,"num_hidden_layers":2,
+            "intermediate_size":8}"#,
+        // dimensions beyond any model
+        r#"{"hidden_size":64,"vocab_size":10,"num_attention_heads":4,"num_hidden_layers":2,
+            "intermediate_size":8,"num_key_value_heads":4294967295}"#,
+        r#"{"hidden_size":64,"vocab_size":10,"num_attention_heads":4,"num_hidden_layers":2,
+            "intermediate_size":8,"kv_lora_rank":4294967295,"qk_rope_head_dim":4294967295,
+            "qk_nope_head_dim":1,"v_head_dim":1}"#,
+        // hybrid patterns naming layers the config does not describe
+        r#"{"hybrid_override_pattern":"*E","hidden_size":64,"vocab_size":10,"num_attention_heads":4}"#,
+        r#"{"hybrid_override_pattern":"*-","hidden_size":64,"vocab_size":10,"num_attention_heads":4}"#,
+        r#"{"hybrid_override_pattern":"*X","hidden_size":64,"vocab_size":10,"num_attention_heads":4}"#,
     ] {
         assert!(ModelSpec::from_hf_config(bad).is_err(), "{bad}");
     }
@@ -186,6 +204,30 @@ fn careless_configs_are_errors_not_panics() {
     };
     let m = ModelSpec::from_hf_config(LLAMA_8B).unwrap();
     assert!(plan_fits(&m, &[], &s).is_err());
+    // A spec built by hand with no KV heads is a reason on the fit and an error elsewhere.
+    let mut broken = m.clone();
+    broken.attention.kv_heads = 0;
+    let g5 = Catalog::builtin();
+    let f = fit(
+        &broken,
+        g5.get("ml.g5.xlarge").unwrap(),
+        1,
+        &FitSettings::new(1, 1),
+    );
+    assert!(!f.fits && f.reason.unwrap().contains("heads"));
+    assert!(plan_fits(&broken, &[], &FitSettings::new(1, 1)).is_err());
+    // Lengths out of range are refused before any arithmetic.
+    let huge = FitSettings::new(u64::MAX, u64::MAX);
+    assert!(plan_fits(&m, &[], &huge).is_err());
+    let ok = fit(
+        &m,
+        g5.get("ml.g5.xlarge").unwrap(),
+        1,
+        &FitSettings::new(16, 16),
+    );
+    let zero_osl = FitSettings::new(16, 0);
+    let inst = g5.get("ml.g5.xlarge").unwrap();
+    assert!(predict(&m, inst, &ok, &zero_osl, Efficiency::default(), &[1]).is_err());
     // Tensor parallelism that does not divide the heads is a reason, not a crash.
     let g = Catalog::builtin();
     let f = fit(

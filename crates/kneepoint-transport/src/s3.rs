@@ -251,7 +251,13 @@ impl S3Client {
         };
         tokio::time::timeout(self.timeout, exchange)
             .await
-            .map_err(|_| s3_error(operation, key, "no answer within 10 minutes"))?
+            .map_err(|_| {
+                s3_error(
+                    operation,
+                    key,
+                    format!("no answer within {} s", self.timeout.as_secs()),
+                )
+            })?
     }
 
     /// Uploads `body` to `key` in `bucket`: one `PutObject` up to the part size, a multipart

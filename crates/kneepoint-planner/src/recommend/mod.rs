@@ -290,7 +290,9 @@ fn describe(r: &Recommendation, objective: Objective, peak: bool) -> String {
 
 /// Evaluates and ranks `candidates` by `objective`: cost, then latency (cost objective); latency,
 /// then cost (latency objective); throughput per instance, then cost (throughput objective);
-/// then the name. Candidates without an operating point come last, unranked, with their reason.
+/// then the name. Candidates whose capacity is only a lower bound ([`Candidate::lower_bound`])
+/// follow, unranked and marked provisional; candidates without an operating point come last,
+/// unranked, with their reason.
 pub fn recommend(
     candidates: &[Candidate],
     objective: Objective,

@@ -150,7 +150,7 @@ fn a_lower_bound_is_not_ranked() {
     // would rank last on a concurrency peak, sized at the 64 it was measured at.
     let mut cheap = cand("cheap-per-token", 4.0, 3500.0, 64, 900.0);
     cheap.lower_bound = Some("throughput still rising at concurrency 64".into());
-    let mut other = cand("other", 1.0, 1000.0, 64, 900.0);
+    let other = cand("other", 1.0, 1000.0, 64, 900.0);
     let peak = PeakPlan {
         peak: PeakTraffic::Concurrency(500.0),
         headroom: 0.2,
@@ -173,7 +173,6 @@ fn a_lower_bound_is_not_ranked() {
     assert!(recs[1].monthly_cost.is_some() && recs[1].cost_per_million_output_tokens.is_some());
     // Once both are established, the ranking is on the numbers.
     cheap.lower_bound = None;
-    other.lower_bound = None;
     let recs = recommend(&[cheap, other], Objective::Cost, Some(peak)).unwrap();
     assert!(recs
         .iter()
