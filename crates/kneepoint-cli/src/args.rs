@@ -29,6 +29,11 @@ pub enum Command {
     Plan(Box<crate::PlanArgs>),
     /// Measure candidate deployments and rank them by cost, latency or throughput.
     Recommend(RecommendArgs),
+    /// Kubernetes: print an Indexed Job that runs a sweep as N shards (see docs/scale-out.md).
+    K8s(K8sArgs),
+    /// Merge the folders of a sharded sweep (--shard K/N) into one, as one process would have
+    /// written it.
+    Merge(MergeArgs),
     /// Archive a saved artifact folder as DIR.tar.gz, and upload it with --output-s3.
     Archive(ArchiveArgs),
     /// Re-render summaries, plots and report.html of a saved artifact folder (no requests sent).
@@ -44,6 +49,35 @@ pub enum Command {
 pub struct ReportArgs {
     /// The artifact folder of a sweep, a search or a recommendation.
     pub dir: PathBuf,
+}
+
+/// `kneepoint k8s`.
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    /// What to print.
+    #[command(subcommand)]
+    pub command: K8sCommand,
+}
+
+/// `kneepoint k8s ...`.
+#[derive(Debug, Subcommand)]
+pub enum K8sCommand {
+    /// An Indexed Job: one pod per shard, a shared start, results to a volume or S3.
+    Job(crate::K8sJobArgs),
+}
+
+/// `kneepoint merge`.
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// The shards' artifact folders (one per shard, any order).
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// Where the merged run goes.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Replace a run already in --out.
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// `kneepoint archive`.

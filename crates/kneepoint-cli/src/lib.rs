@@ -15,6 +15,7 @@
 //! ```
 
 mod args;
+mod k8s_cmd;
 mod output;
 mod plan_cmd;
 mod progress;
@@ -29,10 +30,11 @@ use std::process::ExitCode;
 use kneepoint_runner::CancelToken;
 
 pub use args::{
-    ArchiveArgs, Cli, Command, CommonArgs, CompareArgs, RecommendArgs, ReportArgs, SearchArgs,
-    SimArgs, SimCommand, SlaArgs, SweepArgs,
+    ArchiveArgs, Cli, Command, CommonArgs, CompareArgs, K8sArgs, K8sCommand, MergeArgs,
+    RecommendArgs, ReportArgs, SearchArgs, SimArgs, SimCommand, SlaArgs, SweepArgs,
 };
 use clap::Parser;
+pub use k8s_cmd::{indexed_job, K8sJobArgs};
 pub use kneepoint_config::{
     CandidateSection, CommonSettings, FileConfig, LoadSection, OpenLoopSettings, PriceTable,
     RunsSection, RunsSettings, SearchSettings, SweepSettings, Target,
@@ -264,6 +266,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
             Command::Compare(args) => run_compare(&args),
+            Command::K8s(args) => match &args.command {
+                K8sCommand::Job(j) => k8s_cmd::run(j),
+            },
+            Command::Merge(args) => {
+                let r = kneepoint_engine::merge(
+                    &args.shards,
+                    &args.out,
+                    args.overwrite,
+                    std::sync::Arc::new(progress::Progress::new(false)),
+                )?;
+                output::print_merge(&r);
+                Ok(())
+            }
             Command::Archive(args) => {
                 let mut p = kneepoint_config::Publish::resolve(
                     &args.publish,

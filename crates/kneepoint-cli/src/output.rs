@@ -411,3 +411,40 @@ fn predicted_line(c: &kneepoint_engine::schema::RankedCandidate) -> Option<Strin
         measured.unwrap_or_default()
     ))
 }
+
+/// A merge's levels: records, the shards' start skew, the common window and the merged figures.
+pub(crate) fn print_merge(r: &kneepoint_engine::MergeReport) {
+    let mut text = format!(
+        "merged {} shards into {}\n{:>11} {:>8} {:>10} {:>10} {:>11} {:>9} {:>9} {:>6}\n",
+        r.shards,
+        r.artifact_dir.display(),
+        "concurrency",
+        "records",
+        "skew ms",
+        "window s",
+        "out tok/s",
+        "TTFT p50",
+        "e2e p99",
+        "err %"
+    );
+    for (l, s) in r.levels.iter().zip(&r.summaries) {
+        let _ = writeln!(
+            text,
+            "{:>11} {:>8} {:>10.1} {:>10.2} {:>11.1} {:>9} {:>9} {:>6.2}",
+            l.concurrency,
+            l.records,
+            l.start_skew_ms,
+            l.common_window_s,
+            s.output_token_throughput,
+            ms(s.stat("time_to_first_token", "p50")),
+            ms(s.stat("request_latency", "p99")),
+            s.error_rate * 100.0
+        );
+    }
+    let _ = writeln!(
+        text,
+        "largest start skew between shards: {:.1} ms",
+        r.max_start_skew_ms
+    );
+    emit(&text);
+}

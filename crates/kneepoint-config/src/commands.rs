@@ -124,6 +124,10 @@ impl SweepSettings {
                 .collect();
             SweepPlan::new(levels)?
         };
+        let plan = match common.shard {
+            Some(sh) => plan.shard(sh)?,
+            None => plan,
+        };
         let slas = slas(&args.sla, &file.search_params.clone().unwrap_or_default())?;
         common.check_server_slas(&slas)?;
         if !common.transport.streaming {
@@ -187,6 +191,9 @@ impl SearchSettings {
             }
         }
         let common = CommonSettings::resolve(&args.common, file, sp.request_count)?;
+        if common.shard.is_some() {
+            bail!("--shard splits a sweep's levels; a search decides each probe from the last one, so it runs in one process");
+        }
         if common.levels.open_loop.is_some() {
             bail!("the search finds the highest concurrency under the SLAs in a closed loop; request_rate (open loop) applies to `kneepoint sweep`");
         }

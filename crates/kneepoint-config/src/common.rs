@@ -46,6 +46,8 @@ pub struct CommonSettings {
     pub target: Target,
     /// The archive of the results and its upload, after the run.
     pub publish: crate::Publish,
+    /// This process's part of a sharded sweep (`--shard K/N`).
+    pub shard: Option<kneepoint_planner::Shard>,
     /// Chat or completions, path, headers...: the transport template (URL filled in for the
     /// simulator once it is listening).
     pub transport: OpenAiConfig,
@@ -253,6 +255,24 @@ impl CommonSettings {
         levels.duration = level_duration(args, &load)?;
         levels.early_stop = early_stop(args, &load, file.runs.as_ref())?;
         levels.seed = args.seed.or(wl.seed).unwrap_or(0);
+        let shard = args
+            .shard
+            .as_deref()
+            .map(kneepoint_planner::Shard::parse)
+            .transpose()?;
+        if let Some(sh) = shard {
+            levels.seed = sh.seed(levels.seed);
+            if let Some(o) = levels.open_loop.as_mut() {
+                if o.replay_speedup.is_some() {
+                    bail!(
+                        "a trace replay cannot be sharded: each shard would replay the whole trace"
+                    );
+                }
+                o.rates = o.rates.iter().map(|r| sh.share_rate(*r)).collect();
+                o.max_in_flight = o.max_in_flight.map(|m| sh.share(m).max(1));
+            }
+        }
+        levels.start_at_unix_ns = args.start_at.as_deref().map(parse_start_at).transpose()?;
         levels.require_finish_reason = !args.allow_missing_finish_reason;
         levels.trust_server_usage = args.trust_server_usage;
         levels.export_outputs = args.export_outputs_json;
@@ -275,6 +295,7 @@ impl CommonSettings {
             conversations.is_some(),
         )?;
         Ok(CommonSettings {
+            shard,
             publish: crate::Publish::resolve(
                 &args.publish,
                 file.output.as_ref(),
@@ -445,4 +466,17 @@ fn pooling(
             batch: batch.unwrap_or(8),
         },
     }))
+}
+
+/// `--start-at`: RFC 3339 UTC (`2026-12-01T19:30:00Z`) or Unix seconds, into Unix ns.
+fn parse_start_at(s: &str) -> Result<u64> {
+    if let Some(ns) = kneepoint_metrics::export::parse_rfc3339(s) {
+        return Ok(ns);
+    }
+    match s.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && (0.0..1e11).contains(&secs) => Ok((secs * 1e9) as u64),
+        _ => bail!(
+            "--start-at must be a UTC time like 2026-12-01T19:30:00Z or Unix seconds, not {s:?}"
+        ),
+    }
 }

@@ -30,6 +30,8 @@ impl CommonSettings {
             })
         });
         serde_json::json!({
+            "shard": self.shard,
+            "start_at": self.levels.start_at_unix_ns.map(kneepoint_metrics::export::rfc3339),
             "target": target,
             "sagemaker": sagemaker,
             "endpoint": {

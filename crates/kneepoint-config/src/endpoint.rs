@@ -73,6 +73,13 @@ pub(crate) fn openai_config(
             }
             Some(_) => bail!("--proxy must be an http:// or https:// URL, or none"),
         },
+        source_addrs: args
+            .source_addrs
+            .as_deref()
+            .or(ep.source_addrs.as_deref())
+            .map(kneepoint_transport::parse_source_addrs)
+            .transpose()?
+            .unwrap_or_default(),
     };
     if let Some(b) = &ep.extra_body {
         transport.extra_body = b.clone();

@@ -209,6 +209,8 @@ pub struct EndpointSection {
     pub http2: Option<bool>,
     /// A proxy URL, or `"none"` (default: the environment's).
     pub proxy: Option<String>,
+    /// Local addresses to connect from, in turn (`127.0.0.2-127.0.0.9`, or a list).
+    pub source_addrs: Option<String>,
     /// Per-request deadline, seconds.
     pub request_timeout_s: Option<f64>,
     /// Response-headers deadline, seconds.

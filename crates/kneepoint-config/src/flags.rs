@@ -308,6 +308,11 @@ pub struct CommonArgs {
     /// HTTPS_PROXY / HTTP_PROXY / ALL_PROXY / NO_PROXY environment, as curl reads it.
     #[arg(long, value_name = "URL|none")]
     pub proxy: Option<String>,
+    /// Open connections from these local addresses in turn (`127.0.0.2-127.0.0.9`, or a
+    /// comma-separated list): each address reaches one endpoint with about 28,000 ports, so N
+    /// addresses hold N times as many streams. Loopback's 127.0.0.0/8 needs no setup on Linux.
+    #[arg(long, value_name = "ADDRS")]
+    pub source_addrs: Option<String>,
     /// Per-request deadline in seconds.
     #[arg(long, value_name = "SECONDS")]
     pub request_timeout_s: Option<f64>,
@@ -340,6 +345,15 @@ pub struct CommonArgs {
     /// The archive of the results, and its upload.
     #[command(flatten)]
     pub publish: crate::PublishArgs,
+    /// Run shard K of N of this sweep (0-based, as Kubernetes' completion index): each
+    /// level's concurrency and request count (or request rate) are shared out, and the shard
+    /// draws prompts of its own. Merge the shards' folders with `kneepoint merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Start the first level at this wall-clock time (UTC, 2026-12-01T19:30:00Z, or Unix
+    /// seconds), so that shards on several machines start together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
     /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
     #[arg(long, value_name = "FACTOR")]
     pub sim_time_scale: Option<f64>,

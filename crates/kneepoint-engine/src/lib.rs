@@ -56,6 +56,7 @@ mod bench;
 mod error;
 mod failure;
 mod level;
+mod merge;
 mod observer;
 mod open_sweep;
 mod recommend;
@@ -73,6 +74,7 @@ pub use bench::{Bench, BenchBuilder};
 pub use error::Error;
 pub use failure::every_request_failed;
 pub use kneepoint_scrape::{LiveSample, ScrapeSettings};
+pub use merge::{merge, MergeReport, MergedLevel};
 pub use observer::{Observer, Silent};
 pub use recommend::{
     CandidateRun, CandidateSource, CandidateSpec, Recommend, RecommendBuilder, RecommendReport,

@@ -27,6 +27,32 @@ pub struct RunsOutcome {
 }
 
 impl Bench {
+    /// Waits until `at` (Unix ns; the settings' `start_at_unix_ns`) or the cancellation,
+    /// saying so in the log; a start time already past is a warning with how late the shard is.
+    pub(crate) async fn wait_for_start(&self, at: u64, cancel: &CancelToken) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        if now >= at {
+            self.observer.warning(&format!(
+                "the start time {} passed {:.3} s ago: starting now (this shard is late by that much)",
+                kneepoint_metrics::export::rfc3339(at),
+                (now - at) as f64 / 1e9
+            ));
+            return;
+        }
+        let wait = std::time::Duration::from_nanos(at - now);
+        self.observer.note(&format!(
+            "waiting {:.1} s for the start time {}",
+            wait.as_secs_f64(),
+            kneepoint_metrics::export::rfc3339(at)
+        ));
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = cancel.cancelled() => {}
+        }
+    }
+
     /// Runs a level as many times as the settings say (once: exactly one run).
     /// Returns the level's summary (pooled over the runs), whether it was interrupted, and,
     /// with several runs, how the repetition ended.
@@ -38,6 +64,10 @@ impl Bench {
         label: &str,
         cancel: &CancelToken,
     ) -> Result<(LevelSummary, bool, Option<RunsOutcome>), Error> {
+        // Only the first level waits: the start time is taken once.
+        if let Some(at) = self.settings.start_at_unix_ns.take() {
+            self.wait_for_start(at, cancel).await;
+        }
         let runs = self.settings.runs.clone();
         self.server_parts.clear();
         if runs.num_runs <= 1 {

@@ -37,6 +37,10 @@ pub struct LevelSettings {
     pub seed: u64,
     /// Write each level's generated text to `outputs.json` (off by default).
     pub export_outputs: bool,
+    /// Wall-clock time (Unix ns) to start the first level at: shards of one sweep on several
+    /// machines start together this way (`--start-at`). A time already past starts at once,
+    /// with a warning saying by how much.
+    pub start_at_unix_ns: Option<u64>,
 }
 
 impl Default for LevelSettings {
@@ -55,6 +59,7 @@ impl Default for LevelSettings {
             trust_server_usage: false,
             seed: 0,
             export_outputs: false,
+            start_at_unix_ns: None,
         }
     }
 }

@@ -152,6 +152,21 @@ pub struct ErrorGroup {
 }
 
 impl LevelSummary {
+    /// Counts every per-second figure over `duration_s` instead of the records' span (the
+    /// common window of a merged, sharded level).
+    pub fn rescale_duration(&mut self, duration_s: f64) {
+        if !(duration_s.is_finite() && duration_s > 0.0) || self.benchmark_duration_s <= 0.0 {
+            return;
+        }
+        let k = self.benchmark_duration_s / duration_s;
+        self.benchmark_duration_s = duration_s;
+        self.request_throughput *= k;
+        self.output_token_throughput *= k;
+        self.input_token_throughput *= k;
+        self.pooled_item_throughput = self.pooled_item_throughput.map(|v| v * k);
+        self.goodput = self.goodput.map(|v| v * k);
+    }
+
     /// Summarises the measured (non-warm-up) records of one level.
     pub fn from_records(concurrency: u32, records: &[RequestRecord], slo: &GoodputSlo) -> Self {
         let measured: Vec<&RequestRecord> = records

@@ -40,6 +40,7 @@ mod predict;
 mod recommend;
 mod search;
 mod search_config;
+mod shard;
 mod sla;
 mod sweep;
 mod zone;
@@ -59,6 +60,7 @@ pub use search::{
     roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig,
     StopReason, MAX_JUMP,
 };
+pub use shard::Shard;
 pub use sla::{check_all, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS, STATS};
 pub use sweep::{SweepLevel, SweepPlan, MAX_CONCURRENCY};
 pub use zone::{operating_zone, OperatingZone, ZonePoint};

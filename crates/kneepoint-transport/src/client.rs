@@ -50,7 +50,7 @@ pub(crate) fn https_client(
         (Some(uri), Some(m)) => uri.scheme_str() != Some("http") || m.intercept(uri).is_none(),
         _ => true,
     };
-    let tcp = StampingConnector::new(http, matcher);
+    let tcp = StampingConnector::new(http, matcher, &options.source_addrs);
     let connector = if options.http2 {
         builder.enable_all_versions().wrap_connector(tcp)
     } else {

@@ -12,6 +12,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -30,6 +31,9 @@ use crate::stamped_tcp::StampedTcpStream;
 #[derive(Clone)]
 pub(crate) struct StampingConnector {
     http: HttpConnector,
+    /// One connector per source address (empty: `http` picks), used in turn.
+    sources: Arc<[HttpConnector]>,
+    next: Arc<AtomicUsize>,
     proxy: Option<Arc<Matcher>>,
 }
 
@@ -44,16 +48,35 @@ impl std::fmt::Debug for StampingConnector {
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl StampingConnector {
-    /// A connector over `http`; `proxy` decides which destinations go through a proxy.
-    pub(crate) fn new(http: HttpConnector, proxy: Option<Matcher>) -> Self {
+    /// A connector over `http`; `proxy` decides which destinations go through a proxy; new
+    /// connections come from `sources` in turn (from where the system picks when empty).
+    pub(crate) fn new(
+        http: HttpConnector,
+        proxy: Option<Matcher>,
+        sources: &[std::net::IpAddr],
+    ) -> Self {
+        let sources: Vec<HttpConnector> = sources
+            .iter()
+            .map(|a| {
+                let mut c = http.clone();
+                c.set_local_address(Some(*a));
+                c
+            })
+            .collect();
         StampingConnector {
             http,
+            sources: sources.into(),
+            next: Arc::new(AtomicUsize::new(0)),
             proxy: proxy.map(Arc::new),
         }
     }
 
     fn direct(&self) -> Direct {
-        Direct(self.http.clone())
+        if self.sources.is_empty() {
+            return Direct(self.http.clone());
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.sources.len();
+        Direct(self.sources[i].clone())
     }
 }
 

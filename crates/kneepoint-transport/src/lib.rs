@@ -49,7 +49,7 @@ mod stream;
 pub use body::request_body;
 pub use client::redact_location as redact_url;
 pub use config::{Api, ApiKey, MaxTokensField, OpenAiConfig};
-pub use connect::{ConnectOptions, ProxySetting};
+pub use connect::{parse_source_addrs, ConnectOptions, ProxySetting, MAX_SOURCE_ADDRS};
 pub use error::Error;
 pub use fd_limit::{fd_limits, fd_shortfall, raise_fd_limit, FD_HEADROOM};
 pub use fetch::{Fetched, Fetcher};

@@ -26,7 +26,7 @@ pub use outputs::{outputs_json, write_outputs_json, OUTPUTS_SCHEMA_VERSION};
 pub use read::{read_jsonl, record_from_json};
 pub use routes::{route_summaries, route_summary_json, write_route_summary, RouteSummary};
 pub use text::{summary_text, write_summary_text};
-pub use time::rfc3339;
+pub use time::{parse_rfc3339, rfc3339};
 pub use turns::{turn_summaries, turn_summary_json, write_turn_summary, TurnSummary};
 
 use std::path::Path;

@@ -24,9 +24,78 @@ pub fn rfc3339(unix_ns: u64) -> String {
     )
 }
 
+/// Parses `YYYY-MM-DDTHH:MM:SS[.fraction]Z` (UTC, as [`rfc3339`] writes it; a lower-case `t`
+/// or `z`, or a space for the `T`, are accepted too) into Unix nanoseconds.
+pub fn parse_rfc3339(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let b = s.as_bytes();
+    if b.len() < 20
+        || !matches!(b[b.len() - 1], b'Z' | b'z')
+        || !matches!(b[10], b'T' | b't' | b' ')
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if b[4] != b'-' || b[7] != b'-' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 || y < 1970
+    {
+        return None;
+    }
+    let frac = &s[19..s.len() - 1];
+    let nanos: u64 = match frac.strip_prefix('.') {
+        None if frac.is_empty() => 0,
+        Some(f) if !f.is_empty() && f.len() <= 9 && f.bytes().all(|c| c.is_ascii_digit()) => {
+            f.parse::<u64>().ok()? * 10u64.pow(9 - f.len() as u32)
+        }
+        _ => return None,
+    };
+    // Howard Hinnant's days_from_civil
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
+    u64::try_from(secs)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(nanos)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parsing_round_trips() {
+        for ns in [0u64, 1_764_619_932_500_000_000, 951_782_400_000_000_000] {
+            assert_eq!(parse_rfc3339(&rfc3339(ns)), Some(ns), "{}", rfc3339(ns));
+        }
+        assert_eq!(
+            parse_rfc3339("2026-12-01T19:30:00Z"),
+            Some(1_796_153_400_000_000_000)
+        );
+        for bad in [
+            "2026-12-01T19:30:00",
+            "2026-13-01T00:00:00Z",
+            "x",
+            "2026-12-01T19:30:00.Z",
+            "1969-12-31T23:59:59Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn known_instants() {

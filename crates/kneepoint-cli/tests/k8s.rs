@@ -1,0 +1,135 @@
+//! `kneepoint k8s job`: the printed manifest deserialises into `k8s-openapi`'s `Job` and says
+//! what a sharded sweep needs (Indexed completions, the index as `--shard K/N`, one start time,
+//! one results folder per shard, no retries); flags the Job sets itself, and typos in the
+//! sweep's flags, are refused before any pod would run them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Command;
+
+use k8s_openapi::api::batch::v1::Job;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kneepoint");
+
+fn job(args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args(["k8s", "job"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_manifest_is_an_indexed_job_of_shards() {
+    let o = job(&[
+        "--shards",
+        "4",
+        "--pvc",
+        "kp-results",
+        "--namespace",
+        "bench",
+        "--image",
+        "ghcr.io/example/kneepoint:0.1",
+        "--start-at",
+        "2026-12-01T20:00:00Z",
+        "--",
+        "--url",
+        "http://vllm:8000",
+        "--concurrency",
+        "64,256",
+        "--request-count",
+        "1024",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: Job = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j.metadata.namespace.as_deref(), Some("bench"));
+    let spec = j.spec.unwrap();
+    assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
+    assert_eq!(
+        (spec.completions, spec.parallelism, spec.backoff_limit),
+        (Some(4), Some(4), Some(0))
+    );
+    let pod = spec.template.spec.unwrap();
+    assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+    let c = &pod.containers[0];
+    assert_eq!(c.command.as_deref(), Some(&["kneepoint".to_owned()][..]));
+    let args = c.args.clone().unwrap().join(" ");
+    assert!(
+        args.starts_with("sweep --url http://vllm:8000 --concurrency 64,256"),
+        "{args}"
+    );
+    assert!(args.contains("--shard $(SHARD_INDEX)/4"), "{args}");
+    // 2026-12-01T20:00:00Z, the same for every pod.
+    assert!(args.contains("--start-at 1796155200"), "{args}");
+    assert!(
+        args.contains("--artifact-dir /results/kneepoint-sweep/shard-$(SHARD_INDEX)"),
+        "{args}"
+    );
+    let env = c.env.clone().unwrap();
+    let index = env.iter().find(|e| e.name == "SHARD_INDEX").unwrap();
+    let field = index
+        .value_from
+        .as_ref()
+        .unwrap()
+        .field_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        field.field_path,
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    );
+    let vol = &pod.volumes.unwrap()[0];
+    assert_eq!(
+        vol.persistent_volume_claim.as_ref().unwrap().claim_name,
+        "kp-results"
+    );
+    assert_eq!(c.volume_mounts.as_ref().unwrap()[0].mount_path, "/results");
+
+    // To S3 instead: one prefix per shard.
+    let o = job(&[
+        "--shards",
+        "2",
+        "--output-s3",
+        "s3://bkt/runs",
+        "--",
+        "--url",
+        "http://x:1",
+    ]);
+    let j: Job = serde_json::from_slice(&o.stdout).unwrap();
+    let args = j.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap()
+        .join(" ");
+    assert!(
+        args.contains("--output-s3 s3://bkt/runs/kneepoint-sweep/shard-$(SHARD_INDEX)"),
+        "{args}"
+    );
+}
+
+#[test]
+fn what_the_job_sets_and_typos_are_refused() {
+    let o = job(&[
+        "--shards",
+        "4",
+        "--",
+        "--url",
+        "http://x:1",
+        "--shard",
+        "0/4",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("set by the Job itself"));
+    let o = job(&[
+        "--shards",
+        "4",
+        "--",
+        "--url",
+        "http://x:1",
+        "--concurency",
+        "8",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("do not parse"));
+    let o = job(&["--shards", "0", "--", "--url", "http://x:1"]);
+    assert!(!o.status.success());
+}

@@ -1,0 +1,337 @@
+//! `kneepoint merge`: the folders of a sharded sweep (`--shard K/N`, one process per shard)
+//! become one folder, written as one process at the total concurrency would have written it:
+//! each level's records merged on one clock, percentiles recomputed from all of them, and
+//! throughput counted over the window every shard was running. Shards of different workloads,
+//! or an incomplete set, are refused.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kneepoint_core::{RecordSink, RequestRecord};
+use kneepoint_metrics::export::{
+    read_jsonl, write_aiperf_csv, write_aiperf_json, write_summary_text, JsonlSink, LevelInfo,
+};
+use kneepoint_metrics::{GoodputSlo, LevelSummary};
+use kneepoint_planner::{Shard, Sla};
+use kneepoint_report::schema::{write_document, SweepSummary};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::sweep::{conclude, write_sweep_summary, RunState, SweepDoc};
+use crate::{Error, Observer};
+
+/// One merged level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MergedLevel {
+    /// Total concurrency (the shards' sum).
+    pub concurrency: u32,
+    /// Its folder in the merged run.
+    pub dir: String,
+    /// Records merged (= requests the shards sent).
+    pub records: usize,
+    /// Spread of the shards' level start times, ms (clock skew plus start-up jitter).
+    pub start_skew_ms: f64,
+    /// The window every shard was running, s (throughput is counted over it).
+    pub common_window_s: f64,
+    /// Each shard's level folder.
+    pub shard_dirs: Vec<String>,
+}
+
+/// What a merge wrote.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MergeReport {
+    /// Shards merged.
+    pub shards: u32,
+    /// The merged levels.
+    pub levels: Vec<MergedLevel>,
+    /// The largest start skew seen, ms.
+    pub max_start_skew_ms: f64,
+    /// The merged folder.
+    pub artifact_dir: PathBuf,
+    /// The merged levels' summaries.
+    #[serde(skip)]
+    pub summaries: Vec<LevelSummary>,
+}
+
+struct ShardRun {
+    dir: PathBuf,
+    shard: Shard,
+    doc: SweepSummary,
+}
+
+fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
+    let path = dir.join("sweep_summary.json");
+    let text = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
+    let doc: SweepSummary = serde_json::from_slice(&text).map_err(|source| Error::Saved {
+        path: path.clone(),
+        what: "sweep summary",
+        source,
+    })?;
+    let shard: Shard = serde_json::from_value(doc.settings["shard"].clone()).map_err(|_| {
+        Error::invalid(format!(
+            "{} is not a shard's run (it was not started with --shard K/N)",
+            dir.display()
+        ))
+    })?;
+    if doc.load.is_some() || doc.request_rates.is_some() {
+        return Err(Error::invalid(format!(
+            "{}: merging open-loop shards is not supported yet (closed-loop sweeps only)",
+            dir.display()
+        )));
+    }
+    Ok(ShardRun {
+        dir: dir.to_owned(),
+        shard,
+        doc,
+    })
+}
+
+/// The settings that must agree between shards: everything but the shard block, the seed
+/// (each shard's is its own) and the start time.
+fn comparable(settings: &Value) -> Value {
+    let mut v = settings.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("shard");
+        o.remove("start_at");
+    }
+    if let Some(w) = v.get_mut("workload").and_then(Value::as_object_mut) {
+        w.remove("seed");
+    }
+    v
+}
+
+/// Moves every record onto one clock: its times are relative to `origin`.
+fn rebase(r: &mut RequestRecord, origin: u64) {
+    let d = r.origin_unix_ns.saturating_sub(origin);
+    r.origin_unix_ns = origin;
+    r.start_ns += d;
+    r.end_ns += d;
+    r.response_ns = r.response_ns.map(|t| t + d);
+    r.first_content_ns = r.first_content_ns.map(|t| t + d);
+    r.intended_start_ns = r.intended_start_ns.map(|t| t + d);
+    for t in &mut r.chunk_ns {
+        *t += d;
+    }
+}
+
+/// Output tokens emitted inside `[from, to)` (a stream's tokens spread over its chunks, a
+/// whole response's at its end).
+fn tokens_in(records: &[RequestRecord], from: u64, to: u64) -> f64 {
+    records
+        .iter()
+        .filter(|r| r.error.is_none())
+        .map(|r| {
+            let tokens = f64::from(r.output_tokens.unwrap_or(0));
+            if r.chunk_ns.is_empty() {
+                if (from..to).contains(&r.end_ns) {
+                    tokens
+                } else {
+                    0.0
+                }
+            } else {
+                let inside = r
+                    .chunk_ns
+                    .iter()
+                    .filter(|t| (from..to).contains(*t))
+                    .count();
+                tokens * inside as f64 / r.chunk_ns.len() as f64
+            }
+        })
+        .sum()
+}
+
+/// Merges the sharded sweeps in `shard_dirs` into `out` (refused if it holds a run, unless
+/// `overwrite`), with plots and `report.html`, and `merge_summary.json` beside them.
+pub fn merge(
+    shard_dirs: &[PathBuf],
+    out: &Path,
+    overwrite: bool,
+    observer: Arc<dyn Observer>,
+) -> Result<MergeReport, Error> {
+    if shard_dirs.is_empty() {
+        return Err(Error::invalid("give the shards' folders to merge"));
+    }
+    let mut runs = shard_dirs
+        .iter()
+        .map(|d| read_shard(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    runs.sort_by_key(|r| r.shard.index);
+    let n = runs[0].shard.count;
+    let indices: Vec<u32> = runs.iter().map(|r| r.shard.index).collect();
+    if runs.iter().any(|r| r.shard.count != n) || indices != (0..n).collect::<Vec<_>>() {
+        return Err(Error::invalid(format!(
+            "the shards do not make one sweep: expected shards 0..{n} of {n} once each, got {}",
+            runs.iter()
+                .map(|r| format!("{}/{}", r.shard.index, r.shard.count))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let base = comparable(&runs[0].doc.settings);
+    for r in &runs[1..] {
+        if comparable(&r.doc.settings) != base {
+            return Err(Error::invalid(format!(
+                "{} and {} ran different workloads or settings: shards must differ only in --shard (and the seed it derives)",
+                runs[0].dir.display(),
+                r.dir.display()
+            )));
+        }
+        if r.doc.levels.len() != runs[0].doc.levels.len() {
+            return Err(Error::invalid(format!(
+                "{} has {} levels and {} has {}: merge shards that all finished",
+                runs[0].dir.display(),
+                runs[0].doc.levels.len(),
+                r.dir.display(),
+                r.doc.levels.len()
+            )));
+        }
+    }
+    crate::bench::fresh_folder(out, overwrite)?;
+    let log = crate::RunLog::create(out)?;
+    let observer = crate::Logged::wrap(observer, log.clone());
+    let mut levels = Vec::new();
+    let mut summaries = Vec::new();
+    let mut names = Vec::new();
+    for i in 0..runs[0].doc.levels.len() {
+        let parts: Vec<(&ShardRun, u32, &str)> = runs
+            .iter()
+            .map(|r| {
+                let row = &r.doc.levels[i];
+                (r, row.concurrency, row.dir.as_str())
+            })
+            .collect();
+        let total: u32 = parts.iter().map(|p| p.1).sum();
+        if let Some(p) = parts.iter().find(|p| p.0.shard.share(total) != p.1) {
+            return Err(Error::invalid(format!(
+                "level {}: shard {} ran concurrency {}, not its share of {total}",
+                i + 1,
+                p.0.shard.index,
+                p.1
+            )));
+        }
+        let mut per_shard = Vec::new();
+        for (r, _, dir) in &parts {
+            let path = r.dir.join(dir).join("profile_export.jsonl");
+            per_shard.push(read_jsonl(&path)?);
+        }
+        let origin = per_shard
+            .iter()
+            .flatten()
+            .map(|r| r.origin_unix_ns)
+            .min()
+            .unwrap_or(0);
+        let mut windows = Vec::new();
+        let mut all = Vec::new();
+        for recs in per_shard.iter_mut() {
+            for r in recs.iter_mut() {
+                rebase(r, origin);
+            }
+            let measured = recs
+                .iter()
+                .filter(|r| r.phase == kneepoint_core::Phase::Profiling);
+            let (lo, hi) = measured.fold((u64::MAX, 0u64), |(lo, hi), r| {
+                (lo.min(r.start_ns), hi.max(r.end_ns))
+            });
+            if lo < hi {
+                windows.push((lo, hi));
+            }
+            all.append(recs);
+        }
+        let name = format!("concurrency_{total}");
+        let mut summary = LevelSummary::from_records(total, &all, &GoodputSlo::default());
+        let from = windows.iter().map(|w| w.0).max().unwrap_or(0);
+        let to = windows.iter().map(|w| w.1).min().unwrap_or(0);
+        let starts: Vec<u64> = windows.iter().map(|w| w.0).collect();
+        let skew_ms = (starts.iter().max().copied().unwrap_or(0)
+            - starts.iter().min().copied().unwrap_or(0)) as f64
+            / 1e6;
+        let window_s = to.saturating_sub(from) as f64 / 1e9;
+        let measured: Vec<RequestRecord> = all
+            .iter()
+            .filter(|r| r.phase == kneepoint_core::Phase::Profiling)
+            .cloned()
+            .collect();
+        let in_window = tokens_in(&measured, from, to);
+        if window_s > 0.0 && in_window > 0.0 && summary.total_output_tokens > 0 {
+            // Every per-second figure over the duration the common window's rate implies.
+            let duration = summary.total_output_tokens as f64 * window_s / in_window;
+            summary.rescale_duration(duration);
+        } else {
+            observer.warning(&format!(
+                "level {name}: the shards never ran at the same time (no common window): throughput is over the union of their runs"
+            ));
+        }
+        observer.note(&format!(
+            "{name}: {} records from {n} shards, start skew {skew_ms:.1} ms, common window {window_s:.2} s",
+            all.len()
+        ));
+        let dir = out.join(&name);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+        let mut sink = JsonlSink::create(&dir.join("profile_export.jsonl"))?;
+        for r in &all {
+            sink.record(r).map_err(|e| Error::invalid(e.to_string()))?;
+        }
+        sink.flush().map_err(|e| Error::invalid(e.to_string()))?;
+        let mut input_config = runs[0].doc.settings.clone();
+        input_config["shard"] = serde_json::json!({"merged": n});
+        input_config["level"] = serde_json::json!({"concurrency": total});
+        let info = LevelInfo {
+            start_unix_ns: origin + all.iter().map(|r| r.start_ns).min().unwrap_or(0),
+            end_unix_ns: origin + all.iter().map(|r| r.end_ns).max().unwrap_or(0),
+            input_config,
+            partial: runs.iter().any(|r| !r.doc.complete),
+        };
+        write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
+        write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
+        write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
+        log.level(&dir, &summary, info.partial);
+        levels.push(MergedLevel {
+            concurrency: total,
+            dir: name.clone(),
+            records: all.len(),
+            start_skew_ms: skew_ms,
+            common_window_s: window_s,
+            shard_dirs: parts
+                .iter()
+                .map(|(r, _, d)| r.dir.join(d).display().to_string())
+                .collect(),
+        });
+        summaries.push(summary);
+        names.push(name);
+    }
+    let slas: Vec<Sla> = runs[0].doc.slas.clone();
+    let done: Vec<(&LevelSummary, String)> = summaries.iter().zip(names.iter().cloned()).collect();
+    let headroom = runs[0].doc.fleet.as_ref().map_or(0.2, |f| f.headroom);
+    let (rows, zone, fleet) = conclude(&done, &slas, runs[0].doc.peak, headroom)?;
+    let mut settings = runs[0].doc.settings.clone();
+    settings["shard"] = serde_json::json!({"merged": n, "from": shard_dirs});
+    let doc = SweepDoc {
+        settings,
+        levels_planned: serde_json::to_value(
+            levels.iter().map(|l| l.concurrency).collect::<Vec<_>>(),
+        )
+        .unwrap_or(Value::Null),
+        slas,
+        peak: runs[0].doc.peak,
+    };
+    let state = if runs.iter().all(|r| r.doc.complete) {
+        RunState::Complete
+    } else {
+        RunState::Interrupted
+    };
+    write_sweep_summary(out, &doc, rows, &zone, fleet.as_ref(), state)?;
+    let report = MergeReport {
+        shards: n,
+        max_start_skew_ms: levels.iter().map(|l| l.start_skew_ms).fold(0.0, f64::max),
+        levels,
+        artifact_dir: out.to_owned(),
+        summaries,
+    };
+    write_document(&out.join("merge_summary.json"), &report)?;
+    log.info(&format!(
+        "merged {n} shards: {}; knee: {}",
+        zone.summary, zone.knee.reason
+    ));
+    crate::rerender::render_quietly(out, observer.as_ref());
+    Ok(report)
+}
