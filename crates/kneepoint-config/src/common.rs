@@ -276,6 +276,7 @@ impl CommonSettings {
         levels.require_finish_reason = !args.allow_missing_finish_reason;
         levels.trust_server_usage = args.trust_server_usage;
         levels.export_outputs = args.export_outputs_json;
+        levels.compress_records = args.records_zstd;
         levels.retry = RetryPolicy {
             max_retries: args.retries.unwrap_or(0),
             backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),

@@ -93,6 +93,7 @@ impl CommonSettings {
                 "retries": self.levels.retry.max_retries,
                 "trust_server_usage": self.levels.trust_server_usage,
                 "export_outputs_json": self.levels.export_outputs,
+                "records": if self.levels.compress_records { "profile_export.jsonl.zst" } else { "profile_export.jsonl" },
                 "server_metrics": self.server_metrics.endpoints,
                 "server_metrics_from_target": self.server_metrics.target_metrics,
                 "server_metrics_interval_s": self.server_metrics.interval.as_secs_f64(),

@@ -345,6 +345,10 @@ pub struct CommonArgs {
     /// The archive of the results, and its upload.
     #[command(flatten)]
     pub publish: crate::PublishArgs,
+    /// Write each level's records compressed, as profile_export.jsonl.zst (zstd): about a
+    /// tenth of the bytes, for long levels. `report`, `compare` and `merge` read either.
+    #[arg(long)]
+    pub records_zstd: bool,
     /// Run shard K of N of this sweep (0-based, as Kubernetes' completion index): each
     /// level's concurrency and request count (or request rate) are shared out, and the shard
     /// draws prompts of its own. Merge the shards' folders with `kneepoint merge`.

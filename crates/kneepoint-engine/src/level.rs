@@ -109,7 +109,7 @@ impl Bench {
         request_count: u32,
     ) -> Result<(LevelSummary, bool), Error> {
         write_inputs_json(&dir.join("inputs.json"), &[])?;
-        JsonlSink::create(&dir.join("profile_export.jsonl"))?;
+        JsonlSink::in_dir(dir, self.settings.compress_records)?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -202,7 +202,7 @@ impl Bench {
             .collect();
         write_inputs_json(&dir.join("inputs.json"), &inputs)?;
         let sink: Box<dyn RecordSink> =
-            Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
+            Box::new(JsonlSink::in_dir(dir, self.settings.compress_records)?);
         let mut config = self.level_config(concurrency, cancel);
         if let (Some(o), Some((times, next))) = (&self.settings.open_loop, &mut self.replay) {
             let speedup = o.replay_speedup.unwrap_or(1.0);

@@ -210,8 +210,10 @@ pub fn merge(
             )));
         }
         let mut per_shard = Vec::new();
+        let mut compressed = false;
         for (r, _, dir) in &parts {
-            let path = r.dir.join(dir).join("profile_export.jsonl");
+            let path = kneepoint_metrics::export::records_path(&r.dir.join(dir));
+            compressed |= path.extension().is_some_and(|e| e == "zst");
             per_shard.push(read_jsonl(&path)?);
         }
         let origin = per_shard
@@ -267,11 +269,12 @@ pub fn merge(
         ));
         let dir = out.join(&name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
-        let mut sink = JsonlSink::create(&dir.join("profile_export.jsonl"))?;
+        let mut sink = JsonlSink::in_dir(&dir, compressed)?;
         for r in &all {
             sink.record(r).map_err(|e| Error::invalid(e.to_string()))?;
         }
         sink.flush().map_err(|e| Error::invalid(e.to_string()))?;
+        drop(sink);
         let mut input_config = runs[0].doc.settings.clone();
         input_config["shard"] = serde_json::json!({"merged": n});
         input_config["level"] = serde_json::json!({"concurrency": total});

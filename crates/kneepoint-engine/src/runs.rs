@@ -170,7 +170,11 @@ impl Bench {
         stop_reason: &str,
         partial: bool,
     ) -> Result<LevelSummary, Error> {
-        let pooled = dir.join("profile_export.jsonl");
+        let pooled = dir.join(if self.settings.compress_records {
+            kneepoint_metrics::export::RECORDS_FILE_ZSTD
+        } else {
+            kneepoint_metrics::export::RECORDS_FILE
+        });
         let mut out = std::io::BufWriter::new(
             std::fs::File::create(&pooled).map_err(|e| Error::io("create", &pooled, e))?,
         );
@@ -178,7 +182,8 @@ impl Bench {
         let (mut start, mut end) = (u64::MAX, 0u64);
         for run in runs {
             let run_dir = dir.join("profile_runs").join(run);
-            let path = run_dir.join("profile_export.jsonl");
+            // Concatenated zstd frames are one valid zstd stream.
+            let path = kneepoint_metrics::export::records_path(&run_dir);
             let bytes = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
             out.write_all(&bytes)
                 .map_err(|e| Error::io("write", &pooled, e))?;

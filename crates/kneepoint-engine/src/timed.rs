@@ -59,7 +59,7 @@ impl Bench {
             })
         };
         let sink: Box<dyn RecordSink> =
-            Box::new(JsonlSink::create(&dir.join("profile_export.jsonl"))?);
+            Box::new(JsonlSink::in_dir(dir, self.settings.compress_records)?);
         let mut config = self.level_config(concurrency, cancel);
         let scrape = self.begin(dir, label, 0, &mut config).await;
         let run = run_level_for(

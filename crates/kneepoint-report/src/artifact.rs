@@ -78,7 +78,7 @@ pub(crate) fn read_json(path: &Path) -> Result<Value, Error> {
 
 fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Result<Level, Error> {
     let folder = root.join(dir);
-    let records = read_jsonl(&folder.join("profile_export.jsonl"))?;
+    let records = read_jsonl(&kneepoint_metrics::export::records_path(&folder))?;
     let mut summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
     let aiperf = folder.join("profile_export_aiperf.json");
     let info = if aiperf.is_file() {

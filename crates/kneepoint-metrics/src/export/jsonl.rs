@@ -1,4 +1,7 @@
-//! `profile_export.jsonl`: one line per request, appended and flushed as each finishes.
+//! `profile_export.jsonl`: one line per request, appended and flushed as each finishes; or,
+//! on request, `profile_export.jsonl.zst`, the same lines through a zstd stream (the `zstd`
+//! crate, level 3), flushed every [`ZSTD_FLUSH_EVERY`] records and finished when the sink is
+//! dropped. A run killed mid-way keeps every record up to the last flush.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -99,12 +102,45 @@ pub fn record_json(r: &RequestRecord) -> Value {
     })
 }
 
+/// The records file of a level.
+pub const RECORDS_FILE: &str = "profile_export.jsonl";
+/// The compressed records file of a level.
+pub const RECORDS_FILE_ZSTD: &str = "profile_export.jsonl.zst";
+/// Records between two flushes of a compressed records file.
+pub const ZSTD_FLUSH_EVERY: u32 = 256;
+
+/// The records file in a level's folder: the compressed one when it is there.
+pub fn records_path(dir: &Path) -> PathBuf {
+    let z = dir.join(RECORDS_FILE_ZSTD);
+    if z.is_file() {
+        z
+    } else {
+        dir.join(RECORDS_FILE)
+    }
+}
+
+enum Out {
+    Plain(BufWriter<File>),
+    Zstd {
+        enc: zstd::stream::write::AutoFinishEncoder<'static, BufWriter<File>>,
+        since_flush: u32,
+    },
+}
+
 /// Appends one JSON line per record to a file and flushes it, so an interrupted run keeps every
 /// finished request.
-#[derive(Debug)]
 pub struct JsonlSink {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: Out,
+}
+
+impl std::fmt::Debug for JsonlSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlSink")
+            .field("path", &self.path)
+            .field("zstd", &matches!(self.out, Out::Zstd { .. }))
+            .finish()
+    }
 }
 
 impl JsonlSink {
@@ -113,8 +149,33 @@ impl JsonlSink {
         let file = File::create(path).map_err(Error::io(path))?;
         Ok(JsonlSink {
             path: path.to_owned(),
-            out: BufWriter::new(file),
+            out: Out::Plain(BufWriter::new(file)),
         })
+    }
+
+    /// Creates the records file of the level folder `dir`: `profile_export.jsonl`, or
+    /// `profile_export.jsonl.zst` when `zstd`.
+    pub fn in_dir(dir: &Path, zstd: bool) -> Result<Self, Error> {
+        if !zstd {
+            return Self::create(&dir.join(RECORDS_FILE));
+        }
+        let path = dir.join(RECORDS_FILE_ZSTD);
+        let file = File::create(&path).map_err(Error::io(&path))?;
+        let enc = zstd::stream::write::Encoder::new(BufWriter::new(file), 3)
+            .map_err(Error::io(&path))?
+            .auto_finish();
+        Ok(JsonlSink {
+            path,
+            out: Out::Zstd {
+                enc,
+                since_flush: 0,
+            },
+        })
+    }
+
+    /// Where the records go.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     fn sink_error(&self, e: std::io::Error) -> kneepoint_core::Error {
@@ -127,15 +188,30 @@ impl JsonlSink {
 
 impl RecordSink for JsonlSink {
     fn record(&mut self, record: &RequestRecord) -> Result<(), kneepoint_core::Error> {
-        let line = record_json(record).to_string();
-        self.out
-            .write_all(line.as_bytes())
-            .and_then(|_| self.out.write_all(b"\n"))
-            .and_then(|_| self.out.flush())
-            .map_err(|e| self.sink_error(e))
+        let mut line = record_json(record).to_string();
+        line.push('\n');
+        let written = match &mut self.out {
+            Out::Plain(w) => w.write_all(line.as_bytes()).and_then(|_| w.flush()),
+            Out::Zstd { enc, since_flush } => {
+                *since_flush += 1;
+                enc.write_all(line.as_bytes()).and_then(|_| {
+                    if *since_flush >= ZSTD_FLUSH_EVERY {
+                        *since_flush = 0;
+                        enc.flush()
+                    } else {
+                        Ok(())
+                    }
+                })
+            }
+        };
+        written.map_err(|e| self.sink_error(e))
     }
 
     fn flush(&mut self) -> Result<(), kneepoint_core::Error> {
-        self.out.flush().map_err(|e| self.sink_error(e))
+        let flushed = match &mut self.out {
+            Out::Plain(w) => w.flush(),
+            Out::Zstd { enc, .. } => enc.flush(),
+        };
+        flushed.map_err(|e| self.sink_error(e))
     }
 }

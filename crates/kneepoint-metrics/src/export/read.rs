@@ -136,15 +136,28 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
     Ok(r)
 }
 
-/// Reads every record of a `profile_export.jsonl`; a malformed line is an error naming it.
-/// A torn last line (a run killed mid-write) is skipped, as the file is appended line by line.
+/// Reads every record of a `profile_export.jsonl` (or `.jsonl.zst`); a malformed line is an
+/// error naming it. A torn last line (a run killed mid-write) is skipped, as the file is
+/// appended line by line; a compressed file cut short keeps what decodes.
 pub fn read_jsonl(path: &Path) -> Result<Vec<RequestRecord>, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+    let read_err = |source| Error::Read {
         path: path.to_owned(),
         source,
-    })?;
+    };
+    let (text, cut) = if path.extension().is_some_and(|e| e == "zst") {
+        let file = std::fs::File::open(path).map_err(read_err)?;
+        let mut bytes = Vec::new();
+        let cut = std::io::Read::read_to_end(
+            &mut zstd::stream::read::Decoder::new(file).map_err(read_err)?,
+            &mut bytes,
+        )
+        .is_err();
+        (String::from_utf8_lossy(&bytes).into_owned(), cut)
+    } else {
+        (std::fs::read_to_string(path).map_err(read_err)?, false)
+    };
     let lines: Vec<&str> = text.lines().collect();
-    let complete = text.ends_with('\n');
+    let complete = text.ends_with('\n') && !cut;
     let mut out = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
