@@ -11,8 +11,8 @@ use clap::Args;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
-    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, ResourceRequirements, Volume,
-    VolumeMount,
+    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, ResourceRequirements,
+    SecretKeySelector, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -36,10 +36,14 @@ pub struct K8sJobArgs {
     #[arg(long, default_value = "kneepoint:latest")]
     pub image: String,
     /// A PersistentVolumeClaim (ReadWriteMany) for the results: shard K writes
-    /// /results/<name>/shard-K. Without it (and without --output-s3) results stay in the pods.
+    /// `/results/<name>/shard-K`. Give this or --output-s3.
     #[arg(long, value_name = "CLAIM")]
     pub pvc: Option<String>,
-    /// Upload each shard's archive to s3://bucket/prefix/<name>/shard-K (credentials from the
+    /// The endpoint's API key, from a Kubernetes Secret (`NAME/KEY`): set in the pods as
+    /// `OPENAI_API_KEY` and read with `--api-key-env`, never written in the manifest.
+    #[arg(long, value_name = "NAME/KEY")]
+    pub api_key_secret: Option<String>,
+    /// Upload each shard's archive to `s3://bucket/prefix/<name>/shard-K` (credentials from the
     /// pod's AWS chain: IRSA or EKS Pod Identity).
     #[arg(long, value_name = "S3_URL")]
     pub output_s3: Option<String>,
@@ -71,12 +75,39 @@ fn env(name: &str, value: &str) -> EnvVar {
     }
 }
 
+/// `OPENAI_API_KEY` from the Secret `NAME/KEY`, when given.
+fn secret_env(spec: Option<&str>) -> anyhow::Result<Option<EnvVar>> {
+    let Some(spec) = spec else { return Ok(None) };
+    let Some((name, key)) = spec
+        .split_once('/')
+        .filter(|(n, k)| !n.is_empty() && !k.is_empty())
+    else {
+        bail!("--api-key-secret is NAME/KEY (a Secret and one of its keys), not {spec:?}");
+    };
+    Ok(Some(EnvVar {
+        name: "OPENAI_API_KEY".into(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: name.into(),
+                key: key.into(),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }))
+}
+
 /// The Indexed Job `args` describe, started at `start_at` (Unix seconds).
 pub fn indexed_job(args: &K8sJobArgs, start_at: u64) -> anyhow::Result<Job> {
     if args.shards == 0 || args.shards > 10_000 {
         bail!("--shards must be between 1 and 10,000");
     }
-    for f in &args.sweep {
+    if args.pvc.is_none() && args.output_s3.is_none() {
+        bail!("give --pvc CLAIM or --output-s3 s3://bucket/prefix: a finished pod's own disk cannot be read back");
+    }
+    let mut sweep: Vec<String> = Vec::new();
+    for (i, f) in args.sweep.iter().enumerate() {
         let name = f.split('=').next().unwrap_or(f);
         if matches!(
             name,
@@ -84,17 +115,42 @@ pub fn indexed_job(args: &K8sJobArgs, start_at: u64) -> anyhow::Result<Job> {
         ) {
             bail!("{name} is set by the Job itself: leave it out of the sweep's flags");
         }
+        let after_header = i > 0 && args.sweep[i - 1] == "--header";
+        if after_header && f.to_ascii_lowercase().starts_with("authorization") {
+            bail!("an Authorization header would be written in the manifest: keep the key in a Secret and give --api-key-secret NAME/KEY");
+        }
+        // The Job adds --quiet itself.
+        if f != "--quiet" && f != "-q" {
+            sweep.push(f.clone());
+        }
     }
-    // The sweep's flags must parse (a typo fails here, not in N pods).
+    if args.api_key_secret.is_some() {
+        sweep.extend(["--api-key-env".into(), "OPENAI_API_KEY".into()]);
+    }
+    // The sweep's flags must resolve as shard 0's would (a typo, or a level too small to
+    // share out, fails here, not in N pods).
     let mut probe = vec!["kneepoint".to_owned(), "sweep".to_owned()];
-    probe.extend(args.sweep.iter().cloned());
-    probe.extend(["--shard".into(), format!("0/{}", args.shards)]);
-    <crate::Cli as clap::Parser>::try_parse_from(&probe)
+    probe.extend(sweep.iter().cloned());
+    probe.extend([
+        "--shard".into(),
+        format!("0/{}", args.shards),
+        "--quiet".into(),
+    ]);
+    let parsed = <crate::Cli as clap::Parser>::try_parse_from(&probe)
         .context("the sweep's flags (after --) do not parse")?;
+    if let crate::Command::Sweep(a) = parsed.command {
+        if let Err(e) = kneepoint_config::SweepSettings::resolve(&a) {
+            // Files only the pods have (a config, a dataset, a tokenizer) cannot be read here.
+            let text = format!("{e:#}");
+            if !text.contains("reading") {
+                bail!("the sweep's flags do not make a sharded sweep: {text}");
+            }
+        }
+    }
     let n = args.shards;
     let dir = format!("/results/{}/shard-$(SHARD_INDEX)", args.name);
     let mut command = vec!["sweep".to_owned()];
-    command.extend(args.sweep.iter().cloned());
+    command.extend(sweep);
     command.extend([
         "--shard".into(),
         format!("$(SHARD_INDEX)/{n}"),
@@ -145,20 +201,25 @@ pub fn indexed_job(args: &K8sJobArgs, start_at: u64) -> anyhow::Result<Job> {
         image: Some(args.image.clone()),
         command: Some(vec!["kneepoint".into()]),
         args: Some(command),
-        env: Some(vec![
-            EnvVar {
-                name: "SHARD_INDEX".into(),
-                value_from: Some(EnvVarSource {
-                    field_ref: Some(ObjectFieldSelector {
-                        field_path: INDEX_ANNOTATION.into(),
+        env: Some(
+            vec![
+                EnvVar {
+                    name: "SHARD_INDEX".into(),
+                    value_from: Some(EnvVarSource {
+                        field_ref: Some(ObjectFieldSelector {
+                            field_path: INDEX_ANNOTATION.into(),
+                            ..Default::default()
+                        }),
                         ..Default::default()
                     }),
                     ..Default::default()
-                }),
-                ..Default::default()
-            },
-            env("RUST_LOG", "warn"),
-        ]),
+                },
+                env("RUST_LOG", "warn"),
+            ]
+            .into_iter()
+            .chain(secret_env(args.api_key_secret.as_deref())?)
+            .collect(),
+        ),
         volume_mounts: Some(vec![VolumeMount {
             name: "results".into(),
             mount_path: "/results".into(),
@@ -208,12 +269,7 @@ pub fn run(args: &K8sJobArgs) -> anyhow::Result<()> {
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
     let start = match &args.start_at {
-        Some(t) => match kneepoint_metrics::export::parse_rfc3339(t) {
-            Some(ns) => ns / 1_000_000_000,
-            None => t.trim().parse::<u64>().context(
-                "--start-at must be a UTC time like 2026-12-01T19:30:00Z or Unix seconds",
-            )?,
-        },
+        Some(t) => kneepoint_config::parse_start_at(t)? / 1_000_000_000,
         None => now + args.start_in_s,
     };
     let job = indexed_job(args, start)?;

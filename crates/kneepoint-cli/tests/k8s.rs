@@ -107,29 +107,68 @@ fn the_manifest_is_an_indexed_job_of_shards() {
 }
 
 #[test]
-fn what_the_job_sets_and_typos_are_refused() {
+fn the_api_key_comes_from_a_secret_and_never_the_manifest() {
     let o = job(&[
         "--shards",
-        "4",
+        "2",
+        "--pvc",
+        "r",
+        "--api-key-secret",
+        "vllm-key/token",
         "--",
         "--url",
         "http://x:1",
-        "--shard",
-        "0/4",
-    ]);
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("set by the Job itself"));
-    let o = job(&[
-        "--shards",
-        "4",
-        "--",
-        "--url",
-        "http://x:1",
-        "--concurency",
+        "--concurrency",
         "8",
+        "--quiet",
     ]);
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("do not parse"));
-    let o = job(&["--shards", "0", "--", "--url", "http://x:1"]);
-    assert!(!o.status.success());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: Job = serde_json::from_slice(&o.stdout).unwrap();
+    let c = j.spec.unwrap().template.spec.unwrap().containers.remove(0);
+    let key = c
+        .env
+        .unwrap()
+        .into_iter()
+        .find(|e| e.name == "OPENAI_API_KEY")
+        .unwrap();
+    let r = key.value_from.unwrap().secret_key_ref.unwrap();
+    assert_eq!((r.name.as_str(), r.key.as_str()), ("vllm-key", "token"));
+    let args = c.args.unwrap();
+    assert!(args.join(" ").contains("--api-key-env OPENAI_API_KEY"));
+    // The user's --quiet and the Job's are not both passed (clap refuses a repeat).
+    assert_eq!(args.iter().filter(|a| *a == "--quiet").count(), 1);
+}
+
+#[test]
+fn what_the_job_sets_and_typos_are_refused() {
+    let err = |args: &[&str]| {
+        let o = job(args);
+        assert!(!o.status.success(), "{args:?} was accepted");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let base = ["--shards", "4", "--pvc", "r", "--", "--url", "http://x:1"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        base.iter().copied().chain(extra.iter().copied()).collect()
+    };
+    assert!(err(&with(&["--shard", "0/4"])).contains("set by the Job itself"));
+    assert!(err(&with(&["--concurency", "8"])).contains("do not parse"));
+    // A level smaller than the shard count fails here, not in four pods.
+    assert!(err(&with(&["--concurrency", "2"])).contains("cannot be split"));
+    assert!(err(&with(&["--header", "Authorization: Bearer sk-x"])).contains("--api-key-secret"));
+    assert!(err(&["--shards", "2", "--", "--url", "http://x:1"]).contains("--pvc"));
+    assert!(
+        err(&["--shards", "0", "--pvc", "r", "--", "--url", "http://x:1"]).contains("--shards")
+    );
+    assert!(err(&[
+        "--shards",
+        "2",
+        "--pvc",
+        "r",
+        "--api-key-secret",
+        "nokey",
+        "--",
+        "--url",
+        "http://x:1",
+    ])
+    .contains("NAME/KEY"));
 }

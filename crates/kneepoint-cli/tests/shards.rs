@@ -108,7 +108,7 @@ async fn four_shard_processes_merge_into_what_one_process_measures() {
             .unwrap();
     assert_eq!(
         s1["settings"]["shard"],
-        serde_json::json!({"index": 1, "count": 4})
+        serde_json::json!({"index": 1, "count": 4, "levels": [8, 32]})
     );
     assert_eq!(s1["levels"][0]["concurrency"], 2);
     assert_eq!(s1["levels"][1]["request_count"], 32);
@@ -200,6 +200,17 @@ fn shard_flags_are_checked() {
             .to_string()
     };
     assert!(bad(&["--shard", "4/4"]).contains("K/N"));
-    assert!(bad(&["--shard", "0/4", "--concurrency", "2"]).contains("cannot be split"));
+    // Every shard must measure the same server.
+    assert!(bad(&["--shard", "0/4"]).contains("--url"));
+    assert!(bad(&[
+        "--shard",
+        "0/4",
+        "--url",
+        "http://127.0.0.1:9",
+        "--concurrency",
+        "2"
+    ])
+    .contains("cannot be split"));
+    assert!(bad(&["--start-at", "2036-01-01T00:00:00Z"]).contains("7 days"));
     assert!(bad(&["--start-at", "tomorrow"]).contains("--start-at"));
 }

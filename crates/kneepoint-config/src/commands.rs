@@ -124,8 +124,12 @@ impl SweepSettings {
                 .collect();
             SweepPlan::new(levels)?
         };
+        let mut common = common;
         let plan = match common.shard {
-            Some(sh) => plan.shard(sh)?,
+            Some(sh) => {
+                common.shard_levels = plan.levels().iter().map(|l| l.concurrency).collect();
+                plan.shard(sh)?
+            }
             None => plan,
         };
         let slas = slas(&args.sla, &file.search_params.clone().unwrap_or_default())?;

@@ -48,6 +48,9 @@ pub struct CommonSettings {
     pub publish: crate::Publish,
     /// This process's part of a sharded sweep (`--shard K/N`).
     pub shard: Option<kneepoint_planner::Shard>,
+    /// The whole sweep's levels before they were shared out (a sharded sweep's), recorded so
+    /// that `merge` can check the shards add up.
+    pub shard_levels: Vec<u32>,
     /// Chat or completions, path, headers...: the transport template (URL filled in for the
     /// simulator once it is listening).
     pub transport: OpenAiConfig,
@@ -261,7 +264,11 @@ impl CommonSettings {
             .map(kneepoint_planner::Shard::parse)
             .transpose()?;
         if let Some(sh) = shard {
+            if url.is_none() && sm_name.is_none() {
+                bail!("--shard needs the endpoint every shard sends to (--url): with the built-in simulator each shard would measure a simulator of its own");
+            }
             levels.seed = sh.seed(levels.seed);
+            levels.warmup_requests = sh.share(levels.warmup_requests);
             if let Some(o) = levels.open_loop.as_mut() {
                 if o.replay_speedup.is_some() {
                     bail!(
@@ -269,7 +276,17 @@ impl CommonSettings {
                     );
                 }
                 o.rates = o.rates.iter().map(|r| sh.share_rate(*r)).collect();
-                o.max_in_flight = o.max_in_flight.map(|m| sh.share(m).max(1));
+                if let Some(m) = o.max_in_flight {
+                    if m < sh.count {
+                        bail!(
+                            "--max-in-flight {m} cannot be shared by {} shards",
+                            sh.count
+                        );
+                    }
+                    o.max_in_flight = Some(sh.share(m));
+                }
+                // A closed loop's counts are shared with its levels; an open loop's here.
+                levels.request_count = sh.share(levels.request_count).max(1);
             }
         }
         levels.start_at_unix_ns = args.start_at.as_deref().map(parse_start_at).transpose()?;
@@ -297,6 +314,7 @@ impl CommonSettings {
         )?;
         Ok(CommonSettings {
             shard,
+            shard_levels: Vec::new(),
             publish: crate::Publish::resolve(
                 &args.publish,
                 file.output.as_ref(),
@@ -469,15 +487,29 @@ fn pooling(
     }))
 }
 
-/// `--start-at`: RFC 3339 UTC (`2026-12-01T19:30:00Z`) or Unix seconds, into Unix ns.
-fn parse_start_at(s: &str) -> Result<u64> {
-    if let Some(ns) = kneepoint_metrics::export::parse_rfc3339(s) {
-        return Ok(ns);
+/// How far ahead `--start-at` may be (a typo in the year would otherwise wait silently).
+pub const MAX_START_AHEAD_S: u64 = 7 * 24 * 3600;
+
+/// `--start-at`: RFC 3339 UTC (`2026-12-01T19:30:00Z`) or Unix seconds, into Unix ns; at most
+/// [`MAX_START_AHEAD_S`] from now.
+pub fn parse_start_at(s: &str) -> Result<u64> {
+    let ns = match kneepoint_metrics::export::parse_rfc3339(s) {
+        Some(ns) => ns,
+        None => match s.trim().parse::<f64>() {
+            Ok(secs) if secs.is_finite() && (0.0..1.8e10).contains(&secs) => (secs * 1e9) as u64,
+            _ => bail!(
+                "--start-at must be a UTC time like 2026-12-01T19:30:00Z or Unix seconds, not {s:?}"
+            ),
+        },
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    if ns > now.saturating_add(MAX_START_AHEAD_S * 1_000_000_000) {
+        bail!(
+            "--start-at {s} is more than 7 days ahead ({:.0} s): a typo?",
+            (ns - now) as f64 / 1e9
+        );
     }
-    match s.trim().parse::<f64>() {
-        Ok(secs) if secs.is_finite() && (0.0..1e11).contains(&secs) => Ok((secs * 1e9) as u64),
-        _ => bail!(
-            "--start-at must be a UTC time like 2026-12-01T19:30:00Z or Unix seconds, not {s:?}"
-        ),
-    }
+    Ok(ns)
 }

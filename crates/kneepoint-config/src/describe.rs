@@ -30,7 +30,11 @@ impl CommonSettings {
             })
         });
         serde_json::json!({
-            "shard": self.shard,
+            "shard": self.shard.map(|s| serde_json::json!({
+                "index": s.index,
+                "count": s.count,
+                "levels": self.shard_levels,
+            })),
             "start_at": self.levels.start_at_unix_ns.map(kneepoint_metrics::export::rfc3339),
             "target": target,
             "sagemaker": sagemaker,

@@ -50,7 +50,9 @@ mod target;
 mod workload;
 
 pub use commands::{SearchSettings, SweepSettings};
-pub use common::{CommonSettings, RoutesPlan, SageMakerSettings, Target};
+pub use common::{
+    parse_start_at, CommonSettings, RoutesPlan, SageMakerSettings, Target, MAX_START_AHEAD_S,
+};
 pub use error::{Error, Result};
 pub use file::{
     CandidateSection, EndpointSection, FileConfig, FleetSection, LoadSection, RunsSection,

@@ -73,6 +73,18 @@ fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
             dir.display()
         ))
     })?;
+    if doc
+        .settings
+        .pointer("/requests/num_runs")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+        > 1
+    {
+        return Err(Error::invalid(format!(
+            "{}: merging shards of repeated runs (--num-runs) is not supported: run each shard once per level",
+            dir.display()
+        )));
+    }
     if doc.load.is_some() || doc.request_rates.is_some() {
         return Err(Error::invalid(format!(
             "{}: merging open-loop shards is not supported yet (closed-loop sweeps only)",
@@ -97,21 +109,41 @@ fn comparable(settings: &Value) -> Value {
     if let Some(w) = v.get_mut("workload").and_then(Value::as_object_mut) {
         w.remove("seed");
     }
+    // Shards on different hosts connect from their own addresses.
+    if let Some(c) = v
+        .pointer_mut("/endpoint/connect")
+        .and_then(Value::as_object_mut)
+    {
+        c.remove("source_addrs");
+    }
     v
 }
 
-/// Moves every record onto one clock: its times are relative to `origin`.
-fn rebase(r: &mut RequestRecord, origin: u64) {
-    let d = r.origin_unix_ns.saturating_sub(origin);
+/// Moves a record onto one clock: its times become relative to `origin` (at most its own).
+/// `None` when a time would overflow (a damaged file).
+fn rebase(r: &mut RequestRecord, origin: u64) -> Option<()> {
+    let d = r.origin_unix_ns.checked_sub(origin)?;
+    let add = |t: &mut u64| -> Option<()> {
+        *t = t.checked_add(d)?;
+        Some(())
+    };
     r.origin_unix_ns = origin;
-    r.start_ns += d;
-    r.end_ns += d;
-    r.response_ns = r.response_ns.map(|t| t + d);
-    r.first_content_ns = r.first_content_ns.map(|t| t + d);
-    r.intended_start_ns = r.intended_start_ns.map(|t| t + d);
-    for t in &mut r.chunk_ns {
-        *t += d;
+    add(&mut r.start_ns)?;
+    add(&mut r.end_ns)?;
+    for t in [
+        r.response_ns.as_mut(),
+        r.first_content_ns.as_mut(),
+        r.intended_start_ns.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        add(t)?;
     }
+    for t in &mut r.chunk_ns {
+        add(t)?;
+    }
+    Some(())
 }
 
 /// Output tokens emitted inside `[from, to)` (a stream's tokens spread over its chunks, a
@@ -138,6 +170,71 @@ fn tokens_in(records: &[RequestRecord], from: u64, to: u64) -> f64 {
             }
         })
         .sum()
+}
+
+/// One level's records from every shard, on one clock, and what was computed from them.
+struct MergedRecords {
+    all: Vec<RequestRecord>,
+    summary: LevelSummary,
+    skew_ms: f64,
+    window_s: f64,
+    measured_shards: usize,
+    windowed: bool,
+}
+
+/// Merges one level's records (`per_shard[k]`: shard k's) at total concurrency `total`:
+/// rebased on the earliest origin, summarised together, with every per-second figure over the
+/// common window (the latest shard start to the earliest shard end). `None` when a time
+/// overflows.
+fn merge_records(mut per_shard: Vec<Vec<RequestRecord>>, total: u32) -> Option<MergedRecords> {
+    let origin = per_shard
+        .iter()
+        .flatten()
+        .map(|r| r.origin_unix_ns)
+        .min()
+        .unwrap_or(0);
+    let mut windows = Vec::new();
+    let mut all = Vec::new();
+    for recs in per_shard.iter_mut() {
+        for r in recs.iter_mut() {
+            rebase(r, origin)?;
+        }
+        let (lo, hi) = recs
+            .iter()
+            .filter(|r| r.phase == kneepoint_core::Phase::Profiling)
+            .fold((u64::MAX, 0u64), |(lo, hi), r| {
+                (lo.min(r.start_ns), hi.max(r.end_ns))
+            });
+        if lo < hi {
+            windows.push((lo, hi));
+        }
+        all.append(recs);
+    }
+    let mut summary = LevelSummary::from_records(total, &all, &GoodputSlo::default());
+    let from = windows.iter().map(|w| w.0).max().unwrap_or(0);
+    let to = windows.iter().map(|w| w.1).min().unwrap_or(0);
+    let first = windows.iter().map(|w| w.0).min().unwrap_or(0);
+    let skew_ms = from.saturating_sub(first) as f64 / 1e6;
+    let window_s = to.saturating_sub(from) as f64 / 1e9;
+    let measured: Vec<RequestRecord> = all
+        .iter()
+        .filter(|r| r.phase == kneepoint_core::Phase::Profiling)
+        .cloned()
+        .collect();
+    let in_window = tokens_in(&measured, from, to);
+    let windowed = window_s > 0.0 && in_window > 0.0 && summary.total_output_tokens > 0;
+    if windowed {
+        // Every per-second figure over the duration the common window's rate implies.
+        summary.rescale_duration(summary.total_output_tokens as f64 * window_s / in_window);
+    }
+    Some(MergedRecords {
+        all,
+        summary,
+        skew_ms,
+        window_s,
+        measured_shards: windows.len(),
+        windowed,
+    })
 }
 
 /// Merges the sharded sweeps in `shard_dirs` into `out` (refused if it holds a run, unless
@@ -186,6 +283,13 @@ pub fn merge(
             )));
         }
     }
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_owned());
+    if runs.iter().any(|r| canon(&r.dir) == canon(out)) {
+        return Err(Error::invalid(format!(
+            "--out {} is one of the shards: merge into a folder of its own",
+            out.display()
+        )));
+    }
     crate::bench::fresh_folder(out, overwrite)?;
     let log = crate::RunLog::create(out)?;
     let observer = crate::Logged::wrap(observer, log.clone());
@@ -201,6 +305,16 @@ pub fn merge(
             })
             .collect();
         let total: u32 = parts.iter().map(|p| p.1).sum();
+        let planned = runs[0].doc.settings["shard"]["levels"]
+            .get(i)
+            .and_then(Value::as_u64);
+        if planned.is_some_and(|p| p != u64::from(total)) {
+            return Err(Error::invalid(format!(
+                "level {}: the shards add up to concurrency {total}, but the sweep planned {}",
+                i + 1,
+                planned.unwrap_or_default()
+            )));
+        }
         if let Some(p) = parts.iter().find(|p| p.0.shard.share(total) != p.1) {
             return Err(Error::invalid(format!(
                 "level {}: shard {} ran concurrency {}, not its share of {total}",
@@ -216,49 +330,30 @@ pub fn merge(
             compressed |= path.extension().is_some_and(|e| e == "zst");
             per_shard.push(read_jsonl(&path)?);
         }
-        let origin = per_shard
-            .iter()
-            .flatten()
-            .map(|r| r.origin_unix_ns)
-            .min()
-            .unwrap_or(0);
-        let mut windows = Vec::new();
-        let mut all = Vec::new();
-        for recs in per_shard.iter_mut() {
-            for r in recs.iter_mut() {
-                rebase(r, origin);
-            }
-            let measured = recs
-                .iter()
-                .filter(|r| r.phase == kneepoint_core::Phase::Profiling);
-            let (lo, hi) = measured.fold((u64::MAX, 0u64), |(lo, hi), r| {
-                (lo.min(r.start_ns), hi.max(r.end_ns))
-            });
-            if lo < hi {
-                windows.push((lo, hi));
-            }
-            all.append(recs);
-        }
         let name = format!("concurrency_{total}");
-        let mut summary = LevelSummary::from_records(total, &all, &GoodputSlo::default());
-        let from = windows.iter().map(|w| w.0).max().unwrap_or(0);
-        let to = windows.iter().map(|w| w.1).min().unwrap_or(0);
-        let starts: Vec<u64> = windows.iter().map(|w| w.0).collect();
-        let skew_ms = (starts.iter().max().copied().unwrap_or(0)
-            - starts.iter().min().copied().unwrap_or(0)) as f64
-            / 1e6;
-        let window_s = to.saturating_sub(from) as f64 / 1e9;
-        let measured: Vec<RequestRecord> = all
-            .iter()
-            .filter(|r| r.phase == kneepoint_core::Phase::Profiling)
-            .cloned()
-            .collect();
-        let in_window = tokens_in(&measured, from, to);
-        if window_s > 0.0 && in_window > 0.0 && summary.total_output_tokens > 0 {
-            // Every per-second figure over the duration the common window's rate implies.
-            let duration = summary.total_output_tokens as f64 * window_s / in_window;
-            summary.rescale_duration(duration);
-        } else {
+        let Some(m) = merge_records(per_shard, total) else {
+            return Err(Error::invalid(format!(
+                "level {}: a record's times overflow when put on one clock (a damaged file)",
+                i + 1
+            )));
+        };
+        let origin = m.all.first().map_or(0, |r| r.origin_unix_ns);
+        let MergedRecords {
+            all,
+            summary,
+            skew_ms,
+            window_s,
+            measured_shards,
+            windowed,
+        } = m;
+        if measured_shards < parts.len() {
+            observer.warning(&format!(
+                "level {name}: {} of {} shards measured no request: the window and skew are over the others",
+                parts.len() - measured_shards,
+                parts.len()
+            ));
+        }
+        if !windowed {
             observer.warning(&format!(
                 "level {name}: the shards never ran at the same time (no common window): throughput is over the union of their runs"
             ));
@@ -267,6 +362,12 @@ pub fn merge(
             "{name}: {} records from {n} shards, start skew {skew_ms:.1} ms, common window {window_s:.2} s",
             all.len()
         ));
+        // Only the first level starts together: later ones drift by each shard's finish.
+        if window_s > 0.0 && skew_ms / 1000.0 > 0.05 * window_s {
+            observer.warning(&format!(
+                "level {name}: the shards started {skew_ms:.0} ms apart, over 5 % of the {window_s:.2} s they ran together: its latencies mix times when not every shard was at this level (longer levels, or timed ones, drift less)"
+            ));
+        }
         let dir = out.join(&name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
         let mut sink = JsonlSink::in_dir(&dir, compressed)?;
@@ -277,10 +378,13 @@ pub fn merge(
         drop(sink);
         let mut input_config = runs[0].doc.settings.clone();
         input_config["shard"] = serde_json::json!({"merged": n});
-        input_config["level"] = serde_json::json!({"concurrency": total});
+        input_config["level"] = serde_json::json!({
+            "concurrency": total,
+            "merged": {"shards": n, "duration_s": summary.benchmark_duration_s},
+        });
         let info = LevelInfo {
-            start_unix_ns: origin + all.iter().map(|r| r.start_ns).min().unwrap_or(0),
-            end_unix_ns: origin + all.iter().map(|r| r.end_ns).max().unwrap_or(0),
+            start_unix_ns: origin.saturating_add(all.iter().map(|r| r.start_ns).min().unwrap_or(0)),
+            end_unix_ns: origin.saturating_add(all.iter().map(|r| r.end_ns).max().unwrap_or(0)),
             input_config,
             partial: runs.iter().any(|r| !r.doc.complete),
         };
@@ -337,4 +441,70 @@ pub fn merge(
     ));
     crate::rerender::render_quietly(out, observer.as_ref());
     Ok(report)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A finished stream of `tokens` chunks, one per 10 ms after a 50 ms first token.
+    fn record(origin: u64, start_ms: u64, tokens: u32) -> RequestRecord {
+        let mut r = RequestRecord::new(start_ms, kneepoint_core::Phase::Profiling);
+        r.origin_unix_ns = origin;
+        r.start_ns = start_ms * 1_000_000;
+        r.response_ns = Some(r.start_ns + 40_000_000);
+        r.first_content_ns = Some(r.start_ns + 50_000_000);
+        r.intended_start_ns = Some(r.start_ns);
+        r.chunk_ns = (0..u64::from(tokens))
+            .map(|i| r.start_ns + 50_000_000 + i * 10_000_000)
+            .collect();
+        r.end_ns = *r.chunk_ns.last().unwrap();
+        r.output_tokens = Some(tokens);
+        r.input_tokens = Some(10);
+        r
+    }
+
+    #[test]
+    fn shards_a_second_apart_merge_on_one_clock_over_their_common_window() {
+        let t0 = 1_000_000_000_000_000_000u64;
+        // Shard 0 starts at t0 and shard 1 one second later (its own clock starts then):
+        // each runs back-to-back requests of 96 tokens (1 s each) for 5 s.
+        let shard = |origin: u64| {
+            (0..5)
+                .map(|k| record(origin, k * 1000, 96))
+                .collect::<Vec<_>>()
+        };
+        let m = merge_records(vec![shard(t0), shard(t0 + 1_000_000_000)], 2).unwrap();
+        assert_eq!(m.all.len(), 10);
+        assert!(m.all.iter().all(|r| r.origin_unix_ns == t0));
+        // Every time of shard 1's records moved by the second between the origins.
+        let late = m.all.iter().find(|r| r.start_ns == 1_000_000_000).unwrap();
+        assert_eq!(late.response_ns, Some(1_040_000_000));
+        assert_eq!(late.first_content_ns, Some(1_050_000_000));
+        assert_eq!(late.intended_start_ns, Some(1_000_000_000));
+        assert_eq!(late.chunk_ns[0], 1_050_000_000);
+        assert!((m.skew_ms - 1000.0).abs() < 1e-9);
+        // Both ran from 1 s to 5 s (shard 0's end): 4 s in which two streams emitted 96 tokens
+        // per 950 ms each.
+        assert!((m.window_s - (4.0 + 0.0)).abs() < 0.01, "{}", m.window_s);
+        let rate = m.summary.output_token_throughput;
+        assert!((rate / (2.0 * 96.0 / 1.0) - 1.0).abs() < 0.06, "{rate}");
+        // Over the union (6 s) it would be 960 / 6 = 160 tokens/s: the window is not diluted.
+        assert!(rate > 180.0, "{rate}");
+        assert!(m.windowed && m.measured_shards == 2);
+    }
+
+    #[test]
+    fn overflowing_times_are_refused_and_lone_shards_have_no_window() {
+        let mut r = record(5_000_000_000, 0, 4);
+        r.end_ns = u64::MAX;
+        assert!(merge_records(vec![vec![record(1, 0, 4)], vec![r]], 2).is_none());
+        let a = (0..3).map(|k| record(1, k * 1000, 8)).collect::<Vec<_>>();
+        let b = (0..3)
+            .map(|k| record(1 + 60_000_000_000, k * 1000, 8))
+            .collect::<Vec<_>>();
+        let m = merge_records(vec![a, b], 2).unwrap();
+        assert!(!m.windowed && m.window_s == 0.0);
+    }
 }

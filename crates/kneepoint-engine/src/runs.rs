@@ -170,11 +170,9 @@ impl Bench {
         stop_reason: &str,
         partial: bool,
     ) -> Result<LevelSummary, Error> {
-        let pooled = dir.join(if self.settings.compress_records {
-            kneepoint_metrics::export::RECORDS_FILE_ZSTD
-        } else {
-            kneepoint_metrics::export::RECORDS_FILE
-        });
+        let pooled = dir.join(kneepoint_metrics::export::records_file_name(
+            self.settings.compress_records,
+        ));
         let mut out = std::io::BufWriter::new(
             std::fs::File::create(&pooled).map_err(|e| Error::io("create", &pooled, e))?,
         );

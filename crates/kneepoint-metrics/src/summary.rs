@@ -489,6 +489,14 @@ pub(crate) mod tests {
         assert!((s.benchmark_duration_s - 1.3).abs() < 1e-12);
         assert!((s.output_token_throughput - 21.0 / 1.3).abs() < 1e-9);
         assert!((s.request_throughput - 2.0 / 1.3).abs() < 1e-9);
+        // Counted over a longer duration (a merged level's common window): every rate scales.
+        let mut t = s.clone();
+        t.rescale_duration(2.6);
+        assert!((t.output_token_throughput - 21.0 / 2.6).abs() < 1e-9);
+        assert!((t.request_throughput - 2.0 / 2.6).abs() < 1e-9);
+        assert_eq!(t.benchmark_duration_s, 2.6);
+        t.rescale_duration(f64::NAN);
+        assert_eq!(t.benchmark_duration_s, 2.6);
         assert_eq!(s.stat("time_to_first_token", "avg"), Some(200.0));
         assert_eq!(s.stat("time_to_first_token", "p50"), Some(200.0));
         assert_eq!(s.stat("inter_token_latency", "min"), Some(10.0));

@@ -89,6 +89,15 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
     } else {
         None
     };
+    // A merged shard level counts its rates over the shards' common window (`kneepoint
+    // merge`): the records alone would give the union of their runs.
+    if let Some(d) = info
+        .as_ref()
+        .and_then(|i| i.input_config.pointer("/level/merged/duration_s"))
+        .and_then(Value::as_f64)
+    {
+        summary.rescale_duration(d);
+    }
     Ok(Level {
         dir: dir.to_owned(),
         concurrency,

@@ -79,6 +79,13 @@ pub fn parse_source_addrs(spec: &str) -> Result<Vec<std::net::IpAddr>, Error> {
             return Err(bad(format!("more than {MAX_SOURCE_ADDRS} addresses")));
         }
     }
+    // A connector binds only an address of the destination's family: mixing them would
+    // leave some connections unbound and the rotation uneven.
+    if out.iter().any(|a| a.is_ipv4()) && out.iter().any(|a| a.is_ipv6()) {
+        return Err(bad(
+            "mix IPv4 and IPv6 addresses: give one family, the endpoint's".into(),
+        ));
+    }
     let mut seen = std::collections::BTreeSet::new();
     if let Some(dup) = out.iter().find(|a| !seen.insert(**a)) {
         return Err(bad(format!("{dup} is listed twice")));
@@ -316,12 +323,10 @@ mod tests {
 
     #[test]
     fn source_address_lists_and_ranges() {
-        let a = parse_source_addrs("127.0.0.2-127.0.0.4, ::1,10.1.2.3").unwrap();
+        let a = parse_source_addrs("127.0.0.2-127.0.0.4, 10.1.2.3").unwrap();
         let text: Vec<String> = a.iter().map(|x| x.to_string()).collect();
-        assert_eq!(
-            text,
-            ["127.0.0.2", "127.0.0.3", "127.0.0.4", "::1", "10.1.2.3"]
-        );
+        assert_eq!(text, ["127.0.0.2", "127.0.0.3", "127.0.0.4", "10.1.2.3"]);
+        assert_eq!(parse_source_addrs("::1, ::2").unwrap().len(), 2);
         assert_eq!(
             parse_source_addrs("127.0.0.255-127.0.1.1").unwrap().len(),
             3
@@ -333,6 +338,7 @@ mod tests {
             "127.0.0.1,127.0.0.1",
             "10.0.0.0-10.1.0.0",
             "::1-::2",
+            "127.0.0.2,::1",
         ] {
             assert!(parse_source_addrs(bad).is_err(), "{bad}");
         }

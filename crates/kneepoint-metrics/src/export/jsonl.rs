@@ -109,6 +109,15 @@ pub const RECORDS_FILE_ZSTD: &str = "profile_export.jsonl.zst";
 /// Records between two flushes of a compressed records file.
 pub const ZSTD_FLUSH_EVERY: u32 = 256;
 
+/// The records file's name: [`RECORDS_FILE_ZSTD`] when compressed, else [`RECORDS_FILE`].
+pub fn records_file_name(zstd: bool) -> &'static str {
+    if zstd {
+        RECORDS_FILE_ZSTD
+    } else {
+        RECORDS_FILE
+    }
+}
+
 /// The records file in a level's folder: the compressed one when it is there.
 pub fn records_path(dir: &Path) -> PathBuf {
     let z = dir.join(RECORDS_FILE_ZSTD);
@@ -156,10 +165,10 @@ impl JsonlSink {
     /// Creates the records file of the level folder `dir`: `profile_export.jsonl`, or
     /// `profile_export.jsonl.zst` when `zstd`.
     pub fn in_dir(dir: &Path, zstd: bool) -> Result<Self, Error> {
+        let path = dir.join(records_file_name(zstd));
         if !zstd {
-            return Self::create(&dir.join(RECORDS_FILE));
+            return Self::create(&path);
         }
-        let path = dir.join(RECORDS_FILE_ZSTD);
         let file = File::create(&path).map_err(Error::io(&path))?;
         let enc = zstd::stream::write::Encoder::new(BufWriter::new(file), 3)
             .map_err(Error::io(&path))?

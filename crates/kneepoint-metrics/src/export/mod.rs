@@ -22,7 +22,8 @@ pub use aiperf::{
 pub use groups::summaries_by;
 pub use inputs::{write_inputs_json, InputEntry};
 pub use jsonl::{
-    record_json, records_path, JsonlSink, RECORDS_FILE, RECORDS_FILE_ZSTD, ZSTD_FLUSH_EVERY,
+    record_json, records_file_name, records_path, JsonlSink, RECORDS_FILE, RECORDS_FILE_ZSTD,
+    ZSTD_FLUSH_EVERY,
 };
 pub use outputs::{outputs_json, write_outputs_json, OUTPUTS_SCHEMA_VERSION};
 pub use read::{read_jsonl, record_from_json};

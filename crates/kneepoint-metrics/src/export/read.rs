@@ -147,11 +147,17 @@ pub fn read_jsonl(path: &Path) -> Result<Vec<RequestRecord>, Error> {
     let (text, cut) = if path.extension().is_some_and(|e| e == "zst") {
         let file = std::fs::File::open(path).map_err(read_err)?;
         let mut bytes = Vec::new();
-        let cut = std::io::Read::read_to_end(
+        let decoded = std::io::Read::read_to_end(
             &mut zstd::stream::read::Decoder::new(file).map_err(read_err)?,
             &mut bytes,
-        )
-        .is_err();
+        );
+        // A stream cut short (a killed run) keeps what decoded; nothing decoding at all is
+        // not a records file.
+        let cut = match decoded {
+            Ok(_) => false,
+            Err(e) if bytes.is_empty() => return Err(read_err(e)),
+            Err(_) => true,
+        };
         (String::from_utf8_lossy(&bytes).into_owned(), cut)
     } else {
         (std::fs::read_to_string(path).map_err(read_err)?, false)
@@ -311,5 +317,13 @@ mod tests {
         std::fs::write(&path, format!("{good}\nnot json\n{good}\n")).unwrap();
         let err = read_jsonl(&path).unwrap_err().to_string();
         assert!(err.contains(":2"), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_zstd_is_an_error_not_an_empty_level() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile_export.jsonl.zst");
+        std::fs::write(&path, b"{\"not\": \"zstd\"}\n").unwrap();
+        assert!(read_jsonl(&path).is_err());
     }
 }
