@@ -66,7 +66,10 @@ fn merge(out: &Path, shards: &[PathBuf]) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_shard_processes_merge_into_what_one_process_measures() {
-    let server = SimServer::start_local(SimProfile::fast()).await.unwrap();
+    // 10 ms steps: the simulator, not five busy clients on two cores, sets the pace.
+    let mut profile = SimProfile::fast();
+    profile.step_base_ms = 10.0;
+    let server = SimServer::start_local(profile).await.unwrap();
     let url = server.base_url();
     let tmp = tempfile::tempdir().unwrap();
     let start = std::time::SystemTime::now()
