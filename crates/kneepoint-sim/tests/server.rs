@@ -111,8 +111,9 @@ async fn truth_log_joins_on_request_id() {
     assert_eq!(truth[0].prompt_tokens, 10);
     // fast profile: first token after one 5 ms step (plus 10 prompt tokens of prefill)
     assert!(truth[0].ttft_ms >= 5.0, "{}", truth[0].ttft_ms);
+    // Never below the step; above it by a busy machine's timer slack at most.
     let itl = truth[0].itl_ms.unwrap();
-    assert!((4.9..6.5).contains(&itl), "{itl}");
+    assert!((4.9..12.0).contains(&itl), "{itl}");
     server.clear_truth();
     assert!(server.truth().is_empty());
 }
@@ -221,9 +222,12 @@ async fn the_fixed_profile_keeps_its_latency_under_load_and_serves_its_truth() {
         assert_eq!(truth.iter().map(key).collect::<Vec<_>>(), local);
         assert_eq!(truth.len(), concurrency as usize);
         for e in &truth {
-            assert!((40.0..60.0).contains(&e.ttft_ms), "{concurrency}: {e:?}");
+            // Never early; late only by a busy machine's timer slack (a 2-core CI box
+            // oversleeps a 5 ms sleep by several ms), not by the load: a batching engine at 64
+            // would take many times longer.
+            assert!((40.0..100.0).contains(&e.ttft_ms), "{concurrency}: {e:?}");
             let itl = e.itl_ms.unwrap();
-            assert!((4.5..8.0).contains(&itl), "{concurrency}: {e:?}");
+            assert!((4.5..15.0).contains(&itl), "{concurrency}: {e:?}");
             assert!(e.arrival_unix_ns < e.first_token_unix_ns);
             assert!(e.first_token_unix_ns < e.last_token_unix_ns);
             // The client sees the first token no earlier than the server sent it.
