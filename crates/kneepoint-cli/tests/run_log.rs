@@ -5,7 +5,7 @@
 
 mod common;
 
-use kneepoint_cli::{run_recommend_with, run_search, run_sweep, RecommendArgs, SearchSettings};
+use kneepoint_cli::{run_recommend_with, run_search, run_sweep, RecommendArgs};
 use kneepoint_runner::CancelToken;
 
 fn log(dir: &std::path::Path) -> String {
@@ -57,14 +57,8 @@ async fn sweeps_and_searches_write_their_run_log() {
     );
 
     let dir = tmp.path().join("search");
-    let Ok(kneepoint_cli::Command::Search(a)) =
-        <kneepoint_cli::Cli as clap::Parser>::try_parse_from([
-            "kneepoint",
-            "search",
-            "--sim-profile",
-            "fast",
-            "--sim-time-scale",
-            "1",
+    let s = common::fast_search(
+        &[
             "--isl",
             "32",
             "--osl",
@@ -80,14 +74,10 @@ async fn sweeps_and_searches_write_their_run_log() {
             "--request-count",
             "4",
             "--quiet",
-            "--artifact-dir",
-            dir.to_str().unwrap(),
-        ])
-        .map(|c| c.command)
-    else {
-        panic!("not a search")
-    };
-    let s = SearchSettings::resolve(&a).unwrap();
+        ],
+        &dir,
+    )
+    .unwrap();
     run_search(&s, false).await.unwrap();
     let text = log(&dir);
     assert!(text.contains("probe 1 at concurrency 1: pass"), "{text}");

@@ -6,14 +6,10 @@ use clap::Parser;
 use kneepoint_cli::{run_search, Cli, Command, SearchSettings};
 use kneepoint_planner::StopReason;
 
+mod common;
+
 fn settings(extra: &[&str], dir: &std::path::Path) -> SearchSettings {
     let mut args = vec![
-        "kneepoint",
-        "search",
-        "--sim-profile",
-        "fast",
-        "--sim-time-scale",
-        "1",
         "--isl",
         "32",
         "--osl",
@@ -26,12 +22,7 @@ fn settings(extra: &[&str], dir: &std::path::Path) -> SearchSettings {
         "512",
     ];
     args.extend_from_slice(extra);
-    let dir = dir.to_str().unwrap().to_owned();
-    args.extend_from_slice(&["--artifact-dir", &dir]);
-    let Command::Search(a) = Cli::try_parse_from(args).unwrap().command else {
-        panic!()
-    };
-    SearchSettings::resolve(&a).unwrap()
+    common::fast_search(&args, dir).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

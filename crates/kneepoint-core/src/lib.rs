@@ -33,6 +33,7 @@
 //! # });
 //! ```
 
+pub mod civil;
 mod error;
 mod event;
 mod names;

@@ -3,19 +3,12 @@
 //! `gpu_memory_utilization` 0.85). `cargo run -p kneepoint-fit --example articles`; the
 //! numbers are in docs/recommend.md.
 
-use kneepoint_fit::{fit, predict, Catalog, Efficiency, FitSettings, ModelSpec};
+use kneepoint_fit::{
+    fit, predict, Catalog, Efficiency, FitSettings, ModelSpec, ARTICLES_MEASURED as MEASURED,
+};
 
 const NEMOTRON: &str = include_str!("../configs/nemotron-3-nano-30b-a3b.json");
 const GPT_OSS: &str = include_str!("../configs/gpt-oss-20b.json");
-/// The articles' sweep: (concurrency, output tokens/s).
-const MEASURED: [(u32, f64); 6] = [
-    (16, 492.5),
-    (32, 904.2),
-    (64, 1433.4),
-    (128, 2066.8),
-    (256, 2823.4),
-    (512, 2782.3),
-];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let catalog = Catalog::builtin();

@@ -49,7 +49,7 @@ pub use fit::{best_fit, fit, plan_fits, tensor_parallel_degrees, Fit, FitSetting
 pub use model::{AttentionSpec, MambaSpec, MlaSpec, MlpSpec, ModelSpec, MoeSpec, MAX_DIM};
 pub use params::ParamCount;
 pub use plan::{plan, prediction_levels, Plan, PlanRow};
-pub use roofline::{predict, Efficiency, PredictedPoint, Prediction, StepModel};
+pub use roofline::{predict, Efficiency, PredictedPoint, Prediction, StepModel, ARTICLES_MEASURED};
 pub use weights::WeightFormat;
 
 #[cfg(test)]

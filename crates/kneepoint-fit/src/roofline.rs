@@ -16,6 +16,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, Fit, FitSettings, InstanceType, ModelSpec};
 
+/// The articles' measured sweep, for checking the prediction: (concurrency, output tokens/s)
+/// of NVIDIA Nemotron-3 Nano 30B-A3B on one ml.g7e.2xlarge, ISL 1024 / OSL 256.
+pub const ARTICLES_MEASURED: [(u32, f64); 6] = [
+    (16, 492.5),
+    (32, 904.2),
+    (64, 1433.4),
+    (128, 2066.8),
+    (256, 2823.4),
+    (512, 2782.3),
+];
+
 /// How much of the datasheet figures a real engine reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Efficiency {

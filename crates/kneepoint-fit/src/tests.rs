@@ -161,8 +161,8 @@ fn the_articles_deployment_fits_and_predicts_the_knee() {
     let p = predict(&n, g7e, &f, &s, Efficiency::default(), &levels).unwrap();
     assert_eq!(p.knee, Some(256), "{}", p.knee_reason);
     // The articles' measured output tokens/s; the error is stated in docs/recommend.md.
-    let measured = [492.5, 904.2, 1433.4, 2066.8, 2823.4, 2782.3];
-    for (pt, m) in p.points.iter().zip(measured) {
+    for (pt, (c, m)) in p.points.iter().zip(ARTICLES_MEASURED) {
+        assert_eq!(pt.concurrency, c);
         assert!(close(pt.output_tokens_per_s, m, 0.35), "{pt:?} vs {m}");
     }
 }

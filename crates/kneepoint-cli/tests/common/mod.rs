@@ -1,10 +1,10 @@
-//! Shared by the sweep tests: settings for a sweep of the fast simulator at real time.
+//! Shared by the sweep and search tests: settings for a run of the fast simulator at real time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
 use std::path::Path;
 
 use clap::Parser;
-use kneepoint_cli::{Cli, Command, SweepSettings};
+use kneepoint_cli::{Cli, Command, SearchSettings, SweepSettings};
 
 /// `kneepoint sweep` on the fast simulator at real time, quiet, into `dir`, with `osl` output
 /// tokens, ISL 64 and `extra` flags.
@@ -30,6 +30,26 @@ pub fn fast_sweep(osl: &str, extra: &[&str], dir: &Path) -> anyhow::Result<Sweep
         panic!("not a sweep")
     };
     Ok(SweepSettings::resolve(&a)?)
+}
+
+/// `kneepoint search` on the fast simulator at real time into `dir`, with `flags` (the
+/// lengths, the range, the SLAs).
+pub fn fast_search(flags: &[&str], dir: &Path) -> anyhow::Result<SearchSettings> {
+    let dir = dir.to_str().unwrap().to_owned();
+    let mut args = vec![
+        "kneepoint",
+        "search",
+        "--sim-profile",
+        "fast",
+        "--sim-time-scale",
+        "1",
+    ];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--artifact-dir", &dir]);
+    let Command::Search(a) = Cli::try_parse_from(args)?.command else {
+        panic!("not a search")
+    };
+    Ok(SearchSettings::resolve(&a)?)
 }
 
 /// Every file under `dir`, read as text and joined (to search artifacts for a secret).

@@ -6,16 +6,7 @@ pub fn rfc3339(unix_ns: u64) -> String {
     let micros = (unix_ns % 1_000_000_000) / 1_000;
     let days = (secs / 86_400) as i64;
     let sod = secs % 86_400;
-    // Howard Hinnant's civil_from_days
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = kneepoint_core::civil::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z",
         sod / 3600,
@@ -58,14 +49,7 @@ pub fn parse_rfc3339(s: &str) -> Option<u64> {
         }
         _ => return None,
     };
-    // Howard Hinnant's days_from_civil
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    let days = kneepoint_core::civil::days_from_civil(y, m, d);
     let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
     u64::try_from(secs)
         .ok()?

@@ -150,14 +150,7 @@ pub fn parse_amz_date(s: &str) -> Option<SystemTime> {
     let n = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
     let (y, m, d) = (n(0..4)?, n(4..6)?, n(6..8)?);
     let (hh, mm, ss) = (n(9..11)?, n(11..13)?, n(13..15)?);
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    let days = kneepoint_core::civil::days_from_civil(y, m, d);
     let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
     let secs = u64::try_from(secs).ok()?;
     Some(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs))
