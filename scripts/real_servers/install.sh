@@ -21,12 +21,16 @@ export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$work/pip-cache}"
 PIP="--disable-pip-version-check --no-input -q --retries 10 --timeout 60"
 NEWPIP="$PIP --resume-retries 20"
 
-retry() {  # retry CMD...: up to 4 attempts, 20 s, 40 s, 60 s apart
-  local n=1
+# A flaky mirror once cut one 146 MB CUDA wheel at the same byte through 4 attempts 20-60 s apart
+# (CI, 2026-12-01): the pauses now grow to 2 minutes over 8 attempts (about 11 minutes in all),
+# long enough for a passing outage, and each attempt keeps the wheels the last one finished.
+retry() {  # retry CMD...: up to 8 attempts, 30 s, 60 s, 90 s, then 120 s apart
+  local n=1 pause
   until "$@"; do
-    [ $n -ge 4 ] && { echo "failed $n times: $*" >&2; return 1; }
-    echo "attempt $n failed (network?); again in $((20 * n)) s: $*" >&2
-    sleep $((20 * n))
+    [ $n -ge 8 ] && { echo "failed $n times: $*" >&2; return 1; }
+    pause=$((30 * n)); [ $pause -gt 120 ] && pause=120
+    echo "attempt $n failed (network?); again in $pause s: $*" >&2
+    sleep $pause
     n=$((n + 1))
   done
 }

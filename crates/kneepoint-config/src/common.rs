@@ -294,6 +294,13 @@ impl CommonSettings {
         levels.trust_server_usage = args.trust_server_usage;
         levels.export_outputs = args.export_outputs_json;
         levels.compress_records = args.records_zstd;
+        if let Some(n) = args.records_in_memory {
+            levels.records_in_memory = n;
+        }
+        levels.exact_percentiles = args.exact_percentiles;
+        if let Some(n) = args.inputs_limit {
+            levels.inputs_limit = n;
+        }
         levels.retry = RetryPolicy {
             max_retries: args.retries.unwrap_or(0),
             backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),

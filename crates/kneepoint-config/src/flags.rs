@@ -349,6 +349,20 @@ pub struct CommonArgs {
     /// tenth of the bytes, for long levels. `report`, `compare` and `merge` read either.
     #[arg(long)]
     pub records_zstd: bool,
+    /// Measured records a level keeps in memory (default 200000). A longer level is
+    /// summarised as its records finish, in bounded memory: counts, rates, means, minima and
+    /// maxima exact, percentiles within 0.1 % (histograms of 3 significant digits) unless
+    /// --exact-percentiles.
+    #[arg(long, value_name = "N")]
+    pub records_in_memory: Option<usize>,
+    /// For levels longer than --records-in-memory: make every percentile exact with a second
+    /// pass over the level's profile_export.jsonl.
+    #[arg(long)]
+    pub exact_percentiles: bool,
+    /// Requests a level lists in inputs.json (default 100000): past it they are counted, and
+    /// the workload's settings and seed regenerate them.
+    #[arg(long, value_name = "N")]
+    pub inputs_limit: Option<usize>,
     /// Run shard K of N of this sweep (0-based, as Kubernetes' completion index): each
     /// level's concurrency and request count (or request rate) are shared out, and the shard
     /// draws prompts of its own. Merge the shards' folders with `kneepoint merge`.

@@ -14,6 +14,7 @@ use kneepoint_runner::{CancelToken, EarlyStop, LevelConfig, LevelRun, RecordObse
 use kneepoint_workload::Workload;
 use serde_json::Value;
 
+use crate::streamed::Streamed;
 use crate::{Error, LevelSettings, Observer, Silent};
 
 /// A transport, a workload and the level settings: what every sweep, search and
@@ -317,6 +318,8 @@ impl Bench {
         config.token_counter = self.counter.clone();
         config.ramp_up = s.ramp_up;
         config.keep_outputs = s.export_outputs;
+        // outputs.json lists every answer: a level that exports them keeps its records.
+        config.keep_records = (!s.export_outputs).then_some(s.records_in_memory);
         // One batch per wave of a closed loop; an open loop has no waves.
         config.early_stop = s.early_stop.map(|e| EarlyStop {
             batch: if concurrency > 0 {
@@ -338,15 +341,30 @@ impl Bench {
         level: Value,
         run: &LevelRun,
         server: Option<kneepoint_core::ServerSummary>,
+        streamed: Option<&Mutex<Streamed>>,
     ) -> Result<(LevelSummary, bool), Error> {
         for e in &run.sink_errors {
             self.observer.warning(e);
         }
-        let mut summary =
-            LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default());
+        // Past `records_in_memory` the run kept no record: the summary is the streamed one.
+        let streamed = streamed
+            .filter(|_| run.records_seen > run.records.len())
+            .map(|s| {
+                s.lock()
+                    .map_err(|_| Error::invalid("the level's summary sink panicked"))
+            })
+            .transpose()?;
+        let exact = self.settings.exact_percentiles;
+        let mut summary = match &streamed {
+            Some(s) => s.summary(concurrency, exact, dir)?,
+            None => LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default()),
+        };
         crate::server::attach(&mut summary, server);
         let mut input_config = self.description.clone();
         input_config["level"] = level;
+        if streamed.is_some() {
+            input_config["level"]["summary"] = crate::streamed::note(run.records_seen, exact);
+        }
         if let Some(why) = &run.early_stop {
             input_config["level"]["stopped_early"] = Value::String(why.clone());
             self.observer
@@ -369,7 +387,10 @@ impl Bench {
                 &run.warmup_records,
             )?;
         }
-        let routes = kneepoint_metrics::export::route_summaries(concurrency, &run.records);
+        let routes = match &streamed {
+            Some(s) => s.routes(concurrency),
+            None => kneepoint_metrics::export::route_summaries(concurrency, &run.records),
+        };
         if !routes.is_empty() {
             kneepoint_metrics::export::write_route_summary(
                 &dir.join("route_summary.json"),

@@ -2,13 +2,17 @@
 //! `inputs.json`, `profile_export.jsonl` and summaries in the level's folder.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use kneepoint_core::RecordSink;
-use kneepoint_metrics::export::{write_inputs_json, InputEntry, JsonlSink};
+use kneepoint_metrics::export::{
+    render_input_entry, write_inputs_json, InputEntry, InputsWriter, JsonlSink,
+};
 use kneepoint_metrics::LevelSummary;
 use kneepoint_runner::{run_level, schedule, CancelToken, OpenLoop};
 use serde_json::json;
 
+use crate::streamed::{Streamed, StreamedSink};
 use crate::{Bench, Error};
 
 /// Images longer than this are shortened in `inputs.json`.
@@ -101,6 +105,14 @@ impl Bench {
         out
     }
 
+    /// `inputs.json` listing `inputs` of the `sent` requests (the rest counted, not listed).
+    fn write_inputs(&self, dir: &Path, inputs: &[InputEntry], sent: usize) -> Result<(), Error> {
+        let mut w = InputsWriter::create(&dir.join("inputs.json"), self.settings.inputs_limit)?;
+        inputs.iter().for_each(|e| w.push(&render_input_entry(e)));
+        w.skip(sent.saturating_sub(inputs.len()));
+        Ok(w.finish(self.settings.seed)?)
+    }
+
     /// The files of a level interrupted before its first request: no records, marked partial.
     fn interrupted_before_sending(
         &self,
@@ -116,6 +128,7 @@ impl Bench {
             .unwrap_or(0);
         let run = kneepoint_runner::LevelRun {
             records: Vec::new(),
+            records_seen: 0,
             warmup_records: Vec::new(),
             start_unix_ns: now,
             end_unix_ns: now,
@@ -126,7 +139,7 @@ impl Bench {
             sent_turns: Vec::new(),
         };
         let level = json!({"concurrency": concurrency, "request_count": request_count});
-        self.finish_level(dir, concurrency, level, &run, None)
+        self.finish_level(dir, concurrency, level, &run, None, None)
     }
 
     /// Runs one level once into `dir` (created), writing every per-level file, and summarises
@@ -191,7 +204,9 @@ impl Bench {
             // Interrupted while the prompts were being made: nothing was sent.
             return self.interrupted_before_sending(dir, concurrency, request_count);
         };
-        let inputs: Vec<InputEntry> = requests
+        // Only the listed requests' payloads are made (a seed reproduces the rest).
+        let listed = requests.len().min(self.settings.inputs_limit);
+        let inputs: Vec<InputEntry> = requests[..listed]
             .iter()
             .map(|r| InputEntry {
                 session_id: r.id.to_string(),
@@ -200,9 +215,15 @@ impl Bench {
                     .collect(),
             })
             .collect();
-        write_inputs_json(&dir.join("inputs.json"), &inputs)?;
-        let sink: Box<dyn RecordSink> =
-            Box::new(JsonlSink::in_dir(dir, self.settings.compress_records)?);
+        self.write_inputs(dir, &inputs, requests.len())?;
+        let streamed = Arc::new(Mutex::new(Streamed::default()));
+        let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(JsonlSink::in_dir(
+            dir,
+            self.settings.compress_records,
+        )?)];
+        if requests.len() > self.settings.records_in_memory {
+            sinks.push(Box::new(StreamedSink(streamed.clone())));
+        }
         let mut config = self.level_config(concurrency, cancel);
         if let (Some(o), Some((times, next))) = (&self.settings.open_loop, &mut self.replay) {
             let speedup = o.replay_speedup.unwrap_or(1.0);
@@ -240,7 +261,7 @@ impl Bench {
             &config,
             requests,
             warmup,
-            vec![sink],
+            sinks,
             Some(self.record_observer()),
         )
         .await;
@@ -252,10 +273,10 @@ impl Bench {
             write_inputs_json(&dir.join("inputs.json"), &self.conversation_inputs(&run))?;
         } else if run.unsent > 0 {
             // Stopped early or interrupted: list only the requests that went out (in order).
-            let sent = inputs.len().saturating_sub(run.unsent);
-            write_inputs_json(&dir.join("inputs.json"), &inputs[..sent])?;
+            let sent = (request_count as usize).saturating_sub(run.unsent);
+            self.write_inputs(dir, &inputs[..sent.min(inputs.len())], sent)?;
         }
         let level = json!({"concurrency": concurrency, "request_count": request_count});
-        self.finish_level(dir, concurrency, level, &run, server)
+        self.finish_level(dir, concurrency, level, &run, server, Some(&streamed))
     }
 }

@@ -66,6 +66,7 @@ mod runs;
 mod search;
 mod server;
 mod settings;
+mod streamed;
 mod sweep;
 mod timed;
 
@@ -83,7 +84,9 @@ pub use rerender::{rerender, Rerendered};
 pub use runlog::{Logged, RunLog, LOG_FILE};
 pub use runs::{pessimistic, RunsOutcome};
 pub use search::{probe_dir, Search, SearchBuilder, SearchReport, DEFAULT_ERROR_GUARD};
-pub use settings::{LevelSettings, OpenLoopSettings, RunsSettings};
+pub use settings::{
+    LevelSettings, OpenLoopSettings, RunsSettings, INPUTS_LIMIT, RECORDS_IN_MEMORY,
+};
 pub use sweep::{
     conclude, knee_explanation, level_row, Sweep, SweepBuilder, SweepReport, MAX_EXTENSIONS,
 };

@@ -44,7 +44,25 @@ pub struct LevelSettings {
     /// Write each level's records as `profile_export.jsonl.zst` (zstd) instead of plain JSON
     /// lines: about a tenth of the bytes for long levels.
     pub compress_records: bool,
+    /// Measured records a level keeps in memory for its summary; a longer level summarises
+    /// them as they finish in bounded memory ([`kneepoint_metrics::StreamingSummary`]) and
+    /// keeps none. Default [`RECORDS_IN_MEMORY`].
+    pub records_in_memory: usize,
+    /// With records past `records_in_memory`: make every percentile exact with a second pass
+    /// over the level's JSONL (without it they are within 0.1 %).
+    pub exact_percentiles: bool,
+    /// Requests a level lists in `inputs.json` (the rest are counted, and the seed
+    /// regenerates them). Default [`INPUTS_LIMIT`].
+    pub inputs_limit: usize,
 }
+
+/// Default [`LevelSettings::records_in_memory`]: about 300 MB of records at 256 output
+/// tokens each.
+pub const RECORDS_IN_MEMORY: usize = 200_000;
+
+/// Default [`LevelSettings::inputs_limit`]: AIPerf-compatible `inputs.json` for levels up to
+/// this many requests (about 120 MB at 128-token prompts).
+pub const INPUTS_LIMIT: usize = 100_000;
 
 impl Default for LevelSettings {
     fn default() -> Self {
@@ -64,6 +82,9 @@ impl Default for LevelSettings {
             export_outputs: false,
             start_at_unix_ns: None,
             compress_records: false,
+            records_in_memory: RECORDS_IN_MEMORY,
+            exact_percentiles: false,
+            inputs_limit: INPUTS_LIMIT,
         }
     }
 }

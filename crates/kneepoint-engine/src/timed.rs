@@ -1,16 +1,66 @@
-//! Duration-bound closed-loop levels: requests are drawn from the workload while the level's
-//! time lasts; `inputs.json` lists every request drawn.
+//! Duration-bound closed-loop levels: requests are made just ahead of the senders by a
+//! generator thread (off the timed path), each with its `inputs.json` entry already rendered;
+//! the entries of sent requests stream to `inputs.json` up to the level's `inputs_limit`, and
+//! records past `records_in_memory` are summarised as they finish: a level of any length
+//! holds memory flat.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 
-use kneepoint_core::RecordSink;
-use kneepoint_metrics::export::{write_inputs_json, InputEntry, JsonlSink};
+use kneepoint_core::{RecordSink, Request, Transport};
+use kneepoint_metrics::export::{render_input_entry, InputEntry, InputsWriter, JsonlSink};
 use kneepoint_metrics::LevelSummary;
 use kneepoint_runner::{run_level_for, CancelToken, RequestSource};
 use serde_json::json;
 
+use crate::streamed::{Streamed, StreamedSink};
 use crate::{Bench, Error};
+
+/// Requests made per lock of the workload.
+const GENERATE_BATCH: usize = 64;
+
+/// A prepared request and its `inputs.json` entry.
+type Prepared = (Request, Vec<u8>);
+
+/// Starts the generator: requests from `workload`, rendered for `inputs.json`, into a channel
+/// holding `depth` of them. It stops when the receiver is dropped, the workload fails, or a
+/// request is a conversation's turn (`turns` is then set: a timed level cannot keep history).
+fn generator(
+    workload: Arc<Mutex<Box<dyn kneepoint_workload::Workload>>>,
+    transport: Arc<dyn Transport>,
+    depth: usize,
+    turns: Arc<AtomicBool>,
+) -> (mpsc::Receiver<Prepared>, std::thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::sync_channel::<Prepared>(depth);
+    let handle = std::thread::spawn(move || loop {
+        let batch = match workload.lock() {
+            Ok(mut w) => w.requests(GENERATE_BATCH),
+            Err(_) => return,
+        };
+        let Ok(batch) = batch else { return };
+        if batch.is_empty() {
+            return;
+        }
+        for request in batch {
+            if request.turn.is_some() {
+                turns.store(true, Ordering::Relaxed);
+                return;
+            }
+            let entry = InputEntry {
+                session_id: request.id.to_string(),
+                payloads: crate::level::input_payload(transport.as_ref(), &request)
+                    .into_iter()
+                    .collect(),
+            };
+            let rendered = render_input_entry(&entry);
+            if tx.send((request, rendered)).is_err() {
+                return;
+            }
+        }
+    });
+    (rx, handle)
+}
 
 impl Bench {
     /// Runs one timed level into `dir` (the settings' duration; warm-up time only when
@@ -30,65 +80,81 @@ impl Bench {
             time.warmup = std::time::Duration::ZERO;
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
-        let inputs: Arc<Mutex<Vec<InputEntry>>> = Arc::default();
-        let turns = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let inputs = Arc::new(Mutex::new(InputsWriter::create(
+            &dir.join("inputs.json"),
+            self.settings.inputs_limit,
+        )?));
+        // Warm-up requests are not listed: the flag turns on when the measured phase starts.
+        let measuring = Arc::new(AtomicBool::new(time.warmup.is_zero()));
+        let turns = Arc::new(AtomicBool::new(false));
+        let depth = (concurrency as usize * 2).clamp(64, 4096);
+        let (prepared, generating) = generator(
+            self.workload.clone(),
+            self.transport.clone(),
+            depth,
+            turns.clone(),
+        );
         let source: RequestSource = {
-            let (workload, transport, inputs, turns) = (
-                self.workload.clone(),
-                self.transport.clone(),
-                inputs.clone(),
-                turns.clone(),
-            );
+            let (inputs, measuring) = (inputs.clone(), measuring.clone());
             Box::new(move || {
-                let request = workload.lock().ok()?.requests(1).ok()?.pop()?;
-                if request.turn.is_some() {
-                    // A timed level sends requests one by one: a conversation's history
-                    // cannot be kept. Stop at once; the level fails below.
-                    turns.store(true, std::sync::atomic::Ordering::Relaxed);
-                    return None;
-                }
-                if let Ok(mut v) = inputs.lock() {
-                    v.push(InputEntry {
-                        session_id: request.id.to_string(),
-                        payloads: crate::level::input_payload(transport.as_ref(), &request)
-                            .into_iter()
-                            .collect(),
-                    });
+                let (request, rendered) = prepared.recv().ok()?;
+                if measuring.load(Ordering::Relaxed) {
+                    if let Ok(mut w) = inputs.lock() {
+                        w.push(&rendered);
+                    }
                 }
                 Some(request)
             })
         };
-        let sink: Box<dyn RecordSink> =
-            Box::new(JsonlSink::in_dir(dir, self.settings.compress_records)?);
+        let streamed = Arc::new(Mutex::new(Streamed::default()));
+        let sinks: Vec<Box<dyn RecordSink>> = vec![
+            Box::new(JsonlSink::in_dir(dir, self.settings.compress_records)?),
+            Box::new(StreamedSink(streamed.clone())),
+        ];
         let mut config = self.level_config(concurrency, cancel);
         let scrape = self.begin(dir, label, 0, &mut config).await;
+        let before = config.after_warmup.take();
+        let flag = measuring.clone();
+        config.after_warmup = Some(Arc::new(move || {
+            flag.store(true, Ordering::Relaxed);
+            let before = before.clone();
+            Box::pin(async move {
+                if let Some(hook) = before {
+                    hook().await;
+                }
+            })
+        }));
         let run = run_level_for(
             self.transport.clone(),
             &config,
             time,
             source,
-            vec![sink],
+            sinks,
             Some(self.record_observer()),
         )
         .await;
+        // The source (and its receiver) is gone with the run: the generator stops at its
+        // next send.
+        let _ = generating.join();
         let server = self.end(label, scrape, dir, run.as_ref().ok()).await;
         let run = run?;
-        if turns.load(std::sync::atomic::Ordering::Relaxed) {
+        if turns.load(Ordering::Relaxed) {
             return Err(Error::invalid(
                 "multi-turn conversations run in count-bound levels: a timed level cannot keep their history",
             ));
         }
-        // Inputs of the warm-up come first; keep the measured ones, as a count-bound level does.
-        let drawn = inputs.lock().map(|v| v.clone()).unwrap_or_default();
-        let skip = drawn.len().saturating_sub(run.records.len());
-        write_inputs_json(&dir.join("inputs.json"), &drawn[skip..])?;
+        let inputs = Arc::try_unwrap(inputs)
+            .ok()
+            .and_then(|m| m.into_inner().ok())
+            .ok_or_else(|| Error::invalid("inputs.json is still in use"))?;
+        inputs.finish(self.settings.seed)?;
         let level = json!({
             "concurrency": concurrency,
             "duration_s": time.measure.as_secs_f64(),
             "grace_s": time.grace.as_secs_f64(),
             "warmup_duration_s": time.warmup.as_secs_f64(),
-            "requests_sent": run.records.len(),
+            "requests_sent": run.records_seen,
         });
-        self.finish_level(dir, concurrency, level, &run, server)
+        self.finish_level(dir, concurrency, level, &run, server, Some(&streamed))
     }
 }

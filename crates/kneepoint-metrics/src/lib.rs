@@ -23,6 +23,7 @@
 //! assert_eq!(summary.stat("inter_token_latency", "avg"), Some(10.0));
 //! ```
 
+mod accumulate;
 mod compare;
 mod confidence;
 mod error;
@@ -30,8 +31,10 @@ pub mod export;
 mod measurement;
 mod request_metrics;
 mod stats;
+mod stream;
 mod summary;
 
+pub use accumulate::{SecondPass, StreamingSummary};
 pub use compare::{
     compare_run_values, compare_samples, compare_values, CompareConfig, Difference, Scale,
     Statistic, Verdict, MIN_TAIL_SAMPLES,
@@ -42,6 +45,7 @@ pub use confidence::{
 pub use error::Error;
 pub use request_metrics::RequestMetrics;
 pub use stats::{quantile_sorted, Stats, PERCENTILES};
+pub use stream::{Bracket, StreamColumn};
 pub use summary::{
     ErrorGroup, GoodputSlo, LevelSummary, MetricSummary, RECORD_METRICS, SCHEDULE_LAG_LIMIT_MS,
 };

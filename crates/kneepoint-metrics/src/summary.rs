@@ -2,9 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use kneepoint_core::{Phase, RequestRecord, TokenSource};
+use kneepoint_core::{RequestRecord, TokenSource};
 use serde::{Deserialize, Serialize};
 
+use crate::accumulate::Accumulator;
 use crate::request_metrics::RequestMetrics;
 use crate::stats::Stats;
 
@@ -25,7 +26,7 @@ impl GoodputSlo {
         self.ttft_ms.is_none() && self.itl_ms.is_none() && self.request_latency_ms.is_none()
     }
 
-    fn met_by(&self, m: &RequestMetrics) -> bool {
+    pub(crate) fn met_by(&self, m: &RequestMetrics) -> bool {
         let ok = |limit: Option<f64>, v: Option<f64>| match limit {
             None => true,
             Some(l) => v.is_some_and(|v| v <= l),
@@ -169,202 +170,9 @@ impl LevelSummary {
 
     /// Summarises the measured (non-warm-up) records of one level.
     pub fn from_records(concurrency: u32, records: &[RequestRecord], slo: &GoodputSlo) -> Self {
-        let measured: Vec<&RequestRecord> = records
-            .iter()
-            .filter(|r| r.phase == Phase::Profiling)
-            .collect();
-        // Records of several runs of a level (pooled) carry their runs' own origins: the
-        // measured time is the sum of each run's span, not the span across runs.
-        let mut spans: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-        for r in &measured {
-            let span = spans
-                .entry(r.origin_unix_ns)
-                .or_insert((r.start_ns, r.end_ns));
-            span.0 = span.0.min(r.start_ns);
-            span.1 = span.1.max(r.end_ns);
-        }
-        let duration_s = spans
-            .values()
-            .map(|(start, end)| end.saturating_sub(*start))
-            .sum::<u64>() as f64
-            / 1e9;
-        let per_s = |x: f64| {
-            if duration_s > 0.0 {
-                x / duration_s
-            } else {
-                0.0
-            }
-        };
-
-        let mut cols: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-        let mut ok = 0usize;
-        let mut good = 0usize;
-        let mut out_tokens = 0u64;
-        let mut pooled_items: Option<u64> = None;
-        let mut in_tokens = 0u64;
-        let mut osl_sources: BTreeMap<String, usize> = BTreeMap::new();
-        let mut mismatches = 0usize;
-        let mut disagreements = 0usize;
-        let mut rejected: Option<(u32, usize)> = None;
-        let mut rejected_count = 0usize;
-        let mut errors_by_kind: BTreeMap<String, usize> = BTreeMap::new();
-        let mut groups: BTreeMap<(String, Option<u16>, String), usize> = BTreeMap::new();
-        for r in &measured {
-            if let Some(i) = r.intended_start_ns {
-                let lag = r.start_ns.saturating_sub(i) as f64 / 1e6;
-                cols.entry("schedule_lag").or_default().push(lag);
-            }
-            if let Some(e) = &r.error {
-                *errors_by_kind.entry(e.kind.to_string()).or_default() += 1;
-                *groups
-                    .entry((e.kind.to_string(), e.code, e.message.clone()))
-                    .or_default() += 1;
-                continue;
-            }
-            ok += 1;
-            let m = RequestMetrics::of(r);
-            if !slo.is_empty() && slo.met_by(&m) {
-                good += 1;
-            }
-            let mut push = |name: &'static str, v: Option<f64>| {
-                if let Some(v) = v {
-                    cols.entry(name).or_default().push(v);
-                }
-            };
-            push("time_to_first_token", m.ttft_ms);
-            push("time_to_first_output_token", m.ttfo_ms);
-            push("time_to_second_token", m.ttst_ms);
-            push("request_latency", m.request_latency_ms);
-            push("stream_end_latency", Some(m.stream_end_latency_ms));
-            push("inter_token_latency", m.itl_ms);
-            push("output_token_throughput_per_user", m.tokens_per_s_per_user);
-            push("output_sequence_length", m.osl.map(f64::from));
-            push("reasoning_token_count", m.reasoning_tokens.map(f64::from));
-            push("output_token_count", m.answer_tokens.map(f64::from));
-            push("input_sequence_length", m.isl.map(f64::from));
-            push("time_to_first_token_from_schedule", m.ttft_from_schedule_ms);
-            push(
-                "request_latency_from_schedule",
-                m.request_latency_from_schedule_ms,
-            );
-            cols.entry("inter_chunk_latency")
-                .or_default()
-                .extend_from_slice(&m.inter_chunk_ms);
-            out_tokens += u64::from(m.osl.unwrap_or(0));
-            in_tokens += u64::from(m.isl.unwrap_or(0));
-            if let Some(n) = r.pooled_items {
-                *pooled_items.get_or_insert(0) += u64::from(n);
-            }
-            let source = r.output_tokens_source.map_or("none", source_name);
-            *osl_sources.entry(source.to_owned()).or_default() += 1;
-            if let (Some(want), Some(got)) = (r.requested_output_tokens, r.output_tokens) {
-                if want != got {
-                    mismatches += 1;
-                }
-            }
-            if let Some(u) = r.rejected_usage_tokens {
-                rejected.get_or_insert((u, r.chunk_ns.len()));
-                rejected_count += 1;
-            }
-            if r.output_tokens_source == Some(TokenSource::Usage) {
-                if let (Some(s), Some(c)) = (r.output_tokens, r.client_output_tokens) {
-                    if f64::from(s.abs_diff(c)) > 0.05 * f64::from(s.max(1)) {
-                        disagreements += 1;
-                    }
-                }
-            }
-        }
-        let metrics: BTreeMap<String, MetricSummary> = RECORD_METRICS
-            .iter()
-            .filter_map(|(name, _, unit)| {
-                let stats = Stats::of(cols.get(name)?)?;
-                Some((
-                    name.to_string(),
-                    MetricSummary {
-                        unit: unit.to_string(),
-                        stats,
-                    },
-                ))
-            })
-            .collect();
-        let mut error_summary: Vec<ErrorGroup> = groups
-            .into_iter()
-            .map(|((kind, code, message), count)| ErrorGroup {
-                kind,
-                code,
-                message,
-                count,
-            })
-            .collect();
-        error_summary.sort_by_key(|g| std::cmp::Reverse(g.count));
-        error_summary.truncate(20);
-        let n = measured.len();
-        let errors = n - ok;
-        let mut warnings = Vec::new();
-        if let Some(lag) = metrics.get("schedule_lag").and_then(|m| m.stats.get("p99")) {
-            if lag > SCHEDULE_LAG_LIMIT_MS {
-                warnings.push(format!(
-                    "the client fell behind its arrival schedule: p99 schedule lag {lag:.1} ms (> {SCHEDULE_LAG_LIMIT_MS} ms), so the offered load was lower than asked; latency from the intended start counts the delay"
-                ));
-            }
-        }
-        if mismatches > 0 {
-            warnings.push(format!(
-                "{mismatches} of {ok} successful requests generated a different number of tokens than requested (set ignore_eos/min_tokens to control output length)"
-            ));
-        }
-        if disagreements > 0 {
-            warnings.push(format!(
-                "{disagreements} requests: the server's completion_tokens and the client's token count differ by more than 5 %"
-            ));
-        }
-        if let Some((u, chunks)) = rejected {
-            warnings.push(format!(
-                "{rejected_count} requests: the server's completion_tokens was implausible (e.g. {u} tokens for {chunks} chunks) and the client's count was used instead (--trust-server-usage keeps the server's)"
-            ));
-        }
-        if let Some(n) = osl_sources.get("estimate") {
-            warnings.push(format!(
-                "{n} requests had no server usage; their output length is a whitespace-word estimate"
-            ));
-        }
-        if n > 0 && ok == 0 {
-            warnings.push("every request failed".into());
-        }
-        let cancelled = errors_by_kind.get("cancelled").copied().unwrap_or(0);
-        if cancelled > 0 {
-            warnings.push(format!(
-                "interrupted: {cancelled} requests were cancelled; this level's figures are partial"
-            ));
-        } else if n > 0 && (n as f64) < 2.0 * f64::from(concurrency) {
-            warnings.push(format!(
-                "only {:.1} requests per slot: ramp-up and drain dominate this level; use a request count of at least 4x the concurrency for steady-state figures",
-                n as f64 / f64::from(concurrency.max(1))
-            ));
-        }
-        LevelSummary {
-            concurrency,
-            request_count: n,
-            ok_count: ok,
-            error_count: errors,
-            error_rate: if n > 0 { errors as f64 / n as f64 } else { 0.0 },
-            benchmark_duration_s: duration_s,
-            request_throughput: per_s(ok as f64),
-            output_token_throughput: per_s(out_tokens as f64),
-            total_output_tokens: out_tokens,
-            total_input_tokens: in_tokens,
-            input_token_throughput: per_s(in_tokens as f64),
-            pooled_item_throughput: pooled_items.map(|n| per_s(n as f64)),
-            goodput: (!slo.is_empty()).then(|| per_s(good as f64)),
-            metrics,
-            errors_by_kind,
-            error_summary,
-            osl_sources,
-            osl_mismatches: mismatches,
-            osl_source_disagreements: disagreements,
-            warnings,
-            server: None,
-        }
+        let mut acc = Accumulator::<Vec<f64>>::new(slo);
+        records.iter().for_each(|r| acc.push(r));
+        acc.finish(concurrency, |_, c| Stats::of(c))
     }
 
     /// One statistic of one metric, e.g. `stat("time_to_first_token", "p95")`.
@@ -373,7 +181,7 @@ impl LevelSummary {
     }
 }
 
-fn source_name(s: TokenSource) -> &'static str {
+pub(crate) fn source_name(s: TokenSource) -> &'static str {
     match s {
         TokenSource::Usage => "usage",
         TokenSource::Tokenizer => "tokenizer",
@@ -385,7 +193,7 @@ fn source_name(s: TokenSource) -> &'static str {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use kneepoint_core::{ErrorKind, ErrorRecord};
+    use kneepoint_core::{ErrorKind, ErrorRecord, Phase};
 
     /// Two successful streamed requests and one failure (503): every per-request metric and a
     /// non-zero error rate.

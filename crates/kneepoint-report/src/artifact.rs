@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use kneepoint_core::RequestRecord;
 use kneepoint_metrics::export::{
-    read_jsonl, write_aiperf_csv, write_aiperf_json, write_summary_text, LevelInfo,
+    read_jsonl, read_jsonl_each, write_aiperf_csv, write_aiperf_json, write_summary_text, LevelInfo,
 };
 use kneepoint_metrics::{GoodputSlo, LevelSummary};
 use serde_json::Value;
@@ -42,7 +42,9 @@ pub struct Level {
     pub dir: String,
     /// The level's concurrency.
     pub concurrency: u32,
-    /// Every record of the level (warm-up included), from `profile_export.jsonl`.
+    /// Every record of the level (warm-up included), from `profile_export.jsonl`; for a level
+    /// summarised as it ran (longer than it kept in memory), an even sample of at most
+    /// [`PLOT_RECORDS`] for the plots.
     pub records: Vec<RequestRecord>,
     /// The summary recomputed from the records.
     pub summary: LevelSummary,
@@ -76,19 +78,90 @@ pub(crate) fn read_json(path: &Path) -> Result<Value, Error> {
     })
 }
 
+/// Records of a long level kept for its plots: an even sample of at most this many.
+pub const PLOT_RECORDS: usize = 50_000;
+
+/// Every `stride`-th record, the stride doubling (and every other kept record dropped)
+/// whenever [`PLOT_RECORDS`] are held: an even sample of a level of any length.
+#[derive(Debug, Default)]
+struct Sample {
+    kept: Vec<RequestRecord>,
+    seen: usize,
+    stride: usize,
+}
+
+impl Sample {
+    fn offer(&mut self, r: RequestRecord) {
+        let stride = self.stride.max(1);
+        if self.seen % stride == 0 {
+            if self.kept.len() == PLOT_RECORDS {
+                let mut i = 0;
+                self.kept.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.stride = stride * 2;
+            }
+            if self.seen % self.stride.max(1) == 0 {
+                self.kept.push(r);
+            }
+        }
+        self.seen += 1;
+    }
+}
+
+/// Whether a saved level was summarised as it ran (more records than it kept in memory), and
+/// then whether its percentiles were made exact: `input_config.level.summary`.
+fn streamed(info: Option<&LevelInfo>) -> Option<bool> {
+    let s = info?.input_config.pointer("/level/summary")?;
+    (s.get("streamed")? == &Value::Bool(true)).then(|| {
+        s.get("exact_percentiles")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    })
+}
+
+/// A streamed level's summary, read as the run made it (in bounded memory, a second pass for
+/// exact percentiles when the run made one), and an even sample of its records.
+fn streamed_level(
+    path: &Path,
+    concurrency: u32,
+    exact: bool,
+) -> Result<(LevelSummary, Vec<RequestRecord>), Error> {
+    let mut summary = kneepoint_metrics::StreamingSummary::new(&GoodputSlo::default());
+    let mut sample = Sample::default();
+    read_jsonl_each(path, |r| {
+        summary.push(&r);
+        sample.offer(r);
+    })?;
+    let s = if exact && summary.is_approximate() {
+        let mut pass = summary.second_pass();
+        read_jsonl_each(path, |r| pass.offer(&r))?;
+        pass.summary(concurrency)
+    } else {
+        summary.summary(concurrency)
+    };
+    Ok((s, sample.kept))
+}
+
 fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Result<Level, Error> {
     let folder = root.join(dir);
-    let records = read_jsonl(&kneepoint_metrics::export::records_path(&folder))?;
-    let mut summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
     let aiperf = folder.join("profile_export_aiperf.json");
-    let info = if aiperf.is_file() {
-        let doc = read_json(&aiperf)?;
-        // The server's view is not in the records: it is kept from the saved summary.
-        summary.server = kneepoint_metrics::export::server_summary_from_aiperf_json(&doc);
-        LevelInfo::from_aiperf_json(&doc)
-    } else {
-        None
+    let doc = aiperf.is_file().then(|| read_json(&aiperf)).transpose()?;
+    let info = doc.as_ref().and_then(LevelInfo::from_aiperf_json);
+    let path = kneepoint_metrics::export::records_path(&folder);
+    let (mut summary, records) = match streamed(info.as_ref()) {
+        Some(exact) => streamed_level(&path, concurrency, exact)?,
+        None => {
+            let records = read_jsonl(&path)?;
+            let s = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
+            (s, records)
+        }
     };
+    // The server's view is not in the records: it is kept from the saved summary.
+    summary.server = doc
+        .as_ref()
+        .and_then(kneepoint_metrics::export::server_summary_from_aiperf_json);
     // A merged shard level counts its rates over the shards' common window (`kneepoint
     // merge`): the records alone would give the union of their runs.
     if let Some(d) = info

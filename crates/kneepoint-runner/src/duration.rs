@@ -78,8 +78,9 @@ pub async fn run_level_for(
     };
     let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
     let stop_sending = CancelToken::new();
-    let (early, stop) = (config.early_stop, stop_sending.clone());
-    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer, early, stop));
+    let (early, stop, keep) = (config.early_stop, stop_sending.clone(), config.keep_records);
+    let sink_task =
+        tokio::task::spawn_blocking(move || drain(rx, sinks, observer, (early, keep), stop));
     let start_unix_ns = unix_ns();
     let result = timed_loop(
         &transport,
@@ -91,12 +92,14 @@ pub async fn run_level_for(
         &stop_sending,
     )
     .await;
-    let (records, sink_errors, early_stop) = sink_task.await.map_err(|e| Error::Worker {
-        message: e.to_string(),
-    })?;
+    let (records, records_seen, sink_errors, early_stop) =
+        sink_task.await.map_err(|e| Error::Worker {
+            message: e.to_string(),
+        })?;
     result?;
     Ok(LevelRun {
         early_stop,
+        records_seen,
         unsent: 0,
         cancelled: config.cancel.is_cancelled(),
         records,

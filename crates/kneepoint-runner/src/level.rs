@@ -66,6 +66,11 @@ pub struct LevelConfig {
     /// Keep each response's generated text in its record (`response_text`,
     /// `reasoning_text`), for an export of the outputs; off by default (memory).
     pub keep_outputs: bool,
+    /// Keep at most this many measured records in [`LevelRun::records`]; past it records
+    /// still reach every sink and the observer as they finish, but the run keeps none
+    /// ([`LevelRun::records_seen`] counts them), so a level of any length holds memory flat.
+    /// `None` (the default) keeps every record.
+    pub keep_records: Option<usize>,
 }
 
 /// Open-loop load: each request starts at its intended time, whatever the server is doing, so a
@@ -120,6 +125,7 @@ impl LevelConfig {
             after_warmup: None,
             in_flight: None,
             keep_outputs: false,
+            keep_records: None,
         }
     }
 }
@@ -127,8 +133,11 @@ impl LevelConfig {
 /// What a level produced.
 #[derive(Debug)]
 pub struct LevelRun {
-    /// The measured records, in completion order (exactly one per measured request).
+    /// The measured records, in completion order (exactly one per measured request), unless
+    /// there were more than [`LevelConfig::keep_records`]: then none.
     pub records: Vec<RequestRecord>,
+    /// Measured records that finished, whether kept in `records` or not.
+    pub records_seen: usize,
     /// Warm-up records (not sent to the sinks, not in `records`).
     pub warmup_records: Vec<RequestRecord>,
     /// Wall-clock time of the measured phase's start, Unix ns.
@@ -255,8 +264,9 @@ pub async fn run_level(
     let total = requests.len();
     let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
     let stop_sending = CancelToken::new();
-    let (early, stop) = (config.early_stop, stop_sending.clone());
-    let sink_task = tokio::task::spawn_blocking(move || drain(rx, sinks, observer, early, stop));
+    let (early, stop, keep) = (config.early_stop, stop_sending.clone(), config.keep_records);
+    let sink_task =
+        tokio::task::spawn_blocking(move || drain(rx, sinks, observer, (early, keep), stop));
     let origin = Instant::now();
     let start_unix_ns = unix_ns();
     let ctx = ctx(Phase::Profiling, origin, start_unix_ns);
@@ -288,12 +298,14 @@ pub async fn run_level(
             closed_loop(ctx, slots, requests, tx, &stop_sending).await
         }
     };
-    let (records, sink_errors, early_stop) = sink_task.await.map_err(|e| Error::Worker {
-        message: e.to_string(),
-    })?;
+    let (records, records_seen, sink_errors, early_stop) =
+        sink_task.await.map_err(|e| Error::Worker {
+            message: e.to_string(),
+        })?;
     let sent = result?;
     Ok(LevelRun {
         early_stop,
+        records_seen,
         unsent: total - sent,
         cancelled: config.cancel.is_cancelled(),
         records,
@@ -418,16 +430,21 @@ async fn open_loop(
 }
 
 /// The sink thread: every record goes to each sink, the observer and the returned list.
+/// What [`drain`] hands back: the records kept, how many were seen, sink errors, and why
+/// sending stopped early.
+pub(crate) type Drained = (Vec<RequestRecord>, usize, Vec<String>, Option<String>);
+
 pub(crate) fn drain(
     mut rx: mpsc::Receiver<RequestRecord>,
     mut sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,
-    early: Option<EarlyStop>,
+    (early, keep): (Option<EarlyStop>, Option<usize>),
     stop: CancelToken,
-) -> (Vec<RequestRecord>, Vec<String>, Option<String>) {
+) -> Drained {
     let mut precision = Precision::default();
     let mut stopped = None;
     let mut records = Vec::new();
+    let (mut seen, mut keeping) = (0usize, true);
     let mut errors: Vec<String> = Vec::new();
     let mut failed = vec![false; sinks.len()];
     while let Some(record) = rx.blocking_recv() {
@@ -459,7 +476,15 @@ pub(crate) fn drain(
                 stopped = Some(why);
             }
         }
-        records.push(record);
+        seen += 1;
+        if keeping && keep.is_some_and(|k| seen > k) {
+            // Past the cap: the sinks have every record; memory keeps none.
+            keeping = false;
+            records = Vec::new();
+        }
+        if keeping {
+            records.push(record);
+        }
     }
     for (i, sink) in sinks.iter_mut().enumerate() {
         if !failed[i] {
@@ -468,7 +493,7 @@ pub(crate) fn drain(
             }
         }
     }
-    (records, errors, stopped)
+    (records, seen, errors, stopped)
 }
 
 fn source_text(e: &kneepoint_core::Error) -> String {

@@ -30,3 +30,173 @@ pub fn write_inputs_json(path: &Path, entries: &[InputEntry]) -> Result<(), Erro
         })?;
     write_atomic(path, &bytes)
 }
+
+/// Where `inputs.json` says how much of a long level it lists: AIPerf reads `data` and
+/// ignores this key.
+pub const INPUTS_NOTE_KEY: &str = "kneepoint_inputs";
+
+/// One entry as `inputs.json` holds it: pretty JSON indented to its place in the `data` list
+/// (made off the timed path, ahead of the request it describes).
+pub fn render_input_entry(entry: &InputEntry) -> Vec<u8> {
+    let body = serde_json::to_vec_pretty(entry).unwrap_or_default();
+    let mut out = Vec::with_capacity(body.len() + body.len() / 8);
+    for line in body.split(|b| *b == b'\n') {
+        if !out.is_empty() {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(b"    ");
+        out.extend_from_slice(line);
+    }
+    out
+}
+
+/// `inputs.json` written entry by entry as requests are sent, listing at most `limit` of
+/// them: a level of millions of requests neither holds their payloads in memory nor writes
+/// them all (a seed reproduces synthetic prompts). Up to the limit the file is byte for byte
+/// what [`write_inputs_json`] writes; past it the file adds [`INPUTS_NOTE_KEY`] with the
+/// counts. It is written to a temporary file and renamed by [`InputsWriter::finish`].
+#[derive(Debug)]
+pub struct InputsWriter {
+    path: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    failed: Option<std::io::Error>,
+    limit: usize,
+    listed: usize,
+    requests: usize,
+}
+
+impl InputsWriter {
+    /// Starts `path` (its temporary file beside it), listing at most `limit` entries.
+    pub fn create(path: &Path, limit: usize) -> Result<Self, Error> {
+        let tmp = path.with_extension("json.partial");
+        let file = std::fs::File::create(&tmp).map_err(Error::io(&tmp))?;
+        Ok(InputsWriter {
+            path: path.to_owned(),
+            tmp,
+            out: Some(std::io::BufWriter::with_capacity(1 << 18, file)),
+            failed: None,
+            limit,
+            listed: 0,
+            requests: 0,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if let (Some(out), None) = (self.out.as_mut(), &self.failed) {
+            if let Err(e) = std::io::Write::write_all(out, bytes) {
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    /// Counts one sent request and lists its entry (from [`render_input_entry`]) while under
+    /// the limit.
+    pub fn push(&mut self, rendered: &[u8]) {
+        self.requests += 1;
+        if self.listed >= self.limit {
+            return;
+        }
+        let head: &[u8] = if self.listed == 0 {
+            b"{\n  \"data\": [\n"
+        } else {
+            b",\n"
+        };
+        self.write(head);
+        self.write(rendered);
+        self.listed += 1;
+    }
+
+    /// Counts `n` sent requests without listing them (past the limit anyway).
+    pub fn skip(&mut self, n: usize) {
+        self.requests += n;
+    }
+
+    /// Requests counted so far.
+    pub fn requests(&self) -> usize {
+        self.requests
+    }
+
+    /// Closes the list (with the counts when some requests were not listed; `seed` is the
+    /// workload's, which regenerates synthetic prompts) and renames the file into place.
+    pub fn finish(mut self, seed: u64) -> Result<(), Error> {
+        let tail = if self.listed == 0 {
+            "{\n  \"data\": []".to_owned()
+        } else {
+            "\n  ]".to_owned()
+        };
+        self.write(tail.as_bytes());
+        if self.requests > self.listed {
+            let note = serde_json::json!({
+                "listed": self.listed,
+                "requests": self.requests,
+                "seed": seed,
+                "note": format!(
+                    "the first {} of {} requests are listed (--inputs-limit); the workload's settings and seed regenerate the rest",
+                    self.listed, self.requests
+                ),
+            });
+            let note = serde_json::to_string_pretty(&note).unwrap_or_default();
+            let note = note.replace('\n', "\n  ");
+            self.write(format!(",\n  \"{INPUTS_NOTE_KEY}\": {note}").as_bytes());
+        }
+        self.write(b"\n}");
+        let flushed = match self.out.take() {
+            Some(mut out) => std::io::Write::flush(&mut out),
+            None => Ok(()),
+        };
+        let done = match self.failed.take().map_or(flushed, Err) {
+            Ok(()) => std::fs::rename(&self.tmp, &self.path).map_err(Error::io(&self.path)),
+            Err(e) => Err(Error::io(&self.tmp)(e)),
+        };
+        if done.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        done
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn entry(i: usize) -> InputEntry {
+        InputEntry {
+            session_id: i.to_string(),
+            payloads: vec![
+                serde_json::json!({"messages": [{"role": "user", "content": format!("prompt {i}\nline")}], "max_tokens": 4}),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_streamed_file_is_the_plain_one_up_to_its_limit_and_says_how_much_it_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [0usize, 1, 3] {
+            let entries: Vec<InputEntry> = (0..n).map(entry).collect();
+            let (plain, streamed) = (dir.path().join("a.json"), dir.path().join("b.json"));
+            write_inputs_json(&plain, &entries).unwrap();
+            let mut w = InputsWriter::create(&streamed, 10).unwrap();
+            entries.iter().for_each(|e| w.push(&render_input_entry(e)));
+            w.finish(7).unwrap();
+            assert_eq!(
+                std::fs::read(&plain).unwrap(),
+                std::fs::read(&streamed).unwrap()
+            );
+            assert!(!dir.path().join("b.json.partial").exists());
+        }
+        let path = dir.path().join("c.json");
+        let mut w = InputsWriter::create(&path, 2).unwrap();
+        (0..5).for_each(|i| w.push(&render_input_entry(&entry(i))));
+        assert_eq!(w.requests(), 5);
+        w.finish(42).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(doc["data"].as_array().unwrap().len(), 2);
+        assert_eq!(doc["data"][1]["session_id"], "1");
+        assert_eq!(doc[INPUTS_NOTE_KEY]["requests"], 5);
+        assert_eq!(doc[INPUTS_NOTE_KEY]["listed"], 2);
+        assert_eq!(doc[INPUTS_NOTE_KEY]["seed"], 42);
+    }
+}

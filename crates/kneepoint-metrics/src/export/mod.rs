@@ -20,13 +20,15 @@ pub use aiperf::{
     LevelInfo,
 };
 pub use groups::summaries_by;
-pub use inputs::{write_inputs_json, InputEntry};
+pub use inputs::{
+    render_input_entry, write_inputs_json, InputEntry, InputsWriter, INPUTS_NOTE_KEY,
+};
 pub use jsonl::{
     record_json, records_file_name, records_path, JsonlSink, RECORDS_FILE, RECORDS_FILE_ZSTD,
     ZSTD_FLUSH_EVERY,
 };
 pub use outputs::{outputs_json, write_outputs_json, OUTPUTS_SCHEMA_VERSION};
-pub use read::{read_jsonl, record_from_json};
+pub use read::{read_jsonl, read_jsonl_each, record_from_json};
 pub use routes::{route_summaries, route_summary_json, write_route_summary, RouteSummary};
 pub use text::{summary_text, write_summary_text};
 pub use time::{parse_rfc3339, rfc3339};

@@ -140,52 +140,67 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
 /// error naming it. A torn last line (a run killed mid-write) is skipped, as the file is
 /// appended line by line; a compressed file cut short keeps what decodes.
 pub fn read_jsonl(path: &Path) -> Result<Vec<RequestRecord>, Error> {
+    let mut out = Vec::new();
+    read_jsonl_each(path, |r| out.push(r))?;
+    Ok(out)
+}
+
+/// Reads the records of a `profile_export.jsonl` (or `.jsonl.zst`) one at a time into `each`,
+/// in the file's order and in memory of one line, with [`read_jsonl`]'s rules; returns how
+/// many were read. Levels of millions of records are summarised this way.
+pub fn read_jsonl_each(path: &Path, mut each: impl FnMut(RequestRecord)) -> Result<usize, Error> {
+    use std::io::BufRead;
     let read_err = |source| Error::Read {
         path: path.to_owned(),
         source,
     };
-    let (text, cut) = if path.extension().is_some_and(|e| e == "zst") {
-        let file = std::fs::File::open(path).map_err(read_err)?;
-        let mut bytes = Vec::new();
-        let decoded = std::io::Read::read_to_end(
-            &mut zstd::stream::read::Decoder::new(file).map_err(read_err)?,
-            &mut bytes,
-        );
-        // A stream cut short (a killed run) keeps what decoded; nothing decoding at all is
-        // not a records file.
-        let cut = match decoded {
-            Ok(_) => false,
-            Err(e) if bytes.is_empty() => return Err(read_err(e)),
-            Err(_) => true,
-        };
-        (String::from_utf8_lossy(&bytes).into_owned(), cut)
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    let zst = path.extension().is_some_and(|e| e == "zst");
+    let mut reader: Box<dyn BufRead> = if zst {
+        Box::new(std::io::BufReader::new(
+            zstd::stream::read::Decoder::new(file).map_err(read_err)?,
+        ))
     } else {
-        (std::fs::read_to_string(path).map_err(read_err)?, false)
+        Box::new(std::io::BufReader::with_capacity(1 << 16, file))
     };
-    let lines: Vec<&str> = text.lines().collect();
-    let complete = text.ends_with('\n') && !cut;
-    let mut out = Vec::with_capacity(lines.len());
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
+    let (mut line, mut n, mut count, mut decoded) = (Vec::new(), 0usize, 0usize, false);
+    loop {
+        line.clear();
+        let got = match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(k) => k,
+            // A compressed stream cut short (a killed run) keeps what decoded; nothing
+            // decoding at all is not a records file.
+            Err(e) if zst && !decoded => return Err(read_err(e)),
+            Err(_) if zst => break,
+            Err(e) => return Err(read_err(e)),
+        };
+        decoded = true;
+        n += 1;
+        let torn_tail = line.last() != Some(&b'\n');
+        let text = String::from_utf8_lossy(&line[..got]);
+        if text.trim().is_empty() {
             continue;
         }
-        let torn_tail = !complete && i + 1 == lines.len();
-        let parsed = serde_json::from_str::<Value>(line)
+        let parsed = serde_json::from_str::<Value>(&text)
             .map_err(|e| e.to_string())
             .and_then(|v| record_from_json(&v));
         match parsed {
-            Ok(r) => out.push(r),
+            Ok(r) => {
+                count += 1;
+                each(r);
+            }
             Err(_) if torn_tail => {}
             Err(reason) => {
                 return Err(Error::Parse {
                     path: path.to_owned(),
-                    line: i + 1,
+                    line: n,
                     reason,
                 })
             }
         }
     }
-    Ok(out)
+    Ok(count)
 }
 
 #[cfg(test)]
