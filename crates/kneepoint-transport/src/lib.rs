@@ -31,6 +31,7 @@ mod config;
 mod connect;
 mod connector;
 mod error;
+mod fast_chunk;
 mod fd_limit;
 pub mod fetch;
 mod openai;

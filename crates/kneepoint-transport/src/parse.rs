@@ -73,6 +73,15 @@ enum ErrorJson {
 /// Parses one JSON document (a stream chunk's data, or a whole non-streaming body) and appends
 /// its events to `out`. An error object becomes `Err(Error::Server)`.
 pub fn parse_body(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
+    // The common stream chunk, in one pass (what it declines, serde decodes below).
+    if crate::fast_chunk::parse_chunk(data, out) {
+        return Ok(());
+    }
+    parse_with_serde(data, out)
+}
+
+/// [`parse_body`] without the fast path: every document through `serde_json`.
+pub(crate) fn parse_with_serde(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
     let body: Body<'_> = serde_json::from_str(data).map_err(|e| Error::MalformedResponse {
         message: format!("invalid JSON chunk: {}", excerpt(data.as_bytes())),
         source: Some(Box::new(e)),

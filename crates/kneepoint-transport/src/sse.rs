@@ -120,7 +120,7 @@ impl SseParser {
             }
         }
         while !bytes.is_empty() {
-            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+            match memchr::memchr2(b'\n', b'\r', bytes) {
                 Some(i) => {
                     if self.line.len() + i > self.max_line {
                         return Err(SseError::LineTooLong {

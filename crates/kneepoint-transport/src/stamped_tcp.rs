@@ -39,6 +39,11 @@ struct KernelStamps {
     /// Room for one `SCM_TIMESTAMPNS` control message, reused by every read.
     control: Vec<u8>,
     read_size: usize,
+    /// Initialised bytes `recvmsg` reads into before they are copied to the caller's buffer:
+    /// the caller's buffer arrives uninitialised each time, and zeroing `read_size` bytes for
+    /// every read cost more than copying the few that arrive (no `unsafe` here to read into
+    /// uninitialised memory). It grows with `read_size`, once.
+    scratch: Vec<u8>,
 }
 
 impl StampedTcpStream {
@@ -52,6 +57,7 @@ impl StampedTcpStream {
                 .map(|()| KernelStamps {
                     control: nix::cmsg_space!(nix::sys::time::TimeSpec),
                     read_size: MIN_READ,
+                    scratch: Vec::new(),
                 })
         };
         StampedTcpStream {
@@ -122,8 +128,10 @@ impl AsyncRead for StampedTcpStream {
             loop {
                 std::task::ready!(this.inner.poll_read_ready(cx))?;
                 let want = buf.remaining().min(k.read_size);
-                let dst = buf.initialize_unfilled_to(want);
-                let control = &mut k.control;
+                if k.scratch.len() < want {
+                    k.scratch.resize(want, 0);
+                }
+                let (dst, control) = (&mut k.scratch[..want], &mut k.control);
                 match this.inner.try_io(tokio::io::Interest::READABLE, || {
                     recv_stamped(fd, dst, control)
                 }) {
@@ -136,7 +144,7 @@ impl AsyncRead for StampedTcpStream {
                         } else if n < want / 4 {
                             k.read_size = (k.read_size / 2).max(MIN_READ);
                         }
-                        buf.advance(n);
+                        buf.put_slice(&k.scratch[..n]);
                         return Poll::Ready(Ok(()));
                     }
                     // Not ready after all (readiness is cleared), or interrupted: try again.

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# More streams to one endpoint than one source address has ephemeral ports (issue 21): in a
+# network namespace of its own (root, iproute2), the ephemeral port range is cut to PORTS ports,
+# so that the limit that stops one address at ~28,000 streams on a default host stops it at
+# PORTS here, within this machine's 20,000-descriptor hard limit. The fixed-latency simulator
+# keeps every stream open for ~TTFT + OSL x ITL; the sweep then holds STREAMS of them at once,
+# first from one source address, then from --source-addrs 127.0.0.2-127.0.0.9.
+#   cargo build --release --bin kneepoint
+#   sudo benches/source_addrs_netns.sh [STREAMS=4000] [PORTS=1000]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$root/target/release/kneepoint"
+streams="${1:-4000}"
+ports="${2:-1000}"
+ns="kneepoint-ports-$$"
+out="$(mktemp -d)"
+cleanup() { ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true; }
+trap cleanup EXIT
+ip netns add "$ns"
+run() { ip netns exec "$ns" "$@"; }
+run ip link set lo up
+run sh -c "echo '40000 $((40000 + ports - 1))' > /proc/sys/net/ipv4/ip_local_port_range"
+run sh -c "echo 65535 > /proc/sys/net/core/somaxconn"
+ulimit -n "$(ulimit -Hn)"
+run "$bin" sim serve --port 18300 --ttft-ms 2000 --itl-ms 50 > "$out/sim.log" 2>&1 &
+sleep 1
+echo "namespace $ns: ephemeral ports $(run cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' '-'), $streams concurrent streams (TTFT 2 s, 64 tokens at 50 ms)"
+for case in one eight; do
+  extra=()
+  [ "$case" = eight ] && extra=(--source-addrs 127.0.0.2-127.0.0.9)
+  /usr/bin/time -f "%M KB peak RSS, %e s" -o "$out/$case.time" \
+    ip netns exec "$ns" "$bin" sweep --url http://127.0.0.1:18300 --concurrency "$streams" \
+    --request-count "$streams" --isl 64 --osl 64 --ramp-up-s 2 --quiet \
+    --artifact-dir "$out/$case" "${extra[@]}" > "$out/$case.log" 2>&1 || true
+  python3 - "$out/$case" "$case" "$(cat "$out/$case.time")" <<'EOF'
+import json, sys, glob
+d, case, t = sys.argv[1], sys.argv[2], sys.argv[3]
+j = json.load(open(glob.glob(d + "/concurrency_*/profile_export_aiperf.json")[0]))
+n, err = int(j["request_count"]["avg"]), j.get("error_request_count", {}).get("avg", 0)
+ttft = j.get("time_to_first_token", {})
+kinds = {}
+for line in open(glob.glob(d + "/concurrency_*/profile_export.jsonl")[0]):
+    r = json.loads(line)
+    if r.get("error"):
+        m = r["error"]["message"][:60]
+        kinds[m] = kinds.get(m, 0) + 1
+print(f"{'one address' if case == 'one' else '8 addresses'}: {n} requests, {int(err)} failed, "
+      f"TTFT p50 {ttft.get('p50', float('nan')):.1f} ms p99 {ttft.get('p99', float('nan')):.1f} ms "
+      f"(server's fixed TTFT 2000 ms); {t}; errors: {kinds or 'none'}")
+EOF
+done
+rm -rf "$out"
