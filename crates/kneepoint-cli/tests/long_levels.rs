@@ -110,3 +110,37 @@ async fn a_long_level_is_summarised_as_it_runs_and_re_rendered_the_same() {
         );
     }
 }
+
+/// A timed level's generator draws ahead of the senders; what it drew and did not send goes
+/// to the next level first: the request ids sent over the levels are 0, 1, 2, ... with no gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_levels_send_every_request_they_draw_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "--concurrency",
+        "4,8",
+        "--duration-s",
+        "1",
+        "--grace-s",
+        "5",
+        "--seed",
+        "3",
+    ];
+    run_sweep(&common::fast_sweep("4", &args, tmp.path()).unwrap(), false)
+        .await
+        .unwrap();
+    let mut ids: Vec<u64> = Vec::new();
+    for c in ["concurrency_4", "concurrency_8"] {
+        let mut level: Vec<u64> = read_jsonl(&records_path(&tmp.path().join(c)))
+            .unwrap()
+            .iter()
+            .map(|r| r.request_id)
+            .collect();
+        level.sort_unstable();
+        assert!(!level.is_empty());
+        ids.extend(level);
+    }
+    let first = ids[0];
+    let want: Vec<u64> = (first..first + ids.len() as u64).collect();
+    assert_eq!(ids, want, "the ids sent skip or repeat");
+}

@@ -23,6 +23,10 @@ use crate::{Error, LevelSettings, Observer, Silent};
 pub struct Bench {
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) workload: Arc<Mutex<Box<dyn Workload>>>,
+    /// Requests drawn from the workload ahead of a timed level's senders but not sent: the
+    /// next level sends them first, so that every request drawn is sent, in order, and a seed
+    /// gives the same prompts to the same levels.
+    pub(crate) pending: std::collections::VecDeque<kneepoint_core::Request>,
     pub(crate) counter: Arc<dyn TokenCounter>,
     pub(crate) settings: LevelSettings,
     pub(crate) description: Value,
@@ -241,6 +245,7 @@ impl BenchBuilder {
         Ok(Bench {
             transport: self.transport,
             workload: Arc::new(Mutex::new(workload)),
+            pending: Default::default(),
             counter: self.counter.unwrap_or_else(|| Arc::new(ApproxTokenCounter)),
             settings: self.settings,
             description: self.description,

@@ -60,11 +60,14 @@ impl Bench {
     /// Draws `n` requests from the workload in batches, yielding between them, so that an
     /// interrupt during a long preparation (a million prompts) is seen at once: `None` then.
     async fn draw(
-        &self,
+        &mut self,
         n: usize,
         cancel: &CancelToken,
     ) -> Result<Option<Vec<kneepoint_core::Request>>, Error> {
         let mut out = Vec::with_capacity(n.min(1 << 20));
+        // What a timed level drew and did not send comes first.
+        let k = n.min(self.pending.len());
+        out.extend(self.pending.drain(..k));
         while out.len() < n {
             if cancel.is_cancelled() {
                 return Ok(None);

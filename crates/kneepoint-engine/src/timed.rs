@@ -23,40 +23,64 @@ const GENERATE_BATCH: usize = 64;
 /// A prepared request and its `inputs.json` entry.
 type Prepared = (Request, Vec<u8>);
 
-/// Starts the generator: requests from `workload`, rendered for `inputs.json`, into a channel
-/// holding `depth` of them. It stops when the receiver is dropped, the workload fails, or a
-/// request is a conversation's turn (`turns` is then set: a timed level cannot keep history).
+/// What the generator shares with the level: when to stop drawing, whether `inputs.json`
+/// still wants entries rendered, and whether a request was a conversation's turn.
+#[derive(Default)]
+struct Flags {
+    stop: AtomicBool,
+    render: AtomicBool,
+    turns: AtomicBool,
+}
+
+/// The `inputs.json` entry of `request`.
+fn render(transport: &dyn Transport, request: &Request) -> Vec<u8> {
+    render_input_entry(&InputEntry {
+        session_id: request.id.to_string(),
+        payloads: crate::level::input_payload(transport, request)
+            .into_iter()
+            .collect(),
+    })
+}
+
+/// Starts the generator: `first`, then requests from `workload`, each with its `inputs.json`
+/// entry (while `flags.render`), into a channel holding `depth` of them. Once `flags.stop` is
+/// set it sends the rest of the batch in hand and ends, so that the level can take back every
+/// request drawn and not sent. It also ends when the workload fails or a request is a
+/// conversation's turn (`flags.turns`: a timed level cannot keep history).
 fn generator(
     workload: Arc<Mutex<Box<dyn kneepoint_workload::Workload>>>,
     transport: Arc<dyn Transport>,
-    depth: usize,
-    turns: Arc<AtomicBool>,
+    (depth, first): (usize, Vec<Request>),
+    flags: Arc<Flags>,
 ) -> (mpsc::Receiver<Prepared>, std::thread::JoinHandle<()>) {
     let (tx, rx) = mpsc::sync_channel::<Prepared>(depth);
-    let handle = std::thread::spawn(move || loop {
-        let batch = match workload.lock() {
-            Ok(mut w) => w.requests(GENERATE_BATCH),
-            Err(_) => return,
-        };
-        let Ok(batch) = batch else { return };
-        if batch.is_empty() {
-            return;
-        }
-        for request in batch {
-            if request.turn.is_some() {
-                turns.store(true, Ordering::Relaxed);
+    let handle = std::thread::spawn(move || {
+        let mut batch = first;
+        loop {
+            for request in batch {
+                if request.turn.is_some() {
+                    flags.turns.store(true, Ordering::Relaxed);
+                    return;
+                }
+                let rendered = if flags.render.load(Ordering::Relaxed) {
+                    render(transport.as_ref(), &request)
+                } else {
+                    Vec::new()
+                };
+                if tx.send((request, rendered)).is_err() {
+                    return;
+                }
+            }
+            if flags.stop.load(Ordering::Relaxed) {
                 return;
             }
-            let entry = InputEntry {
-                session_id: request.id.to_string(),
-                payloads: crate::level::input_payload(transport.as_ref(), &request)
-                    .into_iter()
-                    .collect(),
+            batch = match workload.lock() {
+                Ok(mut w) => match w.requests(GENERATE_BATCH) {
+                    Ok(b) if !b.is_empty() => b,
+                    _ => return,
+                },
+                Err(_) => return,
             };
-            let rendered = render_input_entry(&entry);
-            if tx.send((request, rendered)).is_err() {
-                return;
-            }
         }
     });
     (rx, handle)
@@ -86,21 +110,33 @@ impl Bench {
         )?));
         // Warm-up requests are not listed: the flag turns on when the measured phase starts.
         let measuring = Arc::new(AtomicBool::new(time.warmup.is_zero()));
-        let turns = Arc::new(AtomicBool::new(false));
+        let flags = Arc::new(Flags::default());
+        flags.render.store(true, Ordering::Relaxed);
         let depth = (concurrency as usize * 2).clamp(64, 4096);
+        let first: Vec<Request> = self.pending.drain(..).collect();
         let (prepared, generating) = generator(
             self.workload.clone(),
             self.transport.clone(),
-            depth,
-            turns.clone(),
+            (depth, first),
+            flags.clone(),
         );
+        let prepared = Arc::new(Mutex::new(prepared));
         let source: RequestSource = {
-            let (inputs, measuring) = (inputs.clone(), measuring.clone());
+            let (inputs, measuring, flags) = (inputs.clone(), measuring.clone(), flags.clone());
+            let (prepared, transport) = (prepared.clone(), self.transport.clone());
             Box::new(move || {
-                let (request, rendered) = prepared.recv().ok()?;
+                let (request, rendered) = prepared.lock().ok()?.recv().ok()?;
                 if measuring.load(Ordering::Relaxed) {
                     if let Ok(mut w) = inputs.lock() {
-                        w.push(&rendered);
+                        if w.is_full() {
+                            w.skip(1);
+                        } else if rendered.is_empty() {
+                            w.push(&render(transport.as_ref(), &request));
+                        } else {
+                            w.push(&rendered);
+                        }
+                        // Past the limit the generator stops rendering entries.
+                        flags.render.store(!w.is_full(), Ordering::Relaxed);
                     }
                 }
                 Some(request)
@@ -133,12 +169,18 @@ impl Bench {
             Some(self.record_observer()),
         )
         .await;
-        // The source (and its receiver) is gone with the run: the generator stops at its
-        // next send.
+        // Every request drawn and not sent goes back to the front of the line for the next
+        // level: the generator sends what it holds and ends, closing the channel.
+        flags.stop.store(true, Ordering::Relaxed);
+        if let Ok(rx) = prepared.lock() {
+            while let Ok((request, _)) = rx.recv() {
+                self.pending.push_back(request);
+            }
+        }
         let _ = generating.join();
         let server = self.end(label, scrape, dir, run.as_ref().ok()).await;
         let run = run?;
-        if turns.load(Ordering::Relaxed) {
+        if flags.turns.load(Ordering::Relaxed) {
             return Err(Error::invalid(
                 "multi-turn conversations run in count-bound levels: a timed level cannot keep their history",
             ));

@@ -82,6 +82,8 @@ fn record_values(
 #[derive(Debug, Clone)]
 pub(crate) struct Accumulator<C> {
     slo: GoodputSlo,
+    /// Distinct failure groups counted apart (unbounded for the exact summary).
+    max_groups: usize,
     n: usize,
     spans: BTreeMap<u64, (u64, u64)>,
     cols: BTreeMap<&'static str, C>,
@@ -103,6 +105,7 @@ impl<C: Column> Accumulator<C> {
     pub(crate) fn new(slo: &GoodputSlo) -> Self {
         Accumulator {
             slo: *slo,
+            max_groups: usize::MAX,
             n: 0,
             spans: BTreeMap::new(),
             cols: BTreeMap::new(),
@@ -140,7 +143,7 @@ impl<C: Column> Accumulator<C> {
         if let Some(e) = &r.error {
             *self.errors_by_kind.entry(e.kind.to_string()).or_default() += 1;
             let mut group = (e.kind.to_string(), e.code, e.message.clone());
-            if self.groups.len() >= MAX_ERROR_GROUPS && !self.groups.contains_key(&group) {
+            if self.groups.len() >= self.max_groups && !self.groups.contains_key(&group) {
                 group.2 = "(other messages)".into();
             }
             *self.groups.entry(group).or_default() += 1;
@@ -334,9 +337,9 @@ pub struct StreamingSummary {
 impl StreamingSummary {
     /// An empty summary judging goodput against `slo`.
     pub fn new(slo: &GoodputSlo) -> Self {
-        StreamingSummary {
-            acc: Accumulator::new(slo),
-        }
+        let mut acc = Accumulator::new(slo);
+        acc.max_groups = MAX_ERROR_GROUPS;
+        StreamingSummary { acc }
     }
 
     /// Adds one record (warm-up records are ignored).

@@ -44,7 +44,7 @@ pub struct Level {
     pub concurrency: u32,
     /// Every record of the level (warm-up included), from `profile_export.jsonl`; for a level
     /// summarised as it ran (longer than it kept in memory), an even sample of at most
-    /// [`PLOT_RECORDS`] for the plots.
+    /// 50,000 (`PLOT_RECORDS`) for the plots.
     pub records: Vec<RequestRecord>,
     /// The summary recomputed from the records.
     pub summary: LevelSummary,

@@ -107,6 +107,11 @@ impl InputsWriter {
         self.listed += 1;
     }
 
+    /// True once `limit` entries are listed (later ones are only counted).
+    pub fn is_full(&self) -> bool {
+        self.listed >= self.limit
+    }
+
     /// Counts `n` sent requests without listing them (past the limit anyway).
     pub fn skip(&mut self, n: usize) {
         self.requests += n;
