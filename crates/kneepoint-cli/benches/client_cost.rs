@@ -18,8 +18,11 @@
 //!    baseline. Without valgrind on the PATH the count is skipped with a note.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use support::{cpu_seconds, sim_with, Sim};
+
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -38,39 +41,8 @@ const CONCURRENCY: u32 = 64;
 const TOLERANCE: f64 = 0.05;
 const CHILD: &str = "KNEEPOINT_CLIENT_COST_CHILD";
 
-struct Sim(Child, String);
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn sim() -> Sim {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
-        .args(["sim", "serve", "--port", "0", "--profile", "instant"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the simulator");
-    let out = child.stdout.take().unwrap();
-    let mut url = None;
-    for line in BufReader::new(out).lines() {
-        let line = line.unwrap();
-        if let Some(i) = line.find("listening on ") {
-            url = Some(line[i + 13..].trim().to_owned());
-            break;
-        }
-    }
-    Sim(child, url.expect("the simulator's address"))
-}
-
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / 100.0
+    sim_with(&["--profile", "instant"])
 }
 
 fn workload() -> SyntheticWorkload {

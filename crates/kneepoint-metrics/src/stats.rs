@@ -68,12 +68,21 @@ impl Stats {
             0.0
         };
         let p = |q: f64| quantile_sorted(&v, q).unwrap_or(f64::NAN);
-        Some(Stats {
-            count: n,
+        Some(Stats::from_parts((n, avg, std, v[0], v[n - 1]), p))
+    }
+
+    /// Statistics from count, mean, std, min and max, and each reported percentile from `p`
+    /// (given the fraction: 0.01 ... 0.99).
+    pub(crate) fn from_parts(
+        (count, avg, std, min, max): (usize, f64, f64, f64, f64),
+        p: impl Fn(f64) -> f64,
+    ) -> Stats {
+        Stats {
+            count,
             avg,
             std,
-            min: v[0],
-            max: v[n - 1],
+            min,
+            max,
             p1: p(0.01),
             p5: p(0.05),
             p10: p(0.10),
@@ -83,7 +92,7 @@ impl Stats {
             p90: p(0.90),
             p95: p(0.95),
             p99: p(0.99),
-        })
+        }
     }
 
     /// A percentile by name (`p50`, `p99`, ...) or `avg`, `min`, `max`, `std`.

@@ -148,22 +148,10 @@ impl StreamColumn {
         } else {
             0.0
         };
-        Some(Stats {
-            count: self.n as usize,
-            avg: self.mean,
-            std,
-            min: self.min,
-            max: self.max,
-            p1: p(0.01),
-            p5: p(0.05),
-            p10: p(0.10),
-            p25: p(0.25),
-            p50: p(0.50),
-            p75: p(0.75),
-            p90: p(0.90),
-            p95: p(0.95),
-            p99: p(0.99),
-        })
+        Some(Stats::from_parts(
+            (self.n as usize, self.mean, std, self.min, self.max),
+            p,
+        ))
     }
 
     /// The histogram buckets holding the ranks every reported percentile needs, for a second

@@ -1,0 +1,59 @@
+//! What the benches share: the simulator in its own process, and this process's CPU time.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// `kneepoint sim serve` running in its own process, and its base URL.
+pub struct Sim(pub Child, pub String);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the simulator with `args` on a free port.
+pub fn sim_with(args: &[&str]) -> Sim {
+    // KNEEPOINT_SIM_WRAP="chrt -f 1" runs the simulator under a wrapper (e.g. a real-time
+    // scheduling class, so that the client's threads never preempt it between its truth stamp
+    // and its write).
+    let wrap: Vec<String> = std::env::var("KNEEPOINT_SIM_WRAP")
+        .map(|w| w.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
+    let bin = env!("CARGO_BIN_EXE_kneepoint");
+    let mut cmd = match wrap.split_first() {
+        Some((head, rest)) => {
+            let mut c = Command::new(head);
+            c.args(rest).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let mut child = cmd
+        .args(["sim", "serve", "--port", "0", "--time-scale", "1"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the simulator");
+    let out = child.stdout.take().unwrap();
+    let mut url = None;
+    for line in BufReader::new(out).lines() {
+        let line = line.unwrap();
+        if let Some(i) = line.find("listening on ") {
+            url = Some(line[i + 13..].trim().to_owned());
+            break;
+        }
+    }
+    Sim(child, url.expect("the simulator's address"))
+}
+
+/// This process's user + system CPU seconds (`/proc/self/stat`, USER_HZ = 100).
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
