@@ -24,7 +24,7 @@
 
 mod support;
 
-use support::{cpu_seconds, sim_with, Sim};
+use support::{chat_transport, cpu_seconds, sim_with, workload, Sim};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -33,10 +33,7 @@ use std::time::{Duration, Instant};
 use kneepoint_core::RecordSink;
 use kneepoint_metrics::export::JsonlSink;
 use kneepoint_runner::{run_level, LevelConfig};
-use kneepoint_transport::{Api, OpenAiConfig, OpenAiTransport};
-use kneepoint_workload::{
-    load_tokenizer, LengthDist, SyntheticConfig, SyntheticWorkload, Workload,
-};
+use kneepoint_workload::Workload;
 
 fn sim(profile: &str) -> Sim {
     sim_with(&["--profile", profile])
@@ -75,20 +72,10 @@ async fn level(
     (n, warm): (usize, usize),
     ramp: Option<Duration>,
 ) -> Outcome {
-    let tokenizer = load_tokenizer("builtin").unwrap();
-    let cfg = SyntheticConfig::new(
-        LengthDist::mean_stddev(f64::from(isl), 0.0),
-        LengthDist::mean_stddev(f64::from(osl), 0.0),
-        7,
-    );
-    let mut w = SyntheticWorkload::from_config(tokenizer, cfg).unwrap();
+    let mut w = workload(isl, osl);
     let warmup = w.requests(warm).unwrap();
     let requests = w.requests(n).unwrap();
-    let mut c = OpenAiConfig::new(url, "kneepoint-sim");
-    c.api = Api::Chat;
-    c.streaming = stream;
-    c.send_input_token_hint = true;
-    let transport = Arc::new(OpenAiTransport::new(c).unwrap());
+    let transport = chat_transport(url, stream);
     let dir = tempfile::tempdir().unwrap();
     let sink: Box<dyn RecordSink> =
         Box::new(JsonlSink::create(&dir.path().join("profile_export.jsonl")).unwrap());

@@ -23,16 +23,12 @@ mod support;
 use support::{cpu_seconds, sim_with, Sim};
 
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::Instant;
 
 use kneepoint_core::RecordSink;
 use kneepoint_metrics::export::JsonlSink;
 use kneepoint_runner::{run_level, LevelConfig};
-use kneepoint_transport::{Api, OpenAiConfig, OpenAiTransport};
-use kneepoint_workload::{
-    load_tokenizer, LengthDist, SyntheticConfig, SyntheticWorkload, Workload,
-};
+use kneepoint_workload::Workload;
 
 const ISL: u32 = 1024;
 const OSL: u32 = 256;
@@ -45,23 +41,14 @@ fn sim() -> Sim {
     sim_with(&["--profile", "instant"])
 }
 
-fn workload() -> SyntheticWorkload {
-    let cfg = SyntheticConfig::new(
-        LengthDist::mean_stddev(f64::from(ISL), 0.0),
-        LengthDist::mean_stddev(f64::from(OSL), 0.0),
-        7,
-    );
-    SyntheticWorkload::from_config(load_tokenizer("builtin").unwrap(), cfg).unwrap()
+fn workload() -> kneepoint_workload::SyntheticWorkload {
+    support::workload(ISL, OSL)
 }
 
 /// Sends `requests` to `url` at [`CONCURRENCY`] on a current-thread runtime (one thread for
 /// callgrind's toggle to follow); returns the streamed tokens.
 fn drive(url: &str, requests: Vec<kneepoint_core::Request>) -> u64 {
-    let mut c = OpenAiConfig::new(url, "kneepoint-sim");
-    c.api = Api::Chat;
-    c.streaming = true;
-    c.send_input_token_hint = true;
-    let transport = Arc::new(OpenAiTransport::new(c).unwrap());
+    let transport = support::chat_transport(url, true);
     let dir = tempfile::tempdir().unwrap();
     let sink: Box<dyn RecordSink> =
         Box::new(JsonlSink::create(&dir.path().join("profile_export.jsonl")).unwrap());

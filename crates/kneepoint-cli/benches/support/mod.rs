@@ -2,6 +2,29 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use kneepoint_transport::{Api, OpenAiConfig, OpenAiTransport};
+use kneepoint_workload::{load_tokenizer, LengthDist, SyntheticConfig, SyntheticWorkload};
+
+/// Synthetic prompts of exactly `isl` tokens asking for `osl`, the built-in tokenizer, seed 7.
+pub fn workload(isl: u32, osl: u32) -> SyntheticWorkload {
+    let cfg = SyntheticConfig::new(
+        LengthDist::mean_stddev(f64::from(isl), 0.0),
+        LengthDist::mean_stddev(f64::from(osl), 0.0),
+        7,
+    );
+    SyntheticWorkload::from_config(load_tokenizer("builtin").unwrap(), cfg).unwrap()
+}
+
+/// The CLI's OpenAI chat transport to the simulator at `url`, telling it each prompt's length.
+pub fn chat_transport(url: &str, stream: bool) -> Arc<OpenAiTransport> {
+    let mut c = OpenAiConfig::new(url, "kneepoint-sim");
+    c.api = Api::Chat;
+    c.streaming = stream;
+    c.send_input_token_hint = true;
+    Arc::new(OpenAiTransport::new(c).unwrap())
+}
 
 /// `kneepoint sim serve` running in its own process, and its base URL.
 pub struct Sim(pub Child, pub String);
