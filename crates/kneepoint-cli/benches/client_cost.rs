@@ -20,7 +20,7 @@
 
 mod support;
 
-use support::{cpu_seconds, sim_with, Sim};
+use support::{cpu_split, sim_with, Sim};
 
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -132,12 +132,16 @@ fn main() {
     let (warm, n) = (workload().requests(256).unwrap(), 4000usize);
     drive(&sim.1, warm);
     let requests = workload().requests(n).unwrap();
-    let (cpu0, t0) = (cpu_seconds(), Instant::now());
+    let (cpu0, t0) = (cpu_split(), Instant::now());
     let tokens = drive(&sim.1, requests);
-    let (cpu, wall) = (cpu_seconds() - cpu0, t0.elapsed().as_secs_f64());
+    let (cpu1, wall) = (cpu_split(), t0.elapsed().as_secs_f64());
+    let (user, system) = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
+    let cpu = user + system;
     println!(
-        "client CPU: {:.1} µs per stream of {OSL} tokens ({:.0} ns per token), {n} streams in {wall:.2} s ({:.0} streams/s), one runtime thread",
+        "client CPU: {:.1} µs per stream of {OSL} tokens ({:.1} user, {:.1} system; {:.0} ns per token), {n} streams in {wall:.2} s ({:.0} streams/s), one runtime thread",
         cpu / n as f64 * 1e6,
+        user / n as f64 * 1e6,
+        system / n as f64 * 1e6,
         cpu / tokens.max(1) as f64 * 1e9,
         n as f64 / wall
     );

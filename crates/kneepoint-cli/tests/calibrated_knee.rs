@@ -1,6 +1,7 @@
 //! The calibrated profile (ISL 1024 / OSL 256), swept at 16, 64, 256 and 1024 concurrent, shows
 //! what the source documents show: throughput flattening after 256 while p99 latency climbs,
-//! and the knee marked at 256. Runs the simulator ten times faster than the modelled GPU.
+//! and the knee marked at 256. Runs the simulator five times faster than the modelled GPU
+//! (~14k streamed tokens/s at the knee: a debug build on a busy 2-core machine keeps up).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use clap::Parser;
@@ -17,7 +18,7 @@ async fn calibrated_sweep_flattens_and_marks_the_knee_at_256() {
         "--sim-profile",
         "calibrated",
         "--sim-time-scale",
-        "0.1",
+        "0.2",
         "--isl",
         "1024",
         "--osl",
@@ -47,11 +48,13 @@ async fn calibrated_sweep_flattens_and_marks_the_knee_at_256() {
     for r in &out.rows {
         assert_eq!(r.error_count, 0);
     }
-    // Rising below the knee (wall time is 10x model time: ~5k, ~14k, ~28k tokens/s).
+    // Rising below the knee (wall time is 5x model time: ~2.5k, ~7k, ~14k tokens/s). The
+    // model is a ceiling (a late engine step only lowers throughput), so the bounds are
+    // tighter above than below.
     assert!(t[1] > t[0] * 2.0 && t[2] > t[1] * 1.5, "{t:?}");
-    assert!((t[2] - 28_000.0).abs() / 28_000.0 < 0.15, "{t:?}");
+    assert!(t[2] < 14_000.0 * 1.10 && t[2] > 14_000.0 * 0.75, "{t:?}");
     // Flat beyond it, while p99 latency climbs.
-    assert!((t[3] - t[2]).abs() / t[2] < 0.10, "{t:?}");
+    assert!(t[3] < t[2] * 1.10 && t[3] > t[2] * 0.80, "{t:?}");
     assert!(p99[3] > p99[2] * 2.0, "{p99:?}");
     assert_eq!(out.zone.knee.knee, Some(256));
     assert!(out.rows[2].is_knee);

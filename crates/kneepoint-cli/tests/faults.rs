@@ -24,14 +24,15 @@ fn requests(n: u64) -> Vec<Request> {
 async fn run(fault: Fault, rate: f64, n: u64) -> (Vec<Option<String>>, Vec<Option<u16>>) {
     let mut profile = SimProfile::fast();
     let mut plan = FaultPlan::new(rate, vec![fault]);
-    plan.stall_ms = 400;
+    // A stall far past the idle deadline, which is far past a busy machine's pauses.
+    plan.stall_ms = 3_000;
     profile.faults = Some(plan);
     let server = SimServer::start_local(profile).await.unwrap();
     let t: Arc<dyn Transport> =
         Arc::new(OpenAiTransport::new(OpenAiConfig::new(server.base_url(), "m")).unwrap());
     let mut cfg = LevelConfig::new(3);
     cfg.require_finish_reason = true;
-    cfg.deadlines.idle = Some(Duration::from_millis(150));
+    cfg.deadlines.idle = Some(Duration::from_millis(1_000));
     cfg.deadlines.request = Some(Duration::from_secs(10));
     let run = run_level(t, &cfg, requests(n), vec![], vec![], None)
         .await

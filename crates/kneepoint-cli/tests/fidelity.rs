@@ -1,5 +1,5 @@
 //! Measurement fidelity: at concurrency 1 the client's TTFT and ITL match the simulator's own
-//! server-side ground truth within 5 %.
+//! server-side ground truth within 5 % (the median request).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
@@ -45,30 +45,32 @@ async fn ttft_and_itl_match_server_truth_at_concurrency_one() {
         .into_iter()
         .filter_map(|t| t.client_request_id.clone().map(|id| (id, t)))
         .collect();
-    let (mut c_ttft, mut s_ttft, mut c_itl, mut s_itl) = (0.0, 0.0, 0.0, 0.0);
+    // Per request: the client's figure, the server's, and their difference.
+    let (mut ttft, mut itl) = (Vec::new(), Vec::new());
     for r in &run.records {
         assert!(r.is_ok(), "{:?}", r.error);
         let m = RequestMetrics::of(r);
         let t = &truth[r.x_request_id.as_ref().unwrap()];
-        c_ttft += m.ttft_ms.unwrap();
-        s_ttft += t.ttft_ms;
-        c_itl += m.itl_ms.unwrap();
-        s_itl += t.itl_ms.unwrap();
+        ttft.push((m.ttft_ms.unwrap(), t.ttft_ms));
+        itl.push((m.itl_ms.unwrap(), t.itl_ms.unwrap()));
         // the server counted the prompt with the same tokenizer
         assert_eq!(t.prompt_tokens, 256);
         assert_eq!(r.server_input_tokens, Some(256));
     }
-    let n = run.records.len() as f64;
-    let (c_ttft, s_ttft, c_itl, s_itl) = (c_ttft / n, s_ttft / n, c_itl / n, s_itl / n);
-    eprintln!("TTFT client {c_ttft:.3} ms vs server {s_ttft:.3} ms; ITL client {c_itl:.3} vs server {s_itl:.3}");
-    assert!(
-        (c_ttft - s_ttft).abs() / s_ttft < 0.05,
-        "TTFT {c_ttft} vs {s_ttft}"
+    // Medians, not means: one request that a busy machine stalled between the server's stamp
+    // and its write would move a mean of 25 by its whole stall.
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let off = |v: &[(f64, f64)]| median(v.iter().map(|(c, s)| (c - s).abs()).collect());
+    let server = |v: &[(f64, f64)]| median(v.iter().map(|p| p.1).collect());
+    let (d_ttft, s_ttft, d_itl, s_itl) = (off(&ttft), server(&ttft), off(&itl), server(&itl));
+    eprintln!(
+        "median server TTFT {s_ttft:.3} ms, client off by {d_ttft:.3}; ITL {s_itl:.3}, off by {d_itl:.3}"
     );
-    assert!(
-        (c_itl - s_itl).abs() / s_itl < 0.05,
-        "ITL {c_itl} vs {s_itl}"
-    );
+    assert!(d_ttft / s_ttft < 0.05, "TTFT off by {d_ttft} of {s_ttft}");
+    assert!(d_itl / s_itl < 0.05, "ITL off by {d_itl} of {s_itl}");
     // and the truth itself is what the profile says: ~20 ms TTFT (10 ms of prefill and a
     // 10 ms step), ~10 ms per token. The model sets the floor; the ceiling is wide because on a
     // busy machine the simulator's engine thread, and its tokenizing of each prompt (a debug

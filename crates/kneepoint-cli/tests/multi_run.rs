@@ -15,9 +15,13 @@ use serde_json::Value;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn sweep_args(extra: &[&str], dir: &Path) -> anyhow::Result<SweepSettings> {
+    sweep_at("1", extra, dir)
+}
+
+fn sweep_at(scale: &str, extra: &[&str], dir: &Path) -> anyhow::Result<SweepSettings> {
     let mut args = vec!["--concurrency", "8", "--request-count", "32"];
     args.extend_from_slice(extra);
-    common::fast_sweep("16", &args, dir)
+    common::fast_sweep_at(scale, "16", &args, dir)
 }
 
 fn aggregate(dir: &Path) -> Value {
@@ -54,12 +58,16 @@ fn runs_are_kept_aggregated_and_pooled() {
     assert_eq!(lines.lines().count(), 96);
     let pooled = &out.summaries[0];
     assert_eq!(pooled.request_count, 96);
-    let mean = per_run.iter().sum::<f64>() / 3.0;
+    // Tokens over summed time is a time-weighted mean of the runs' rates: never outside them,
+    // however unevenly a busy machine slowed them.
+    let least = per_run.iter().copied().fold(f64::INFINITY, f64::min);
+    let most = per_run.iter().copied().fold(0.0, f64::max);
+    let pooled_rate = pooled.output_token_throughput;
     assert!(
-        (pooled.output_token_throughput - mean).abs() < 0.05 * mean,
-        "pooled {} vs runs {per_run:?}",
-        pooled.output_token_throughput
+        pooled_rate >= least * (1.0 - 1e-9) && pooled_rate <= most * (1.0 + 1e-9),
+        "pooled {pooled_rate} vs runs {per_run:?}"
     );
+    let mean = per_run.iter().sum::<f64>() / 3.0;
     let agg = aggregate(tmp.path());
     assert_eq!(agg["metadata"]["num_successful_runs"], 3);
     assert_eq!(agg["metadata"]["stop_reason"], "ran the requested 3 runs");
@@ -96,7 +104,10 @@ fn convergence_stops_sooner_on_a_quiet_server_and_says_why() {
     let mut outcomes = Vec::new();
     for jitter in ["0", "0.8"] {
         let tmp = tempfile::tempdir().unwrap();
-        let s = sweep_args(
+        // Time ×3 (~270 ms latencies): a busy machine's pauses stay well under the quiet
+        // server's 3 % CV.
+        let s = sweep_at(
+            "3",
             &[
                 "--sim-jitter",
                 jitter,

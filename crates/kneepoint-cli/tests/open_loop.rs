@@ -180,9 +180,10 @@ fn a_trace_replays_at_its_recorded_times_sped_up() {
         let want = (recorded_ms - 200) * 1_000_000 / 2;
         let got = r.intended_start_ns.unwrap();
         assert_eq!(got, want, "record {i}");
-        // Sent on time (loopback, a light load): within 20 ms of the intended start.
+        // Sent on time: within 250 ms of the intended start, a busy machine's timer slack. A
+        // replay at the recorded speed (not ×2) would be 850 ms late by record 19.
         assert!(
-            r.start_ns.saturating_sub(got) < 20_000_000,
+            r.start_ns.saturating_sub(got) < 250_000_000,
             "record {i} late"
         );
     }

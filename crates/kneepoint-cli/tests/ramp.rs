@@ -34,13 +34,15 @@ fn a_ramp_spreads_the_first_wave_of_a_level() {
     for (k, start) in starts.iter().take(8).enumerate() {
         let due = 50.0 * k as f64;
         assert!(
-            *start >= due - 1.0 && *start < due + 40.0,
+            // Never before its slot's time; after it by a busy machine's timer slack only.
+            *start >= due - 1.0 && *start < due + 150.0,
             "slot {k} started at {start} ms"
         );
     }
-    // The ramp is not latency: each request's TTFT is the simulator's, not its wait.
+    // The ramp is not latency: each request's TTFT is the simulator's, not its wait (which
+    // would add 350 ms to the last slot's).
     for r in &records {
         let ttft_ms = (r.chunk_ns[0] - r.start_ns) as f64 / 1e6;
-        assert!(ttft_ms < 40.0, "TTFT {ttft_ms} ms");
+        assert!(ttft_ms < 200.0, "TTFT {ttft_ms} ms");
     }
 }

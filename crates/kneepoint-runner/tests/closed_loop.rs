@@ -271,11 +271,12 @@ async fn invalid_levels_are_errors() {
 
 #[tokio::test]
 async fn first_token_and_idle_deadlines() {
-    // 60 ms to the first token: a 30 ms first-token deadline fails it, keeping no chunk
+    // 10 s to the first token: a 30 ms first-token deadline fails it, keeping no chunk (the
+    // token is far enough out that no timer slack lets it win the race)
     let mut cfg = LevelConfig::new(1);
     cfg.deadlines.first_token = Some(Duration::from_millis(30));
     let run = run_level(
-        Arc::new(Paced::new(60, 1, 3)),
+        Arc::new(Paced::new(10_000, 1, 3)),
         &cfg,
         requests(1),
         vec![],
@@ -287,12 +288,12 @@ async fn first_token_and_idle_deadlines() {
     let r = &run.records[0];
     assert!(r.chunk_ns.is_empty());
     assert!(r.error.as_ref().unwrap().message.contains("first_token"));
-    // 40 ms gaps after the first token: a 20 ms idle deadline fails after one chunk
+    // 10 s gaps after the first token: a 20 ms idle deadline fails after one chunk
     let mut cfg = LevelConfig::new(1);
     cfg.deadlines.idle = Some(Duration::from_millis(20));
-    cfg.deadlines.first_token = Some(Duration::from_millis(500));
+    cfg.deadlines.first_token = Some(Duration::from_millis(5_000));
     let run = run_level(
-        Arc::new(Paced::new(5, 40, 3)),
+        Arc::new(Paced::new(5, 10_000, 3)),
         &cfg,
         requests(1),
         vec![],
@@ -409,10 +410,10 @@ async fn retries_are_off_by_default_and_bounded_when_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ramp_spreads_the_first_wave() {
     let mut cfg = LevelConfig::new(4);
-    cfg.ramp_up = Some(Duration::from_millis(400));
+    cfg.ramp_up = Some(Duration::from_millis(2_000));
     let run = run_level(
         // Each request outlasts the ramp, so every slot sends exactly one.
-        Arc::new(Paced::new(5, 100, 5)),
+        Arc::new(Paced::new(5, 600, 5)),
         &cfg,
         requests(4),
         vec![],
@@ -431,12 +432,12 @@ async fn a_ramp_spreads_the_first_wave() {
         .collect();
     by_worker.sort_by(|a, b| a.1.total_cmp(&b.1));
     for (k, (_, start, ttft)) in by_worker.iter().enumerate() {
-        let due = 100.0 * k as f64;
+        let due = 500.0 * k as f64;
         assert!(
-            *start >= due && *start < due + 60.0,
+            *start >= due && *start < due + 250.0,
             "slot {k} at {start} ms"
         );
-        assert!(*ttft < 60.0, "ttft {ttft} ms counts the ramp");
+        assert!(*ttft < 250.0, "ttft {ttft} ms counts the ramp");
     }
 }
 

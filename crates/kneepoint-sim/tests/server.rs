@@ -110,10 +110,15 @@ async fn truth_log_joins_on_request_id() {
     assert_eq!(truth[0].output_tokens, 4);
     assert_eq!(truth[0].prompt_tokens, 10);
     // fast profile: first token after one 5 ms step (plus 10 prompt tokens of prefill)
-    assert!(truth[0].ttft_ms >= 5.0, "{}", truth[0].ttft_ms);
-    // Never below the step; above it by a busy machine's timer slack at most.
-    let itl = truth[0].itl_ms.unwrap();
-    assert!((4.9..12.0).contains(&itl), "{itl}");
+    let t = &truth[0];
+    assert!(t.ttft_ms >= 5.0, "{}", t.ttft_ms);
+    // The engine sleeps to absolute step deadlines, so a late first token is followed by
+    // shorter gaps: what always holds is that the last of the four tokens comes no earlier
+    // than four steps after arrival, and the mean gap is short by at most the first token's
+    // lateness. The upper bound only catches a server that ignores its step time.
+    assert!((20.0..270.0).contains(&t.latency_ms), "{t:?}");
+    let itl = t.itl_ms.unwrap();
+    assert!(itl >= (20.0 - t.ttft_ms) / 3.0 - 1e-6, "{t:?}");
     server.clear_truth();
     assert!(server.truth().is_empty());
 }
@@ -225,9 +230,21 @@ async fn the_fixed_profile_keeps_its_latency_under_load_and_serves_its_truth() {
             // Never early; late only by a busy machine's timer slack (a 2-core CI box
             // oversleeps a 5 ms sleep by several ms), not by the load: a batching engine at 64
             // would take many times longer.
-            assert!((40.0..100.0).contains(&e.ttft_ms), "{concurrency}: {e:?}");
+            // A server that served the 64 one after another would take 64 × 40 ms ≈ 2.5 s;
+            // 400 ms of timer slack and descheduling on a busy 2-core box is far below that.
+            assert!((40.0..440.0).contains(&e.ttft_ms), "{concurrency}: {e:?}");
+            // Tokens are due on the request's own clock (arrival + 40 + 5·k ms), so a first
+            // token that went out late is followed by shorter gaps: the last token is never
+            // early, and the mean gap is short by at most the first token's lateness.
+            assert!(
+                (85.0..485.0).contains(&e.latency_ms),
+                "{concurrency}: {e:?}"
+            );
             let itl = e.itl_ms.unwrap();
-            assert!((4.5..15.0).contains(&itl), "{concurrency}: {e:?}");
+            assert!(
+                itl >= (85.0 - e.ttft_ms) / 9.0 - 1e-6,
+                "{concurrency}: {e:?}"
+            );
             assert!(e.arrival_unix_ns < e.first_token_unix_ns);
             assert!(e.first_token_unix_ns < e.last_token_unix_ns);
             // The client sees the first token no earlier than the server sent it.

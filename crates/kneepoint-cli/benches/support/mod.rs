@@ -73,10 +73,17 @@ pub fn sim_with(args: &[&str]) -> Sim {
 }
 
 /// This process's user + system CPU seconds (`/proc/self/stat`, USER_HZ = 100).
+#[allow(dead_code)] // each bench uses one of the two
 pub fn cpu_seconds() -> f64 {
+    let (user, system) = cpu_split();
+    user + system
+}
+
+/// This process's user and system CPU seconds, apart (`/proc/self/stat`, USER_HZ = 100).
+pub fn cpu_split() -> (f64, f64) {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
     let after = &stat[stat.rfind(')').unwrap() + 2..];
     let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
-    ticks / 100.0
+    let ticks = |i: usize| f[i].parse::<f64>().unwrap() / 100.0;
+    (ticks(11), ticks(12))
 }

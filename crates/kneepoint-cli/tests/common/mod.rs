@@ -9,6 +9,17 @@ use kneepoint_cli::{Cli, Command, SearchSettings, SweepSettings};
 /// `kneepoint sweep` on the fast simulator at real time, quiet, into `dir`, with `osl` output
 /// tokens, ISL 64 and `extra` flags.
 pub fn fast_sweep(osl: &str, extra: &[&str], dir: &Path) -> anyhow::Result<SweepSettings> {
+    fast_sweep_at("1", osl, extra, dir)
+}
+
+/// [`fast_sweep`] with the simulator's time stretched by `scale` (latencies × scale), so that a
+/// busy machine's pauses are small beside what a test compares.
+pub fn fast_sweep_at(
+    scale: &str,
+    osl: &str,
+    extra: &[&str],
+    dir: &Path,
+) -> anyhow::Result<SweepSettings> {
     let dir = dir.to_str().unwrap().to_owned();
     let mut args = vec![
         "kneepoint",
@@ -16,7 +27,7 @@ pub fn fast_sweep(osl: &str, extra: &[&str], dir: &Path) -> anyhow::Result<Sweep
         "--sim-profile",
         "fast",
         "--sim-time-scale",
-        "1",
+        scale,
         "--isl",
         "64",
         "--osl",
@@ -35,6 +46,12 @@ pub fn fast_sweep(osl: &str, extra: &[&str], dir: &Path) -> anyhow::Result<Sweep
 /// `kneepoint search` on the fast simulator at real time into `dir`, with `flags` (the
 /// lengths, the range, the SLAs).
 pub fn fast_search(flags: &[&str], dir: &Path) -> anyhow::Result<SearchSettings> {
+    fast_search_at("1", flags, dir)
+}
+
+/// [`fast_search`] with the simulator's time stretched by `scale` (latencies × scale), so that a
+/// busy machine's pauses are small beside the SLA margins.
+pub fn fast_search_at(scale: &str, flags: &[&str], dir: &Path) -> anyhow::Result<SearchSettings> {
     let dir = dir.to_str().unwrap().to_owned();
     let mut args = vec![
         "kneepoint",
@@ -42,7 +59,7 @@ pub fn fast_search(flags: &[&str], dir: &Path) -> anyhow::Result<SearchSettings>
         "--sim-profile",
         "fast",
         "--sim-time-scale",
-        "1",
+        scale,
     ];
     args.extend_from_slice(flags);
     args.extend_from_slice(&["--artifact-dir", &dir]);

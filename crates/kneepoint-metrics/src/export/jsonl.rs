@@ -7,99 +7,25 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use kneepoint_core::{Phase, RecordSink, RequestRecord};
-use serde_json::{json, Map, Value};
+use kneepoint_core::{RecordSink, RequestRecord};
+use serde_json::Value;
 
-use crate::request_metrics::RequestMetrics;
+use super::record_line::RecordLine;
 use crate::Error;
 
 /// One record as an AIPerf-style JSON line (`metadata`, `metrics`, `error`), with kneepoint's
-/// extra fields in `metadata`.
+/// extra fields in `metadata`, as a JSON value. [`JsonlSink`] writes the same line without
+/// building the value.
 pub fn record_json(r: &RequestRecord) -> Value {
-    let abs = |t: u64| r.origin_unix_ns + t;
-    let m = RequestMetrics::of(r);
-    let mut metrics = Map::new();
-    let mut put = |name: &str, v: Option<f64>, unit: &str| {
-        if let Some(v) = v {
-            metrics.insert(name.into(), json!({"value": v, "unit": unit}));
-        }
-    };
-    if r.is_ok() {
-        put("time_to_first_token", m.ttft_ms, "ms");
-        put("time_to_first_output_token", m.ttfo_ms, "ms");
-        put("time_to_second_token", m.ttst_ms, "ms");
-        put("request_latency", m.request_latency_ms, "ms");
-        put("stream_end_latency", Some(m.stream_end_latency_ms), "ms");
-        put("inter_token_latency", m.itl_ms, "ms");
-        put(
-            "output_token_throughput_per_user",
-            m.tokens_per_s_per_user,
-            "tokens/sec/user",
-        );
-        put("output_sequence_length", m.osl.map(f64::from), "tokens");
-        put(
-            "reasoning_token_count",
-            m.reasoning_tokens.map(f64::from),
-            "tokens",
-        );
-        put(
-            "output_token_count",
-            m.answer_tokens.map(f64::from),
-            "tokens",
-        );
-        put("input_sequence_length", m.isl.map(f64::from), "tokens");
-        if !m.inter_chunk_ms.is_empty() {
-            metrics.insert(
-                "inter_chunk_latency".into(),
-                json!({"value": m.inter_chunk_ms, "unit": "ms"}),
-            );
-        }
-    } else {
-        put("error_isl", m.isl.map(f64::from), "tokens");
-    }
-    let cancelled = r
-        .error
-        .as_ref()
-        .is_some_and(|e| e.kind == kneepoint_core::ErrorKind::Cancelled);
-    json!({
-        "metadata": {
-            "session_num": r.request_id,
-            "x_request_id": r.x_request_id.clone().unwrap_or_else(|| r.request_id.to_string()),
-            "conversation_id": r.conversation_id,
-            "image_count": r.image_count,
-            "pooled_items": r.pooled_items,
-            "model_name": r.model,
-            "endpoint_url": r.url,
-            "turn_index": r.turn_index.unwrap_or(0),
-            "history_tokens": r.history_tokens,
-            "think_time_ms": r.think_time_ns.map(|n| n as f64 / 1e6),
-            "request_start_ns": abs(r.start_ns),
-            "request_ack_ns": r.response_ns.map(abs),
-            "request_end_ns": abs(r.end_ns),
-            "worker_id": format!("worker_{}", r.worker),
-            "benchmark_phase": match r.phase { Phase::Warmup => "warmup", Phase::Profiling => "profiling" },
-            "was_cancelled": cancelled,
-            "cancellation_time_ns": if cancelled { Some(abs(r.end_ns)) } else { None },
-            "output_tokens_source": r.output_tokens_source,
-            "client_output_tokens": r.client_output_tokens,
-            "server_input_tokens": r.server_input_tokens,
-            "requested_output_tokens": r.requested_output_tokens,
-            "finish_reason": r.finish_reason,
-            "chunk_count": r.chunk_ns.len(),
-            "attempts": r.attempts,
-            "level_origin_unix_ns": r.origin_unix_ns,
-            "intended_start_ns": r.intended_start_ns.map(abs),
-            "rejected_usage_tokens": r.rejected_usage_tokens,
-            "client_reasoning_tokens": r.reasoning_tokens,
-            "usage_reasoning_tokens": r.usage_reasoning_tokens,
-        },
-        "metrics": if r.is_ok() || !metrics.is_empty() { Value::Object(metrics) } else { Value::Null },
-        "error": r.error.as_ref().map(|e| json!({
-            "code": e.code,
-            "type": e.kind,
-            "message": e.message,
-        })),
-    })
+    // Plain structs of numbers, strings and options: serialising them cannot fail.
+    serde_json::to_value(RecordLine::of(r)).unwrap_or(Value::Null)
+}
+
+/// Appends `r`'s line and a newline to `buf`.
+fn write_line(buf: &mut Vec<u8>, r: &RequestRecord) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *buf, &RecordLine::of(r)).map_err(std::io::Error::other)?;
+    buf.push(b'\n');
+    Ok(())
 }
 
 /// The records file of a level.
@@ -141,6 +67,8 @@ enum Out {
 pub struct JsonlSink {
     path: PathBuf,
     out: Out,
+    /// The line being written, reused.
+    line: Vec<u8>,
 }
 
 impl std::fmt::Debug for JsonlSink {
@@ -159,6 +87,7 @@ impl JsonlSink {
         Ok(JsonlSink {
             path: path.to_owned(),
             out: Out::Plain(BufWriter::new(file)),
+            line: Vec::new(),
         })
     }
 
@@ -179,6 +108,7 @@ impl JsonlSink {
                 enc,
                 since_flush: 0,
             },
+            line: Vec::new(),
         })
     }
 
@@ -197,13 +127,13 @@ impl JsonlSink {
 
 impl RecordSink for JsonlSink {
     fn record(&mut self, record: &RequestRecord) -> Result<(), kneepoint_core::Error> {
-        let mut line = record_json(record).to_string();
-        line.push('\n');
-        let written = match &mut self.out {
-            Out::Plain(w) => w.write_all(line.as_bytes()).and_then(|_| w.flush()),
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        let written = write_line(&mut line, record).and_then(|()| match &mut self.out {
+            Out::Plain(w) => w.write_all(&line).and_then(|_| w.flush()),
             Out::Zstd { enc, since_flush } => {
                 *since_flush += 1;
-                enc.write_all(line.as_bytes()).and_then(|_| {
+                enc.write_all(&line).and_then(|_| {
                     if *since_flush >= ZSTD_FLUSH_EVERY {
                         *since_flush = 0;
                         enc.flush()
@@ -212,7 +142,8 @@ impl RecordSink for JsonlSink {
                     }
                 })
             }
-        };
+        });
+        self.line = line;
         written.map_err(|e| self.sink_error(e))
     }
 
@@ -222,5 +153,56 @@ impl RecordSink for JsonlSink {
             Out::Zstd { enc, .. } => enc.flush(),
         };
         flushed.map_err(|e| self.sink_error(e))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use kneepoint_core::{ErrorKind, ErrorRecord, Phase};
+
+    /// The read-back fixtures, and the shapes they lack: a cancelled request with partial
+    /// chunks, a timeout, a request without any count, an empty message.
+    fn records() -> Vec<RequestRecord> {
+        let mut v = crate::export::read::tests::sample();
+        let mut cancelled = v[1].clone();
+        cancelled.request_id = 9;
+        cancelled.error = Some(ErrorRecord {
+            kind: ErrorKind::Cancelled,
+            code: None,
+            message: "cancelled \"at\" the end\n\u{1}".into(),
+        });
+        let mut timeout = v[0].clone();
+        timeout.request_id = 10;
+        timeout.error = Some(ErrorRecord {
+            kind: ErrorKind::Timeout,
+            code: None,
+            message: String::new(),
+        });
+        let mut bare = RequestRecord::new(11, Phase::Profiling);
+        bare.end_ns = 7;
+        v.extend([cancelled, timeout, bare]);
+        v
+    }
+
+    /// The lines are those the earlier `serde_json::Value` tree wrote, byte for byte, through
+    /// the sink and through [`record_json`].
+    #[test]
+    fn lines_match_the_golden_file() {
+        let golden = include_str!("testdata/record_lines.jsonl");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        let mut sink = JsonlSink::create(&path).unwrap();
+        for r in records() {
+            sink.record(&r).unwrap();
+        }
+        drop(sink);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), golden);
+        let by_value: String = records()
+            .iter()
+            .map(|r| record_json(r).to_string() + "\n")
+            .collect();
+        assert_eq!(by_value, golden);
     }
 }

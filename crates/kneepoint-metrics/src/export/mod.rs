@@ -9,6 +9,7 @@ mod inputs;
 mod jsonl;
 mod outputs;
 mod read;
+mod record_line;
 mod routes;
 mod text;
 mod time;

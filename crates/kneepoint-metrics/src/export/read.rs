@@ -205,7 +205,7 @@ pub fn read_jsonl_each(path: &Path, mut each: impl FnMut(RequestRecord)) -> Resu
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::export::record_json;
     use crate::{GoodputSlo, LevelSummary};
@@ -263,7 +263,7 @@ mod tests {
         }
     }
 
-    fn sample() -> Vec<RequestRecord> {
+    pub(crate) fn sample() -> Vec<RequestRecord> {
         vec![
             rec(0, 5, &[1_000_003, 2_000_017], 2_500_000, false),
             rec(
