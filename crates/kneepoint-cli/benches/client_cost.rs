@@ -8,7 +8,7 @@
 //! ISL 1024, OSL 256, streaming chat, 64 in flight. It prints
 //! 1. the time to prepare 1,024 prompts of 1,024 tokens (the built-in tokenizer);
 //! 2. client CPU per stream (this process's user + system time around the level, prompts
-//!    made before it), over 4,000 streams;
+//!    made before it), over 12,000 streams, split into user and system time;
 //! 3. client instructions per stream: this harness runs itself under callgrind twice (64 and
 //!    192 streams, counting only the runtime thread and the record drain), and the difference
 //!    over the 128 extra streams leaves out every fixed cost. The count is compared with
@@ -129,7 +129,7 @@ fn main() {
     );
     drop(prompts);
 
-    let (warm, n) = (workload().requests(256).unwrap(), 4000usize);
+    let (warm, n) = (workload().requests(256).unwrap(), 12_000usize);
     drive(&sim.1, warm);
     let requests = workload().requests(n).unwrap();
     let (cpu0, t0) = (cpu_split(), Instant::now());

@@ -31,7 +31,7 @@ static STOP: [bool; 256] = {
 
 /// The first byte of `b` that [`STOP`] marks, eight bytes at a time (the classic "has a zero
 /// byte" bit trick, whose lowest set bit is exact), the tail by table.
-fn stop_at(b: &[u8]) -> Option<usize> {
+pub(crate) fn stop_at(b: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
@@ -282,6 +282,25 @@ fn choice<'a>(r: &mut Reader<'a>, out: &mut Vec<ChoiceFields<'a>>) -> R<()> {
 /// The events of a stream chunk, appended to `out`; `false` (and `out` untouched) when the
 /// chunk is not one this reader answers for.
 pub(crate) fn parse_chunk(data: &str, out: &mut Vec<ResponseEvent>) -> bool {
+    read_chunk(data, out).is_some()
+}
+
+/// Which text a plain chunk carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TextKind {
+    /// The answer (`delta.content`, or a completion's `text`).
+    Answer,
+    /// The reasoning (`delta.reasoning_content` or `delta.reasoning`).
+    Reasoning,
+}
+
+/// Where a plain chunk's one piece of text lies in its bytes, and which text it is.
+pub(crate) type TextSpan = (std::ops::Range<usize>, TextKind);
+
+/// [`parse_chunk`], saying where a plain chunk's text lies: `None` when declined; else
+/// `Some(span)`, with `span` set when the chunk is one choice whose only event is one
+/// non-empty string's text (no other text, no finish reason).
+pub(crate) fn read_chunk(data: &str, out: &mut Vec<ResponseEvent>) -> Option<Option<TextSpan>> {
     let mut choices: Vec<ChoiceFields<'_>> = Vec::new();
     let mut r = Reader {
         s: data,
@@ -304,8 +323,27 @@ pub(crate) fn parse_chunk(data: &str, out: &mut Vec<ResponseEvent>) -> bool {
     });
     r.ws();
     if read.is_none() || r.i != r.b.len() {
-        return false;
+        return None;
     }
+    let span = match choices.as_slice() {
+        [c] if c.finish_reason.is_none() => {
+            let only = match (c.content, c.text, c.reasoning_content, c.reasoning) {
+                (Some(t), None, None, None) | (None, Some(t), None, None) => {
+                    Some((t, TextKind::Answer))
+                }
+                (None, None, Some(t), None) | (None, None, None, Some(t)) => {
+                    Some((t, TextKind::Reasoning))
+                }
+                _ => None,
+            };
+            only.filter(|(t, _)| !t.is_empty()).map(|(t, kind)| {
+                // A subslice of `data`: its offset is the distance between the two pointers.
+                let start = (t.as_ptr() as usize).wrapping_sub(data.as_ptr() as usize);
+                (start..start + t.len(), kind)
+            })
+        }
+        _ => None,
+    };
     let mut finish = None;
     for c in choices {
         let mut chunk = Chunk {
@@ -332,7 +370,7 @@ pub(crate) fn parse_chunk(data: &str, out: &mut Vec<ResponseEvent>) -> bool {
             reason: Some(reason.to_owned()),
         });
     }
-    true
+    Some(span)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@
 //! ```
 
 mod body;
+mod chunk_shape;
 mod client;
 mod config;
 mod connect;

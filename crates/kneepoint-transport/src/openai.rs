@@ -6,7 +6,7 @@ use http::{HeaderMap, Method, Uri};
 use http_body_util::{BodyExt, Full, Limited};
 use kneepoint_core::{async_trait, Error as RequestError, EventStream, Request, Transport};
 
-use crate::body::request_body;
+use crate::body::{body_bytes, request_body};
 use crate::client::{explaining_headers, https_client, send_error, HttpClient};
 use crate::config::OpenAiConfig;
 use crate::parse::parse_body;
@@ -151,10 +151,10 @@ impl OpenAiTransport {
     }
 
     fn http_request(&self, request: &Request) -> Result<http::Request<Full<Bytes>>, RequestError> {
-        let body = request_body(&self.config, request);
-        let bytes = serde_json::to_vec(&body).map_err(|e| RequestError::InvalidRequest {
-            message: format!("cannot encode the body: {e}"),
-        })?;
+        let bytes =
+            body_bytes(&self.config, request).map_err(|e| RequestError::InvalidRequest {
+                message: format!("cannot encode the body: {e}"),
+            })?;
         let mut builder = http::Request::builder()
             .method(Method::POST)
             .uri(self.uri.clone());

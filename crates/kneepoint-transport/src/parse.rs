@@ -80,6 +80,18 @@ pub fn parse_body(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error>
     parse_with_serde(data, out)
 }
 
+/// [`parse_body`] for one chunk of a stream whose chunks' shape `shape` remembers.
+pub(crate) fn parse_stream_chunk(
+    data: &str,
+    shape: &mut crate::chunk_shape::ChunkShape,
+    out: &mut Vec<ResponseEvent>,
+) -> Result<(), Error> {
+    if shape.parse(data, out) {
+        return Ok(());
+    }
+    parse_with_serde(data, out)
+}
+
 /// [`parse_body`] without the fast path: every document through `serde_json`.
 pub(crate) fn parse_with_serde(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
     let body: Body<'_> = serde_json::from_str(data).map_err(|e| Error::MalformedResponse {

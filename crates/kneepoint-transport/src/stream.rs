@@ -8,13 +8,16 @@ use futures_core::Stream;
 use hyper::body::{Body as _, Incoming};
 use kneepoint_core::{Error, ResponseEvent};
 
-use crate::parse::parse_body;
+use crate::chunk_shape::ChunkShape;
+use crate::parse::{parse_body, parse_stream_chunk};
 use crate::sse::{SseError, SseParser};
 
 /// Reads an SSE body frame by frame and yields events as soon as each is parsed.
 pub(crate) struct SseStream {
     body: Incoming,
     parser: SseParser,
+    /// The shape of this stream's chunks, for reading the next by it.
+    shape: ChunkShape,
     events: Vec<ResponseEvent>,
     pending: VecDeque<Result<ResponseEvent, Error>>,
     finished: bool,
@@ -25,6 +28,7 @@ impl SseStream {
         SseStream {
             body,
             parser: SseParser::new(max_line),
+            shape: ChunkShape::default(),
             events: Vec::new(),
             pending: VecDeque::new(),
             finished: false,
@@ -36,6 +40,7 @@ impl SseStream {
         // completed before a parse error in the same read still count.
         let SseStream {
             parser,
+            shape,
             events,
             pending,
             finished,
@@ -70,7 +75,7 @@ impl SseStream {
                 fail(pending, e, finished);
                 return;
             }
-            match parse_body(data, events) {
+            match parse_stream_chunk(data, shape, events) {
                 Ok(()) => pending.extend(events.drain(..).map(Ok)),
                 Err(e) => fail(pending, e, finished),
             }
