@@ -6,6 +6,7 @@ Run from anywhere (needs the Rust toolchain, Python 3.10+ and PyPI):
     python3 benches/peers/aiperf_side_by_side.py            # both parts, a few minutes
     python3 benches/peers/aiperf_side_by_side.py --part capacity
     python3 benches/peers/aiperf_side_by_side.py --part fidelity
+    python3 benches/peers/aiperf_side_by_side.py --part capacity --server mock
 
 It installs AIPerf from PyPI into a virtual environment under target/peers/ (nothing of AIPerf
 is committed). Both tools use the same tokenizer, tiktoken's o200k_base (AIPerf's `builtin`,
@@ -14,7 +15,9 @@ tiktoken's cache with the identical file shipped in the tiktoken-rs crate that k
 with (checked against tiktoken's own SHA-256). Both tools then run against one `kneepoint sim
 serve` process:
 
-* capacity: the zero-latency `instant` simulator, ISL 1024 / OSL 256, streaming chat,
+* capacity: the zero-latency `instant` simulator (or, with --server mock, benches/peers/mock-openai:
+  a small hyper server that shares no code with kneepoint and answers every request with the
+  same 256 chunks at once), ISL 1024 / OSL 256, streaming chat,
   concurrency 256 — AIPerf with its default workers and each --workers-max given, then
   kneepoint; requests/s, output tokens/s, the average requests in flight (Little's law over
   each tool's own per-request records: the sum of request end - start over the span from the
@@ -85,12 +88,24 @@ def install_aiperf(version):
     return aiperf, "builtin", m.group(1) if m else "?"
 
 
-class Simulator:
-    """`kneepoint sim serve` in its own process."""
+MOCK_DIR = ROOT / "benches" / "peers" / "mock-openai"
+MOCK = WORK / "mock-target" / "release" / "mock-openai"
 
-    def __init__(self, *args):
+
+def build_mock():
+    log("building benches/peers/mock-openai (release)...")
+    env = {**os.environ, "CARGO_TARGET_DIR": str(WORK / "mock-target")}
+    subprocess.run(["cargo", "build", "--release", "-q", "--manifest-path", str(MOCK_DIR / "Cargo.toml")],
+                   cwd=ROOT, check=True, env=env)
+
+
+class Simulator:
+    """`kneepoint sim serve` in its own process; or, with `command`, another server that prints
+    `listening on URL` once bound (the mock)."""
+
+    def __init__(self, *args, command=None):
         self.proc = subprocess.Popen(
-            [str(KNEEPOINT), "sim", "serve", "--port", "0", *args],
+            command or [str(KNEEPOINT), "sim", "serve", "--port", "0", *args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.url = None
         for line in self.proc.stdout:
@@ -272,8 +287,13 @@ def pct(values, q):
 
 
 def capacity(aiperf, tokenizer, opts):
-    sim = Simulator("--profile", "instant")
-    model = "kneepoint-sim/instant"
+    if opts.server == "mock":
+        build_mock()
+        sim = Simulator(command=[str(MOCK), "0", "256"])
+        model, server_name = "mock", "benches/peers/mock-openai (no kneepoint code)"
+    else:
+        sim = Simulator("--profile", "instant")
+        model, server_name = "kneepoint-sim/instant", "`kneepoint sim serve --profile instant`"
     base = {"isl": 1024, "osl": 256, "concurrency": opts.concurrency, "warmup": opts.concurrency}
     rows = []
     try:
@@ -289,7 +309,7 @@ def capacity(aiperf, tokenizer, opts):
     finally:
         sim.stop()
     print(f"\ncapacity: ISL 1024 / OSL 256, streaming chat, concurrency {opts.concurrency}, "
-          f"`kneepoint sim serve --profile instant` in its own process, {os.cpu_count()} cores shared")
+          f"{server_name} in its own process, {os.cpu_count()} cores shared")
     print(f"{'tool':<28} {'req/s':>9} {'out tok/s':>11} {'in flight':>9} {'TTFT p50 ms':>11} "
           f"{'TTFT p99 ms':>11} {'CPU s':>7} {'peak RSS MB':>11}")
     for label, r in rows:
@@ -344,6 +364,9 @@ def main():
     p.add_argument("--part", choices=["all", "capacity", "fidelity"], default="all")
     p.add_argument("--aiperf-version", default="0.13.0")
     p.add_argument("--concurrency", type=int, default=256)
+    p.add_argument("--server", choices=["sim", "mock"], default="sim",
+                   help="the capacity part's server: kneepoint's `instant` simulator, or "
+                        "benches/peers/mock-openai, a stand-in written apart from kneepoint")
     p.add_argument("--workers-max", type=int, nargs="*", default=[8, 16])
     p.add_argument("--aiperf-requests", type=int, default=4096)
     p.add_argument("--kneepoint-requests", type=int, default=16384)
