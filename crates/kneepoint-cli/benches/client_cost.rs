@@ -1,7 +1,7 @@
 //! What the client costs per streamed request, and a gate on it that a busy machine cannot
 //! fool: instructions counted by `valgrind --tool=callgrind`.
 //!
-//! Run: `cargo bench -p kneepoint-cli --bench client_cost` (release; about 2 minutes).
+//! Run: `cargo bench -p kneepoint-cli --bench client_cost` (release; about 3 minutes once built).
 //!
 //! It starts `kneepoint sim serve --profile instant` (pre-rendered bodies, no engine) in its
 //! own process and drives it with the runner, OpenAI transport and JSONL sink the CLI uses:

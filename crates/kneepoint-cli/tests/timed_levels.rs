@@ -19,7 +19,8 @@ fn a_timed_level_records_every_request_as_completed_or_cancelled() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     // 32-token answers take ~170 ms; a 0.1 s ramp spreads the 8 slots' finishing times over
-    // 100 ms, so however slow the machine, the 10 ms grace after 0.9 s cannot see all 8 end.
+    // 100 ms, so the 10 ms grace after 0.9 s is unlikely to see all 8 end (in step, without the
+    // ramp, a round ending inside the grace would leave nothing to cancel). About 40 complete.
     let s = sweep(
         &[
             "--concurrency",

@@ -3,7 +3,8 @@
 //! A chat or completions body is serialised from borrowed fields ([`TextBody`]): straight to
 //! the wire when nothing is added to it (no images, no extra fields), else through a
 //! `serde_json::Value` that images and extra fields edit. Building the value first copied a
-//! 1,024-token prompt twice and cost about 120,000 instructions a request (callgrind).
+//! 1,024-token prompt twice; the body cost about 83,000 instructions a request (callgrind),
+//! 58,000 now.
 
 use kneepoint_core::{Prompt, Request};
 use serde::ser::{SerializeMap, Serializer};
@@ -295,6 +296,31 @@ mod tests {
             String::from_utf8(body_bytes(&OpenAiConfig::new("http://x", "m1"), &r).unwrap())
                 .unwrap(),
             r#"{"model":"m1","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":4}"#
+        );
+    }
+
+    /// Key order, as the value tree wrote it: the fixed fields, then extra fields, an extra
+    /// field that names a fixed one replacing its value in place.
+    #[test]
+    fn body_bytes_keep_the_key_order() {
+        let text =
+            |c: &OpenAiConfig, r: &Request| String::from_utf8(body_bytes(c, r).unwrap()).unwrap();
+        let mut c = OpenAiConfig::new("http://x", "m1");
+        c.api = Api::Completions;
+        c.max_tokens_field = MaxTokensField::MaxCompletionTokens;
+        let mut r = Request::text(3, "hi");
+        r.max_output_tokens = Some(4);
+        r.min_output_tokens = Some(2);
+        r.ignore_eos = true;
+        assert_eq!(
+            text(&c, &r),
+            r#"{"model":"m1","prompt":"hi","stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":4,"min_tokens":2,"ignore_eos":true}"#
+        );
+        c.extra_body.insert("stream".into(), json!(false));
+        r.extra_body.insert("top_k".into(), json!(3));
+        assert_eq!(
+            text(&c, &r),
+            r#"{"model":"m1","prompt":"hi","stream":false,"stream_options":{"include_usage":true},"max_completion_tokens":4,"min_tokens":2,"ignore_eos":true,"top_k":3}"#
         );
     }
 

@@ -158,14 +158,17 @@ mod tests {
                     .map(|_| char::from(b"ab \xe9"[rng.random_range(0..4)]))
                     .collect()
             };
-            // The answer, either reasoning field, or the answer beside null reasoning.
+            // The answer, either reasoning field, the answer beside null reasoning, or a
+            // completion's text.
             let field = [
-                r#"{"content":"{}"}"#,
-                r#"{"reasoning_content":"{}"}"#,
-                r#"{"reasoning":"{}","content":null}"#,
-                r#"{"reasoning_content":null,"content":"{}"}"#,
-            ][rng.random_range(0..4)];
-            let delta = |rng: &mut rand::rngs::StdRng| field.replace("{}", &word(rng));
+                r#"{"content":"@"}"#,
+                r#"{"reasoning_content":"@"}"#,
+                r#"{"reasoning":"@","content":null}"#,
+                r#"{"reasoning_content":null,"content":"@"}"#,
+                // A completion's `text` beside an empty delta.
+                r#"{},"text":"@""#,
+            ][rng.random_range(0..5)];
+            let delta = |rng: &mut rand::rngs::StdRng| field.replace('@', &word(rng));
             let learn = chunk("c", &delta(&mut rng), "null");
             shaped(&mut shape, &learn);
             for _ in 0..4 {

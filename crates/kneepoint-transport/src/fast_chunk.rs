@@ -6,9 +6,9 @@
 //! `serde_json`'s derive it cost about 5,100 instructions per 190-byte chunk (callgrind), half
 //! of a 256-token stream's client cost. This reader is deliberately narrow: it answers only
 //! for chunks that are plain JSON objects with `choices` (and keys it skips), no escape in any
-//! string, no `usage`, `error`, pooling data or whole `message`, no duplicate key, nesting
-//! under 64 levels. For anything else it says `None` and [`crate::parse::parse_body`] decodes
-//! the chunk with `serde_json` as before, so every answer it gives is the one serde would give
+//! string, no `usage` (but `null`), `error`, pooling data or whole `message`, no duplicate key, nesting
+//! under 64 levels. For anything else it says `None` and [`crate::parse::parse_body`] (for a
+//! stream's chunks, `parse_stream_chunk`) decodes the chunk with `serde_json` as before, so every answer it gives is the one serde would give
 //! (a differential test over generated and mutated chunks checks this).
 
 use kneepoint_core::{Chunk, ResponseEvent};
@@ -313,6 +313,11 @@ pub(crate) fn read_chunk(data: &str, out: &mut Vec<ResponseEvent>) -> Option<Opt
             seen.first(1)?;
             r.array(|r| choice(r, &mut choices))
         }
+        // `"usage":null` on every chunk (some servers send it): no usage, as if absent.
+        "usage" if r.peek()? == b'n' => {
+            seen.first(4)?;
+            r.literal(b"null")
+        }
         // Errors, usage and pooling answers go to serde.
         "usage" | "error" | "data" | "results" | "message" => None,
         "object" => {
@@ -409,6 +414,7 @@ mod tests {
         r#"{"choices":[{"delta":{"content":"日本語 ü"}}],"object":"chat.completion.chunk"}"#,
         r#"{"id":"a","id":"b","choices":[{"index":0,"index":1,"delta":{"x":1,"x":2,"content":"c"}}]}"#,
         r#"{}"#,
+        r#"{"choices":[{"delta":{"content":" x"},"finish_reason":null}],"usage":null}"#,
     ];
 
     const DECLINED: &[&str] = &[
@@ -420,6 +426,8 @@ mod tests {
         r#"{"data":[{"embedding":[0.1]}]}"#,
         r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
         r#"{"choices":[],"choices":[]}"#,
+        r#"{"choices":[],"usage":null,"usage":null}"#,
+        r#"{"choices":[],"usage":nul}"#,
         r#"{"choices":null}"#,
         r#"{"choices":[{"delta":{"content":5}}]}"#,
         r#"{"choices":[{"index":01}]}"#,

@@ -182,7 +182,20 @@ mod tests {
         });
         let mut bare = RequestRecord::new(11, Phase::Profiling);
         bare.end_ns = 7;
-        v.extend([cancelled, timeout, bare]);
+        // Failed with no input length: `"metrics": null`.
+        let mut refused = RequestRecord::new(12, Phase::Profiling);
+        refused.end_ns = 9;
+        refused.error = Some(ErrorRecord {
+            kind: ErrorKind::HttpStatus,
+            code: Some(400),
+            message: "bad request".into(),
+        });
+        // Gaps of zero: an infinite rate per user, written as `null`.
+        let mut instant = RequestRecord::new(13, Phase::Profiling);
+        instant.chunk_ns = vec![5, 5, 5];
+        instant.end_ns = 5;
+        instant.output_tokens = Some(3);
+        v.extend([cancelled, timeout, bare, refused, instant]);
         v
     }
 
