@@ -172,15 +172,19 @@ impl<'a> Reader<'a> {
         }
         loop {
             each(self)?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b']' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if !self.more(b']')? {
+                return Some(());
             }
         }
+    }
+
+    /// After a member: `true` past a comma (another follows), `false` past `close`.
+    fn more(&mut self, close: u8) -> R<bool> {
+        let c = self.peek()?;
+        (c == b',' || c == close).then(|| {
+            self.i += 1;
+            c == b','
+        })
     }
 
     /// An object, each value read by `each` with its key (unknown keys, even repeated, are
@@ -195,13 +199,8 @@ impl<'a> Reader<'a> {
             let key = self.string()?;
             self.eat(b':')?;
             each(self, key)?;
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if !self.more(b'}')? {
+                return Some(());
             }
         }
     }
