@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context};
-use clap::Args;
+
+use crate::args::K8sJobArgs;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
@@ -19,53 +20,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// The annotation the Job controller sets to each pod's completion index.
 const INDEX_ANNOTATION: &str = "metadata.annotations['batch.kubernetes.io/job-completion-index']";
-
-/// `kneepoint k8s job`.
-#[derive(Debug, Clone, Args)]
-pub struct K8sJobArgs {
-    /// Shards (pods), each running its share of every level.
-    #[arg(long)]
-    pub shards: u32,
-    /// The Job's name.
-    #[arg(long, default_value = "kneepoint-sweep")]
-    pub name: String,
-    /// Its namespace (default: kubectl's).
-    #[arg(long)]
-    pub namespace: Option<String>,
-    /// The container image with the kneepoint binary on its PATH.
-    #[arg(long, default_value = "kneepoint:latest")]
-    pub image: String,
-    /// A PersistentVolumeClaim (ReadWriteMany) for the results: shard K writes
-    /// `/results/<name>/shard-K`. Give this or --output-s3.
-    #[arg(long, value_name = "CLAIM")]
-    pub pvc: Option<String>,
-    /// The endpoint's API key, from a Kubernetes Secret (`NAME/KEY`): set in the pods as
-    /// `OPENAI_API_KEY` and read with `--api-key-env`, never written in the manifest.
-    #[arg(long, value_name = "NAME/KEY")]
-    pub api_key_secret: Option<String>,
-    /// Upload each shard's archive to `s3://bucket/prefix/<name>/shard-K` (credentials from the
-    /// pod's AWS chain: IRSA or EKS Pod Identity).
-    #[arg(long, value_name = "S3_URL")]
-    pub output_s3: Option<String>,
-    /// The shared start: a UTC time (2026-12-01T19:30:00Z) or Unix seconds. Default: the time
-    /// the manifest is printed plus --start-in-s.
-    #[arg(long, value_name = "TIME")]
-    pub start_at: Option<String>,
-    /// Seconds from now to the shared start when --start-at is not given (time to schedule
-    /// the pods and pull the image).
-    #[arg(long, default_value_t = 180)]
-    pub start_in_s: u64,
-    /// CPU per pod (a request and a limit, e.g. 2).
-    #[arg(long, default_value = "2")]
-    pub cpu: String,
-    /// Memory per pod (e.g. 4Gi).
-    #[arg(long, default_value = "4Gi")]
-    pub memory: String,
-    /// The sweep's own flags, after `--` (not --shard, --start-at or --artifact-dir, which the
-    /// Job sets).
-    #[arg(last = true, required = true)]
-    pub sweep: Vec<String>,
-}
 
 fn env(name: &str, value: &str) -> EnvVar {
     EnvVar {

@@ -16,6 +16,7 @@
 
 mod args;
 mod k8s_cmd;
+mod lines;
 mod output;
 mod plan_cmd;
 mod progress;
@@ -29,12 +30,13 @@ use std::process::ExitCode;
 
 use kneepoint_runner::CancelToken;
 
+pub use args::K8sJobArgs;
 pub use args::{
     ArchiveArgs, Cli, Command, CommonArgs, CompareArgs, K8sArgs, K8sCommand, MergeArgs,
     RecommendArgs, ReportArgs, SearchArgs, SimArgs, SimCommand, SlaArgs, SweepArgs,
 };
 use clap::Parser;
-pub use k8s_cmd::{indexed_job, K8sJobArgs};
+pub use k8s_cmd::indexed_job;
 pub use kneepoint_config::{
     CandidateSection, CommonSettings, FileConfig, LoadSection, OpenLoopSettings, PriceTable,
     RunsSection, RunsSettings, SearchSettings, SweepSettings, Target,
@@ -257,11 +259,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Command::Report(args) => {
                 let o = run_report(&args.dir)?;
+                let page = o.html.as_deref().unwrap_or(&args.dir);
                 println!(
                     "re-rendered {} files of a {:?} run; open {}",
                     o.files.len(),
                     o.kind,
-                    o.html.display()
+                    page.display()
                 );
                 Ok(())
             }

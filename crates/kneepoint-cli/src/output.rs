@@ -3,51 +3,12 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use kneepoint_planner::{OperatingZone, ProbeRecord, SlaCheck};
+use kneepoint_planner::{OperatingZone, ProbeRecord};
 
+use crate::lines::ms;
 use crate::RecommendOutcome;
 use crate::{SearchOutcome, SweepOutcome};
 use kneepoint_engine::schema::LevelRow;
-
-fn ms(v: Option<f64>) -> String {
-    match v {
-        Some(v) if v >= 10_000.0 => format!("{:.1}s", v / 1000.0),
-        Some(v) => format!("{v:.1}"),
-        None => "-".into(),
-    }
-}
-
-fn value(c: &SlaCheck) -> String {
-    let v = match c.value {
-        Some(v) if c.metric == "error_rate" => format!("{:.2} %", v * 100.0),
-        Some(v) => ms(Some(v)),
-        None => "not measured".into(),
-    };
-    format!("{} {} {}", c.metric, c.stat, v)
-}
-
-/// One line per probe: what was measured and the verdict.
-pub(crate) fn probe_line(r: &ProbeRecord) -> String {
-    let verdict = if r.pass { "pass" } else { "FAIL" };
-    let mut s = format!(
-        "probe {:>2} ({}): concurrency {:>5} -> {verdict}  {:>9.1} tok/s",
-        r.probe.iteration,
-        serde_json::to_value(r.probe.phase)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
-        r.probe.concurrency,
-        r.throughput
-    );
-    for c in &r.checks {
-        let margin = c
-            .margin
-            .map(|m| format!("{:+.1} %", m * 100.0))
-            .unwrap_or_default();
-        let _ = write!(s, " | {}: {} ({margin})", c.sla, value(c));
-    }
-    s
-}
 
 /// The per-level table of a sweep.
 pub(crate) fn table(rows: &[LevelRow]) -> String {

@@ -19,7 +19,7 @@ use kneepoint_engine::{LiveSample, Observer};
 use kneepoint_metrics::RequestMetrics;
 use kneepoint_planner::ProbeRecord;
 
-use crate::output::probe_line;
+use crate::lines::probe_line;
 
 /// How often the panel is redrawn, and a plain line printed.
 const REDRAW: Duration = Duration::from_millis(100);

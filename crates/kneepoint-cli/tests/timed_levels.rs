@@ -60,7 +60,10 @@ fn a_timed_level_records_every_request_as_completed_or_cancelled() {
         cancelled >= 1 && completed >= 8,
         "{completed} completed, {cancelled} cancelled"
     );
-    assert!(records.iter().all(|r| r.start_ns < 900_000_000));
+    // Sending stops at 0.9 s. A sender that decided to send just before may wait for its
+    // prompt from the generator thread on a starved machine (seen under the full suite on two
+    // cores), so its start is stamped late: bound it by the level's end plus a wide margin.
+    assert!(records.iter().all(|r| r.start_ns < 1_500_000_000));
     let inputs: serde_json::Value =
         serde_json::from_slice(&std::fs::read(level.join("inputs.json")).unwrap()).unwrap();
     assert_eq!(inputs["data"].as_array().unwrap().len(), records.len());

@@ -234,20 +234,6 @@ impl SearchSettings {
     }
 }
 
-/// `artifacts/<kind>-YYYYMMDDTHHMMSSZ` (UTC).
-pub(crate) fn default_artifact_dir(kind: &str) -> PathBuf {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let stamp: String = kneepoint_metrics::export::rfc3339(now)
-        .chars()
-        .take(19)
-        .filter(|c| c.is_ascii_digit() || *c == 'T')
-        .collect();
-    PathBuf::from("artifacts").join(format!("{kind}-{stamp}Z"))
-}
-
 impl SweepSettings {
     /// Starts the target and returns the engine's sweep, ready to run, reporting to `observer`.
     pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Sweep> {

@@ -10,7 +10,7 @@ use kneepoint_sim::SimProfile;
 use kneepoint_transport::OpenAiConfig;
 use kneepoint_workload::{Conversations, DatasetConfig, LengthDist, Lengths, SharedPrefix};
 
-use crate::endpoint::{deadlines, openai_config, sagemaker_settings};
+use crate::endpoint::{deadlines, openai_config, sagemaker_settings, SageMakerSettings};
 use crate::error::bail;
 use crate::file::{FileConfig, WorkloadSection};
 use crate::load::{early_stop, level_duration, ramp_up, resolve_open_loop, resolve_runs};
@@ -121,12 +121,13 @@ impl ServerMetricsPlan {
     }
 
     /// The scrape settings for a target whose OpenAI-compatible base URL is `base_url` (None
-    /// for SageMaker, which publishes no Prometheus page): `None` when nothing is scraped.
+    /// for SageMaker, which publishes no Prometheus page): `None` when nothing is scraped. The
+    /// pages are fetched with the transports' client and `connect`'s TLS and proxy options.
     pub fn settings(
         &self,
         base_url: Option<&str>,
         connect: &kneepoint_transport::ConnectOptions,
-    ) -> Option<kneepoint_engine::ScrapeSettings> {
+    ) -> Result<Option<kneepoint_engine::ScrapeSettings>> {
         let mut endpoints = self.endpoints.clone();
         if let (true, Some(base)) = (self.target_metrics, base_url) {
             let base = base.trim_end_matches('/');
@@ -134,26 +135,18 @@ impl ServerMetricsPlan {
             endpoints.insert(0, format!("{base}/metrics"));
         }
         if endpoints.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let mut s = kneepoint_engine::ScrapeSettings::new(endpoints)
+        let fetcher = kneepoint_transport::Fetcher::new(connect)?;
+        let s = kneepoint_engine::ScrapeSettings::new(endpoints)
             .with_interval(self.interval)
             .with_timeout(
                 self.interval
                     .clamp(Duration::from_millis(500), Duration::from_secs(5)),
-            );
-        s.connect = connect.clone();
-        Some(s)
+            )
+            .with_fetcher(std::sync::Arc::new(fetcher));
+        Ok(Some(s))
     }
-}
-
-/// How to reach a SageMaker endpoint.
-#[derive(Debug, Clone)]
-pub struct SageMakerSettings {
-    /// The transport's configuration.
-    pub config: kneepoint_transport::sagemaker::SageMakerConfig,
-    /// AWS profile for the credential chain.
-    pub aws_profile: Option<String>,
 }
 
 impl CommonSettings {
@@ -243,7 +236,7 @@ impl CommonSettings {
             .artifact_dir
             .clone()
             .or(file.artifact_dir.clone())
-            .unwrap_or_else(|| crate::commands::default_artifact_dir("sweep"));
+            .unwrap_or_else(|| crate::common::default_artifact_dir("sweep"));
         let open_loop = resolve_open_loop(args, &load)?;
         let output_control = !args.no_output_control && wl.output_control.unwrap_or(true);
         let mut levels = LevelSettings::default();
@@ -519,4 +512,18 @@ pub fn parse_start_at(s: &str) -> Result<u64> {
         );
     }
     Ok(ns)
+}
+
+/// `artifacts/<kind>-YYYYMMDDTHHMMSSZ` (UTC).
+pub(crate) fn default_artifact_dir(kind: &str) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let stamp: String = kneepoint_metrics::export::rfc3339(now)
+        .chars()
+        .take(19)
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .collect();
+    PathBuf::from("artifacts").join(format!("{kind}-{stamp}Z"))
 }

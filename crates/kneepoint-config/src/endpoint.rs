@@ -11,7 +11,7 @@ use kneepoint_transport::{
 use crate::error::{bail, Context};
 use crate::file::{EndpointSection, WorkloadSection};
 use crate::limits::seconds;
-use crate::{CommonArgs, Result, SageMakerSettings};
+use crate::{CommonArgs, Result};
 
 /// Body fields kneepoint writes itself: an `extra_body` that set them would make the records
 /// describe requests other than those sent.
@@ -264,4 +264,13 @@ pub(crate) fn parse_models(spec: &str) -> Result<Vec<(String, f64)>> {
         return Err(crate::Error::Invalid("--model names no model".into()));
     }
     Ok(out)
+}
+
+/// How to reach a SageMaker endpoint.
+#[derive(Debug, Clone)]
+pub struct SageMakerSettings {
+    /// The transport's configuration.
+    pub config: kneepoint_transport::sagemaker::SageMakerConfig,
+    /// AWS profile for the credential chain.
+    pub aws_profile: Option<String>,
 }

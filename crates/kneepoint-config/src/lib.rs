@@ -50,9 +50,8 @@ mod target;
 mod workload;
 
 pub use commands::{SearchSettings, SweepSettings};
-pub use common::{
-    parse_start_at, CommonSettings, RoutesPlan, SageMakerSettings, Target, MAX_START_AHEAD_S,
-};
+pub use common::{parse_start_at, CommonSettings, RoutesPlan, Target, MAX_START_AHEAD_S};
+pub use endpoint::SageMakerSettings;
 pub use error::{Error, Result};
 pub use file::{
     CandidateSection, EndpointSection, FileConfig, FleetSection, LoadSection, RunsSection,

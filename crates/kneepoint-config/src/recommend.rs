@@ -199,7 +199,7 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .artifact_dir
         .clone()
         .or(file.artifact_dir.clone())
-        .unwrap_or_else(|| crate::commands::default_artifact_dir("recommend"));
+        .unwrap_or_else(|| crate::common::default_artifact_dir("recommend"));
     let sp = file.search_params.clone().unwrap_or_default();
     let with_slas = sp.ttft_sla_ms.is_some()
         || sp.tpot_sla_ms.is_some()

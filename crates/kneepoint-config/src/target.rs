@@ -251,7 +251,7 @@ pub async fn prepare(
         .then_some(transport_config.base_url.as_str());
     let scrape = settings
         .server_metrics
-        .settings(scrape_base, &transport_config.connect);
+        .settings(scrape_base, &transport_config.connect)?;
     let replaying = settings
         .levels
         .open_loop

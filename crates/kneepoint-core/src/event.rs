@@ -25,8 +25,10 @@ pub enum ResponseEvent {
     },
 }
 
-/// A token-bearing piece of a response.
+/// A token-bearing piece of a response: [`Chunk::content`] or [`Chunk::reasoning`], then
+/// [`Chunk::with_tokens`] and [`Chunk::received_at`] when the transport knows more.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Chunk {
     /// Generated answer text.
     pub text: String,
@@ -58,14 +60,28 @@ impl Chunk {
         }
     }
 
+    /// Says how many tokens the chunk carries (builder style).
+    pub fn with_tokens(mut self, tokens: Option<u32>) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
+    /// Says when the chunk's bytes reached this host (builder style).
+    pub fn received_at(mut self, received: Option<Instant>) -> Self {
+        self.received = received;
+        self
+    }
+
     /// True when the chunk carries any generated text.
     pub fn has_tokens(&self) -> bool {
         !self.text.is_empty() || !self.reasoning.is_empty() || self.tokens.is_some_and(|t| t > 0)
     }
 }
 
-/// Token usage as the server reports it (`usage` in OpenAI responses).
+/// Token usage as the server reports it (`usage` in OpenAI responses): [`Usage::new`], then
+/// [`Usage::with_reasoning`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens counted by the server.
     pub prompt_tokens: Option<u32>,
@@ -74,4 +90,21 @@ pub struct Usage {
     /// Of those, reasoning tokens (`completion_tokens_details.reasoning_tokens`), when given.
     #[serde(default)]
     pub reasoning_tokens: Option<u32>,
+}
+
+impl Usage {
+    /// Prompt and completion tokens as the server counted them (either may be missing).
+    pub fn new(prompt_tokens: Option<u32>, completion_tokens: Option<u32>) -> Self {
+        Usage {
+            prompt_tokens,
+            completion_tokens,
+            reasoning_tokens: None,
+        }
+    }
+
+    /// Of the completion tokens, the reasoning ones (builder style).
+    pub fn with_reasoning(mut self, reasoning_tokens: Option<u32>) -> Self {
+        self.reasoning_tokens = reasoning_tokens;
+        self
+    }
 }

@@ -40,10 +40,8 @@ pub struct Bench {
     pub(crate) levels_run: u64,
     /// Trace replay: the trace's send times (ms) in record order, and the next record.
     pub(crate) replay: Option<(Vec<u64>, usize)>,
-    /// Scrapes the server's metrics around each level, when asked.
-    pub(crate) scraper: Option<kneepoint_scrape::Scraper>,
-    /// The scrapes of the current level's runs.
-    pub(crate) server_parts: crate::server::Parts,
+    /// The server's own metrics around each level, when asked.
+    pub(crate) server: crate::server::ServerView,
     _keep: Vec<Box<dyn Any + Send + Sync>>,
 }
 
@@ -148,6 +146,11 @@ impl BenchBuilder {
         &self.settings
     }
 
+    /// Whether `request_count` was set (by [`BenchBuilder::request_count`] or in the settings).
+    pub(crate) fn request_count_set(&self) -> bool {
+        self.settings.request_count != LevelSettings::default().request_count
+    }
+
     /// The prompts (required).
     pub fn workload(mut self, workload: impl Workload + 'static) -> Self {
         self.workload = Some(Box::new(workload));
@@ -160,8 +163,9 @@ impl BenchBuilder {
         self
     }
 
-    /// Counts output tokens when the server reports no usage (default: about four characters a
-    /// token; give the workload's tokenizer for exact counts).
+    /// Counts output tokens when the server reports no usage (default: the workload's own
+    /// tokenizer, see [`Workload::token_counter`]; a workload without one falls back to a
+    /// whitespace-word estimate).
     pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.counter = Some(counter);
         self
@@ -238,6 +242,10 @@ impl BenchBuilder {
             .filter(|s| !s.endpoints.is_empty())
             .map(kneepoint_scrape::Scraper::new)
             .transpose()?;
+        let counter = self
+            .counter
+            .or_else(|| workload.token_counter())
+            .unwrap_or_else(|| Arc::new(ApproxTokenCounter));
         fresh_folder(&artifact_dir, self.overwrite)?;
         let log = crate::RunLog::create(&artifact_dir)?;
         log.info(&format!("run in {}", artifact_dir.display()));
@@ -246,7 +254,7 @@ impl BenchBuilder {
             transport: self.transport,
             workload: Arc::new(Mutex::new(workload)),
             pending: Default::default(),
-            counter: self.counter.unwrap_or_else(|| Arc::new(ApproxTokenCounter)),
+            counter,
             settings: self.settings,
             description: self.description,
             observer: crate::Logged::wrap(self.observer, log.clone()),
@@ -255,8 +263,7 @@ impl BenchBuilder {
             rate: None,
             levels_run: 0,
             replay,
-            scraper,
-            server_parts: Vec::new(),
+            server: crate::server::ServerView::new(scraper),
             _keep: self.keep,
         })
     }
@@ -364,7 +371,7 @@ impl Bench {
             Some(s) => s.summary(concurrency, exact, dir)?,
             None => LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default()),
         };
-        crate::server::attach(&mut summary, server);
+        crate::summary_server::attach(&mut summary, server);
         let mut input_config = self.description.clone();
         input_config["level"] = level;
         if streamed.is_some() {
@@ -437,12 +444,6 @@ macro_rules! bench_methods {
         /// How every level runs.
         pub fn settings(mut self, settings: $crate::LevelSettings) -> Self {
             self.bench = self.bench.settings(settings);
-            self
-        }
-
-        /// Measured requests per level.
-        pub fn request_count(mut self, n: u32) -> Self {
-            self.bench = self.bench.request_count(n);
             self
         }
 

@@ -256,8 +256,10 @@ impl Bench {
                 max_in_flight: o.max_in_flight,
             });
         }
+        let total = requests.len() as u64;
         let scrape = self
-            .begin(dir, label, requests.len() as u64, &mut config)
+            .server
+            .begin(&self.observer, dir, label, total, &mut config)
             .await;
         let run = run_level(
             self.transport.clone(),
@@ -268,7 +270,11 @@ impl Bench {
             Some(self.record_observer()),
         )
         .await;
-        let server = self.end(label, scrape, dir, run.as_ref().ok()).await;
+        let observer = self.observer.as_ref();
+        let server = self
+            .server
+            .end(observer, label, scrape, dir, run.as_ref().ok())
+            .await;
         let run = run?;
         if !run.sent_turns.is_empty() {
             // Conversations: each turn as it was sent, the conversation so far included,

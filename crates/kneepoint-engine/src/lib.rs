@@ -1,7 +1,7 @@
 //! The kneepoint engine: everything `kneepoint sweep`, `search`, `recommend` and `report` do,
-//! as a library. Give it a [`Transport`](kneepoint_core::Transport) (the built-in OpenAI or
+//! as a library. Give it a [`Transport`] (the built-in OpenAI or
 //! SageMaker ones, the simulator's, or your own) and a
-//! [`Workload`](kneepoint_workload::Workload); it runs the levels, writes the artifact folder
+//! [`Workload`]; it runs the levels, writes the artifact folder
 //! (per-level AIPerf-style exports, `sweep_summary.json` / `search_history.json` /
 //! `recommendations.json`, plots, `report.html`) and returns typed results. It prints nothing:
 //! progress goes to an [`Observer`].
@@ -14,15 +14,14 @@
 //! # Example
 //! ```
 //! use std::sync::Arc;
-//! use kneepoint_core::{iter_stream, Chunk, Error, EventStream, Request, ResponseEvent, Transport};
-//! use kneepoint_engine::Sweep;
-//! use kneepoint_runner::CancelToken;
+//! use kneepoint_core::{async_trait, iter_stream, Chunk, Error, EventStream, Request, ResponseEvent};
+//! use kneepoint_engine::{CancelToken, Sweep, Transport};
 //! use kneepoint_workload::{load_tokenizer, LengthDist, SyntheticWorkload};
 //!
 //! /// A model that answers every prompt with four tokens at once.
 //! struct Echo;
 //!
-//! #[async_trait::async_trait]
+//! #[async_trait]
 //! impl Transport for Echo {
 //!     async fn send(&self, _: &Request) -> Result<EventStream, Error> {
 //!         let tokens = (0..4).map(|i| Ok(ResponseEvent::Chunk(Chunk::content(format!(" t{i}")))));
@@ -50,6 +49,12 @@
 //! assert!(dir.path().join("sweep_summary.json").is_file());
 //! # });
 //! ```
+//!
+//! Most programs depend on the `kneepoint` crate instead, which re-exports this one with the
+//! transports, the workload, the planner and the simulator behind features.
+//!
+//! # Features
+//! - `report` (default): plots and `report.html` in every artifact folder.
 
 mod archive;
 mod bench;
@@ -60,14 +65,18 @@ mod merge;
 mod observer;
 mod open_sweep;
 mod recommend;
+mod render;
 mod rerender;
 mod runlog;
 mod runs;
 mod search;
+mod search_doc;
 mod server;
 mod settings;
 mod streamed;
+mod summary_server;
 mod sweep;
+mod sweep_doc;
 mod timed;
 
 pub use archive::{archive_path, write_archive};
@@ -83,16 +92,19 @@ pub use recommend::{
 pub use rerender::{rerender, Rerendered};
 pub use runlog::{Logged, RunLog, LOG_FILE};
 pub use runs::{pessimistic, RunsOutcome};
-pub use search::{probe_dir, Search, SearchBuilder, SearchReport, DEFAULT_ERROR_GUARD};
+pub use search::{Search, SearchBuilder, DEFAULT_ERROR_GUARD};
+pub use search_doc::{probe_dir, SearchReport};
 pub use settings::{
     LevelSettings, OpenLoopSettings, RunsSettings, INPUTS_LIMIT, RECORDS_IN_MEMORY,
 };
-pub use sweep::{
-    conclude, knee_explanation, level_row, Sweep, SweepBuilder, SweepReport, MAX_EXTENSIONS,
-};
+pub use sweep::{Sweep, SweepBuilder, MAX_EXTENSIONS};
+pub use sweep_doc::{conclude, knee_explanation, level_row, SweepReport};
 
+pub use kneepoint_core::{TokenCounter, Transport};
+pub use kneepoint_planner::{SearchConfig, Sla, SweepPlan};
 pub use kneepoint_report::schema;
 pub use kneepoint_runner::CancelToken;
+pub use kneepoint_workload::Workload;
 
 /// The throughput a knee is read from: output tokens per second, or requests per second when
 /// nothing is generated (pooling endpoints: embeddings, rerank, score).

@@ -17,7 +17,7 @@ use kneepoint_report::schema::{write_document, SweepSummary};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::sweep::{conclude, write_sweep_summary, RunState, SweepDoc};
+use crate::sweep_doc::{conclude, write_sweep_summary, RunState, SweepDoc};
 use crate::{Error, Observer};
 
 /// One merged level.
@@ -439,7 +439,7 @@ pub fn merge(
         "merged {n} shards: {}; knee: {}",
         zone.summary, zone.knee.reason
     ));
-    crate::rerender::render_quietly(out, observer.as_ref());
+    crate::render::render_quietly(out, observer.as_ref());
     Ok(report)
 }
 

@@ -7,8 +7,8 @@ use kneepoint_planner::{OperatingZone, Sla};
 use kneepoint_report::schema::{write_document, LevelRow, SweepSummary, SCHEMA_VERSION};
 use kneepoint_runner::CancelToken;
 
-use crate::sweep::{level_row, open_loop_zone};
-use crate::{Bench, Error, SweepReport};
+use crate::sweep_doc::{level_row, open_loop_zone, SweepReport};
+use crate::{Bench, Error};
 
 fn write(
     bench: &Bench,
@@ -114,7 +114,7 @@ pub(crate) async fn run(
         rates.len(),
         zone.summary
     ));
-    crate::rerender::render_quietly(&dir, bench.observer.as_ref());
+    crate::render::render_quietly(&dir, bench.observer.as_ref());
     Ok(SweepReport {
         rows,
         summaries,

@@ -512,7 +512,7 @@ impl Recommend {
         };
         write_document(&self.artifact_dir.join("recommendations.json"), &doc)?;
         let ranked = doc.candidates;
-        crate::rerender::render_quietly(&self.artifact_dir, self.observer.as_ref());
+        crate::render::render_quietly(&self.artifact_dir, self.observer.as_ref());
         Ok(RecommendReport {
             objective: self.objective,
             recommendations,

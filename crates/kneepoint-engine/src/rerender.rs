@@ -6,13 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use kneepoint_metrics::LevelSummary;
-use kneepoint_planner::{Measurement, PeakTraffic, Probe, ProbePhase, SearchConfig, Sla};
-use kneepoint_report::{write_report, Artifact, RunKind};
+use kneepoint_planner::{Measurement, PeakTraffic, Probe, SearchConfig, Sla};
+use kneepoint_report::{Artifact, RunKind};
 use serde_json::Value;
 
-use crate::search::write_search_history;
-use crate::sweep::{conclude, write_sweep_summary, RunState, SweepDoc};
-use crate::{Error, Observer};
+use crate::search_doc::write_search_history;
+use crate::sweep_doc::{conclude, write_sweep_summary, RunState, SweepDoc};
+use crate::Error;
 
 /// What a re-render did.
 #[derive(Debug)]
@@ -22,8 +22,8 @@ pub struct Rerendered {
     pub kind: RunKind,
     /// Every file written.
     pub files: Vec<PathBuf>,
-    /// The page.
-    pub html: PathBuf,
+    /// The page (`None` without the `report` feature, which draws it).
+    pub html: Option<PathBuf>,
 }
 
 fn field<T: serde::de::DeserializeOwned>(
@@ -67,7 +67,7 @@ fn resummarise_sweep(a: &Artifact) -> Result<PathBuf, Error> {
 
 fn resummarise_search(a: &Artifact) -> Result<PathBuf, Error> {
     let config: SearchConfig = field(a, "/search_params", "search parameters")?;
-    let mut search = kneepoint_planner::Search::new(config)?;
+    let mut search = kneepoint_planner::SearchPlanner::new(config)?;
     let saved = a.doc.get("probes").and_then(Value::as_array);
     for (i, l) in a.levels.iter().enumerate() {
         // A search saved by an earlier version may have chosen other probes than this one
@@ -82,13 +82,11 @@ fn resummarise_search(a: &Artifact) -> Result<PathBuf, Error> {
             .and_then(|r| serde_json::from_value::<Probe>(r.get("probe")?.clone()).ok())
             .filter(|p| p.concurrency == l.concurrency)
             .or(chosen.filter(|p| p.concurrency == l.concurrency))
-            .unwrap_or(Probe {
-                iteration: i as u32 + 1,
-                concurrency: l.concurrency,
-                request_count: l.summary.request_count as u32,
-                phase: ProbePhase::Bisect,
-                expect_pass: None,
-            });
+            .unwrap_or(Probe::replayed(
+                i as u32 + 1,
+                l.concurrency,
+                l.summary.request_count as u32,
+            ));
         search.replay(probe, &Measurement::from(&l.summary))?;
     }
     // The run asked for the next probe once more after its last observation (that is when the
@@ -128,23 +126,13 @@ fn resummarise(a: &Artifact) -> Result<Vec<PathBuf>, Error> {
 /// `report.html`.
 pub fn rerender(dir: &Path) -> Result<Rerendered, Error> {
     let a = Artifact::load(dir)?;
-    let mut files = resummarise(&a)?;
+    let files = resummarise(&a)?;
     let a = Artifact::load(dir)?;
-    files.extend(write_report(&a)?);
+    #[cfg(feature = "report")]
+    let files = [files, kneepoint_report::write_report(&a)?].concat();
     Ok(Rerendered {
         kind: a.kind,
         files,
-        html: dir.join("report.html"),
+        html: cfg!(feature = "report").then(|| dir.join("report.html")),
     })
-}
-
-/// Writes the plots and `report.html` of a run that just finished; a failure is a warning (the
-/// measurements are already saved).
-pub(crate) fn render_quietly(dir: &Path, observer: &dyn Observer) {
-    if let Err(e) = Artifact::load(dir).and_then(|a| write_report(&a)) {
-        observer.warning(&format!(
-            "the report of {} was not written: {e}",
-            dir.display()
-        ));
-    }
 }

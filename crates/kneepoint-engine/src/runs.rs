@@ -69,12 +69,12 @@ impl Bench {
             self.wait_for_start(at, cancel).await;
         }
         let runs = self.settings.runs.clone();
-        self.server_parts.clear();
+        self.server.clear();
         if runs.num_runs <= 1 {
             let (s, cancelled) = self
                 .run_once(dir, concurrency, request_count, label, true, cancel)
                 .await?;
-            self.server_parts.clear();
+            self.server.clear();
             return Ok((s, cancelled, None));
         }
         let mut done: Vec<(String, LevelSummary)> = Vec::new();
@@ -201,8 +201,8 @@ impl Bench {
         }
         out.flush().map_err(|e| Error::io("write", &pooled, e))?;
         let mut summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
-        let server = self.pooled_server_summary(dir);
-        crate::server::attach(&mut summary, server);
+        let server = self.server.pooled(self.observer.as_ref(), dir);
+        crate::summary_server::attach(&mut summary, server);
         let mut input_config = self.description.clone();
         input_config["level"] = json!({
             "concurrency": concurrency,

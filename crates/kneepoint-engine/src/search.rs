@@ -1,121 +1,18 @@
 //! The max-concurrency-under-SLA search: one probe at a time, each probe a level with its own
 //! folder, and `search_history.json` rewritten after every probe.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kneepoint_core::Transport;
 use kneepoint_metrics::LevelSummary;
-use kneepoint_planner::{
-    operating_zone, KneeRule, LevelPoint, Measurement, OperatingZone, Outcome, Probe, ProbeRecord,
-    ProbeSpend, SearchConfig, SearchCost, ZonePoint,
-};
-use kneepoint_report::schema::{write_document, ProbeRow, SearchHistory, SCHEMA_VERSION};
+use kneepoint_planner::{Measurement, Probe, SearchConfig};
 use kneepoint_runner::{drive_search, CancelToken};
-use serde_json::Value;
 use tokio::sync::Mutex;
 
 use crate::bench::{bench_methods, BenchBuilder};
-use crate::sweep::RunState;
+use crate::search_doc::{cost_of, probe_dir, write_search_history, zone_of, SearchReport};
+use crate::sweep_doc::RunState;
 use crate::{Bench, Error};
-
-/// What a search produced.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct SearchReport {
-    /// Every probe, in order.
-    pub history: Vec<ProbeRecord>,
-    /// The answer and why the search stopped.
-    pub outcome: Outcome,
-    /// Knee, breaking point and ideal balance over the probed levels.
-    pub zone: OperatingZone,
-    /// Each probe's full summary, in probe order.
-    pub summaries: Vec<LevelSummary>,
-    /// Probes, requests and endpoint time spent, beside what doubling + bisection would have
-    /// spent to locate the same boundary.
-    pub cost: SearchCost,
-    /// Where the files are.
-    pub artifact_dir: PathBuf,
-    /// True when the search was interrupted before it finished.
-    pub interrupted: bool,
-}
-
-pub(crate) fn zone_of(
-    history: &[ProbeRecord],
-    summaries: &[LevelSummary],
-) -> Result<OperatingZone, Error> {
-    // The last observation of each level stands for it; a level passes only if every
-    // observation passed.
-    let mut by_level: BTreeMap<u32, ZonePoint> = BTreeMap::new();
-    for (r, s) in history.iter().zip(summaries) {
-        let c = r.probe.concurrency;
-        let prev_ok = by_level.get(&c).and_then(|z| z.meets_slas).unwrap_or(true);
-        by_level.insert(
-            c,
-            ZonePoint::new(
-                LevelPoint::new(
-                    c,
-                    crate::work_throughput(s.output_token_throughput, s.request_throughput),
-                    s.stat("request_latency", "p99").unwrap_or(0.0),
-                ),
-                Some(prev_ok && r.pass),
-                s.error_rate,
-            ),
-        );
-    }
-    let points: Vec<ZonePoint> = by_level.into_values().collect();
-    Ok(operating_zone(&points, &KneeRule::default())?)
-}
-
-/// What the search spent (each probe's measured duration), beside doubling + bisection.
-pub(crate) fn cost_of(
-    search: &kneepoint_planner::Search,
-    summaries: &[LevelSummary],
-) -> SearchCost {
-    let spent: Vec<ProbeSpend> = summaries
-        .iter()
-        .map(|s| ProbeSpend {
-            requests: s.request_count as u64,
-            seconds: s.benchmark_duration_s,
-        })
-        .collect();
-    search.cost_with(&spent)
-}
-
-/// A probe's folder name.
-pub fn probe_dir(p: &Probe) -> String {
-    format!("probe_{:02}_concurrency_{}", p.iteration, p.concurrency)
-}
-
-/// Writes `search_history.json`: every probe with its folder, the boundary and the zone.
-pub(crate) fn write_search_history(
-    dir: &Path,
-    description: &Value,
-    search: &kneepoint_planner::Search,
-    summaries: &[LevelSummary],
-    state: RunState,
-) -> Result<(), Error> {
-    let doc = SearchHistory {
-        schema_version: SCHEMA_VERSION,
-        kneepoint_version: env!("CARGO_PKG_VERSION").to_owned(),
-        recipe: "max-concurrency-under-sla".into(),
-        complete: state == RunState::Complete,
-        interrupted: state == RunState::Interrupted,
-        settings: description.clone(),
-        search_params: search.config().clone(),
-        probes: search
-            .history()
-            .iter()
-            .map(|r| ProbeRow::new(r.clone(), probe_dir(&r.probe)))
-            .collect(),
-        boundary: search.outcome(),
-        zone: zone_of(search.history(), summaries).ok(),
-        cost: Some(cost_of(search, summaries)),
-    };
-    write_document(&dir.join("search_history.json"), &doc)?;
-    Ok(())
-}
 
 /// Builds a [`Search`]: the bench's methods and the search's parameters.
 pub struct SearchBuilder {
@@ -123,6 +20,7 @@ pub struct SearchBuilder {
     config: Option<SearchConfig>,
     by_confidence: bool,
     error_guard: Option<f64>,
+    request_count: Option<u32>,
 }
 
 /// The error rate above which a probe fails when the SLAs say nothing of errors: a server
@@ -132,7 +30,14 @@ pub const DEFAULT_ERROR_GUARD: f64 = 0.05;
 impl SearchBuilder {
     bench_methods!();
 
-    /// The search's parameters and SLAs (its `request_count` is each probe's).
+    /// Measured requests per probe: replaces the `request_count` of [`SearchBuilder::config`].
+    pub fn request_count(mut self, n: u32) -> Self {
+        self.request_count = Some(n);
+        self
+    }
+
+    /// The search's parameters and SLAs (its `request_count` is each probe's, unless
+    /// [`SearchBuilder::request_count`] sets it).
     pub fn config(mut self, config: SearchConfig) -> Self {
         self.config = Some(config);
         self
@@ -161,6 +66,17 @@ impl SearchBuilder {
         if let Some(limit) = self.error_guard {
             if !config.slas.iter().any(|s| s.metric == "error_rate") {
                 config.slas.push(kneepoint_planner::Sla::error_rate(limit)?);
+            }
+        }
+        if let Some(n) = self.request_count {
+            config.request_count = n;
+        } else if self.bench.request_count_set() {
+            let n = self.bench.level_settings().request_count;
+            if n != config.request_count {
+                return Err(Error::invalid(format!(
+                    "the level settings ask for {n} requests per level, the search's parameters for {} per probe: a search measures each probe with its parameters' request_count (or SearchBuilder::request_count), so set one of them",
+                    config.request_count
+                )));
             }
         }
         config.validate()?;
@@ -210,6 +126,7 @@ impl Search {
             config: None,
             by_confidence: false,
             error_guard: Some(DEFAULT_ERROR_GUARD),
+            request_count: None,
         }
     }
 
@@ -221,7 +138,7 @@ impl Search {
         let description = self.bench.description.clone();
         let observer = self.bench.observer.clone();
         let log = self.bench.log.clone();
-        let mut planner = kneepoint_planner::Search::new(self.config.clone())?;
+        let mut planner = kneepoint_planner::SearchPlanner::new(self.config.clone())?;
         let bench = Arc::new(Mutex::new(self.bench));
         let summaries = Arc::new(Mutex::new(Vec::<LevelSummary>::new()));
         let by_confidence = self.by_confidence;
@@ -255,7 +172,7 @@ impl Search {
                 Ok::<_, Stop>(m)
             }
         };
-        let after = |search: &kneepoint_planner::Search| -> Result<(), Stop> {
+        let after = |search: &kneepoint_planner::SearchPlanner| -> Result<(), Stop> {
             if let Some(r) = search.history().last() {
                 observer.probe_decided(r);
             }
@@ -280,7 +197,7 @@ impl Search {
             if interrupted { "interrupted" } else { "done" },
             planner.outcome().explanation
         ));
-        crate::rerender::render_quietly(&dir, observer.as_ref());
+        crate::render::render_quietly(&dir, observer.as_ref());
         Ok(SearchReport {
             history: planner.history().to_vec(),
             outcome: planner.outcome(),

@@ -6,28 +6,46 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kneepoint_core::ServerSummary;
-use kneepoint_metrics::LevelSummary;
 use kneepoint_runner::{LevelConfig, LevelRun};
-use kneepoint_scrape::{summarise, write_exports, Part, Session, Window};
+use kneepoint_scrape::{summarise, write_exports, Part, Scraper, Session, Window};
 
-use crate::Bench;
+use crate::Observer;
 
-/// The scrapes of the level's runs so far (pooled into the level's summary after several runs).
-pub(crate) type Parts = Vec<Part>;
+/// The server's side of a bench: the scraper (when asked for) and the scrapes of the current
+/// level's runs so far (pooled into the level's summary after several runs).
+#[derive(Debug, Default)]
+pub(crate) struct ServerView {
+    scraper: Option<Scraper>,
+    parts: Vec<Part>,
+}
 
-impl Bench {
+impl ServerView {
+    /// Scrapes with `scraper` (none: the server's view stays empty).
+    pub(crate) fn new(scraper: Option<Scraper>) -> Self {
+        ServerView {
+            scraper,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Forgets the scrapes of earlier runs (a new level starts).
+    pub(crate) fn clear(&mut self) {
+        self.parts.clear();
+    }
+
     /// Starts a level run: scraping into `dir` (a baseline now, and a scrape between the
     /// warm-up and the measured phase, so that neither counts the other; each round's state
     /// to the observer), then the observer with the level's count of requests in flight.
     pub(crate) async fn begin(
         &mut self,
+        observer: &Arc<dyn Observer>,
         dir: &Path,
         label: &str,
         total: u64,
         config: &mut LevelConfig,
     ) -> Option<Session> {
-        let observer = self.observer.clone();
-        let on_sample: kneepoint_scrape::OnSample = Arc::new(move |s| observer.server_sample(s));
+        let sampled = observer.clone();
+        let on_sample: kneepoint_scrape::OnSample = Arc::new(move |s| sampled.server_sample(s));
         let session = match self.scraper.as_mut().filter(|s| s.active()) {
             Some(scraper) => {
                 let jsonl = dir.join("server_metrics_export.jsonl");
@@ -44,8 +62,8 @@ impl Bench {
         }
         let in_flight = Arc::new(std::sync::atomic::AtomicU64::new(0));
         config.in_flight = Some(in_flight.clone());
-        self.observer.level_started(label, total);
-        self.observer.requests_in_flight(in_flight);
+        observer.level_started(label, total);
+        observer.requests_in_flight(in_flight);
         session
     }
 
@@ -54,16 +72,17 @@ impl Bench {
     /// run's records matter more.
     pub(crate) async fn end(
         &mut self,
+        observer: &dyn Observer,
         label: &str,
         session: Option<Session>,
         dir: &Path,
         run: Option<&LevelRun>,
     ) -> Option<ServerSummary> {
-        self.observer.level_finished(label);
+        observer.level_finished(label);
         let scraper = self.scraper.as_mut()?;
         let gathered = scraper.finish(session?).await;
         for w in &gathered.warnings {
-            self.observer.warning(w);
+            observer.warning(w);
         }
         let run = run?;
         let part = Part {
@@ -76,41 +95,23 @@ impl Bench {
         let parts = [part];
         let summary = summarise(&parts);
         if let Err(e) = write_exports(dir, &parts, &summary) {
-            self.observer.warning(&format!("server metrics: {e}"));
+            observer.warning(&format!("server metrics: {e}"));
         }
         let [part] = parts;
-        self.server_parts.push(part);
+        self.parts.push(part);
         Some(summary)
     }
 
     /// The server summary pooled over the level's runs (their exports in `dir`).
-    pub(crate) fn pooled_server_summary(&mut self, dir: &Path) -> Option<ServerSummary> {
-        if self.server_parts.is_empty() {
+    pub(crate) fn pooled(&mut self, observer: &dyn Observer, dir: &Path) -> Option<ServerSummary> {
+        if self.parts.is_empty() {
             return None;
         }
-        let parts = std::mem::take(&mut self.server_parts);
+        let parts = std::mem::take(&mut self.parts);
         let summary = summarise(&parts);
         if let Err(e) = write_exports(dir, &parts, &summary) {
-            self.observer.warning(&format!("server metrics: {e}"));
+            observer.warning(&format!("server metrics: {e}"));
         }
         Some(summary)
     }
-}
-
-/// Adds what needs the client's side too (output tokens per joule of GPU energy) and attaches
-/// the server summary to the level's.
-pub(crate) fn attach(summary: &mut LevelSummary, server: Option<ServerSummary>) {
-    let Some(mut server) = server else {
-        return;
-    };
-    let tokens = summary.total_output_tokens as f64;
-    let joules = server.get("gpu_energy", "total").or_else(|| {
-        server
-            .get("gpu_power", "avg")
-            .map(|w| w * summary.benchmark_duration_s)
-    });
-    if let Some(j) = joules.filter(|j| *j > 0.0) {
-        server.set("gpu_output_tokens_per_joule", "avg", tokens / j);
-    }
-    summary.server = Some(server);
 }

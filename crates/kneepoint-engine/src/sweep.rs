@@ -1,181 +1,17 @@
 //! A sweep: levels run one after another, each in its own folder, then the knee, the operating
 //! zone and (given a peak) the fleet size, in `sweep_summary.json`.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kneepoint_core::Transport;
 use kneepoint_metrics::LevelSummary;
-use kneepoint_planner::{
-    check_all, explain_knee, fleet_size, operating_zone, FleetPlan, InstanceCapacity, KneeEstimate,
-    KneeExplanation, KneeRule, LevelPoint, Measurement, OperatingZone, PeakTraffic, Sla,
-    SweepLevel, SweepPlan, ZonePoint,
-};
-use kneepoint_report::schema::{write_document, LevelRow, SweepSummary, SCHEMA_VERSION};
+use kneepoint_planner::{OperatingZone, PeakTraffic, Sla, SweepLevel, SweepPlan};
 use kneepoint_runner::CancelToken;
 use serde_json::Value;
 
 use crate::bench::{bench_methods, BenchBuilder};
+use crate::sweep_doc::{conclude, write_sweep_summary, RunState, SweepDoc, SweepReport};
 use crate::{Bench, Error};
-
-/// What a sweep produced.
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct SweepReport {
-    /// One row per level, in run order.
-    pub rows: Vec<LevelRow>,
-    /// Full summaries, in run order.
-    pub summaries: Vec<LevelSummary>,
-    /// Knee, SLA breaking point, ideal balance.
-    pub zone: OperatingZone,
-    /// Instances for the peak, at the ideal balance (when a peak was given).
-    pub fleet: Option<FleetPlan>,
-    /// Where the files are.
-    pub artifact_dir: PathBuf,
-    /// Requests recorded per level, in run order.
-    pub sent: Vec<usize>,
-    /// True when the sweep was interrupted (the last level is partial, later ones not run).
-    pub interrupted: bool,
-    /// Levels added beyond the plan because the capacity was not yet established (see
-    /// [`SweepBuilder::extend_to`]).
-    pub extended: Vec<u32>,
-    /// Open loop: the request rate of each level, in run order (empty for a closed loop).
-    pub request_rates: Vec<f64>,
-    /// Why the knee is where it is, from the server's metrics (when they were scraped).
-    pub knee_explanation: Option<KneeExplanation>,
-}
-
-/// The knee's explanation from the rows' server metrics; `None` when no level was scraped.
-pub fn knee_explanation(rows: &[LevelRow], zone: &OperatingZone) -> Option<KneeExplanation> {
-    let servers: Vec<(u32, Option<kneepoint_core::ServerSummary>)> = rows
-        .iter()
-        .map(|r| (r.concurrency, r.server_summary()))
-        .collect();
-    if servers.iter().all(|(_, s)| s.is_none()) {
-        return None;
-    }
-    let refs: Vec<(u32, Option<&kneepoint_core::ServerSummary>)> =
-        servers.iter().map(|(c, s)| (*c, s.as_ref())).collect();
-    Some(explain_knee(&refs, zone.knee.knee))
-}
-
-/// Where a sweep or search is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RunState {
-    Running,
-    Complete,
-    Interrupted,
-}
-
-impl RunState {
-    pub(crate) fn of(doc: &Value) -> Self {
-        if doc.get("interrupted").and_then(Value::as_bool) == Some(true) {
-            RunState::Interrupted
-        } else if doc.get("complete").and_then(Value::as_bool) == Some(true) {
-            RunState::Complete
-        } else {
-            RunState::Running
-        }
-    }
-}
-
-/// The row of one level, judged against `slas`.
-pub fn level_row(s: &LevelSummary, dir: String, slas: &[Sla]) -> LevelRow {
-    let checks = check_all(slas, &Measurement::from(s));
-    LevelRow::new(
-        s,
-        dir,
-        (!checks.is_empty()).then(|| checks.iter().all(|c| c.holds)),
-        checks.iter().find(|c| !c.holds).map(|c| c.sla.clone()),
-    )
-}
-
-fn zone_of(rows: &[LevelRow]) -> Result<OperatingZone, Error> {
-    let points: Vec<ZonePoint> = rows
-        .iter()
-        .map(|r| {
-            let point = LevelPoint::new(
-                r.concurrency,
-                crate::work_throughput(r.output_token_throughput, r.request_throughput),
-                r.e2e_p99_ms.unwrap_or(0.0),
-            );
-            ZonePoint::new(point, r.meets_slas, r.error_rate)
-        })
-        .collect();
-    Ok(operating_zone(&points, &KneeRule::default())?)
-}
-
-/// The rows, operating zone and fleet of finished levels (summary and folder name each): the
-/// same computation for a live sweep and for re-rendering a saved one.
-pub fn conclude(
-    levels: &[(&LevelSummary, String)],
-    slas: &[Sla],
-    peak: Option<PeakTraffic>,
-    headroom: f64,
-) -> Result<(Vec<LevelRow>, OperatingZone, Option<FleetPlan>), Error> {
-    let mut rows: Vec<LevelRow> = levels
-        .iter()
-        .map(|(s, dir)| level_row(s, dir.clone(), slas))
-        .collect();
-    let zone = zone_of(&rows)?;
-    for r in &mut rows {
-        r.is_knee = zone.knee.knee == Some(r.concurrency);
-    }
-    // The fleet is sized at the ideal balance, the level to operate at.
-    let at_ideal = rows
-        .iter()
-        .find(|r| Some(r.concurrency) == zone.ideal_balance);
-    let fleet = match (peak, at_ideal) {
-        (Some(peak), Some(r)) => {
-            let capacity = InstanceCapacity {
-                concurrency: r.concurrency,
-                request_throughput: r.request_throughput,
-                output_token_throughput: r.output_token_throughput,
-            };
-            Some(fleet_size(peak, &capacity, headroom)?)
-        }
-        _ => None,
-    };
-    Ok((rows, zone, fleet))
-}
-
-/// What `sweep_summary.json` is made of, apart from the levels.
-pub(crate) struct SweepDoc {
-    pub(crate) settings: Value,
-    pub(crate) levels_planned: Value,
-    pub(crate) slas: Vec<Sla>,
-    pub(crate) peak: Option<PeakTraffic>,
-}
-
-pub(crate) fn write_sweep_summary(
-    dir: &Path,
-    doc: &SweepDoc,
-    rows: Vec<LevelRow>,
-    zone: &OperatingZone,
-    fleet: Option<&FleetPlan>,
-    state: RunState,
-) -> Result<Option<KneeExplanation>, Error> {
-    let explanation = knee_explanation(&rows, zone);
-    let summary = SweepSummary {
-        schema_version: SCHEMA_VERSION,
-        kneepoint_version: env!("CARGO_PKG_VERSION").to_owned(),
-        complete: state == RunState::Complete,
-        interrupted: state == RunState::Interrupted,
-        load: None,
-        settings: doc.settings.clone(),
-        levels_planned: Some(doc.levels_planned.clone()),
-        request_rates: None,
-        slas: doc.slas.clone(),
-        knee_explanation: explanation.clone(),
-        levels: rows,
-        knee: Some(zone.knee.clone()),
-        zone: zone.clone(),
-        peak: doc.peak,
-        fleet: fleet.cloned(),
-    };
-    write_document(&dir.join("sweep_summary.json"), &summary)?;
-    Ok(explanation)
-}
 
 /// Builds a [`Sweep`]: the bench's methods (workload, settings, artifacts, observer...) and
 /// the sweep's own (levels, SLAs, peak, headroom).
@@ -191,6 +27,12 @@ pub struct SweepBuilder {
 
 impl SweepBuilder {
     bench_methods!();
+
+    /// Measured requests per level.
+    pub fn request_count(mut self, n: u32) -> Self {
+        self.bench = self.bench.request_count(n);
+        self
+    }
 
     /// The concurrency levels, each sending the settings' request count.
     pub fn levels(mut self, levels: impl IntoIterator<Item = u32>) -> Self {
@@ -387,7 +229,7 @@ impl Sweep {
         if let Some(f) = &fleet {
             log.info(&format!("fleet: {}", f.explanation));
         }
-        crate::rerender::render_quietly(&dir, self.bench.observer.as_ref());
+        crate::render::render_quietly(&dir, self.bench.observer.as_ref());
         Ok(SweepReport {
             knee_explanation,
             rows,
@@ -400,21 +242,5 @@ impl Sweep {
             request_rates: Vec::new(),
             extended,
         })
-    }
-}
-
-/// The zone of an open-loop sweep: request rates have no knee.
-pub(crate) fn open_loop_zone() -> OperatingZone {
-    OperatingZone {
-        knee: KneeEstimate {
-            knee: None,
-            reason: "open-loop levels are request rates; the knee is found over closed-loop concurrency levels".into(),
-            steps: Vec::new(),
-        },
-        sla_breaking_point: None,
-        error_breaking_point: None,
-        ideal_balance: None,
-        safe_max: None,
-        summary: "open loop: compare latency from the intended start and the schedule lag across rates".into(),
     }
 }

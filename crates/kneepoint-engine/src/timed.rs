@@ -148,7 +148,10 @@ impl Bench {
             Box::new(StreamedSink(streamed.clone())),
         ];
         let mut config = self.level_config(concurrency, cancel);
-        let scrape = self.begin(dir, label, 0, &mut config).await;
+        let scrape = self
+            .server
+            .begin(&self.observer, dir, label, 0, &mut config)
+            .await;
         let before = config.after_warmup.take();
         let flag = measuring.clone();
         config.after_warmup = Some(Arc::new(move || {
@@ -178,7 +181,11 @@ impl Bench {
             }
         }
         let _ = generating.join();
-        let server = self.end(label, scrape, dir, run.as_ref().ok()).await;
+        let observer = self.observer.as_ref();
+        let server = self
+            .server
+            .end(observer, label, scrape, dir, run.as_ref().ok())
+            .await;
         let run = run?;
         if flags.turns.load(Ordering::Relaxed) {
             return Err(Error::invalid(

@@ -9,6 +9,7 @@ use std::time::Duration;
 use kneepoint_engine::{CancelToken, LevelSettings, Observer, ScrapeSettings, Sweep, SweepReport};
 use kneepoint_planner::KneeCause;
 use kneepoint_sim::{SimProfile, SimServer};
+use kneepoint_transport::Fetcher;
 use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
 use kneepoint_workload::{LengthDist, SyntheticWorkload};
 
@@ -77,7 +78,8 @@ async fn sweep_with_warmup(
         .server_metrics(Some(
             ScrapeSettings::new(endpoints)
                 .with_interval(INTERVAL)
-                .with_timeout(Duration::from_millis(500)),
+                .with_timeout(Duration::from_millis(500))
+                .with_fetcher(Arc::new(Fetcher::new(&Default::default())?)),
         ))
         .build()?
         .run(&CancelToken::new())

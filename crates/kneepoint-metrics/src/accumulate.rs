@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use kneepoint_core::{Phase, RequestRecord, TokenSource};
 
+use crate::prompt_counts::PromptCounts;
 use crate::request_metrics::RequestMetrics;
 use crate::stats::Stats;
 use crate::stream::{Bracket, StreamColumn};
@@ -97,6 +98,7 @@ pub(crate) struct Accumulator<C> {
     disagreements: usize,
     rejected: Option<(u32, usize)>,
     rejected_count: usize,
+    prompts: PromptCounts,
     errors_by_kind: BTreeMap<String, usize>,
     groups: BTreeMap<(String, Option<u16>, String), usize>,
 }
@@ -119,6 +121,7 @@ impl<C: Column> Accumulator<C> {
             disagreements: 0,
             rejected: None,
             rejected_count: 0,
+            prompts: PromptCounts::default(),
             errors_by_kind: BTreeMap::new(),
             groups: BTreeMap::new(),
         }
@@ -165,6 +168,16 @@ impl<C: Column> Accumulator<C> {
             if want != got {
                 self.mismatches += 1;
             }
+        }
+        // Single-turn text prompts only: a conversation's history and images add tokens on the
+        // server that vary with the turn and the image, not with the tokenizer.
+        if let (Some(client), Some(server), None, None) = (
+            r.input_tokens,
+            r.server_input_tokens,
+            r.history_tokens,
+            r.image_count,
+        ) {
+            self.prompts.push(client, server);
         }
         if let Some(u) = r.rejected_usage_tokens {
             self.rejected.get_or_insert((u, r.chunk_ns.len()));
@@ -289,6 +302,7 @@ impl<C: Column> Accumulator<C> {
                 "{n} requests had no server usage; their output length is a whitespace-word estimate"
             ));
         }
+        warnings.extend(self.prompts.warning());
         if n > 0 && ok == 0 {
             warnings.push("every request failed".into());
         }
@@ -304,6 +318,15 @@ impl<C: Column> Accumulator<C> {
             ));
         }
         warnings
+    }
+}
+
+impl LevelSummary {
+    /// Summarises the measured (non-warm-up) records of one level.
+    pub fn from_records(concurrency: u32, records: &[RequestRecord], slo: &GoodputSlo) -> Self {
+        let mut acc = Accumulator::<Vec<f64>>::new(slo);
+        records.iter().for_each(|r| acc.push(r));
+        acc.finish(concurrency, |_, c| Stats::of(c))
     }
 }
 

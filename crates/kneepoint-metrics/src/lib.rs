@@ -29,6 +29,7 @@ mod confidence;
 mod error;
 pub mod export;
 mod measurement;
+mod prompt_counts;
 mod request_metrics;
 mod stats;
 mod stream;

@@ -2,10 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use kneepoint_core::{RequestRecord, TokenSource};
+use kneepoint_core::TokenSource;
 use serde::{Deserialize, Serialize};
 
-use crate::accumulate::Accumulator;
 use crate::request_metrics::RequestMetrics;
 use crate::stats::Stats;
 
@@ -168,13 +167,6 @@ impl LevelSummary {
         self.goodput = self.goodput.map(|v| v * k);
     }
 
-    /// Summarises the measured (non-warm-up) records of one level.
-    pub fn from_records(concurrency: u32, records: &[RequestRecord], slo: &GoodputSlo) -> Self {
-        let mut acc = Accumulator::<Vec<f64>>::new(slo);
-        records.iter().for_each(|r| acc.push(r));
-        acc.finish(concurrency, |_, c| Stats::of(c))
-    }
-
     /// One statistic of one metric, e.g. `stat("time_to_first_token", "p95")`.
     pub fn stat(&self, metric: &str, stat: &str) -> Option<f64> {
         self.metrics.get(metric)?.stats.get(stat)
@@ -193,6 +185,7 @@ pub(crate) fn source_name(s: TokenSource) -> &'static str {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use kneepoint_core::RequestRecord;
     use kneepoint_core::{ErrorKind, ErrorRecord, Phase};
 
     /// Two successful streamed requests and one failure (503): every per-request metric and a

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::search::{Search, StopReason};
+use crate::search::{SearchPlanner, StopReason};
 
 /// Doubling + bisection's levels stop after this many probes, whatever the answer.
 const BASELINE_LIMIT: usize = 64;
@@ -53,14 +53,14 @@ pub struct BaselineCost {
     pub endpoint_seconds: Option<f64>,
 }
 
-impl Search {
+impl SearchPlanner {
     /// What the search spent so far (planned requests, no endpoint time), beside doubling +
     /// bisection.
     pub fn cost(&self) -> SearchCost {
         self.cost_with(&[])
     }
 
-    /// [`Search::cost`] from what each probe spent, in probe order (as many as there are
+    /// [`SearchPlanner::cost`] from what each probe spent, in probe order (as many as there are
     /// probes, or none).
     pub fn cost_with(&self, spent: &[ProbeSpend]) -> SearchCost {
         let history = self.history();
@@ -145,7 +145,7 @@ fn rate_at(rates: &[(f64, f64)], c: f64) -> Option<f64> {
 /// The levels of doubling from `concurrency_min` (×2; ×4 above `search_initial_points`) and then
 /// integer bisection until the bracket is narrower than the precision, on a curve that passes
 /// up to `answer` and fails above it.
-fn baseline_levels(search: &Search, answer: Option<u32>) -> Vec<u32> {
+fn baseline_levels(search: &SearchPlanner, answer: Option<u32>) -> Vec<u32> {
     let c = search.config();
     let passes = |x: u32| answer.is_some_and(|a| x <= a);
     let mut at = c.concurrency_min;
@@ -185,7 +185,8 @@ mod tests {
     #[test]
     fn the_baseline_replays_doubling_and_bisection_on_the_same_boundary() {
         // p99 latency crossing 50 s at 330
-        let mut s = Search::new(SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()])).unwrap();
+        let mut s =
+            SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()])).unwrap();
         let mut spent = Vec::new();
         while let Some(p) = s.next_probe() {
             let ms = 100.0 * f64::from(p.concurrency) + 17_000.0;
@@ -242,7 +243,7 @@ mod tests {
     fn no_baseline_before_the_boundary_is_located() {
         let mut cfg = SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()]);
         cfg.max_iterations = 2;
-        let mut s = Search::new(cfg).unwrap();
+        let mut s = SearchPlanner::new(cfg).unwrap();
         while let Some(p) = s.next_probe() {
             let m = Measurement::new(1.0).with("request_latency", "p99", 1_000.0);
             s.observe(p.concurrency, &m).unwrap();

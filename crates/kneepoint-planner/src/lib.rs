@@ -4,9 +4,9 @@
 //!
 //! # Example: a search driven by a scripted curve
 //! ```
-//! use kneepoint_planner::{Measurement, Search, SearchConfig, Sla};
+//! use kneepoint_planner::{Measurement, SearchPlanner, SearchConfig, Sla};
 //!
-//! let mut search = Search::new(SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()])).unwrap();
+//! let mut search = SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()])).unwrap();
 //! while let Some(probe) = search.next_probe() {
 //!     // p99 latency that crosses 50 s at 330 concurrent requests
 //!     let p99_ms = 100.0 * f64::from(probe.concurrency) + 17_000.0;
@@ -37,6 +37,7 @@ mod fleet;
 mod key;
 mod knee;
 mod predict;
+mod probe;
 mod recommend;
 mod search;
 mod search_config;
@@ -57,7 +58,7 @@ pub use recommend::{
     Recommendation, HOURS_PER_MONTH,
 };
 pub use search::{
-    roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, Search, SearchConfig,
+    roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, SearchConfig, SearchPlanner,
     StopReason, MAX_JUMP,
 };
 pub use shard::Shard;

@@ -14,7 +14,7 @@
 //!   exponent held under [`MAX_EXPONENT`]), in plain ones when it grew slower (an affine
 //!   latency); from a single reading, proportional growth (a saturated server), at least ×2.
 
-use crate::search::ProbeRecord;
+use crate::probe::ProbeRecord;
 use crate::sla::{Op, Sla};
 
 /// The largest growth exponent assumed when extrapolating.

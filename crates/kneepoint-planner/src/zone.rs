@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::knee::{find_knee, KneeEstimate, KneeRule, LevelPoint};
 use crate::Error;
 
-/// A measured level with its SLA verdict.
+/// A measured level with its SLA verdict ([`ZonePoint::new`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ZonePoint {
     /// Throughput and p99 latency at the level.
     pub point: LevelPoint,

@@ -4,7 +4,7 @@
 //! boundary each curve implies, in fewer probes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use kneepoint_planner::{Confidence, Measurement, Search, SearchConfig, Sla, StopReason};
+use kneepoint_planner::{Confidence, Measurement, SearchConfig, SearchPlanner, Sla, StopReason};
 
 /// Piecewise-linear interpolation through `pts` (clamped at the ends).
 fn interp(pts: &[(f64, f64)], c: f64) -> f64 {
@@ -67,8 +67,8 @@ fn measure(c: u32) -> Measurement {
         .with("time_to_first_token", "p95", ttft_p95(c))
 }
 
-fn run(slas: Vec<Sla>) -> (Search, Vec<u32>) {
-    let mut search = Search::new(SearchConfig::new(slas)).unwrap();
+fn run(slas: Vec<Sla>) -> (SearchPlanner, Vec<u32>) {
+    let mut search = SearchPlanner::new(SearchConfig::new(slas)).unwrap();
     let mut probes = Vec::new();
     while let Some(p) = search.next_probe() {
         search
@@ -130,7 +130,7 @@ fn a_close_call_is_repeated_and_a_contradiction_is_read_conservatively() {
     // (the source saw 320 pass and 284 fail).
     let mut cfg = SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()]);
     cfg.max_iterations = 30;
-    let mut search = Search::new(cfg).unwrap();
+    let mut search = SearchPlanner::new(cfg).unwrap();
     let mut seen = Vec::new();
     while let Some(p) = search.next_probe() {
         let c = p.concurrency;
@@ -160,7 +160,7 @@ fn a_close_call_is_repeated_and_a_contradiction_is_read_conservatively() {
 
 #[test]
 fn infeasible_at_min_and_feasible_at_max() {
-    let mut s = Search::new(SearchConfig::new(vec![Sla::e2e_ms(1.0).unwrap()])).unwrap();
+    let mut s = SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(1.0).unwrap()])).unwrap();
     let p = s.next_probe().unwrap();
     s.observe(
         p.concurrency,
@@ -175,7 +175,7 @@ fn infeasible_at_min_and_feasible_at_max() {
 
     let mut cfg = SearchConfig::new(vec![Sla::e2e_ms(1e9).unwrap()]);
     cfg.concurrency_max = 100;
-    let mut s = Search::new(cfg).unwrap();
+    let mut s = SearchPlanner::new(cfg).unwrap();
     let mut probes = Vec::new();
     while let Some(p) = s.next_probe() {
         probes.push(p.concurrency);
@@ -195,7 +195,7 @@ fn infeasible_at_min_and_feasible_at_max() {
 fn missing_metrics_count_as_breaches_and_budget_is_respected() {
     let mut cfg = SearchConfig::new(vec![Sla::e2e_ms(50.0).unwrap()]);
     cfg.max_iterations = 4;
-    let mut s = Search::new(cfg).unwrap();
+    let mut s = SearchPlanner::new(cfg).unwrap();
     let mut n = 0;
     while let Some(p) = s.next_probe() {
         n += 1;
@@ -258,7 +258,7 @@ fn tables_the_models_do_not_fit_still_land_within_5_percent() {
                 .all(|s| s.holds(measure(c).get(&s.metric, &s.stat).unwrap()))
         };
         let truth = (1..=4096u32).find(|&c| !holds(c)).unwrap() - 1;
-        let mut search = Search::new(SearchConfig::new(slas.clone())).unwrap();
+        let mut search = SearchPlanner::new(SearchConfig::new(slas.clone())).unwrap();
         let mut probes = Vec::new();
         while let Some(p) = search.next_probe() {
             search

@@ -10,7 +10,7 @@ use kneepoint_metrics::export::{
 use kneepoint_metrics::{GoodputSlo, LevelSummary};
 use serde_json::Value;
 
-use crate::plots::{Curve, CurvePoint};
+use crate::curve::{Curve, CurvePoint};
 use crate::Error;
 
 /// The command that wrote a folder.

@@ -68,6 +68,7 @@ impl Error {
         }
     }
 
+    #[cfg_attr(not(feature = "render"), allow(dead_code))]
     pub(crate) fn write(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
         move |source| Error::Io {
             action: "write",

@@ -7,8 +7,12 @@
 //! `search_history.json` or `recommendations.json`, and each level's `profile_export.jsonl`),
 //! so reports can be made again later without re-running anything.
 //!
+//! Plots and pages need the `render` feature (on by default: `plotters`, SVG only); without
+//! it the crate reads, re-summarises and compares saved folders.
+//!
 //! # Example
 //! ```
+//! # #[cfg(feature = "render")] {
 //! use kneepoint_report::plots::{throughput_vs_latency, Curve, CurvePoint};
 //!
 //! let point = |c: u32, t: f64, p99_s: f64| CurvePoint {
@@ -23,27 +27,36 @@
 //! };
 //! let svg = throughput_vs_latency(&[curve], Some(50_000.0)).unwrap();
 //! assert!(svg.starts_with("<svg"));
+//! # }
 //! ```
 
 mod artifact;
 mod compare;
+mod curve;
 mod error;
+#[cfg(feature = "render")]
 mod html;
+#[cfg(feature = "render")]
 pub mod plots;
 pub mod schema;
+#[cfg(feature = "render")]
 pub mod server_plots;
 
+#[cfg(feature = "render")]
 use std::path::PathBuf;
 
 pub use artifact::{Artifact, Level, RunKind};
 pub use compare::{
     compare_runs, comparison_text, Comparison, LevelComparison, MetricComparison, SINGLE_RUN_CAVEAT,
 };
+pub use curve::{Curve, CurvePoint};
 pub use error::Error;
+#[cfg(feature = "render")]
 pub use html::{esc, render, Plot, Rendered};
 
 /// Renders `a`'s report and writes `plots/*.svg` and `report.html` into its folder (and those of
 /// a recommendation's candidates). Returns the files written.
+#[cfg(feature = "render")]
 pub fn write_report(a: &Artifact) -> Result<Vec<PathBuf>, Error> {
     let mut written = Vec::new();
     for c in &a.candidates {

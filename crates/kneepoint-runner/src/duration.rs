@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::level::{drain, unix_ns, LevelConfig, LevelRun, RecordObserver};
+use crate::config::{LevelConfig, RecordObserver};
+use crate::level::{drain, unix_ns, LevelRun};
 use crate::request::{run_one, Ctx};
 use crate::{CancelToken, Error};
 

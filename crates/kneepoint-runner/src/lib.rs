@@ -42,6 +42,7 @@
 
 mod arrival;
 mod cancel;
+mod config;
 mod duration;
 mod early_stop;
 mod error;
@@ -53,10 +54,9 @@ mod sessions;
 
 pub use arrival::{schedule, Arrival};
 pub use cancel::CancelToken;
+pub use config::{Deadlines, LevelConfig, OpenLoop, PhaseHook, RecordObserver, RetryPolicy};
 pub use duration::{run_level_for, LevelDuration, RequestSource};
 pub use early_stop::EarlyStop;
 pub use error::Error;
-pub use level::{
-    run_level, Deadlines, LevelConfig, LevelRun, OpenLoop, PhaseHook, RecordObserver, RetryPolicy,
-};
+pub use level::{run_level, LevelRun};
 pub use search::drive_search;

@@ -2,13 +2,13 @@
 
 use std::future::Future;
 
-use kneepoint_planner::{Measurement, Outcome, Probe, Search};
+use kneepoint_planner::{Measurement, Outcome, Probe, SearchPlanner};
 
 /// Runs `search` to the end: for each probe it asks `measure` (which typically runs a level
 /// with [`crate::run_level`] and summarises it), feeds the result back, then calls `after`
 /// (to report progress or save the history between probes).
 pub async fn drive_search<F, Fut, E, A>(
-    search: &mut Search,
+    search: &mut SearchPlanner,
     mut measure: F,
     mut after: A,
 ) -> Result<Outcome, E>
@@ -16,7 +16,7 @@ where
     F: FnMut(Probe) -> Fut,
     Fut: Future<Output = Result<Measurement, E>>,
     E: From<kneepoint_planner::Error>,
-    A: FnMut(&Search) -> Result<(), E>,
+    A: FnMut(&SearchPlanner) -> Result<(), E>,
 {
     while let Some(probe) = search.next_probe() {
         let m = measure(probe).await?;
@@ -33,7 +33,8 @@ mod tests {
 
     #[tokio::test]
     async fn drives_to_completion_and_reports_between_probes() {
-        let mut s = Search::new(SearchConfig::new(vec![Sla::e2e_ms(1000.0).unwrap()])).unwrap();
+        let mut s =
+            SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(1000.0).unwrap()])).unwrap();
         let mut seen = 0;
         let outcome = drive_search(
             &mut s,
@@ -45,7 +46,7 @@ mod tests {
                     latency,
                 ))
             },
-            |s: &Search| {
+            |s: &SearchPlanner| {
                 seen += 1;
                 assert_eq!(s.history().len(), seen);
                 Ok(())

@@ -26,14 +26,7 @@ impl Transport for Steady {
                     tokio::time::sleep(gap).await;
                     Some((Ok(ResponseEvent::Chunk(Chunk::content(" tok"))), i + 1))
                 }
-                4 => Some((
-                    Ok(ResponseEvent::Usage(Usage {
-                        prompt_tokens: Some(3),
-                        completion_tokens: Some(4),
-                        reasoning_tokens: None,
-                    })),
-                    5,
-                )),
+                4 => Some((Ok(ResponseEvent::Usage(Usage::new(Some(3), Some(4)))), 5)),
                 _ => None,
             }
         });

@@ -99,11 +99,10 @@ impl Transport for Lying {
         let mut events: Vec<Result<ResponseEvent, Error>> = (0..self.chunks)
             .map(|_| Ok(ResponseEvent::Chunk(Chunk::content(" tok"))))
             .collect();
-        events.push(Ok(ResponseEvent::Usage(Usage {
-            prompt_tokens: Some(3),
-            completion_tokens: Some(self.usage),
-            reasoning_tokens: None,
-        })));
+        events.push(Ok(ResponseEvent::Usage(Usage::new(
+            Some(3),
+            Some(self.usage),
+        ))));
         Ok(Box::pin(stream::iter(events)))
     }
 }

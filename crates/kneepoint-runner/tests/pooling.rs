@@ -20,11 +20,7 @@ impl Transport for Pooler {
     async fn send(&self, _request: &Request) -> Result<EventStream, Error> {
         Ok(Box::pin(iter_stream(vec![
             Ok(ResponseEvent::Pooled { items: self.items }),
-            Ok(ResponseEvent::Usage(Usage {
-                prompt_tokens: Some(12),
-                completion_tokens: None,
-                reasoning_tokens: None,
-            })),
+            Ok(ResponseEvent::Usage(Usage::new(Some(12), None))),
         ])))
     }
 }

@@ -21,13 +21,6 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// The HTTP client could not be built (TLS options).
-    #[error("server metrics client")]
-    Transport {
-        /// The cause.
-        #[source]
-        source: kneepoint_transport::Error,
-    },
     /// An export could not be encoded.
     #[error("encoding the server metrics export")]
     Json {

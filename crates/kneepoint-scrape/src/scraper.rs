@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kneepoint_transport::{redact_url, ConnectOptions, Fetched, Fetcher};
+use kneepoint_core::{redact_url, Fetch, Fetched};
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -22,7 +22,7 @@ use crate::timeline::Timeline;
 use crate::Error;
 
 /// What to scrape, and how often.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ScrapeSettings {
     /// Prometheus endpoints (a server's `/metrics`, a DCGM exporter's).
@@ -31,8 +31,9 @@ pub struct ScrapeSettings {
     pub interval: Duration,
     /// The longest one scrape may take (default 2 s).
     pub timeout: Duration,
-    /// TLS and proxy options of the connections.
-    pub connect: ConnectOptions,
+    /// What fetches the pages (required): `kneepoint_transport::Fetcher` reaches them with the
+    /// transports' client, TLS options and proxies.
+    pub fetcher: Option<Arc<dyn Fetch>>,
 }
 
 impl ScrapeSettings {
@@ -42,8 +43,14 @@ impl ScrapeSettings {
             endpoints,
             interval: Duration::from_secs(1),
             timeout: Duration::from_secs(2),
-            connect: ConnectOptions::default(),
+            fetcher: None,
         }
+    }
+
+    /// Sets what fetches the pages (builder style).
+    pub fn with_fetcher(mut self, fetcher: Arc<dyn Fetch>) -> Self {
+        self.fetcher = Some(fetcher);
+        self
     }
 
     /// Sets the interval (builder style).
@@ -82,7 +89,7 @@ struct Endpoint {
 #[derive(Debug)]
 pub struct Scraper {
     settings: ScrapeSettings,
-    fetcher: Fetcher,
+    fetcher: Arc<dyn Fetch>,
     endpoints: Vec<Endpoint>,
 }
 
@@ -177,8 +184,9 @@ impl Scraper {
                 warned: false,
             });
         }
-        let fetcher =
-            Fetcher::new(&settings.connect).map_err(|source| Error::Transport { source })?;
+        let fetcher = settings.fetcher.clone().ok_or_else(|| Error::Invalid {
+            reason: "no fetcher: give ScrapeSettings::with_fetcher a client (kneepoint_transport::Fetcher)".into(),
+        })?;
         Ok(Scraper {
             settings,
             fetcher,
@@ -362,13 +370,13 @@ impl State {
 
 /// One round: every live endpoint fetched at once on the runtime (I/O only), the answers
 /// absorbed on the blocking pool. `None` if that work panicked (the state is then lost).
-async fn round(fetcher: &Fetcher, timeout: Duration, mut state: State) -> Option<State> {
-    let live: Vec<(usize, http::Uri)> = state
+async fn round(fetcher: &dyn Fetch, timeout: Duration, mut state: State) -> Option<State> {
+    let live: Vec<(usize, String)> = state
         .endpoints
         .iter()
         .enumerate()
         .filter(|(_, e)| !e.dropped)
-        .map(|(i, e)| (i, e.uri.clone()))
+        .map(|(i, e)| (i, e.uri.to_string()))
         .collect();
     let fetches = live
         .iter()
@@ -383,7 +391,7 @@ async fn round(fetcher: &Fetcher, timeout: Duration, mut state: State) -> Option
 }
 
 async fn scrape_loop(
-    fetcher: Fetcher,
+    fetcher: Arc<dyn Fetch>,
     settings: ScrapeSettings,
     endpoints: Vec<Endpoint>,
     (jsonl, on_sample): (PathBuf, Option<OnSample>),
@@ -424,7 +432,7 @@ async fn scrape_loop(
         on_sample,
     };
     let t = settings.timeout;
-    let Some(mut state) = round(&fetcher, t, first).await else {
+    let Some(mut state) = round(fetcher.as_ref(), t, first).await else {
         return lost(endpoints);
     };
     let _ = ready.send(());
@@ -438,7 +446,7 @@ async fn scrape_loop(
             Some(r) = marks.recv() => reply = Some(r),
             _ = &mut stop => break,
         }
-        let Some(next) = round(&fetcher, t, state).await else {
+        let Some(next) = round(fetcher.as_ref(), t, state).await else {
             return lost(endpoints);
         };
         state = next;
@@ -449,7 +457,7 @@ async fn scrape_loop(
     // The final scrape, after the level's last request, once the server has had time to
     // publish its last requests' counters (vLLM: ~15 ms after the response ends).
     tokio::time::sleep(SETTLE).await;
-    let Some(mut state) = round(&fetcher, t, state).await else {
+    let Some(mut state) = round(fetcher.as_ref(), t, state).await else {
         return lost(endpoints);
     };
     if let Some((path, mut w)) = state.jsonl.take() {
@@ -530,6 +538,17 @@ fn jsonl_line(url: &str, f: &Fetched, e: &Exposition) -> Value {
 mod tests {
     use super::*;
 
+    /// A fetcher whose every page is refused.
+    #[derive(Debug)]
+    struct Refused;
+
+    #[kneepoint_core::async_trait]
+    impl Fetch for Refused {
+        async fn get(&self, _: &str, _: Duration, _: usize) -> Result<Fetched, String> {
+            Err("refused".into())
+        }
+    }
+
     #[test]
     fn bare_hosts_get_metrics_paths() {
         assert_eq!(metrics_url("http://h:8000"), "http://h:8000/metrics");
@@ -550,12 +569,14 @@ mod tests {
         let fast = ScrapeSettings::new(vec![]).with_interval(Duration::from_millis(1));
         assert!(Scraper::new(fast).is_err());
         // One endpoint however it is written; credentials never shown.
-        let s = Scraper::new(ScrapeSettings::new(vec![
+        let settings = ScrapeSettings::new(vec![
             "http://u:secret@h:8000?token=abc".into(),
             "http://h:8000/metrics".into(),
             "http://h:8000".into(),
-        ]))
-        .unwrap();
+        ]);
+        let e = Scraper::new(settings.clone()).unwrap_err();
+        assert!(e.to_string().contains("no fetcher"), "{e}");
+        let s = Scraper::new(settings.with_fetcher(Arc::new(Refused))).unwrap();
         assert_eq!(s.endpoints.len(), 2);
         assert!(s
             .endpoints

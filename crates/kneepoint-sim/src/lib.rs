@@ -27,6 +27,7 @@ mod engine;
 mod error;
 mod fault;
 mod fixed;
+mod generate;
 mod live;
 mod metrics;
 mod modes;
@@ -34,10 +35,12 @@ mod predict;
 mod profile;
 mod render;
 mod request;
+mod respond;
 #[cfg(feature = "sagemaker")]
 mod sagemaker;
 mod server;
 mod sse_body;
+mod state;
 mod truth;
 mod words;
 
@@ -47,5 +50,6 @@ pub use fault::{Fault, FaultPlan};
 pub use metrics::LoadSample;
 pub use predict::{predict_closed_loop, Prediction};
 pub use profile::{ExpertReads, FixedTiming, SimProfile};
-pub use server::{SigV4TestKey, SimOptions, SimServer};
+pub use server::{default_counter, SimServer};
+pub use state::{SigV4TestKey, SimOptions};
 pub use truth::{ServerTiming, TruthLog};

@@ -10,7 +10,8 @@ use http_body_util::BodyExt;
 
 use crate::render::ResponseMeta;
 use crate::request::{Api, GenRequest};
-use crate::server::{full, json_response, Body, State};
+use crate::respond::{full, json_response, Body};
+use crate::state::State;
 
 /// What a response's chunks say about the request (ids, model, lengths, finish reason).
 pub(crate) fn response_meta(

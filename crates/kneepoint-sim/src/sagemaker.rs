@@ -21,11 +21,11 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
 use crate::fault::Fault;
+use crate::generate::generate;
 use crate::request::Api;
-use crate::server::{
-    error, full, generate, request_hints, Body, FaultTag, ResetMarker, State, MAX_REQUEST_BYTES,
-};
+use crate::respond::{error, full, request_hints, Body, FaultTag, ResetMarker, MAX_REQUEST_BYTES};
 use crate::sse_body::InjectedFault;
+use crate::state::State;
 
 /// Which SageMaker operation a path names: `Some((endpoint, streaming))`.
 pub(crate) fn route(path: &str) -> Option<(&str, bool)> {
@@ -42,8 +42,8 @@ fn aws_error(
     status: StatusCode,
     kind: &str,
     body: serde_json::Value,
-) -> Response<super::server::Body> {
-    let mut r = super::server::json_response(status, Bytes::from(body.to_string()));
+) -> Response<crate::respond::Body> {
+    let mut r = crate::respond::json_response(status, Bytes::from(body.to_string()));
     if let Ok(v) = HeaderValue::from_str(&format!(
         "{kind}:http://internal.amazon.com/coral/com.amazon.sagemaker/"
     )) {
@@ -59,7 +59,7 @@ pub(crate) fn check_signature(
     url: &str,
     headers: &[(String, String)],
     body: &[u8],
-) -> Option<Response<super::server::Body>> {
+) -> Option<Response<crate::respond::Body>> {
     let h: Vec<(&str, &str)> = headers
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -86,9 +86,9 @@ pub(crate) fn check_signature(
 
 /// Rewrites a container error the way the SageMaker front end does.
 pub(crate) fn wrap_error(
-    resp: Response<super::server::Body>,
+    resp: Response<crate::respond::Body>,
     original: Bytes,
-) -> Response<super::server::Body> {
+) -> Response<crate::respond::Body> {
     let status = resp.status();
     match status.as_u16() {
         429 => aws_error(
@@ -126,14 +126,14 @@ pub(crate) fn wrap_error(
 /// The streamed body of `InvokeEndpointWithResponseStream`: the container's SSE bytes as
 /// event-stream `PayloadPart`s.
 pub(crate) struct EventStreamBody {
-    inner: super::server::Body,
+    inner: crate::respond::Body,
     fault: Option<Fault>,
     frames: u32,
     ended: bool,
 }
 
 impl EventStreamBody {
-    pub(crate) fn new(inner: super::server::Body, fault: Option<Fault>) -> Self {
+    pub(crate) fn new(inner: crate::respond::Body, fault: Option<Fault>) -> Self {
         EventStreamBody {
             inner,
             fault,

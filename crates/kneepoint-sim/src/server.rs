@@ -1,89 +1,44 @@
 //! The HTTP side of the simulator: an OpenAI-compatible server on hyper.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Sender;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};
-use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use kneepoint_core::{ApproxTokenCounter, TokenCounter};
 use kneepoint_transport::{ReceiveClock, StampedTcpStream};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Exp};
+use rand::SeedableRng;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc::unbounded_channel;
 use tokio::task::JoinHandle;
 
-use crate::engine::SeqSpec;
-use crate::fault::Fault;
-use crate::live::{spawn_engine, Command, Submission};
+use crate::generate::generate;
+use crate::live::spawn_engine;
 use crate::metrics::{EngineMetrics, LoadSample};
-use crate::render::error_body;
-use crate::request::{parse_request, Api, GenRequest};
-use crate::sse_body::{InjectedFault, SseBody};
+use crate::request::Api;
+use crate::respond::{
+    error, full, json_response, request_hints, Body, ResetMarker, MAX_REQUEST_BYTES,
+};
+use crate::sse_body::InjectedFault;
+use crate::state::{SimOptions, State};
 use crate::truth::{ServerTiming, TruthLog, WallClock};
 use crate::{Error, SimProfile};
 
-pub(crate) type Body = UnsyncBoxBody<Bytes, InjectedFault>;
-
-pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
-
-pub(crate) struct State {
-    pub(crate) profile: SimProfile,
-    #[cfg_attr(not(feature = "sagemaker"), allow(dead_code))]
-    pub(crate) options: SimOptions,
-    counter: Arc<dyn TokenCounter>,
-    pub(crate) model_json: String,
-    engine: Mutex<Sender<Command>>,
-    next_id: AtomicU64,
-    lengths: Mutex<StdRng>,
-    /// Zero-latency mode: rendered bodies by (api, stream, usage, prompt and output tokens,
-    /// finish reason).
-    pub(crate) rendered: Mutex<RenderedBodies>,
-    /// The server-side truth of completed requests.
-    truth: Arc<Mutex<TruthLog>>,
-    clock: WallClock,
-    /// The engine's Prometheus view.
-    metrics: Arc<Mutex<EngineMetrics>>,
-}
-
-type RenderedBodies = std::collections::HashMap<(Api, bool, bool, u32, u32, &'static str), Bytes>;
-
-/// A SigV4 key the simulator checks SageMaker-protocol requests against. `Debug` is redacted.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SigV4TestKey {
-    /// The access key id.
-    pub access_key_id: String,
-    /// The secret access key.
-    pub secret_access_key: String,
-}
-
-impl std::fmt::Debug for SigV4TestKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SigV4TestKey")
-            .field("access_key_id", &self.access_key_id)
-            .finish_non_exhaustive()
+/// What [`SimServer::start`] counts prompt tokens with: kneepoint's default tokenizer
+/// (o200k_base) with the `builtin-tokenizer` feature, else (or if it cannot load) a
+/// whitespace-word estimate.
+pub fn default_counter() -> Arc<dyn TokenCounter> {
+    #[cfg(feature = "builtin-tokenizer")]
+    if let Ok(t) = kneepoint_workload::load_tokenizer("builtin") {
+        return Arc::new(kneepoint_workload::TokenizerCounter(t));
     }
-}
-
-/// Server options beyond the engine profile.
-#[derive(Debug, Clone, Default)]
-pub struct SimOptions {
-    /// Check SageMaker-protocol requests' signatures against this key (unsigned or wrongly
-    /// signed requests get 403, as from AWS); `None` accepts any.
-    pub sigv4: Option<SigV4TestKey>,
-    /// Answer only this SageMaker endpoint name (others get 400 `ValidationError`); `None`
-    /// answers any name.
-    pub endpoint_name: Option<String>,
+    Arc::new(ApproxTokenCounter)
 }
 
 /// A running simulator. Dropping it stops accepting connections.
@@ -103,9 +58,11 @@ impl Drop for SimServer {
 
 impl SimServer {
     /// Validates `profile`, binds `addr` (use `127.0.0.1:0` for a free port) and starts serving
-    /// on the current Tokio runtime. Prompt tokens are counted as whitespace words.
+    /// on the current Tokio runtime. Prompt tokens are counted with [`default_counter`]: the
+    /// workload's default tokenizer, so that the usage a client reads agrees with the prompts
+    /// kneepoint built ([`SimServer::start_with_counter`] counts otherwise).
     pub async fn start(profile: SimProfile, addr: SocketAddr) -> Result<SimServer, Error> {
-        Self::start_with_counter(profile, addr, Arc::new(ApproxTokenCounter)).await
+        Self::start_with_counter(profile, addr, default_counter()).await
     }
 
     /// Like [`SimServer::start`], counting prompt tokens with `counter` (give it the client's
@@ -242,26 +199,6 @@ async fn accept_loop(listener: TcpListener, state: Arc<State>) {
     }
 }
 
-pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into())
-        .map_err(|never: Infallible| match never {})
-        .boxed_unsync()
-}
-
-pub(crate) fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
-    let mut r = Response::new(full(body));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-pub(crate) fn error(status: StatusCode, kind: &str, message: &str) -> Response<Body> {
-    json_response(status, error_body(status.as_u16(), kind, message))
-}
-
 /// Answers one request; an `Err` makes hyper drop the connection without a response (the
 /// `reset_before_headers` fault).
 async fn handle(
@@ -280,10 +217,6 @@ async fn handle(
     }
     Ok(r)
 }
-
-/// Marks a response that must not be sent: the connection is dropped instead.
-#[derive(Clone, Copy)]
-pub(crate) struct ResetMarker;
 
 async fn respond(
     state: Arc<State>,
@@ -366,219 +299,4 @@ fn truth_response(state: &State) -> Response<Body> {
         http::HeaderValue::from_static("application/jsonl"),
     );
     r
-}
-
-/// The fault injected into a streamed response (carried to the SageMaker framing).
-#[derive(Clone, Copy)]
-pub(crate) struct FaultTag(
-    #[cfg_attr(not(feature = "sagemaker"), allow(dead_code))] pub(crate) Option<Fault>,
-);
-
-/// Reads the headers a generation needs: the client's request id and input-length hint.
-pub(crate) fn request_hints(headers: &http::HeaderMap) -> (Option<String>, Option<usize>) {
-    let id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let hint = headers
-        .get("x-kneepoint-input-tokens")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
-    (id, hint)
-}
-
-/// Runs one generation request (already routed and read) and answers it (a streamed answer
-/// carries the injected fault, if any, as a [`FaultTag`]). `stream` overrides the body's `stream` flag (SageMaker decides
-/// by the operation).
-pub(crate) async fn generate(
-    state: Arc<State>,
-    api: Api,
-    body: &[u8],
-    (hint, client_request_id): (Option<usize>, Option<String>),
-    stream: Option<bool>,
-    arrival: Instant,
-) -> Response<Body> {
-    // kneepoint's own client may say how many tokens the prompt has; counting is then skipped
-    // (it costs ~1 ms per 1k tokens of CPU the client needs on a shared machine).
-    let counter: &dyn TokenCounter = match hint {
-        Some(_) => &SkipCounter,
-        None => state.counter.as_ref(),
-    };
-    let mut gen = match parse_request(api, body, counter) {
-        Ok(g) => g,
-        Err(m) => return error(StatusCode::BAD_REQUEST, "BadRequestError", &m),
-    };
-    if let Some(s) = stream {
-        gen.stream = s;
-    }
-    if let Some(n) = hint {
-        gen.prompt_tokens = u32::try_from(n).unwrap_or(u32::MAX);
-    }
-    let (output_tokens, finish_reason) = match output_length(&state, &gen) {
-        Ok(x) => x,
-        Err(m) => return error(StatusCode::BAD_REQUEST, "BadRequestError", &m),
-    };
-    let spec = SeqSpec {
-        prompt_tokens: gen.prompt_tokens,
-        output_tokens,
-    };
-    let total = u64::from(spec.prompt_tokens) + u64::from(spec.output_tokens);
-    if total > u64::from(state.profile.max_model_len) {
-        let m = crate::engine::Rejection::TooLong {
-            tokens: total,
-            max_model_len: state.profile.max_model_len,
-        };
-        return error(StatusCode::BAD_REQUEST, "BadRequestError", &m.to_string());
-    }
-    let fault = state.profile.faults.as_ref().and_then(|plan| {
-        let mut rng = state.lengths.lock().ok()?;
-        plan.pick(rng.random(), rng.random())
-    });
-    match fault {
-        Some(Fault::Http429) => {
-            let mut r = error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "RateLimitError",
-                "injected fault: too many requests",
-            );
-            r.headers_mut().insert(
-                http::header::RETRY_AFTER,
-                http::HeaderValue::from_static("1"),
-            );
-            return r;
-        }
-        Some(Fault::Http500) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "InternalServerError",
-                "injected fault",
-            );
-        }
-        Some(Fault::Http503) => {
-            return error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "ServiceUnavailable",
-                "injected fault",
-            );
-        }
-        Some(Fault::WrongContentType) => {
-            let mut r = Response::new(full(Bytes::from_static(
-                b"<html><body>gateway</body></html>",
-            )));
-            r.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("text/html"),
-            );
-            return r;
-        }
-        Some(f) if f == Fault::ResetBeforeHeaders || (f.in_stream() && !gen.stream) => {
-            let mut r = Response::new(full(Bytes::new()));
-            r.extensions_mut().insert(ResetMarker);
-            return r;
-        }
-        _ => {}
-    }
-    let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    if state.profile.instant {
-        return crate::modes::instant_response(&state, api, id, &gen, output_tokens, finish_reason);
-    }
-    let mut meta = crate::modes::response_meta(
-        &state,
-        api,
-        id,
-        spec.prompt_tokens,
-        output_tokens,
-        finish_reason,
-    );
-    meta.items = gen.items;
-    if let Some(timing) = state.profile.fixed {
-        let schedule = crate::fixed::Schedule::new(
-            timing,
-            state.profile.time_scale,
-            arrival,
-            id,
-            client_request_id,
-            (state.truth.clone(), state.clock),
-        );
-        return crate::modes::fixed_response(schedule, meta, &gen).await;
-    }
-    let (tx, rx) = unbounded_channel();
-    let submitted = state.engine.lock().is_ok_and(|e| {
-        e.send(Command::Submit(Submission {
-            id,
-            client_request_id,
-            spec,
-            arrival,
-            tokens: tx,
-        }))
-        .is_ok()
-    });
-    if !submitted {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "ServiceUnavailable",
-            "engine stopped",
-        );
-    }
-    if gen.stream {
-        let stall = std::time::Duration::from_millis(
-            state.profile.faults.as_ref().map_or(0, |f| f.stall_ms),
-        );
-        let mut r =
-            Response::new(SseBody::new(rx, meta, gen.include_usage, fault, stall).boxed_unsync());
-        r.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("text/event-stream"),
-        );
-        r.extensions_mut().insert(FaultTag(fault));
-        r
-    } else {
-        let mut rx = rx;
-        while let Some(t) = rx.recv().await {
-            if t.finished {
-                return json_response(StatusCode::OK, meta.whole());
-            }
-        }
-        error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "InternalServerError",
-            "generation aborted",
-        )
-    }
-}
-
-/// Counts nothing: used when the client's hint gives the prompt's length.
-struct SkipCounter;
-
-impl TokenCounter for SkipCounter {
-    fn count(&self, _text: &str) -> usize {
-        0
-    }
-
-    fn name(&self) -> &str {
-        "client-hint"
-    }
-}
-
-/// Decides how many tokens to generate and the finish reason.
-fn output_length(state: &State, gen: &GenRequest) -> Result<(u32, &'static str), String> {
-    let max = gen.max_tokens.unwrap_or(state.profile.default_max_tokens);
-    if max == 0 {
-        return Err("max_tokens must be at least 1".into());
-    }
-    if let Some(min) = gen.min_tokens {
-        if min > max {
-            return Err(format!("min_tokens ({min}) must be ≤ max_tokens ({max})"));
-        }
-    }
-    if gen.ignore_eos {
-        return Ok((max, "length"));
-    }
-    let mean = f64::from(state.profile.natural_output_mean);
-    let natural = match (Exp::new(1.0 / mean), state.lengths.lock()) {
-        (Ok(d), Ok(mut rng)) => d.sample(&mut *rng).ceil().max(1.0) as u32,
-        _ => state.profile.natural_output_mean,
-    };
-    let n = natural.max(gen.min_tokens.unwrap_or(1)).min(max);
-    Ok((n, if n == max { "length" } else { "stop" }))
 }

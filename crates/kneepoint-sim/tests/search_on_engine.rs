@@ -2,7 +2,7 @@
 //! client would measure): the source documents' recipe, with and without a TTFT SLA.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use kneepoint_planner::{Measurement, Search, SearchConfig, Sla};
+use kneepoint_planner::{Measurement, SearchConfig, SearchPlanner, Sla};
 use kneepoint_sim::{predict_closed_loop, SeqSpec, SimProfile};
 
 fn p(v: &[f64], q: f64) -> f64 {
@@ -19,7 +19,7 @@ fn search(slas: Vec<Sla>) -> (Option<u32>, Vec<u32>) {
         prompt_tokens: 1024,
         output_tokens: 256,
     };
-    let mut s = Search::new(SearchConfig::new(slas)).unwrap();
+    let mut s = SearchPlanner::new(SearchConfig::new(slas)).unwrap();
     let mut probes = Vec::new();
     while let Some(probe) = s.next_probe() {
         let r = predict_closed_loop(&profile, probe.concurrency, probe.request_count, spec);

@@ -211,11 +211,7 @@ impl Transport for MockTransport {
                     }
                     Some((Ok(ResponseEvent::Chunk(Chunk::content(" tok"))), i + 1))
                 } else if i == tokens && model.usage {
-                    let usage = Usage {
-                        prompt_tokens,
-                        completion_tokens: Some(tokens),
-                        reasoning_tokens: None,
-                    };
+                    let usage = Usage::new(prompt_tokens, Some(tokens));
                     Some((Ok(ResponseEvent::Usage(usage)), i + 1))
                 } else if i <= tokens + 1 {
                     let finish = ResponseEvent::Finish {

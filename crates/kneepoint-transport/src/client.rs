@@ -167,25 +167,7 @@ pub(crate) fn explaining_headers(headers: &http::HeaderMap) -> Vec<(String, Stri
         .collect()
 }
 
-/// A URL without user info, query or fragment (marked `…` where something was cut): what may
-/// be shown of a `location` header or a configured URL, which can carry credentials.
-pub fn redact_location(v: &str) -> String {
-    let (mut kept, cut) = match v.find(['?', '#']) {
-        Some(i) => (v[..i].to_owned(), true),
-        None => (v.to_owned(), false),
-    };
-    if let Some(scheme_end) = kept.find("://") {
-        let rest = &kept[scheme_end + 3..];
-        let authority_end = rest.find('/').unwrap_or(rest.len());
-        if let Some(at) = rest[..authority_end].rfind('@') {
-            kept = format!("{}…@{}", &kept[..scheme_end + 3], &rest[at + 1..]);
-        }
-    }
-    if cut {
-        kept.push('…');
-    }
-    kept
-}
+use kneepoint_core::redact_url as redact_location;
 
 #[cfg(test)]
 mod tests {

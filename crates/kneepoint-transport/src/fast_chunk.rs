@@ -350,15 +350,12 @@ pub(crate) fn read_chunk(data: &str, out: &mut Vec<ResponseEvent>) -> Option<Opt
     };
     let mut finish = None;
     for c in choices {
-        let mut chunk = Chunk {
-            text: c.content.unwrap_or_default().to_owned(),
-            reasoning: c
-                .reasoning_content
-                .or(c.reasoning)
-                .unwrap_or_default()
-                .to_owned(),
-            ..Chunk::default()
-        };
+        let mut chunk = Chunk::content(c.content.unwrap_or_default());
+        chunk.reasoning = c
+            .reasoning_content
+            .or(c.reasoning)
+            .unwrap_or_default()
+            .to_owned();
         if let Some(t) = c.text {
             chunk.text.push_str(t);
         }
@@ -392,7 +389,7 @@ mod tests {
             return false;
         }
         let mut slow = vec![ResponseEvent::Pooled { items: 9 }];
-        let serde = crate::parse::parse_with_serde(data, &mut slow);
+        let serde = crate::serde_body::parse_with_serde(data, &mut slow);
         assert!(
             serde.is_ok(),
             "fast read {data:?} that serde refuses: {serde:?}"

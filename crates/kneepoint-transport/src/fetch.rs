@@ -8,22 +8,7 @@ use http_body_util::{BodyExt, Full, Limited};
 
 use crate::client::{https_client, HttpClient};
 use crate::{ConnectOptions, Error};
-
-/// A response to [`Fetcher::get`].
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Fetched {
-    /// The HTTP status.
-    pub status: u16,
-    /// The body.
-    pub body: Bytes,
-    /// When the request was sent, Unix ns.
-    pub sent_unix_ns: u64,
-    /// When the response headers arrived, Unix ns.
-    pub first_byte_unix_ns: u64,
-    /// When the body was read, Unix ns.
-    pub done_unix_ns: u64,
-}
+pub use kneepoint_core::Fetched;
 
 /// A pooled client for plain `GET`s.
 #[derive(Clone)]
@@ -77,17 +62,27 @@ impl Fetcher {
                 .await
                 .map_err(|e| format!("reading the body: {e}"))?
                 .to_bytes();
-            Ok(Fetched {
+            Ok(Fetched::new(
                 status,
-                body,
+                body.to_vec(),
                 sent_unix_ns,
                 first_byte_unix_ns,
-                done_unix_ns: unix_ns(),
-            })
+                unix_ns(),
+            ))
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(r) => r,
             Err(_) => Err(format!("no answer within {:.1} s", timeout.as_secs_f64())),
         }
+    }
+}
+
+#[kneepoint_core::async_trait]
+impl kneepoint_core::Fetch for Fetcher {
+    async fn get(&self, url: &str, timeout: Duration, max_bytes: usize) -> Result<Fetched, String> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("invalid URL {}: {e}", kneepoint_core::redact_url(url)))?;
+        Fetcher::get(self, &uri, timeout, max_bytes).await
     }
 }

@@ -44,17 +44,18 @@ mod routed;
 pub mod s3;
 #[cfg(feature = "sagemaker")]
 pub mod sagemaker;
+mod serde_body;
 pub mod sse;
 mod stamped_tcp;
 mod stream;
 
 pub use body::request_body;
-pub use client::redact_location as redact_url;
 pub use config::{Api, ApiKey, MaxTokensField, OpenAiConfig};
 pub use connect::{parse_source_addrs, ConnectOptions, ProxySetting, MAX_SOURCE_ADDRS};
 pub use error::Error;
 pub use fd_limit::{fd_limits, fd_shortfall, raise_fd_limit, FD_HEADROOM};
 pub use fetch::{Fetched, Fetcher};
+pub use kneepoint_core::redact_url;
 pub use openai::OpenAiTransport;
 pub use parse::parse_body;
 pub use receive_clock::ReceiveClock;

@@ -49,4 +49,11 @@ pub trait Workload: Send {
     /// The next `count` requests (ids continue across calls); a workload of conversations
     /// returns whole conversations, so at least `count`.
     fn requests(&mut self, count: usize) -> Result<Vec<Request>, Error>;
+
+    /// Counts tokens as this workload's prompts were counted (its tokenizer), so that a
+    /// client without server usage counts output tokens the same way; `None` (the default)
+    /// when the workload has no tokenizer.
+    fn token_counter(&self) -> Option<std::sync::Arc<dyn kneepoint_core::TokenCounter>> {
+        None
+    }
 }

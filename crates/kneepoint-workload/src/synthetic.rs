@@ -372,6 +372,10 @@ impl Workload for SyntheticWorkload {
         }
         Ok(out)
     }
+
+    fn token_counter(&self) -> Option<Arc<dyn kneepoint_core::TokenCounter>> {
+        Some(Arc::new(crate::TokenizerCounter(self.tokenizer().clone())))
+    }
 }
 
 #[cfg(test)]

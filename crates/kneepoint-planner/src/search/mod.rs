@@ -1,5 +1,5 @@
-//! The `max-concurrency-under-sla` search as a state machine: [`Search::next_probe`] says which
-//! level to run, [`Search::observe`] takes what it measured, [`Search::outcome`] reports. No I/O,
+//! The `max-concurrency-under-sla` search as a state machine: [`SearchPlanner::next_probe`] says which
+//! level to run, [`SearchPlanner::observe`] takes what it measured, [`SearchPlanner::outcome`] reports. No I/O,
 //! no clock: callers run probes however they like.
 //!
 //! The algorithm (`docs/search.md` has the reasoning and the evaluation; the models are in
@@ -26,8 +26,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::probe::{Probe, ProbePhase, ProbeRecord};
 pub use crate::search_config::SearchConfig;
-use crate::sla::{check_all, Measurement, SlaCheck};
+use crate::sla::{check_all, Measurement};
 use crate::Error;
 
 mod explain;
@@ -41,55 +42,6 @@ const NOISE_SAMPLES: usize = 2;
 /// How many times the noise estimate must fit inside a close call's margin for it to stand
 /// without a repeat.
 const NOISE_CLEARANCE: f64 = 3.0;
-
-/// Why a probe was chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProbePhase {
-    /// Growing from `concurrency_min` until an SLA breaks.
-    Bracket,
-    /// Aimed at the predicted SLA crossing.
-    Narrow,
-    /// The middle of the bracket (after missed predictions, or without one); also the phase
-    /// of a replayed level that carries no phase of its own.
-    Bisect,
-    /// A repeat of a close call.
-    Confirm,
-}
-
-/// A level the planner wants measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Probe {
-    /// 1-based probe number.
-    pub iteration: u32,
-    /// Requests in flight.
-    pub concurrency: u32,
-    /// Requests to measure.
-    pub request_count: u32,
-    /// Why.
-    pub phase: ProbePhase,
-    /// The verdict the planner expects (None when it has no prediction).
-    pub expect_pass: Option<bool>,
-}
-
-/// One probe and its verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProbeRecord {
-    /// The probe.
-    pub probe: Probe,
-    /// Output tokens per second measured.
-    pub throughput: f64,
-    /// Every SLA's check.
-    pub checks: Vec<SlaCheck>,
-    /// True when every SLA held.
-    pub pass: bool,
-    /// The first SLA (in configuration order) that failed.
-    pub first_breach: Option<String>,
-    /// How far its readings were from what the earlier probes predicted for it (the largest
-    /// `|ln(observed / predicted)|` over the SLAs); the search's estimate of measurement noise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prediction_error: Option<f64>,
-}
 
 /// Why the search stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,6 +71,7 @@ pub enum Confidence {
 
 /// What the search found so far.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Outcome {
     /// The answer: the highest concurrency that met every SLA (below the lowest failure).
     pub feasible_max: Option<u32>,
@@ -156,7 +109,7 @@ struct LevelVerdict {
 
 /// The search state machine.
 #[derive(Debug, Clone)]
-pub struct Search {
+pub struct SearchPlanner {
     config: SearchConfig,
     history: Vec<ProbeRecord>,
     pending: Option<Probe>,
@@ -166,11 +119,11 @@ pub struct Search {
     misses: (u32, bool),
 }
 
-impl Search {
+impl SearchPlanner {
     /// A new search; fails on an invalid configuration.
     pub fn new(config: SearchConfig) -> Result<Self, Error> {
         config.validate()?;
-        Ok(Search {
+        Ok(SearchPlanner {
             config,
             history: Vec::new(),
             pending: None,

@@ -49,7 +49,7 @@ fn validation() {
 fn levels_another_search_chose_replay_into_the_same_bracket() {
     let cfg = SearchConfig::new(vec![Sla::e2e_ms(1000.0).unwrap()]);
     let m = |c: u32| Measurement::new(1.0).with("request_latency", "p99", 3.0 * f64::from(c));
-    let mut s = Search::new(cfg).unwrap();
+    let mut s = SearchPlanner::new(cfg).unwrap();
     // doubling + bisection's levels, not the ones this search would choose
     for (i, c) in [16, 32, 64, 128, 256, 512, 384, 320, 352, 336, 328]
         .into_iter()
@@ -89,7 +89,7 @@ fn levels_another_search_chose_replay_into_the_same_bracket() {
 
 #[test]
 fn observe_must_match_the_pending_probe() {
-    let mut s = Search::new(SearchConfig::new(vec![Sla::e2e_ms(1.0).unwrap()])).unwrap();
+    let mut s = SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(1.0).unwrap()])).unwrap();
     assert!(s.observe(16, &Measurement::new(1.0)).is_err());
     let p = s.next_probe().unwrap();
     assert_eq!(s.next_probe(), Some(p));

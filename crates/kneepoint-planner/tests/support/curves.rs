@@ -20,7 +20,7 @@
 //! concurrency below the first failing one (the conservative reading of a non-monotone curve).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use kneepoint_planner::{Measurement, Search, SearchConfig, Sla};
+use kneepoint_planner::{Measurement, SearchConfig, SearchPlanner, Sla};
 
 /// Target boundaries (×√2 apart, and two beyond `concurrency_max`).
 pub const TARGETS: [f64; 18] = [
@@ -318,7 +318,7 @@ pub fn planner(
     cfg: &SearchConfig,
     mut noise: Option<&mut Noise>,
 ) -> Result<Run, kneepoint_planner::Error> {
-    let mut s = Search::new(cfg.clone())?;
+    let mut s = SearchPlanner::new(cfg.clone())?;
     let mut requests = 0u64;
     while let Some(p) = s.next_probe() {
         requests += u64::from(p.request_count);

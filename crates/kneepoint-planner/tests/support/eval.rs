@@ -186,7 +186,7 @@ impl Figures {
 pub fn trace(case: &Case, cfg: &SearchConfig) -> Vec<String> {
     let mut c = cfg.clone();
     c.slas = case.slas.clone();
-    let mut s = kneepoint_planner::Search::new(c).expect("valid");
+    let mut s = kneepoint_planner::SearchPlanner::new(c).expect("valid");
     let mut out = Vec::new();
     while let Some(p) = s.next_probe() {
         let m = super::curves::measure(case, p.concurrency, None);

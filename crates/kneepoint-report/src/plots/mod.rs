@@ -20,35 +20,7 @@ pub(crate) const PALETTE: [RGBColor; 6] = [
 pub(crate) const RED: RGBColor = RGBColor(214, 39, 40);
 pub(crate) const GREY: RGBColor = RGBColor(120, 120, 120);
 
-/// One measured level, as the plots need it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CurvePoint {
-    /// Concurrency.
-    pub concurrency: u32,
-    /// Output tokens per second.
-    pub throughput: f64,
-    /// Request latency p50, ms.
-    pub e2e_p50_ms: Option<f64>,
-    /// Request latency p90, ms.
-    pub e2e_p90_ms: Option<f64>,
-    /// Request latency p99, ms.
-    pub e2e_p99_ms: Option<f64>,
-    /// Whether the level met the SLAs (`None`: no SLAs).
-    pub meets_slas: Option<bool>,
-}
-
-/// The levels of one endpoint (one candidate), with its knee and chosen operating point.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Curve {
-    /// Legend name.
-    pub name: String,
-    /// Levels, in any order (drawn by concurrency).
-    pub points: Vec<CurvePoint>,
-    /// The knee's concurrency.
-    pub knee: Option<u32>,
-    /// The operating point's concurrency.
-    pub chosen: Option<u32>,
-}
+pub use crate::curve::{Curve, CurvePoint};
 
 pub(crate) fn err<E: std::fmt::Display>(plot: &'static str) -> impl Fn(E) -> Error {
     move |e| Error::Plot {

@@ -44,11 +44,7 @@ struct TgiChunk {
 fn finish_tgi(details: Option<TgiDetails>, out: &mut Vec<ResponseEvent>) {
     if let Some(d) = details {
         if let Some(n) = d.generated_tokens {
-            out.push(ResponseEvent::Usage(Usage {
-                prompt_tokens: None,
-                completion_tokens: Some(n),
-                reasoning_tokens: None,
-            }));
+            out.push(ResponseEvent::Usage(Usage::new(None, Some(n))));
         }
         out.push(ResponseEvent::Finish {
             reason: d.finish_reason,
@@ -99,10 +95,9 @@ pub fn parse_payload(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Err
         // text again, which is not new output).
         Some(tok) => {
             if !tok.special && !tok.text.is_empty() {
-                out.push(ResponseEvent::Chunk(Chunk {
-                    tokens: Some(1),
-                    ..Chunk::content(tok.text)
-                }));
+                out.push(ResponseEvent::Chunk(
+                    Chunk::content(tok.text).with_tokens(Some(1)),
+                ));
             }
         }
         None => {
@@ -296,11 +291,7 @@ mod tests {
         assert!(out.contains(&ResponseEvent::Finish {
             reason: Some("length".into())
         }));
-        assert!(out.contains(&ResponseEvent::Usage(Usage {
-            prompt_tokens: None,
-            completion_tokens: Some(2),
-            reasoning_tokens: None,
-        })));
+        assert!(out.contains(&ResponseEvent::Usage(Usage::new(None, Some(2)))));
     }
 
     /// Found by the `event_stream` fuzz target: the codecs give the same events and outcome

@@ -183,6 +183,7 @@ pub struct DatasetWorkload {
     rng: StdRng,
     next_id: u64,
     format: DatasetFormat,
+    tokenizer: Arc<dyn Tokenizer>,
 }
 
 impl std::fmt::Debug for DatasetWorkload {
@@ -254,7 +255,7 @@ impl DatasetWorkload {
             }
             DatasetFormat::Trace => {
                 let raw = parse_trace(&config.path, &text)?;
-                let mut builder = PromptBuilder::new(tokenizer)?;
+                let mut builder = PromptBuilder::new(tokenizer.clone())?;
                 trace::prompts(&mut builder, &raw, config.trace_block_tokens, config.seed)?
                     .into_iter()
                     .zip(raw)
@@ -290,6 +291,7 @@ impl DatasetWorkload {
         }
         let order = (0..groups.len()).collect();
         let mut w = DatasetWorkload {
+            tokenizer,
             rng: StdRng::seed_from_u64(config.seed),
             config,
             entries,
@@ -346,6 +348,10 @@ impl DatasetWorkload {
 }
 
 impl Workload for DatasetWorkload {
+    fn token_counter(&self) -> Option<Arc<dyn kneepoint_core::TokenCounter>> {
+        Some(Arc::new(crate::TokenizerCounter(self.tokenizer.clone())))
+    }
+
     /// `count` requests; with conversations, whole conversations until at least `count`
     /// turns (never split between two calls).
     fn requests(&mut self, count: usize) -> Result<Vec<Request>, Error> {

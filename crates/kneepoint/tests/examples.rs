@@ -1,16 +1,42 @@
-//! The examples run here, so `cargo test` keeps them working (and checks what they claim).
+//! The examples run here, so `cargo test` keeps them working, checks what they claim, and
+//! holds them to the size the README promises: a downstream crate that depends only on
+//! `kneepoint` sweeps its own transport, or embeds the search, in at most 30 lines besides the
+//! transport.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
 #[path = "../examples/custom_transport_sweep.rs"]
 mod custom_transport_sweep;
 #[allow(dead_code)]
-#[path = "../examples/embed_planner.rs"]
-mod embed_planner;
+#[path = "../examples/embed_search.rs"]
+mod embed_search;
 #[allow(dead_code)]
 #[path = "../examples/openai_against_sim.rs"]
 mod openai_against_sim;
 
-use kneepoint_report::{Artifact, RunKind};
+use kneepoint::report::{Artifact, RunKind};
+
+/// The lines between `// NAME: begin` and `// NAME: end` in an example.
+fn lines_between(source: &str, name: &str) -> usize {
+    let (begin, end) = (format!("// {name}: begin"), format!("// {name}: end"));
+    let start = source.find(&begin).expect("begin marker") + begin.len();
+    let stop = source.find(&end).expect("end marker");
+    source[start..stop].trim().lines().count()
+}
+
+#[test]
+fn the_examples_are_as_short_as_the_readme_says() {
+    let sweep = lines_between(
+        include_str!("../examples/custom_transport_sweep.rs"),
+        "sweep",
+    );
+    let search = lines_between(include_str!("../examples/embed_search.rs"), "search");
+    assert!(
+        sweep <= 30,
+        "the custom-transport sweep takes {sweep} lines"
+    );
+    assert!(search <= 30, "the embedded search takes {search} lines");
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_transport_sweep_writes_a_full_folder_with_a_knee() -> anyhow::Result<()> {
@@ -29,7 +55,7 @@ async fn custom_transport_sweep_writes_a_full_folder_with_a_knee() -> anyhow::Re
             assert!(dir.path().join(level).join(f).is_file(), "{level}/{f}");
         }
     }
-    for f in ["sweep_summary.json", "report.html"] {
+    for f in ["sweep_summary.json", "report.html", "logs/kneepoint.log"] {
         assert!(dir.path().join(f).is_file(), "{f}");
     }
     // The model runs eight requests at full speed: 1 -> 8 multiplies throughput by about 8;
@@ -50,26 +76,23 @@ async fn custom_transport_sweep_writes_a_full_folder_with_a_knee() -> anyhow::Re
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn embed_planner_finds_a_boundary_inside_the_range() -> anyhow::Result<()> {
+async fn embed_search_finds_a_boundary_inside_the_range() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let report = embed_planner::search_into(dir.path()).await?;
+    let report = embed_search::search_into(dir.path()).await?;
     assert!(!report.history.is_empty());
     assert!(!report.interrupted);
     assert_eq!(report.history.len(), report.summaries.len());
-    // Every probe has its folder and the history names it.
-    let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("search_history.json"))?)?;
-    assert_eq!(
-        doc["schema_version"],
-        kneepoint_report::schema::SCHEMA_VERSION
-    );
-    for p in doc["probes"].as_array().into_iter().flatten() {
-        let d = p["dir"].as_str().unwrap_or_default();
+    // The builder's request count is each probe's.
+    assert!(report.summaries.iter().all(|s| s.request_count == 64));
+    // Every probe has its folder.
+    for p in &report.history {
+        let d = kneepoint::engine::probe_dir(&p.probe);
         assert!(
-            dir.path().join(d).join("profile_export.jsonl").is_file(),
+            dir.path().join(&d).join("profile_export.jsonl").is_file(),
             "{d}"
         );
     }
+    assert_eq!(Artifact::load(dir.path())?.kind, RunKind::Search);
     // The model's latency grows with load; the planner's answer passes every SLA it probed.
     if let Some(c) = report.outcome.feasible_max {
         assert!(report
@@ -88,11 +111,16 @@ async fn openai_against_sim_counts_with_the_workload_tokenizer() -> anyhow::Resu
     for s in &report.summaries {
         assert_eq!(s.error_count, 0);
         // The prompts are exactly 128 tokens in the workload's tokenizer, and the simulator,
-        // counting with the same tokenizer, reports 128.
+        // counting with the same tokenizer by default, agrees: no ISL warning.
         let isl = s.stat("input_sequence_length", "avg").unwrap_or_default();
         assert_eq!(isl, 128.0, "ISL avg {isl}");
         let osl = s.stat("output_sequence_length", "avg").unwrap_or_default();
         assert_eq!(osl, 16.0, "OSL avg {osl}");
+        assert!(
+            s.warnings.iter().all(|w| !w.contains("input lengths")),
+            "{:?}",
+            s.warnings
+        );
     }
     Ok(())
 }

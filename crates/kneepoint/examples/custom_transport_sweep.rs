@@ -1,18 +1,17 @@
-//! A sweep over your own transport: a fake in-process model that batches up to eight requests
-//! at full speed and thrashes beyond (requests preempt one another), three concurrency levels,
-//! the full artifact folder and the knee (at 8: past it, throughput falls while latency grows).
+//! A sweep over your own transport, with `kneepoint` as the only kneepoint dependency: a fake
+//! in-process model that batches up to eight requests at full speed and thrashes beyond
+//! (requests preempt one another), three concurrency levels, the full artifact folder and the
+//! knee (at 8: past it, throughput falls while latency grows).
 //!
-//! `cargo run -p kneepoint-engine --example custom_transport_sweep [DIR]`, then
-//! `kneepoint report DIR` renders the same folder again, byte for byte.
+//! `cargo run -p kneepoint --example custom_transport_sweep [DIR]`, then `kneepoint report DIR`
+//! renders the same folder again, byte for byte.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kneepoint_core::{Chunk, Error, EventStream, Request, ResponseEvent, Transport};
-use kneepoint_engine::{CancelToken, Sweep, SweepReport};
-use kneepoint_workload::{load_tokenizer, LengthDist, SyntheticWorkload};
+use kneepoint::prelude::*;
 
 /// A token every 4 ms for up to eight requests at once; beyond, the gap grows with the square
 /// of the load (at 32, 64 ms), so that the knee stands out even on a busy machine.
@@ -21,16 +20,15 @@ struct FakeModel {
     in_flight: Arc<AtomicUsize>,
 }
 
-#[async_trait::async_trait]
+#[async_trait]
 impl Transport for FakeModel {
-    async fn send(&self, request: &Request) -> Result<EventStream, Error> {
+    async fn send(&self, request: &Request) -> Result<EventStream, TransportError> {
         let load = self.in_flight.fetch_add(1, Ordering::SeqCst) as u64 + 1;
         let (in_flight, n) = (
             self.in_flight.clone(),
             request.max_output_tokens.unwrap_or(8),
         );
-        let over = load.div_ceil(8);
-        let gap = Duration::from_millis(4 * over * over);
+        let gap = Duration::from_millis(4 * load.div_ceil(8).pow(2));
         let stream = futures_util::stream::unfold(0, move |i| {
             let in_flight = in_flight.clone();
             async move {
@@ -46,16 +44,11 @@ impl Transport for FakeModel {
     }
 }
 
+// sweep: begin
 /// The sweep itself: a workload, the levels, the folder.
 pub async fn sweep_into(dir: &Path) -> anyhow::Result<SweepReport> {
-    let workload = SyntheticWorkload::new(
-        load_tokenizer("builtin")?,
-        LengthDist::Fixed(64),
-        LengthDist::Fixed(8),
-        1,
-    )?;
     let report = Sweep::builder(Arc::new(FakeModel::default()))
-        .workload(workload)
+        .workload(kneepoint::synthetic(64, 8, 1)?)
         .levels([1, 8, 32])
         .request_count(64)
         .artifacts(dir)
@@ -72,13 +65,11 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or("artifacts/custom-transport".into());
     let report = sweep_into(Path::new(&dir)).await?;
     for row in &report.rows {
-        let (c, tps) = (row.concurrency, row.output_token_throughput);
-        println!(
-            "concurrency {c:>3}: {tps:>8.0} tokens/s, p99 {:?} ms",
-            row.e2e_p99_ms
-        );
+        let (c, tps, p99) = (row.concurrency, row.output_token_throughput, row.e2e_p99_ms);
+        println!("concurrency {c:>3}: {tps:>8.0} tokens/s, p99 {p99:?} ms");
     }
     let knee = &report.zone.knee;
     println!("knee: {:?} ({}); files in {dir}", knee.knee, knee.reason);
     Ok(())
 }
+// sweep: end

@@ -1,0 +1,24 @@
+//! The names most programs use: `use kneepoint::prelude::*;`.
+//!
+//! The transport's error is `TransportError` here (it is `kneepoint::types::Error`), so that it
+//! does not hide a program's own `Error`.
+
+pub use kneepoint_core::{
+    async_trait, iter_stream, Chunk, Error as TransportError, EventStream, Request, RequestRecord,
+    ResponseEvent, TokenCounter, Transport, Usage,
+};
+pub use kneepoint_engine::{
+    CancelToken, LevelSettings, Observer, Recommend, RecommendReport, Search, SearchReport, Sweep,
+    SweepReport,
+};
+pub use kneepoint_planner::{SearchConfig, Sla, SweepPlan};
+#[cfg(feature = "builtin-tokenizer")]
+pub use kneepoint_workload::load_tokenizer;
+pub use kneepoint_workload::{LengthDist, SyntheticConfig, SyntheticWorkload, Workload};
+
+#[cfg(all(feature = "sim", feature = "openai"))]
+pub use crate::LocalSim;
+#[cfg(feature = "sim")]
+pub use kneepoint_sim::SimProfile;
+#[cfg(feature = "openai")]
+pub use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
