@@ -43,6 +43,10 @@ def crates() -> list[Path]:
 
 
 def strip_comments(text: str) -> str:
+    """The code without comments; string and char literals emptied first, so that a `//` or a
+    path inside a string neither hides code nor counts as a use."""
+    text = re.sub(r"'(?:\\.|[^'\\\n])'", "' '", text)
+    text = re.sub(r'r#*"[^"]*"#*|"(?:\\.|[^"\\])*"', '""', text, flags=re.S)
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     return "\n".join(line.split("//", 1)[0] if "//" in line else line for line in text.splitlines())
 
@@ -76,7 +80,10 @@ def top_modules(src: Path) -> dict[str, list[Path]]:
     return mods
 
 
-USE_LIST = re.compile(r"pub\s+(?:\([^)]*\)\s+)?use\s+([a-z_][a-z0-9_]*)::(\{[^;]*\}|[A-Za-z0-9_]+)\s*;", re.S)
+USE_LIST = re.compile(
+    r"(?:pub\s+(?:\([^)]*\)\s+)?)?use\s+(?:self::|crate::)?([a-z_][a-z0-9_]*)::(\{[^;]*\}|[A-Za-z0-9_:]+)\s*;",
+    re.S,
+)
 
 
 def root_reexports(root: Path, modules: set[str]) -> dict[str, str]:
@@ -200,8 +207,7 @@ def cycles_in(crate: Path) -> list[str]:
 
 
 def ident(dep: str, spec) -> str:
-    if isinstance(spec, dict) and "package" in spec:
-        pass  # the key is the name the code uses
+    """The name the code uses: the key (a `package = ...` rename keeps the key)."""
     return dep.replace("-", "_")
 
 
@@ -217,9 +223,13 @@ def names_used(files: list[Path], keep_docs: bool = False) -> str:
 
 
 def used(name: str, text: str) -> bool:
-    return re.search(rf"(?<![A-Za-z0-9_:]){re.escape(name)}(::|\s*;|\s+as\b|!)", text) is not None or re.search(
-        rf"#\[{re.escape(name)}::", text
-    ) is not None
+    """Named as a path (`name::x`, `#[name::attr]`) or renamed (`use name as n`,
+    `extern crate name`)."""
+    n = re.escape(name)
+    return any(
+        re.search(p, text)
+        for p in (rf"(?<![A-Za-z0-9_:]){n}::", rf"\buse\s+{n}\s+as\b", rf"\bextern\s+crate\s+{n}\b")
+    )
 
 
 def unused_deps(crate: Path) -> list[str]:
@@ -236,15 +246,24 @@ def unused_deps(crate: Path) -> list[str]:
     lib_text = names_used(lib_files)
     all_text = names_used(all_files, keep_docs=True)
     findings = []
-    for section, text in (("dependencies", lib_text), ("dev-dependencies", all_text)):
-        for dep, spec in manifest.get(section, {}).items():
+    sections = [("dependencies", manifest.get("dependencies", {}), lib_text)]
+    sections.append(("dev-dependencies", manifest.get("dev-dependencies", {}), all_text))
+    for target, tables in manifest.get("target", {}).items():
+        sections.append((f"target.{target}.dependencies", tables.get("dependencies", {}), lib_text))
+        sections.append((f"target.{target}.dev-dependencies", tables.get("dev-dependencies", {}), all_text))
+    for section, deps, text in sections:
+        for dep, spec in deps.items():
             if dep in ignored:
                 continue
             name = ident(dep, spec)
             if used(name, text):
                 continue
             where = crate.relative_to(ROOT)
-            if section == "dependencies" and used(name, all_text):
+            if section.endswith(".dependencies") or section == "dependencies":
+                only_tests = used(name, all_text)
+            else:
+                only_tests = False
+            if only_tests:
                 findings.append(
                     f"{where}: `{dep}` is used only by tests, examples or benches: move it to [dev-dependencies]"
                 )

@@ -259,12 +259,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Command::Report(args) => {
                 let o = run_report(&args.dir)?;
-                let page = o.html.as_deref().unwrap_or(&args.dir);
                 println!(
                     "re-rendered {} files of a {:?} run; open {}",
                     o.files.len(),
                     o.kind,
-                    page.display()
+                    o.html.display()
                 );
                 Ok(())
             }

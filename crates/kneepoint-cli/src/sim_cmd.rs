@@ -23,6 +23,7 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             fault_rate,
             faults,
             stall_ms,
+            prompt_tokens,
         } => {
             let sigv4 = match sigv4_access_key_id {
                 Some(id) => {
@@ -67,7 +68,11 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             let server = SimServer::start_with_options(
                 p.clone(),
                 SocketAddr::from(([127, 0, 0, 1], port)),
-                std::sync::Arc::new(kneepoint_core::ApproxTokenCounter),
+                if prompt_tokens == "builtin" {
+                    kneepoint_sim::default_counter()
+                } else {
+                    std::sync::Arc::new(kneepoint_core::ApproxTokenCounter)
+                },
                 options,
             )
             .await

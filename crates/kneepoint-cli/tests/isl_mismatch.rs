@@ -3,8 +3,10 @@
 //! processed, and the user is told.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use kneepoint_core::ApproxTokenCounter;
@@ -25,8 +27,18 @@ fn a_server_counting_prompts_otherwise_is_named_under_the_table() {
         ))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
+    let stdout = sweep_at(&server.base_url(), dir.path());
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("warning (concurrency 2): input lengths"))
+        .unwrap_or_else(|| panic!("no ISL warning in:\n{stdout}"));
+    assert!(line.contains("where the client counted 256.0"), "{line}");
+}
+
+/// `kneepoint sweep --url URL` of two small levels; its stdout.
+fn sweep_at(url: &str, dir: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
-        .args(["sweep", "--url", &server.base_url(), "--concurrency", "2"])
+        .args(["sweep", "--url", url, "--concurrency", "2"])
         .args([
             "--request-count",
             "8",
@@ -37,18 +49,48 @@ fn a_server_counting_prompts_otherwise_is_named_under_the_table() {
             "--quiet",
         ])
         .arg("--artifact-dir")
-        .arg(dir.path().join("run"))
+        .arg(dir.join("run"))
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("warning (concurrency 2): input lengths"))
-        .unwrap_or_else(|| panic!("no ISL warning in:\n{stdout}"));
-    assert!(line.contains("where the client counted 256.0"), "{line}");
+    stdout
+}
+
+#[test]
+fn sim_serve_counting_with_the_builtin_tokenizer_agrees_with_the_client() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
+        .args([
+            "sim",
+            "serve",
+            "--port",
+            "0",
+            "--profile",
+            "fast",
+            "--time-scale",
+            "1",
+        ])
+        .args(["--prompt-tokens", "builtin"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split("listening on ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let stdout = sweep_at(&url, dir.path());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!stdout.contains("input lengths"), "{stdout}");
 }

@@ -1,6 +1,7 @@
 //! The resolved settings as recorded in every export's `input_config` (no secrets).
 
 use crate::{CommonSettings, Target};
+use kneepoint_core::folder;
 
 impl CommonSettings {
     /// The settings as recorded in exports (no secrets: the API key and header values are
@@ -97,7 +98,7 @@ impl CommonSettings {
                 "retries": self.levels.retry.max_retries,
                 "trust_server_usage": self.levels.trust_server_usage,
                 "export_outputs_json": self.levels.export_outputs,
-                "records": if self.levels.compress_records { "profile_export.jsonl.zst" } else { "profile_export.jsonl" },
+                "records": if self.levels.compress_records { folder::RECORDS_ZSTD } else { folder::RECORDS },
                 "records_in_memory": self.levels.records_in_memory,
                 "exact_percentiles": self.levels.exact_percentiles,
                 "inputs_limit": self.levels.inputs_limit,

@@ -355,7 +355,10 @@ impl FileConfig {
     /// errors.
     pub fn parse(text: &str, is_json: bool) -> Result<Self> {
         if is_json {
-            serde_json::from_str(text).context("parsing the config as JSON")
+            // The path of the offending key ("sweep_params.concurrency: invalid type ..."),
+            // which serde_json alone leaves out and TOML's parser gives.
+            let mut json = serde_json::Deserializer::from_str(text);
+            serde_path_to_error::deserialize(&mut json).context("parsing the config as JSON")
         } else {
             toml::from_str(text).context("parsing the config as TOML")
         }

@@ -37,6 +37,7 @@ pub mod civil;
 mod error;
 mod event;
 pub mod fetch;
+pub mod folder;
 mod names;
 mod record;
 mod redact;

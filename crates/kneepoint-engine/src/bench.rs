@@ -1,6 +1,7 @@
 //! A [`Bench`]: a transport, a workload and the level settings, ready to run levels into
 //! artifact folders. Sweeps, searches and recommendations are made of a bench's levels.
 
+use kneepoint_core::folder;
 use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -60,6 +61,10 @@ pub struct BenchBuilder {
     workload: Option<Box<dyn Workload>>,
     counter: Option<Arc<dyn TokenCounter>>,
     settings: LevelSettings,
+    /// Set by [`BenchBuilder::settings`].
+    settings_given: bool,
+    /// Set by [`BenchBuilder::request_count`]: wins over the settings', whatever the order.
+    request_count: Option<u32>,
     description: Value,
     observer: Arc<dyn Observer>,
     artifact_dir: Option<PathBuf>,
@@ -67,28 +72,6 @@ pub struct BenchBuilder {
     keep: Vec<Box<dyn Any + Send + Sync>>,
     overwrite: bool,
     server_metrics: Option<kneepoint_scrape::ScrapeSettings>,
-}
-
-/// Whether `name` (an entry of an artifact folder) is something a kneepoint run writes.
-fn is_ours(name: &str, is_dir: bool) -> bool {
-    if is_dir {
-        name == "plots"
-            || name == "aggregate"
-            || [
-                "concurrency_",
-                "probe_",
-                "request_rate_",
-                "trace_replay_",
-                "candidate_",
-            ]
-            .iter()
-            .any(|p| name.starts_with(p))
-    } else {
-        matches!(
-            name,
-            "sweep_summary.json" | "search_history.json" | "recommendations.json" | "report.html"
-        )
-    }
 }
 
 /// Prepares `dir` for a new run: refuses a folder that holds a kneepoint run (a new run would
@@ -101,7 +84,7 @@ pub(crate) fn fresh_folder(dir: &Path, overwrite: bool) -> Result<(), Error> {
             .filter_map(|e| {
                 let is_dir = e.file_type().ok()?.is_dir();
                 let name = e.file_name().to_str()?.to_owned();
-                is_ours(&name, is_dir).then(|| (e.path(), is_dir))
+                folder::is_written_by_a_run(&name, is_dir).then(|| (e.path(), is_dir))
             })
             .collect();
         // `logs/` may hold the user's files: only our log in it is ours.
@@ -142,13 +125,24 @@ impl BenchBuilder {
         self
     }
 
-    pub(crate) fn level_settings(&self) -> &LevelSettings {
-        &self.settings
+    pub(crate) fn level_settings(&self) -> LevelSettings {
+        let mut s = self.settings.clone();
+        if let Some(n) = self.request_count {
+            s.request_count = n;
+        }
+        s
     }
 
-    /// Whether `request_count` was set (by [`BenchBuilder::request_count`] or in the settings).
-    pub(crate) fn request_count_set(&self) -> bool {
-        self.settings.request_count != LevelSettings::default().request_count
+    /// The request count asked for explicitly: by [`BenchBuilder::request_count`], else by
+    /// the settings given.
+    pub(crate) fn explicit_request_count(&self) -> Option<u32> {
+        self.request_count
+            .or(self.settings_given.then_some(self.settings.request_count))
+    }
+
+    /// The request count [`BenchBuilder::request_count`] set, if any.
+    pub(crate) fn request_count_called(&self) -> Option<u32> {
+        self.request_count
     }
 
     /// The prompts (required).
@@ -171,15 +165,17 @@ impl BenchBuilder {
         self
     }
 
-    /// How every level runs.
+    /// How every level runs (a [`BenchBuilder::request_count`] wins over theirs, whatever
+    /// the order of the calls).
     pub fn settings(mut self, settings: LevelSettings) -> Self {
         self.settings = settings;
+        self.settings_given = true;
         self
     }
 
     /// Measured requests per level.
     pub fn request_count(mut self, n: u32) -> Self {
-        self.settings.request_count = n;
+        self.request_count = Some(n);
         self
     }
 
@@ -215,7 +211,10 @@ impl BenchBuilder {
     }
 
     /// Checks the settings, creates the artifact folder and returns the bench.
-    pub fn build(self) -> Result<Bench, Error> {
+    pub fn build(mut self) -> Result<Bench, Error> {
+        if let Some(n) = self.request_count {
+            self.settings.request_count = n;
+        }
         self.settings.validate()?;
         let workload = self
             .workload
@@ -277,6 +276,8 @@ impl Bench {
             workload: None,
             counter: None,
             settings: LevelSettings::default(),
+            settings_given: false,
+            request_count: None,
             description: Value::Object(Default::default()),
             observer: Arc::new(Silent),
             artifact_dir: None,
@@ -389,12 +390,12 @@ impl Bench {
             partial: run.cancelled,
         };
         self.log.level(dir, &summary, run.cancelled);
-        write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
-        write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
-        write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
+        write_aiperf_json(&dir.join(folder::AIPERF_JSON), &summary, &info)?;
+        write_aiperf_csv(&dir.join(folder::AIPERF_CSV), &summary)?;
+        write_summary_text(&dir.join(folder::SUMMARY_TEXT), &summary, &info)?;
         if self.settings.export_outputs {
             kneepoint_metrics::export::write_outputs_json(
-                &dir.join("outputs.json"),
+                &dir.join(folder::OUTPUTS),
                 &run.records,
                 &run.warmup_records,
             )?;
@@ -405,13 +406,13 @@ impl Bench {
         };
         if !routes.is_empty() {
             kneepoint_metrics::export::write_route_summary(
-                &dir.join("route_summary.json"),
+                &dir.join(folder::ROUTE_SUMMARY),
                 &routes,
             )?;
         }
         let turns = kneepoint_metrics::export::turn_summaries(concurrency, &run.records);
         if !turns.is_empty() {
-            kneepoint_metrics::export::write_turn_summary(&dir.join("turn_summary.json"), &turns)?;
+            kneepoint_metrics::export::write_turn_summary(&dir.join(folder::TURN_SUMMARY), &turns)?;
         }
         Ok((summary, run.cancelled))
     }

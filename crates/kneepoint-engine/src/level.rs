@@ -1,6 +1,7 @@
 //! One run of one level: closed loop, open loop on an arrival schedule, or a trace replay; its
 //! `inputs.json`, `profile_export.jsonl` and summaries in the level's folder.
 
+use kneepoint_core::folder;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -110,7 +111,7 @@ impl Bench {
 
     /// `inputs.json` listing `inputs` of the `sent` requests (the rest counted, not listed).
     fn write_inputs(&self, dir: &Path, inputs: &[InputEntry], sent: usize) -> Result<(), Error> {
-        let mut w = InputsWriter::create(&dir.join("inputs.json"), self.settings.inputs_limit)?;
+        let mut w = InputsWriter::create(&dir.join(folder::INPUTS), self.settings.inputs_limit)?;
         inputs.iter().for_each(|e| w.push(&render_input_entry(e)));
         w.skip(sent.saturating_sub(inputs.len()));
         Ok(w.finish(self.settings.seed)?)
@@ -123,7 +124,7 @@ impl Bench {
         concurrency: u32,
         request_count: u32,
     ) -> Result<(LevelSummary, bool), Error> {
-        write_inputs_json(&dir.join("inputs.json"), &[])?;
+        write_inputs_json(&dir.join(folder::INPUTS), &[])?;
         JsonlSink::in_dir(dir, self.settings.compress_records)?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -279,7 +280,7 @@ impl Bench {
         if !run.sent_turns.is_empty() {
             // Conversations: each turn as it was sent, the conversation so far included,
             // grouped by conversation in AIPerf's shape.
-            write_inputs_json(&dir.join("inputs.json"), &self.conversation_inputs(&run))?;
+            write_inputs_json(&dir.join(folder::INPUTS), &self.conversation_inputs(&run))?;
         } else if run.unsent > 0 {
             // Stopped early or interrupted: list only the requests that went out (in order).
             let sent = (request_count as usize).saturating_sub(run.unsent);

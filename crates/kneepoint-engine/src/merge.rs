@@ -4,6 +4,7 @@
 //! throughput counted over the window every shard was running. Shards of different workloads,
 //! or an incomplete set, are refused.
 
+use kneepoint_core::folder;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -60,7 +61,7 @@ struct ShardRun {
 }
 
 fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
-    let path = dir.join("sweep_summary.json");
+    let path = dir.join(folder::SWEEP_SUMMARY);
     let text = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
     let doc: SweepSummary = serde_json::from_slice(&text).map_err(|source| Error::Saved {
         path: path.clone(),
@@ -330,7 +331,7 @@ pub fn merge(
             compressed |= path.extension().is_some_and(|e| e == "zst");
             per_shard.push(read_jsonl(&path)?);
         }
-        let name = format!("concurrency_{total}");
+        let name = folder::concurrency_dir(total);
         let Some(m) = merge_records(per_shard, total) else {
             return Err(Error::invalid(format!(
                 "level {}: a record's times overflow when put on one clock (a damaged file)",
@@ -388,9 +389,9 @@ pub fn merge(
             input_config,
             partial: runs.iter().any(|r| !r.doc.complete),
         };
-        write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
-        write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
-        write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
+        write_aiperf_json(&dir.join(folder::AIPERF_JSON), &summary, &info)?;
+        write_aiperf_csv(&dir.join(folder::AIPERF_CSV), &summary)?;
+        write_summary_text(&dir.join(folder::SUMMARY_TEXT), &summary, &info)?;
         log.level(&dir, &summary, info.partial);
         levels.push(MergedLevel {
             concurrency: total,

@@ -3,6 +3,7 @@
 //! concurrency levels, so they are not computed here; each level reports latency from the
 //! actual and from the intended start and its schedule lag.
 
+use kneepoint_core::folder;
 use kneepoint_planner::{OperatingZone, Sla};
 use kneepoint_report::schema::{write_document, LevelRow, SweepSummary, SCHEMA_VERSION};
 use kneepoint_runner::CancelToken;
@@ -36,7 +37,7 @@ fn write(
         peak: None,
         fleet: None,
     };
-    write_document(&bench.artifact_dir.join("sweep_summary.json"), &doc)?;
+    write_document(&bench.artifact_dir.join(folder::SWEEP_SUMMARY), &doc)?;
     Ok(())
 }
 
@@ -58,13 +59,13 @@ pub(crate) async fn run(
     let zone = open_loop_zone();
     // A trace replay is one level at the trace's own times (its rate shows as 0 in the table).
     let levels: Vec<(String, String, Option<f64>)> = match open.replay_speedup {
-        Some(f) => vec![(format!("trace_replay_x{f}"), format!("trace x{f}"), None)],
+        Some(f) => vec![(folder::trace_replay_dir(f), format!("trace x{f}"), None)],
         None => open
             .rates
             .iter()
             .map(|&r| {
                 (
-                    format!("request_rate_{r}"),
+                    folder::request_rate_dir(r),
                     format!("{r} requests/s"),
                     Some(r),
                 )

@@ -3,6 +3,7 @@
 //! objective. Each candidate's run lands in its own sub-folder; `recommendations.json` and
 //! `report.html` sit on top.
 
+use kneepoint_core::folder;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -92,7 +93,7 @@ impl CandidateSpec {
                 }
             })
             .collect();
-        format!("candidate_{s}")
+        folder::candidate_dir(&s)
     }
 }
 
@@ -510,7 +511,7 @@ impl Recommend {
                 .map(|c| c.name.clone())
                 .collect(),
         };
-        write_document(&self.artifact_dir.join("recommendations.json"), &doc)?;
+        write_document(&self.artifact_dir.join(folder::RECOMMENDATIONS), &doc)?;
         let ranked = doc.candidates;
         crate::render::render_quietly(&self.artifact_dir, self.observer.as_ref());
         Ok(RecommendReport {

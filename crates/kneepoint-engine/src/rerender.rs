@@ -3,6 +3,7 @@
 //! recomputed from its levels, a search's by replaying its probes through the planner; the
 //! output is byte for byte what the run itself wrote.
 
+use kneepoint_core::folder;
 use std::path::{Path, PathBuf};
 
 use kneepoint_metrics::LevelSummary;
@@ -22,8 +23,8 @@ pub struct Rerendered {
     pub kind: RunKind,
     /// Every file written.
     pub files: Vec<PathBuf>,
-    /// The page (`None` without the `report` feature, which draws it).
-    pub html: Option<PathBuf>,
+    /// Where the page is (drawn only with the `report` feature).
+    pub html: PathBuf,
 }
 
 fn field<T: serde::de::DeserializeOwned>(
@@ -62,7 +63,7 @@ fn resummarise_sweep(a: &Artifact) -> Result<PathBuf, Error> {
     let (rows, zone, fleet) = conclude(&levels, &slas, peak, headroom)?;
     let state = RunState::of(&a.doc);
     write_sweep_summary(&a.root, &doc, rows, &zone, fleet.as_ref(), state)?;
-    Ok(a.root.join("sweep_summary.json"))
+    Ok(a.root.join(folder::SWEEP_SUMMARY))
 }
 
 fn resummarise_search(a: &Artifact) -> Result<PathBuf, Error> {
@@ -101,7 +102,7 @@ fn resummarise_search(a: &Artifact) -> Result<PathBuf, Error> {
         &summaries,
         RunState::of(&a.doc),
     )?;
-    Ok(a.root.join("search_history.json"))
+    Ok(a.root.join(folder::SEARCH_HISTORY))
 }
 
 fn resummarise(a: &Artifact) -> Result<Vec<PathBuf>, Error> {
@@ -133,6 +134,6 @@ pub fn rerender(dir: &Path) -> Result<Rerendered, Error> {
     Ok(Rerendered {
         kind: a.kind,
         files,
-        html: cfg!(feature = "report").then(|| dir.join("report.html")),
+        html: dir.join(folder::REPORT_HTML),
     })
 }

@@ -16,7 +16,7 @@ use kneepoint_scrape::LiveSample;
 use crate::{Error, Observer};
 
 /// The log's path under an artifact folder.
-pub const LOG_FILE: &str = "logs/kneepoint.log";
+pub const LOG_FILE: &str = kneepoint_core::folder::LOG_FILE;
 
 /// An open run log.
 #[derive(Debug)]

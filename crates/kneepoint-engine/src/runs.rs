@@ -2,6 +2,7 @@
 //! in `aggregate/`, the pooled records and their summary in the level's own files, and the
 //! convergence rule that may stop the repetition early.
 
+use kneepoint_core::folder;
 use std::io::Write as _;
 use std::path::Path;
 
@@ -87,7 +88,7 @@ impl Bench {
             let run_label = format!("{label} run {k}/{}", runs.num_runs);
             let (s, stopped) = self
                 .run_once(
-                    &dir.join("profile_runs").join(&run),
+                    &dir.join(folder::RUNS_DIR).join(&run),
                     concurrency,
                     request_count,
                     &run_label,
@@ -138,7 +139,7 @@ impl Bench {
             stop_reason: stop_reason.clone(),
             convergence: verdict,
         };
-        write_aggregate(&dir.join("aggregate"), &aggregate, &info)?;
+        write_aggregate(&dir.join(folder::AGGREGATE_DIR), &aggregate, &info)?;
         let all_runs: Vec<String> = done.iter().map(|(l, _)| l.clone()).chain(failed).collect();
         let summary = self.pool(
             dir,
@@ -179,14 +180,14 @@ impl Bench {
         let mut records = Vec::new();
         let (mut start, mut end) = (u64::MAX, 0u64);
         for run in runs {
-            let run_dir = dir.join("profile_runs").join(run);
+            let run_dir = dir.join(folder::RUNS_DIR).join(run);
             // Concatenated zstd frames are one valid zstd stream.
             let path = kneepoint_metrics::export::records_path(&run_dir);
             let bytes = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
             out.write_all(&bytes)
                 .map_err(|e| Error::io("write", &pooled, e))?;
             records.extend(read_jsonl(&path)?);
-            let json_path = run_dir.join("profile_export_aiperf.json");
+            let json_path = run_dir.join(folder::AIPERF_JSON);
             let bytes = std::fs::read(&json_path).map_err(|e| Error::io("read", &json_path, e))?;
             let doc: serde_json::Value =
                 serde_json::from_slice(&bytes).map_err(|source| Error::Saved {
@@ -216,9 +217,9 @@ impl Bench {
             input_config,
             partial,
         };
-        write_aiperf_json(&dir.join("profile_export_aiperf.json"), &summary, &info)?;
-        write_aiperf_csv(&dir.join("profile_export_aiperf.csv"), &summary)?;
-        write_summary_text(&dir.join("benchmark_summary.txt"), &summary, &info)?;
+        write_aiperf_json(&dir.join(folder::AIPERF_JSON), &summary, &info)?;
+        write_aiperf_csv(&dir.join(folder::AIPERF_CSV), &summary)?;
+        write_summary_text(&dir.join(folder::SUMMARY_TEXT), &summary, &info)?;
         Ok(summary)
     }
 }

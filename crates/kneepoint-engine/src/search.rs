@@ -68,16 +68,20 @@ impl SearchBuilder {
                 config.slas.push(kneepoint_planner::Sla::error_rate(limit)?);
             }
         }
-        if let Some(n) = self.request_count {
-            config.request_count = n;
-        } else if self.bench.request_count_set() {
-            let n = self.bench.level_settings().request_count;
-            if n != config.request_count {
+        match (self.request_count, self.bench.explicit_request_count()) {
+            (Some(n), Some(m)) if n != m => {
                 return Err(Error::invalid(format!(
-                    "the level settings ask for {n} requests per level, the search's parameters for {} per probe: a search measures each probe with its parameters' request_count (or SearchBuilder::request_count), so set one of them",
-                    config.request_count
-                )));
+                    "the search is asked for {n} requests per probe and its level settings for {m}: set one of them"
+                )))
             }
+            (Some(n), _) => config.request_count = n,
+            (None, Some(m)) if m != config.request_count => {
+                return Err(Error::invalid(format!(
+                    "the level settings ask for {m} requests per level, the search's parameters for {} per probe: a search measures each probe with its parameters' request_count (or SearchBuilder::request_count), so set one of them",
+                    config.request_count
+                )))
+            }
+            _ => {}
         }
         config.validate()?;
         let settings = self.bench.level_settings();

@@ -1,6 +1,7 @@
 //! What a search leaves: its report, each probe's folder name, and `search_history.json`
 //! (written after every probe, and again by `report` from a saved folder).
 
+use kneepoint_core::folder;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -80,7 +81,7 @@ pub(crate) fn cost_of(
 
 /// A probe's folder name.
 pub fn probe_dir(p: &Probe) -> String {
-    format!("probe_{:02}_concurrency_{}", p.iteration, p.concurrency)
+    folder::probe_dir(p.iteration, p.concurrency)
 }
 
 /// Writes `search_history.json`: every probe with its folder, the boundary and the zone.
@@ -108,6 +109,6 @@ pub(crate) fn write_search_history(
         zone: zone_of(search.history(), summaries).ok(),
         cost: Some(cost_of(search, summaries)),
     };
-    write_document(&dir.join("search_history.json"), &doc)?;
+    write_document(&dir.join(folder::SEARCH_HISTORY), &doc)?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! requests, scrapes at the interval on their own task, a final one after; the level's
 //! `server_metrics_export.{json,csv,jsonl}` and its [`ServerSummary`].
 
+use kneepoint_core::folder;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -48,7 +49,7 @@ impl ServerView {
         let on_sample: kneepoint_scrape::OnSample = Arc::new(move |s| sampled.server_sample(s));
         let session = match self.scraper.as_mut().filter(|s| s.active()) {
             Some(scraper) => {
-                let jsonl = dir.join("server_metrics_export.jsonl");
+                let jsonl = dir.join(folder::SERVER_METRICS_JSONL);
                 Some(scraper.start(&jsonl, Some(on_sample)).await)
             }
             None => None,

@@ -40,7 +40,8 @@ impl SweepBuilder {
         self
     }
 
-    /// A plan with a request count per level (overrides [`SweepBuilder::levels`]).
+    /// A plan with a request count per level (refused together with other
+    /// [`SweepBuilder::levels`] or with [`SweepBuilder::request_count`]).
     pub fn plan(mut self, plan: SweepPlan) -> Self {
         self.plan = Some(plan);
         self
@@ -82,6 +83,23 @@ impl SweepBuilder {
         let settings = self.bench.level_settings();
         let count = settings.request_count.max(1);
         let plan = match self.plan {
+            Some(p)
+                if !self.levels.is_empty()
+                    && !self
+                        .levels
+                        .iter()
+                        .copied()
+                        .eq(p.levels().iter().map(|l| l.concurrency)) =>
+            {
+                return Err(Error::invalid(
+                    "a sweep was given .levels([...]) and a .plan(...) with other levels, not both: the plan's levels would replace the others",
+                ))
+            }
+            Some(_) if self.bench.request_count_called().is_some() => {
+                return Err(Error::invalid(
+                    "a plan carries each level's request count: .request_count(n) would be ignored; build the plan with n instead (SweepPlan::uniform)",
+                ))
+            }
             Some(p) => p,
             None if settings.open_loop.is_some() && self.levels.is_empty() => {
                 SweepPlan::uniform(&[1], count)?
@@ -174,7 +192,7 @@ impl Sweep {
         while let Some(level) = queue.pop_front() {
             ran.push(level);
             let c = level.concurrency;
-            let name = format!("concurrency_{c}");
+            let name = kneepoint_core::folder::concurrency_dir(c);
             let label = format!("concurrency {c}");
             let (summary, cancelled, runs) = self
                 .bench

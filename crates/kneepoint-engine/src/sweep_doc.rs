@@ -2,6 +2,7 @@
 //! them, and `sweep_summary.json`. The sweep writes it as it goes; `report` writes it again
 //! from a saved folder.
 
+use kneepoint_core::folder;
 use std::path::{Path, PathBuf};
 
 use kneepoint_metrics::LevelSummary;
@@ -169,7 +170,7 @@ pub(crate) fn write_sweep_summary(
         peak: doc.peak,
         fleet: fleet.cloned(),
     };
-    write_document(&dir.join("sweep_summary.json"), &summary)?;
+    write_document(&dir.join(folder::SWEEP_SUMMARY), &summary)?;
     Ok(explanation)
 }
 

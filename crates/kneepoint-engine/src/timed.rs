@@ -4,6 +4,7 @@
 //! records past `records_in_memory` are summarised as they finish: a level of any length
 //! holds memory flat.
 
+use kneepoint_core::folder;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -105,7 +106,7 @@ impl Bench {
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
         let inputs = Arc::new(Mutex::new(InputsWriter::create(
-            &dir.join("inputs.json"),
+            &dir.join(folder::INPUTS),
             self.settings.inputs_limit,
         )?));
         // Warm-up requests are not listed: the flag turns on when the measured phase starts.

@@ -30,6 +30,7 @@ mod error;
 pub mod export;
 mod measurement;
 mod prompt_counts;
+pub use prompt_counts::ISL_WARNING;
 mod request_metrics;
 mod stats;
 mod stream;

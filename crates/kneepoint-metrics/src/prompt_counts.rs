@@ -6,6 +6,9 @@
 //! the two sides tokenise differently (another tokenizer, or an estimate on one side), and
 //! then the input lengths the summary reports are not what the server processed.
 
+/// How the warning starts (`report` looks for it in saved summaries).
+pub const ISL_WARNING: &str = "input lengths:";
+
 /// The differences `server - client` between the two prompt counts of a level's successful
 /// single-turn requests, in bounded memory.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -32,11 +35,14 @@ impl PromptCounts {
     }
 
     /// How far two requests' differences may lie apart, or the mean difference below zero,
-    /// and still read as one template: 2 tokens (a template joined to a prompt may merge or
-    /// split a token at the seam) or 1 % of the mean prompt, whichever is larger.
+    /// and still read as one template: 8 tokens (a template joined to a prompt may merge or
+    /// split a token at the seam, and a dataset's prompts may carry one or two messages more
+    /// than others, each with a header of a few tokens) or 2 % of the mean prompt, whichever
+    /// is larger. Another tokenizer differs by a share of every prompt, prompt by prompt: at
+    /// 256 tokens a word estimate spread 15 tokens, and the gap grows with the prompt.
     fn tolerance(&self) -> f64 {
         let mean_client = self.sum_client as f64 / self.n.max(1) as f64;
-        (0.01 * mean_client).max(2.0)
+        (0.02 * mean_client).max(8.0)
     }
 
     /// The warning for the summary, when the counts disagree beyond a constant offset or the
@@ -53,7 +59,7 @@ impl PromptCounts {
             return None;
         }
         Some(format!(
-            "input lengths: the server counted {mean_server:.1} prompt tokens on average where the client counted {mean_client:.1} (server minus client from {} to {} over {} requests, not a constant template offset): the two sides tokenise differently, so the reported ISL is not what the server processed; give the client the server's tokenizer (--tokenizer), or a token counter with the workload's tokenizer",
+            "{ISL_WARNING} the server counted {mean_server:.1} prompt tokens on average where the client counted {mean_client:.1} (server minus client from {} to {} over {} requests, not a constant template offset): the two sides tokenise differently, so the reported ISL is not what the server processed; give the client the server's tokenizer (--tokenizer, or the workload's tokenizer in a library)",
             self.min, self.max, self.n
         ))
     }
@@ -82,6 +88,11 @@ mod tests {
             counts(&[(256, 263), (256, 262), (256, 264)]).warning(),
             None
         );
+        // a dataset where some prompts open with a system message (a header more)
+        assert_eq!(
+            counts(&[(300, 307), (220, 232), (410, 417)]).warning(),
+            None
+        );
         assert_eq!(counts(&[]).warning(), None);
     }
 
@@ -95,8 +106,9 @@ mod tests {
         assert!(w.contains("from -35 to -20"), "{w}");
         // constant but negative: the server saw fewer tokens than were sent
         assert!(counts(&[(256, 240), (256, 240)]).warning().is_some());
-        // 1 % of the prompt is tolerated on long prompts
-        assert_eq!(counts(&[(4096, 4100), (4096, 4140)]).warning(), None);
-        assert!(counts(&[(4096, 4100), (4096, 4160)]).warning().is_some());
+        // 2 % of the prompt is tolerated on long prompts
+        assert_eq!(counts(&[(4096, 4100), (4096, 4180)]).warning(), None);
+        assert!(counts(&[(4096, 4100), (4096, 4200)]).warning().is_some());
+        assert!(w.starts_with(ISL_WARNING), "{w}");
     }
 }

@@ -1,6 +1,7 @@
 //! Reading a saved artifact folder: which run wrote it, its top-level document, and each
 //! level's records, recomputed summary and saved settings.
 
+use kneepoint_core::folder;
 use std::path::{Path, PathBuf};
 
 use kneepoint_core::RequestRecord;
@@ -28,9 +29,9 @@ impl RunKind {
     /// The top-level file of this kind of run.
     pub fn file(self) -> &'static str {
         match self {
-            RunKind::Sweep => "sweep_summary.json",
-            RunKind::Search => "search_history.json",
-            RunKind::Recommend => "recommendations.json",
+            RunKind::Sweep => folder::SWEEP_SUMMARY,
+            RunKind::Search => folder::SEARCH_HISTORY,
+            RunKind::Recommend => folder::RECOMMENDATIONS,
         }
     }
 }
@@ -146,7 +147,7 @@ fn streamed_level(
 
 fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Result<Level, Error> {
     let folder = root.join(dir);
-    let aiperf = folder.join("profile_export_aiperf.json");
+    let aiperf = folder.join(folder::AIPERF_JSON);
     let doc = aiperf.is_file().then(|| read_json(&aiperf)).transpose()?;
     let info = doc.as_ref().and_then(LevelInfo::from_aiperf_json);
     let path = kneepoint_metrics::export::records_path(&folder);
@@ -158,6 +159,23 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
             (s, records)
         }
     };
+    // A check added after the folder was written does not rewrite its files: the ISL warning
+    // is kept only where the saved summary has it, so that `report` reproduces older folders
+    // byte for byte (and newer ones, which saved it, with it).
+    let saved_isl = doc
+        .as_ref()
+        .and_then(|d| d.pointer("/kneepoint/warnings"))
+        .and_then(Value::as_array)
+        .is_some_and(|w| {
+            w.iter()
+                .filter_map(Value::as_str)
+                .any(|w| w.starts_with(kneepoint_metrics::ISL_WARNING))
+        });
+    if doc.is_some() && !saved_isl {
+        summary
+            .warnings
+            .retain(|w| !w.starts_with(kneepoint_metrics::ISL_WARNING));
+    }
     // The server's view is not in the records: it is kept from the saved summary.
     summary.server = doc
         .as_ref()
@@ -257,14 +275,14 @@ impl Artifact {
         for l in &self.levels {
             let dir = self.root.join(&l.dir);
             if let Some(info) = &l.info {
-                let p = dir.join("profile_export_aiperf.json");
+                let p = dir.join(folder::AIPERF_JSON);
                 write_aiperf_json(&p, &l.summary, info)?;
                 written.push(p);
-                let p = dir.join("benchmark_summary.txt");
+                let p = dir.join(folder::SUMMARY_TEXT);
                 write_summary_text(&p, &l.summary, info)?;
                 written.push(p);
             }
-            let p = dir.join("profile_export_aiperf.csv");
+            let p = dir.join(folder::AIPERF_CSV);
             write_aiperf_csv(&p, &l.summary)?;
             written.push(p);
         }

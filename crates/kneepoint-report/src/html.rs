@@ -1,5 +1,6 @@
 //! The self-contained `report.html`: inline CSS, inline SVG, no scripts, no network fetches.
 
+use kneepoint_core::folder;
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -79,7 +80,7 @@ fn level_plots(root: &std::path::Path, l: &Level) -> Result<Vec<Plot>, Error> {
     ];
     // The server's view over time, when its metrics were scraped (an unreadable export is
     // left out: the page still renders).
-    let export = root.join(&l.dir).join("server_metrics_export.json");
+    let export = root.join(&l.dir).join(folder::SERVER_METRICS_JSON);
     let doc = std::fs::read(&export)
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok());

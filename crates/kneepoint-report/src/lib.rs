@@ -45,6 +45,9 @@ pub mod server_plots;
 #[cfg(feature = "render")]
 use std::path::PathBuf;
 
+#[cfg(feature = "render")]
+use kneepoint_core::folder;
+
 pub use artifact::{Artifact, Level, RunKind};
 pub use compare::{
     compare_runs, comparison_text, Comparison, LevelComparison, MetricComparison, SINGLE_RUN_CAVEAT,
@@ -63,14 +66,14 @@ pub fn write_report(a: &Artifact) -> Result<Vec<PathBuf>, Error> {
         written.extend(write_report(c)?);
     }
     let r = render(a)?;
-    let dir = a.root.join("plots");
+    let dir = a.root.join(folder::PLOTS_DIR);
     std::fs::create_dir_all(&dir).map_err(Error::write(&dir))?;
     for p in &r.plots {
         let path = dir.join(&p.file);
         std::fs::write(&path, &p.svg).map_err(Error::write(&path))?;
         written.push(path);
     }
-    let path = a.root.join("report.html");
+    let path = a.root.join(folder::REPORT_HTML);
     std::fs::write(&path, &r.html).map_err(Error::write(&path))?;
     written.push(path);
     Ok(written)

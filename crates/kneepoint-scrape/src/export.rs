@@ -2,6 +2,7 @@
 //! per series over the measured window) and `.csv` (the same, one section per type). The
 //! `.jsonl` (every scrape as read) is written while scraping, by [`crate::Scraper`].
 
+use kneepoint_core::folder;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -405,12 +406,12 @@ pub fn write_exports(dir: &Path, parts: &[Part], summary: &ServerSummary) -> Res
     let csv = csv_of(&series);
     let json = json_of(parts, summary, series);
     let bytes = serde_json::to_vec_pretty(&json).map_err(|source| Error::Json { source })?;
-    let path = dir.join("server_metrics_export.json");
+    let path = dir.join(folder::SERVER_METRICS_JSON);
     kneepoint_metrics::export::write_atomic(&path, &bytes).map_err(|source| Error::Write {
         path: path.clone(),
         source: Box::new(source),
     })?;
-    let path = dir.join("server_metrics_export.csv");
+    let path = dir.join(folder::SERVER_METRICS_CSV);
     kneepoint_metrics::export::write_atomic(&path, csv.as_bytes()).map_err(|source| Error::Write {
         path: path.clone(),
         source: Box::new(source),

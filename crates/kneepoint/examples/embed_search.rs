@@ -4,34 +4,37 @@
 //!
 //! `cargo run -p kneepoint --features testkit --example embed_search [DIR]`
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use kneepoint::prelude::*;
 use kneepoint::testkit::{MockTransport, Model};
 
+/// The model under test (the transport): 8 tokens, 2 ms apart alone, 10 % slower per other
+/// request in flight.
+fn model() -> MockTransport {
+    let pace = Duration::from_millis(2);
+    MockTransport::new(Model::paced(pace, pace, 0.1)).0
+}
+
 // search: begin
-/// Searches concurrency 1..=64 for the highest level whose p99 request latency stays under
-/// 60 ms (8 tokens, 2 ms apart alone, 10 % slower per other request in flight).
+use std::path::Path;
+use std::sync::Arc;
+
+use kneepoint::prelude::*;
+
+/// The highest concurrency in 1..=64 whose p99 request latency stays under 60 ms.
 pub async fn search_into(dir: &Path) -> anyhow::Result<SearchReport> {
-    let model = Model::paced(Duration::from_millis(2), Duration::from_millis(2), 0.1);
-    let (transport, _handle) = MockTransport::new(model);
-    let mut config = SearchConfig::new(vec![
-        Sla::parse("request_latency:p99:<=:60")?,
-        Sla::parse("error_rate:avg:<=:0.01")?,
-    ]);
+    let slas = ["request_latency:p99:<=:60", "error_rate:avg:<=:0.01"].map(Sla::parse);
+    let mut config = SearchConfig::new(slas.into_iter().collect::<Result<_, _>>()?);
     (config.concurrency_min, config.concurrency_max) = (1, 64);
     config.max_iterations = 6;
-    let report = Search::builder(Arc::new(transport))
+    Ok(Search::builder(Arc::new(model()))
         .workload(kneepoint::synthetic(32, 8, 3)?)
         .config(config)
         .request_count(64)
         .artifacts(dir)
         .build()?
         .run(&CancelToken::new())
-        .await?;
-    Ok(report)
+        .await?)
 }
 
 #[tokio::main]

@@ -41,7 +41,8 @@
 //! # Features
 //! - `openai` (default): the OpenAI-compatible client (the `transport` module).
 //! - `builtin-tokenizer` (default): the offline o200k_base tokenizer, and [`synthetic`].
-//! - `report` (default): plots and `report.html` in every artifact folder, and [`report`].
+//! - `report` (default): plots and `report.html` in every artifact folder (the [`report`]
+//!   module, which reads, re-summarises and compares saved folders, is there either way).
 //! - `sagemaker`: the SageMaker runtime client (`transport::sagemaker`).
 //! - `sim`: the built-in simulated inference server (the `sim` module) and, with `openai`,
 //!   `LocalSim`, the simulator on a loopback port with a client pointed at it.

@@ -11,9 +11,10 @@ use kneepoint_transport::{OpenAiConfig, OpenAiTransport};
 
 use crate::Error;
 
-/// A simulator serving on `127.0.0.1` and a client for it. The simulator counts prompt tokens
-/// with the workload's default tokenizer, so the usage it reports agrees with the prompts
-/// kneepoint builds.
+/// A simulator serving on `127.0.0.1` and a client for it, set up as the CLI sets up its own:
+/// the client tells the simulator each prompt's length (the simulator does not tokenise it
+/// again on the CPU the client needs), and reaches it without any proxy from the
+/// environment.
 ///
 /// ```
 /// use kneepoint::prelude::*;
@@ -43,7 +44,13 @@ impl LocalSim {
     pub async fn start(profile: SimProfile) -> Result<LocalSim, Error> {
         let model = profile.model.clone();
         let server = SimServer::start(profile, SocketAddr::from(([127, 0, 0, 1], 0))).await?;
-        let transport = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), model))?;
+        let mut config = OpenAiConfig::new(server.base_url(), model);
+        // As the CLI does for its own simulator: no proxy from the environment on loopback,
+        // and the prompt's length told to the server instead of tokenised again on the CPU
+        // the client needs.
+        config.connect.proxy = kneepoint_transport::ProxySetting::Off;
+        config.send_input_token_hint = true;
+        let transport = OpenAiTransport::new(config)?;
         Ok(LocalSim {
             server,
             transport: Arc::new(transport),

@@ -1,7 +1,7 @@
 //! The examples run here, so `cargo test` keeps them working, checks what they claim, and
 //! holds them to the size the README promises: a downstream crate that depends only on
 //! `kneepoint` sweeps its own transport, or embeds the search, in at most 30 lines besides the
-//! transport.
+//! transport (its imports, the builder, the run and a `main` that prints the answer).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]

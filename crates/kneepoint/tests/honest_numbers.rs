@@ -58,8 +58,14 @@ async fn a_server_counting_prompts_with_another_tokenizer_is_flagged() -> anyhow
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_simulator_counts_with_the_workload_tokenizer_by_default() -> anyhow::Result<()> {
-    let sim = LocalSim::start(SimProfile::fast()).await?;
-    let report = sweep(sim.transport(), 256).await?;
+    // A client that does not tell the server the prompt's length (as at any --url): the
+    // simulator tokenises the prompt itself, with kneepoint's default tokenizer.
+    let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let profile = SimProfile::fast();
+    let model = profile.model.clone();
+    let server = SimServer::start(profile, addr).await?;
+    let transport = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), model))?;
+    let report = sweep(Arc::new(transport), 256).await?;
     for s in &report.summaries {
         assert_eq!(s.stat("input_sequence_length", "avg"), Some(256.0));
         assert!(
@@ -69,7 +75,7 @@ async fn the_simulator_counts_with_the_workload_tokenizer_by_default() -> anyhow
         );
     }
     // The server's own count, per request, is the client's.
-    let truth = sim.server().truth();
+    let truth = server.truth();
     assert!(!truth.is_empty());
     assert!(
         truth.iter().all(|t| t.prompt_tokens == 256),
@@ -126,15 +132,70 @@ async fn a_search_takes_its_request_count_from_one_place() -> anyhow::Result<()>
     settings.request_count = 50;
     let e = Search::builder(transport)
         .workload(kneepoint::synthetic(16, 4, 1)?)
-        .settings(settings)
+        .settings(settings.clone())
         .config(config())
         .artifacts(dir.path().join("b"))
         .build()
         .unwrap_err();
     assert!(e.to_string().contains("50 requests per level"), "{e}");
+    // Both the search's own count and the settings': refused unless they agree.
+    let (transport, _handle) = MockTransport::new(Model::instant(4));
+    let e = Search::builder(Arc::new(transport))
+        .workload(kneepoint::synthetic(16, 4, 1)?)
+        .settings(settings)
+        .config(config())
+        .request_count(7)
+        .artifacts(dir.path().join("c"))
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("set one of them"), "{e}");
     assert!(
         !dir.path().join("b").exists(),
         "nothing is created before the settings are valid"
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_sweep_honours_or_refuses_every_count_and_level_it_is_given() -> anyhow::Result<()> {
+    let (transport, _handle) = MockTransport::new(Model::instant(2));
+    let transport: Arc<dyn Transport> = Arc::new(transport);
+    let dir = tempfile::tempdir()?;
+    let plan = SweepPlan::uniform(&[1, 2], 5)?;
+    let builder = |name: &str| {
+        Sweep::builder(transport.clone())
+            .workload(kneepoint::synthetic(16, 2, 1).unwrap())
+            .artifacts(dir.path().join(name))
+    };
+    // A plan carries its levels and counts: other levels or a count beside it are refused.
+    let e = builder("a")
+        .plan(plan.clone())
+        .levels([8])
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("not both"), "{e}");
+    let e = builder("b")
+        .plan(plan.clone())
+        .request_count(9)
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("would be ignored"), "{e}");
+    // The builder's count wins over the settings', whichever comes first.
+    let mut settings = LevelSettings::default();
+    settings.request_count = 50;
+    let report = builder("c")
+        .request_count(6)
+        .settings(settings)
+        .levels([1])
+        .build()?
+        .run(&CancelToken::new())
+        .await?;
+    assert_eq!(report.sent, vec![6]);
+    let report = builder("d")
+        .plan(plan)
+        .build()?
+        .run(&CancelToken::new())
+        .await?;
+    assert_eq!(report.sent, vec![5, 5]);
     Ok(())
 }

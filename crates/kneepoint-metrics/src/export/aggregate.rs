@@ -2,6 +2,7 @@
 //! level's repeated runs, with mean, spread and confidence interval (AIPerf's multi-run
 //! layout).
 
+use kneepoint_core::folder;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -76,9 +77,9 @@ pub fn write_aggregate(dir: &Path, a: &RunAggregate, info: &AggregateInfo) -> Re
             what: "run aggregate",
             source,
         })?;
-    write_atomic(&dir.join("profile_export_aiperf_aggregate.json"), &bytes)?;
+    write_atomic(&dir.join(folder::AGGREGATE_JSON), &bytes)?;
     write_atomic(
-        &dir.join("profile_export_aiperf_aggregate.csv"),
+        &dir.join(folder::AGGREGATE_CSV),
         aggregate_csv(a).as_bytes(),
     )
 }

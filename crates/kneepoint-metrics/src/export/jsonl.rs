@@ -29,9 +29,9 @@ fn write_line(buf: &mut Vec<u8>, r: &RequestRecord) -> std::io::Result<()> {
 }
 
 /// The records file of a level.
-pub const RECORDS_FILE: &str = "profile_export.jsonl";
+pub const RECORDS_FILE: &str = kneepoint_core::folder::RECORDS;
 /// The compressed records file of a level.
-pub const RECORDS_FILE_ZSTD: &str = "profile_export.jsonl.zst";
+pub const RECORDS_FILE_ZSTD: &str = kneepoint_core::folder::RECORDS_ZSTD;
 /// Records between two flushes of a compressed records file.
 pub const ZSTD_FLUSH_EVERY: u32 = 256;
 
