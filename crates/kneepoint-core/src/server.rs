@@ -24,23 +24,6 @@ pub enum ConceptKind {
     Ratio,
 }
 
-impl ConceptKind {
-    /// The statistics a concept of this kind has.
-    pub fn stats(self) -> &'static [&'static str] {
-        match self {
-            ConceptKind::Gauge => &GAUGE_STATS,
-            ConceptKind::Counter => &["total", "rate"],
-            ConceptKind::Histogram => &["avg", "p50", "p90", "p95", "p99", "count"],
-            ConceptKind::Ratio => &["avg"],
-        }
-    }
-}
-
-/// The statistics of a gauge's samples.
-pub const GAUGE_STATS: [&str; 13] = [
-    "avg", "std", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99",
-];
-
 /// One common concept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Concept {

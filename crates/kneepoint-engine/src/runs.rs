@@ -235,6 +235,9 @@ pub fn pessimistic(
     use kneepoint_planner::Op;
     let mut m = pooled;
     for sla in slas {
+        let Some(key) = sla.key() else {
+            continue;
+        };
         let Some(s) = aggregate
             .metrics
             .get(&format!("{}_{}", sla.metric, sla.stat))
@@ -245,7 +248,7 @@ pub fn pessimistic(
             Op::Le | Op::Lt => s.ci_high,
             Op::Ge | Op::Gt => s.ci_low,
         };
-        m = m.with(&sla.metric, &sla.stat, bound.unwrap_or(s.mean));
+        m = m.with(key.metric(), key.stat(), bound.unwrap_or(s.mean));
     }
     m
 }
@@ -254,7 +257,7 @@ pub fn pessimistic(
 mod tests {
     use super::*;
     use kneepoint_metrics::RunStatistic;
-    use kneepoint_planner::{check_all, Measurement, Sla};
+    use kneepoint_planner::{check_all, Measurement, Metric, Sla, Stat};
 
     #[test]
     fn an_sla_met_by_the_mean_but_not_by_the_interval_fails() {
@@ -276,8 +279,8 @@ mod tests {
             RunStatistic::of(&[1000.0, 1001.0, 999.0], 0.95, "tokens/sec").unwrap(),
         );
         let pooled = Measurement::new(1000.0)
-            .with("time_to_first_token", "p95", 100.0)
-            .with("output_token_throughput", "avg", 1000.0);
+            .with(Metric::TimeToFirstToken, Stat::P95, 100.0)
+            .with(Metric::OutputTokenThroughput, Stat::Avg, 1000.0);
         assert!(check_all(&slas, &pooled).iter().all(|c| c.holds));
         let strict = pessimistic(pooled, &aggregate, &slas);
         let checks = check_all(&slas, &strict);

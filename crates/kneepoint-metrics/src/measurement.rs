@@ -2,33 +2,43 @@
 //! level-wide values (error rate, request and output token throughput) that are fields of
 //! [`LevelSummary`] rather than metrics.
 
+use kneepoint_core::{Metric, Stat};
 use kneepoint_planner::Measurement;
 
-use crate::{LevelSummary, PERCENTILES};
+use crate::LevelSummary;
 
 impl From<&LevelSummary> for Measurement {
     fn from(s: &LevelSummary) -> Self {
         let mut m = Measurement::new(s.output_token_throughput);
         for (name, ms) in &s.metrics {
-            for stat in ["avg", "std", "min", "max"]
-                .into_iter()
-                .chain(PERCENTILES.iter().map(|(label, _)| *label))
-            {
-                if let Some(v) = ms.stats.get(stat) {
-                    m = m.with(name, stat, v);
+            let Ok(metric) = name.parse::<Metric>() else {
+                continue;
+            };
+            for stat in Stat::DISTRIBUTION {
+                if let Some(v) = ms.stats.get(stat.label()) {
+                    m = m.with(metric, stat, v);
                 }
             }
         }
         if let Some(server) = &s.server {
             for (concept, stats) in &server.concepts {
+                let Ok(metric) = concept.parse::<Metric>() else {
+                    continue;
+                };
                 for (stat, v) in stats {
-                    m = m.with(concept, stat, *v);
+                    if let Ok(stat) = stat.parse::<Stat>() {
+                        m = m.with(metric, stat, *v);
+                    }
                 }
             }
         }
-        m.with("error_rate", "avg", s.error_rate)
-            .with("request_throughput", "avg", s.request_throughput)
-            .with("output_token_throughput", "avg", s.output_token_throughput)
+        m.with(Metric::ErrorRate, Stat::Avg, s.error_rate)
+            .with(Metric::RequestThroughput, Stat::Avg, s.request_throughput)
+            .with(
+                Metric::OutputTokenThroughput,
+                Stat::Avg,
+                s.output_token_throughput,
+            )
     }
 }
 
@@ -36,6 +46,7 @@ impl From<&LevelSummary> for Measurement {
 mod tests {
     use super::*;
     use crate::summary::RECORD_METRICS;
+    use crate::PERCENTILES;
     use kneepoint_planner::{check_all, Sla, LEVEL_METRICS, REQUEST_METRICS, STATS};
 
     #[test]

@@ -6,18 +6,20 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The percentiles reported for every distribution, as fractions.
-pub const PERCENTILES: [(&str, f64); 9] = [
-    ("p1", 0.01),
-    ("p5", 0.05),
-    ("p10", 0.10),
-    ("p25", 0.25),
-    ("p50", 0.50),
-    ("p75", 0.75),
-    ("p90", 0.90),
-    ("p95", 0.95),
-    ("p99", 0.99),
-];
+/// The percentiles reported for every distribution, as fractions (from
+/// [`kneepoint_core::Percentile::ALL`]).
+pub const PERCENTILES: [(&str, f64); 9] = percentiles();
+
+const fn percentiles() -> [(&'static str, f64); 9] {
+    let mut out = [("", 0.0); 9];
+    let mut i = 0;
+    while i < out.len() {
+        let p = kneepoint_core::Percentile::ALL[i];
+        out[i] = (p.label(), p.fraction());
+        i += 1;
+    }
+    out
+}
 
 /// Summary statistics of one metric over a level's successful requests.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -46,40 +46,20 @@ pub struct MetricSummary {
     pub stats: Stats,
 }
 
-/// The per-request metrics summarised, with their AIPerf names and units, in report order.
-pub const RECORD_METRICS: [(&str, &str, &str); 15] = [
-    ("time_to_first_token", "Time To First Token", "ms"),
-    (
-        "time_to_first_output_token",
-        "Time To First Output Token",
-        "ms",
-    ),
-    ("time_to_second_token", "Time To Second Token", "ms"),
-    ("request_latency", "Request Latency", "ms"),
-    ("stream_end_latency", "Stream End Latency", "ms"),
-    ("inter_token_latency", "Inter Token Latency", "ms"),
-    ("inter_chunk_latency", "Inter Chunk Latency", "ms"),
-    (
-        "output_token_throughput_per_user",
-        "Output Token Throughput Per User",
-        "tokens/sec/user",
-    ),
-    ("output_sequence_length", "Output Sequence Length", "tokens"),
-    ("reasoning_token_count", "Reasoning Token Count", "tokens"),
-    ("output_token_count", "Output Token Count", "tokens"),
-    ("input_sequence_length", "Input Sequence Length", "tokens"),
-    (
-        "time_to_first_token_from_schedule",
-        "Time To First Token From Intended Start",
-        "ms",
-    ),
-    (
-        "request_latency_from_schedule",
-        "Request Latency From Intended Start",
-        "ms",
-    ),
-    ("schedule_lag", "Schedule Lag", "ms"),
-];
+/// The per-request metrics summarised, with their AIPerf names and units, in report order
+/// (from [`kneepoint_core::Metric::PER_REQUEST`]).
+pub const RECORD_METRICS: [(&str, &str, &str); 15] = record_metrics();
+
+const fn record_metrics() -> [(&'static str, &'static str, &'static str); 15] {
+    let mut out = [("", "", ""); 15];
+    let mut i = 0;
+    while i < out.len() {
+        let m = kneepoint_core::Metric::PER_REQUEST[i];
+        out[i] = (m.name(), m.label(), m.client_unit());
+        i += 1;
+    }
+    out
+}
 
 /// p99 schedule lag above which an open-loop level is flagged: the client (or its in-flight
 /// cap) could not send on time.

@@ -180,7 +180,7 @@ fn baseline_levels(search: &SearchPlanner, answer: Option<u32>) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Measurement, SearchConfig, Sla};
+    use crate::{Measurement, Metric, SearchConfig, Sla, Stat};
 
     #[test]
     fn the_baseline_replays_doubling_and_bisection_on_the_same_boundary() {
@@ -192,7 +192,7 @@ mod tests {
             let ms = 100.0 * f64::from(p.concurrency) + 17_000.0;
             s.observe(
                 p.concurrency,
-                &Measurement::new(1.0).with("request_latency", "p99", ms),
+                &Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, ms),
             )
             .unwrap();
             // two runs per level; a closed loop: requests / (concurrency / latency)
@@ -245,7 +245,7 @@ mod tests {
         cfg.max_iterations = 2;
         let mut s = SearchPlanner::new(cfg).unwrap();
         while let Some(p) = s.next_probe() {
-            let m = Measurement::new(1.0).with("request_latency", "p99", 1_000.0);
+            let m = Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, 1_000.0);
             s.observe(p.concurrency, &m).unwrap();
         }
         assert_eq!(s.outcome().stop_reason, Some(StopReason::MaxIterations));

@@ -3,14 +3,16 @@
 //! AIPerf's aggregate files and of `converge_on`, is read too and written by
 //! [`StatKey::underscored`].
 
-use crate::sla::{LEVEL_METRICS, REQUEST_METRICS, STATS};
+use kneepoint_core::{Metric, Stat};
+
+use crate::sla::{Sla, LEVEL_METRICS, REQUEST_METRICS, STATS};
 use crate::Error;
 
 /// A metric and one of its statistics, both checked against the names levels measure.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StatKey {
-    metric: String,
-    stat: String,
+    metric: Metric,
+    stat: Stat,
 }
 
 impl StatKey {
@@ -19,24 +21,21 @@ impl StatKey {
     pub fn parse(key: &str) -> Result<Self, Error> {
         let key = key.trim();
         let (metric, stat) = match key.split_once(':') {
-            Some((m, s)) => (m.to_owned(), s.to_owned()),
-            None => match key.rsplit_once('_') {
-                Some((m, s)) => (m.to_owned(), s.to_owned()),
-                None => (key.to_owned(), String::new()),
-            },
+            Some((m, s)) => (m, s),
+            None => key.rsplit_once('_').unwrap_or((key, "")),
         };
-        crate::sla::validate(key, &metric, &stat)?;
+        let (metric, stat) = crate::sla::validate(key, metric, stat)?;
         Ok(StatKey { metric, stat })
     }
 
-    /// The metric (`time_to_first_token`).
-    pub fn metric(&self) -> &str {
-        &self.metric
+    /// The metric (`Metric::TimeToFirstToken`; its `name()` is `time_to_first_token`).
+    pub fn metric(&self) -> Metric {
+        self.metric
     }
 
-    /// The statistic (`p99`, `avg`).
-    pub fn stat(&self) -> &str {
-        &self.stat
+    /// The statistic (`Stat::Avg`, a percentile; its `label()` is `avg`, `p99`).
+    pub fn stat(&self) -> Stat {
+        self.stat
     }
 
     /// `metric_stat`, as AIPerf's aggregate files and `converge_on` name it.
@@ -68,6 +67,14 @@ impl std::str::FromStr for StatKey {
     }
 }
 
+impl Sla {
+    /// The metric and statistic, typed (`None` only for a hand-edited SLA whose names no level
+    /// measures: [`Sla::parse`] and the constructors refuse those).
+    pub fn key(&self) -> Option<crate::StatKey> {
+        crate::StatKey::parse(&format!("{}:{}", self.metric, self.stat)).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,10 +86,8 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a.to_string(), "time_to_first_token:p99");
         assert_eq!(a.underscored(), "time_to_first_token_p99");
-        assert_eq!(
-            StatKey::parse("error_rate_avg").unwrap().metric(),
-            "error_rate"
-        );
+        let k = StatKey::parse("error_rate_avg").unwrap();
+        assert_eq!((k.metric(), k.stat()), (Metric::ErrorRate, Stat::Avg));
         let e = StatKey::parse("time_to_frist_token_p99")
             .unwrap_err()
             .to_string();

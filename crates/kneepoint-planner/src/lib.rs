@@ -4,13 +4,13 @@
 //!
 //! # Example: a search driven by a scripted curve
 //! ```
-//! use kneepoint_planner::{Measurement, SearchPlanner, SearchConfig, Sla};
+//! use kneepoint_planner::{Measurement, Metric, SearchConfig, SearchPlanner, Sla, Stat};
 //!
 //! let mut search = SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()])).unwrap();
 //! while let Some(probe) = search.next_probe() {
 //!     // p99 latency that crosses 50 s at 330 concurrent requests
 //!     let p99_ms = 100.0 * f64::from(probe.concurrency) + 17_000.0;
-//!     let m = Measurement::new(0.0).with("request_latency", "p99", p99_ms);
+//!     let m = Measurement::new(0.0).with(Metric::RequestLatency, Stat::P99, p99_ms);
 //!     search.observe(probe.concurrency, &m).unwrap();
 //! }
 //! let outcome = search.outcome();
@@ -53,6 +53,7 @@ pub use explain::{explain_knee, KneeCause, KneeExplanation, HELD_SHARE, KV_FULL}
 pub use fleet::{fleet_size, FleetPlan, InstanceCapacity, PeakTraffic};
 pub use key::StatKey;
 pub use knee::{find_knee, KneeEstimate, KneeRule, LevelPoint, Step};
+pub use kneepoint_core::{Metric, Percentile, Stat};
 pub use recommend::{
     latency_at, recommend, Candidate, CurvePoint, Objective, OperatingPoint, PeakPlan,
     Recommendation, HOURS_PER_MONTH,

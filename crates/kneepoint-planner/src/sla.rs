@@ -4,6 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use kneepoint_core::metric::{labels, names};
+use kneepoint_core::{Metric, Stat, UnknownMetric, UnknownStat};
+
 use crate::Error;
 
 /// How a measured value is compared with a threshold.
@@ -42,122 +45,56 @@ impl Op {
 }
 
 /// Per-request metrics an SLA can name (their distribution statistics are measured), in the
-/// names of `profile_export_aiperf.json`.
-pub const REQUEST_METRICS: [&str; 15] = [
-    "time_to_first_token",
-    "time_to_first_output_token",
-    "time_to_second_token",
-    "request_latency",
-    "stream_end_latency",
-    "inter_token_latency",
-    "inter_chunk_latency",
-    "output_token_throughput_per_user",
-    "output_sequence_length",
-    "reasoning_token_count",
-    "output_token_count",
-    "input_sequence_length",
-    "time_to_first_token_from_schedule",
-    "request_latency_from_schedule",
-    "schedule_lag",
-];
+/// names of `profile_export_aiperf.json` (from [`Metric::PER_REQUEST`]).
+pub const REQUEST_METRICS: [&str; 15] = names(Metric::PER_REQUEST);
 
-/// Level-wide metrics an SLA can name: one value per level, read as `avg`.
-pub const LEVEL_METRICS: [&str; 3] = [
-    "error_rate",
-    "request_throughput",
-    "output_token_throughput",
-];
+/// Level-wide metrics an SLA can name: one value per level, read as `avg` (from
+/// [`Metric::PER_LEVEL`]).
+pub const LEVEL_METRICS: [&str; 3] = names(Metric::PER_LEVEL);
 
-/// The statistics measured for every per-request metric.
-pub const STATS: [&str; 13] = [
-    "avg", "std", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99",
-];
+/// The statistics measured for every per-request metric (from [`Stat::DISTRIBUTION`]).
+pub const STATS: [&str; 13] = labels(Stat::DISTRIBUTION);
 
 /// Rejects a metric or statistic that no level measures: such an SLA could only ever count as
 /// breached. The message lists the valid names (and the closest one).
-pub(crate) fn validate(sla: &str, metric: &str, stat: &str) -> Result<(), Error> {
+pub(crate) fn validate(sla: &str, metric: &str, stat: &str) -> Result<(Metric, Stat), Error> {
     let bad = |reason: String| Error::InvalidSla {
         sla: sla.to_owned(),
         reason,
     };
-    if let Some(c) = kneepoint_core::server::concept_named(metric) {
-        let stats = c.kind.stats();
-        if !stats.contains(&stat) {
-            return Err(bad(format!(
-                "{metric} (scraped from the server) has the statistics {}, not {stat:?}",
-                stats.join(", ")
-            )));
-        }
-        return Ok(());
+    let m: Metric = metric
+        .parse()
+        .map_err(|e: UnknownMetric| bad(e.to_string()))?;
+    let parsed: Result<Stat, UnknownStat> = stat.parse();
+    if parsed.is_err() && (m.per_level() || matches!(m, Metric::Server(_))) {
+        // A name outside the general list, for a metric with statistics of its own: say those.
+        return Err(bad(wrong_stat(m, metric, stat)));
     }
-    if LEVEL_METRICS.contains(&metric) {
-        if stat != "avg" {
-            return Err(bad(format!(
-                "{metric} is one value per level: its statistic is avg, not {stat:?}"
-            )));
-        }
-        return Ok(());
+    let s = parsed.map_err(|e| bad(e.to_string()))?;
+    if !m.stats().contains(&s) {
+        return Err(bad(wrong_stat(m, metric, stat)));
     }
-    if !REQUEST_METRICS.contains(&metric) {
-        let server = kneepoint_core::CONCEPTS.iter().map(|c| &c.name);
-        let all = REQUEST_METRICS
-            .iter()
-            .chain(LEVEL_METRICS.iter())
-            .chain(server);
-        return Err(bad(format!(
-            "unknown metric {metric:?}{}; valid metrics: {}",
-            did_you_mean(metric, all.clone().copied()),
-            all.copied().collect::<Vec<_>>().join(", ")
-        )));
-    }
-    if !STATS.contains(&stat) {
-        let hint = if stat == "mean" || stat == "average" {
-            " (did you mean avg?)".to_owned()
-        } else {
-            did_you_mean(stat, STATS.iter().copied())
-        };
-        return Err(bad(format!(
-            "unknown statistic {stat:?}{hint}; valid statistics: {}",
-            STATS.join(", ")
-        )));
-    }
-    Ok(())
+    Ok((m, s))
 }
 
-/// ` (did you mean X?)` for the closest of `names` within two edits, else nothing.
-fn did_you_mean<'a>(word: &str, names: impl Iterator<Item = &'a str>) -> String {
-    names
-        .map(|n| (edit_distance(word, n), n))
-        .filter(|(d, _)| *d <= 2)
-        .min()
-        .map(|(_, n)| format!(" (did you mean {n}?)"))
-        .unwrap_or_default()
-}
-
-/// Levenshtein distance over chars (names are short; a crate for this would be overkill).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+/// Why `stat` is not one of `m`'s statistics.
+fn wrong_stat(m: Metric, metric: &str, stat: &str) -> String {
+    let valid = m
+        .stats()
+        .iter()
+        .map(|s| s.label())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match m {
+        Metric::Server(_) => {
+            format!("{metric} (scraped from the server) has the statistics {valid}, not {stat:?}")
         }
-        prev = cur;
+        _ if m.per_level() => {
+            format!("{metric} is one value per level: its statistic is avg, not {stat:?}")
+        }
+        _ => format!("{metric} has the statistics {valid}, not {stat:?}"),
     }
-    prev[b.len()]
 }
-
-/// Metrics that only exist for streamed responses.
-const STREAMING_ONLY: [&str; 6] = [
-    "time_to_first_token",
-    "time_to_first_output_token",
-    "time_to_second_token",
-    "inter_token_latency",
-    "inter_chunk_latency",
-    "output_token_throughput_per_user",
-];
 
 /// One SLA: `metric:stat op threshold`, e.g. `request_latency:p99 <= 50000`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -241,7 +178,9 @@ impl Sla {
 
     /// True when the metric only exists for streamed responses.
     pub fn requires_streaming(&self) -> bool {
-        STREAMING_ONLY.contains(&self.metric.as_str())
+        self.metric
+            .parse::<Metric>()
+            .is_ok_and(Metric::streaming_only)
     }
 
     /// The relative margin of `value`: ≥ 0 when the SLA holds (for strict ops, > 0), negative
@@ -300,13 +239,20 @@ impl Measurement {
         }
     }
 
-    /// Adds a value (builder style).
-    pub fn with(mut self, metric: &str, stat: &str, value: f64) -> Self {
+    /// Adds a value (builder style): `metric`'s `stat`, typed, so that no misspelt name can
+    /// slip in (a statistic the metric does not have is stored all the same, and no SLA
+    /// reads it).
+    pub fn with(mut self, metric: Metric, stat: Stat, value: f64) -> Self {
         self.values.insert(format!("{metric}:{stat}"), value);
         self
     }
 
     /// A value, if measured.
+    pub fn value(&self, metric: Metric, stat: Stat) -> Option<f64> {
+        self.values.get(&format!("{metric}:{stat}")).copied()
+    }
+
+    /// A value by its names (as an [`Sla`] holds them), if measured.
     pub fn get(&self, metric: &str, stat: &str) -> Option<f64> {
         self.values.get(&format!("{metric}:{stat}")).copied()
     }
@@ -436,13 +382,11 @@ mod tests {
         assert!(e.contains("its statistic is avg"), "{e}");
         assert!(Sla::parse("error_rate:avg:le:0.1").is_ok());
         assert!(Sla::parse("request_throughput:avg:ge:5").is_ok());
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "ab"), 2);
     }
 
     #[test]
     fn measurement_lookup() {
-        let m = Measurement::new(10.0).with("request_latency", "p99", 5.0);
+        let m = Measurement::new(10.0).with(Metric::RequestLatency, Stat::P99, 5.0);
         assert_eq!(m.get("request_latency", "p99"), Some(5.0));
         assert_eq!(m.get("request_latency", "p50"), None);
     }

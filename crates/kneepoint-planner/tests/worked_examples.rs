@@ -4,7 +4,9 @@
 //! boundary each curve implies, in fewer probes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use kneepoint_planner::{Confidence, Measurement, SearchConfig, SearchPlanner, Sla, StopReason};
+use kneepoint_planner::{
+    Confidence, Measurement, Metric, SearchConfig, SearchPlanner, Sla, Stat, StopReason,
+};
 
 /// Piecewise-linear interpolation through `pts` (clamped at the ends).
 fn interp(pts: &[(f64, f64)], c: f64) -> f64 {
@@ -63,8 +65,8 @@ fn boundary(slas: &[Sla]) -> u32 {
 fn measure(c: u32) -> Measurement {
     let c = f64::from(c);
     Measurement::new(interp(&THROUGHPUT, c))
-        .with("request_latency", "p99", e2e_p99(c))
-        .with("time_to_first_token", "p95", ttft_p95(c))
+        .with(Metric::RequestLatency, Stat::P99, e2e_p99(c))
+        .with(Metric::TimeToFirstToken, Stat::P95, ttft_p95(c))
 }
 
 fn run(slas: Vec<Sla>) -> (SearchPlanner, Vec<u32>) {
@@ -142,7 +144,10 @@ fn a_close_call_is_repeated_and_a_contradiction_is_read_conservatively() {
         };
         seen.push(c);
         search
-            .observe(c, &Measurement::new(1.0).with("request_latency", "p99", v))
+            .observe(
+                c,
+                &Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, v),
+            )
             .unwrap();
     }
     let o = search.outcome();
@@ -164,7 +169,7 @@ fn infeasible_at_min_and_feasible_at_max() {
     let p = s.next_probe().unwrap();
     s.observe(
         p.concurrency,
-        &Measurement::new(1.0).with("request_latency", "p99", 5.0),
+        &Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, 5.0),
     )
     .unwrap();
     assert!(s.next_probe().is_none());
@@ -181,7 +186,7 @@ fn infeasible_at_min_and_feasible_at_max() {
         probes.push(p.concurrency);
         s.observe(
             p.concurrency,
-            &Measurement::new(1.0).with("request_latency", "p99", 5.0),
+            &Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, 5.0),
         )
         .unwrap();
     }
@@ -201,7 +206,7 @@ fn missing_metrics_count_as_breaches_and_budget_is_respected() {
         n += 1;
         // every request failed above 40: no latency measured
         let m = if p.concurrency <= 40 {
-            Measurement::new(1.0).with("request_latency", "p99", 10.0)
+            Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, 10.0)
         } else {
             Measurement::new(0.0)
         };
@@ -243,8 +248,8 @@ fn tables_the_models_do_not_fit_still_land_within_5_percent() {
     let measure = |c: u32| {
         let c = f64::from(c);
         Measurement::new(interp(&THROUGHPUT, c))
-            .with("request_latency", "p99", interp(&E2E_P99, c))
-            .with("time_to_first_token", "p95", interp(&TTFT_P95, c))
+            .with(Metric::RequestLatency, Stat::P99, interp(&E2E_P99, c))
+            .with(Metric::TimeToFirstToken, Stat::P95, interp(&TTFT_P95, c))
     };
     for slas in [
         vec![Sla::e2e_ms(50_000.0).unwrap()],

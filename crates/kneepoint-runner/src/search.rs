@@ -41,8 +41,8 @@ mod tests {
             |p: Probe| async move {
                 let latency = f64::from(p.concurrency) * 10.0; // crosses 1000 ms at 100
                 Ok::<_, kneepoint_planner::Error>(Measurement::new(1.0).with(
-                    "request_latency",
-                    "p99",
+                    kneepoint_planner::Metric::RequestLatency,
+                    kneepoint_planner::Stat::P99,
                     latency,
                 ))
             },

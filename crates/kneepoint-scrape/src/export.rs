@@ -81,7 +81,7 @@ fn per_series(parts: &[Part]) -> PerSeries {
         let Some(st) = Stats::of(&values) else {
             continue;
         };
-        let stats = kneepoint_core::server::GAUGE_STATS
+        let stats = kneepoint_core::metric::GAUGE_STATS
             .iter()
             .filter_map(|k| st.get(k).map(|v| ((*k).to_owned(), v)))
             .collect();
@@ -286,7 +286,7 @@ fn csv_of(all: &PerSeries) -> String {
     let sections: [(&str, Vec<String>); 3] = [
         (
             "gauge",
-            kneepoint_core::server::GAUGE_STATS
+            kneepoint_core::metric::GAUGE_STATS
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),

@@ -2,7 +2,7 @@
 //! client would measure): the source documents' recipe, with and without a TTFT SLA.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use kneepoint_planner::{Measurement, SearchConfig, SearchPlanner, Sla};
+use kneepoint_planner::{Measurement, Metric, SearchConfig, SearchPlanner, Sla, Stat};
 use kneepoint_sim::{predict_closed_loop, SeqSpec, SimProfile};
 
 fn p(v: &[f64], q: f64) -> f64 {
@@ -24,8 +24,8 @@ fn search(slas: Vec<Sla>) -> (Option<u32>, Vec<u32>) {
     while let Some(probe) = s.next_probe() {
         let r = predict_closed_loop(&profile, probe.concurrency, probe.request_count, spec);
         let m = Measurement::new(r.output_tokens_per_s)
-            .with("request_latency", "p99", p(&r.latency_ms, 0.99))
-            .with("time_to_first_token", "p95", p(&r.ttft_ms, 0.95));
+            .with(Metric::RequestLatency, Stat::P99, p(&r.latency_ms, 0.99))
+            .with(Metric::TimeToFirstToken, Stat::P95, p(&r.ttft_ms, 0.95));
         s.observe(probe.concurrency, &m).unwrap();
         probes.push(probe.concurrency);
     }

@@ -1,7 +1,7 @@
 //! Unit tests of the parent module.
 
 use super::*;
-use crate::Sla;
+use crate::{Metric, Sla, Stat};
 
 #[test]
 fn roundest() {
@@ -48,7 +48,8 @@ fn validation() {
 #[test]
 fn levels_another_search_chose_replay_into_the_same_bracket() {
     let cfg = SearchConfig::new(vec![Sla::e2e_ms(1000.0).unwrap()]);
-    let m = |c: u32| Measurement::new(1.0).with("request_latency", "p99", 3.0 * f64::from(c));
+    let m =
+        |c: u32| Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, 3.0 * f64::from(c));
     let mut s = SearchPlanner::new(cfg).unwrap();
     // doubling + bisection's levels, not the ones this search would choose
     for (i, c) in [16, 32, 64, 128, 256, 512, 384, 320, 352, 336, 328]

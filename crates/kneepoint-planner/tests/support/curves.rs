@@ -20,7 +20,7 @@
 //! concurrency below the first failing one (the conservative reading of a non-monotone curve).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use kneepoint_planner::{Measurement, SearchConfig, SearchPlanner, Sla};
+use kneepoint_planner::{Measurement, Metric, SearchConfig, SearchPlanner, Sla, Stat};
 
 /// Target boundaries (×√2 apart, and two beyond `concurrency_max`).
 pub const TARGETS: [f64; 18] = [
@@ -218,9 +218,9 @@ pub fn measure(case: &Case, c: u32, noise: Option<&mut Noise>) -> Measurement {
         r.error_rate = (r.error_rate * (1.0 + sigma * rng.normal())).clamp(0.0, 1.0);
     }
     Measurement::new(r.throughput)
-        .with("request_latency", "p99", r.e2e)
-        .with("time_to_first_token", "p95", r.ttft)
-        .with("error_rate", "avg", r.error_rate)
+        .with(Metric::RequestLatency, Stat::P99, r.e2e)
+        .with(Metric::TimeToFirstToken, Stat::P95, r.ttft)
+        .with(Metric::ErrorRate, Stat::Avg, r.error_rate)
 }
 
 /// The highest concurrency in [1, max] below the first one that fails an SLA (`max` when none

@@ -1,0 +1,564 @@
+//! The identity of every measured quantity: [`Metric`] (what is measured) and [`Stat`] (which
+//! statistic of it), the one table of their names, labels and units. The per-request metrics'
+//! names are AIPerf's (`profile_export_aiperf.json`); the server's are the concepts of
+//! [`crate::server`]. Strings are parsed once, at the edge ([`std::str::FromStr`], with the
+//! closest valid name in the error); the planner, the metrics and the reports share these
+//! tables instead of keeping their own lists.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A measured quantity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Metric {
+    /// Time to the first generated token (reasoning included), ms.
+    TimeToFirstToken,
+    /// Time to the first answer token (after any reasoning), ms.
+    TimeToFirstOutputToken,
+    /// Time from the first token to the second, ms.
+    TimeToSecondToken,
+    /// End-to-end request latency, ms.
+    RequestLatency,
+    /// Until the response stream closed, ms.
+    StreamEndLatency,
+    /// Mean gap between tokens after the first, per request, ms.
+    InterTokenLatency,
+    /// Every gap between chunks, ms.
+    InterChunkLatency,
+    /// Tokens per second one user sees.
+    OutputTokenThroughputPerUser,
+    /// Generated tokens (reasoning included).
+    OutputSequenceLength,
+    /// Generated reasoning tokens.
+    ReasoningTokenCount,
+    /// Generated answer tokens.
+    OutputTokenCount,
+    /// Prompt tokens.
+    InputSequenceLength,
+    /// Time to the first token from the request's intended start (open loop), ms.
+    TimeToFirstTokenFromSchedule,
+    /// Request latency from its intended start (open loop), ms.
+    RequestLatencyFromSchedule,
+    /// How late a request started against its schedule (open loop), ms.
+    ScheduleLag,
+    /// Failed requests over recorded ones, per level.
+    ErrorRate,
+    /// Successful requests per second, per level.
+    RequestThroughput,
+    /// Output tokens per second, per level.
+    OutputTokenThroughput,
+    /// A quantity the server publishes (one of [`crate::CONCEPTS`], by name).
+    Server(&'static str),
+}
+
+impl Metric {
+    /// The per-request metrics, summarised over each level's requests, in report order.
+    pub const PER_REQUEST: [Metric; 15] = [
+        Metric::TimeToFirstToken,
+        Metric::TimeToFirstOutputToken,
+        Metric::TimeToSecondToken,
+        Metric::RequestLatency,
+        Metric::StreamEndLatency,
+        Metric::InterTokenLatency,
+        Metric::InterChunkLatency,
+        Metric::OutputTokenThroughputPerUser,
+        Metric::OutputSequenceLength,
+        Metric::ReasoningTokenCount,
+        Metric::OutputTokenCount,
+        Metric::InputSequenceLength,
+        Metric::TimeToFirstTokenFromSchedule,
+        Metric::RequestLatencyFromSchedule,
+        Metric::ScheduleLag,
+    ];
+
+    /// The level-wide metrics: one value per level, read as [`Stat::Avg`].
+    pub const PER_LEVEL: [Metric; 3] = [
+        Metric::ErrorRate,
+        Metric::RequestThroughput,
+        Metric::OutputTokenThroughput,
+    ];
+
+    /// The name in files, SLAs and flags (`time_to_first_token`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Metric::TimeToFirstToken => "time_to_first_token",
+            Metric::TimeToFirstOutputToken => "time_to_first_output_token",
+            Metric::TimeToSecondToken => "time_to_second_token",
+            Metric::RequestLatency => "request_latency",
+            Metric::StreamEndLatency => "stream_end_latency",
+            Metric::InterTokenLatency => "inter_token_latency",
+            Metric::InterChunkLatency => "inter_chunk_latency",
+            Metric::OutputTokenThroughputPerUser => "output_token_throughput_per_user",
+            Metric::OutputSequenceLength => "output_sequence_length",
+            Metric::ReasoningTokenCount => "reasoning_token_count",
+            Metric::OutputTokenCount => "output_token_count",
+            Metric::InputSequenceLength => "input_sequence_length",
+            Metric::TimeToFirstTokenFromSchedule => "time_to_first_token_from_schedule",
+            Metric::RequestLatencyFromSchedule => "request_latency_from_schedule",
+            Metric::ScheduleLag => "schedule_lag",
+            Metric::ErrorRate => "error_rate",
+            Metric::RequestThroughput => "request_throughput",
+            Metric::OutputTokenThroughput => "output_token_throughput",
+            Metric::Server(name) => name,
+        }
+    }
+
+    /// The header AIPerf's exports give it (`Time To First Token`); a server quantity's name.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Metric::TimeToFirstToken => "Time To First Token",
+            Metric::TimeToFirstOutputToken => "Time To First Output Token",
+            Metric::TimeToSecondToken => "Time To Second Token",
+            Metric::RequestLatency => "Request Latency",
+            Metric::StreamEndLatency => "Stream End Latency",
+            Metric::InterTokenLatency => "Inter Token Latency",
+            Metric::InterChunkLatency => "Inter Chunk Latency",
+            Metric::OutputTokenThroughputPerUser => "Output Token Throughput Per User",
+            Metric::OutputSequenceLength => "Output Sequence Length",
+            Metric::ReasoningTokenCount => "Reasoning Token Count",
+            Metric::OutputTokenCount => "Output Token Count",
+            Metric::InputSequenceLength => "Input Sequence Length",
+            Metric::TimeToFirstTokenFromSchedule => "Time To First Token From Intended Start",
+            Metric::RequestLatencyFromSchedule => "Request Latency From Intended Start",
+            Metric::ScheduleLag => "Schedule Lag",
+            Metric::ErrorRate => "Error Rate",
+            Metric::RequestThroughput => "Request Throughput",
+            Metric::OutputTokenThroughput => "Output Token Throughput",
+            Metric::Server(name) => name,
+        }
+    }
+
+    /// Its unit (a server quantity's from its concept).
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Server(name) => crate::server::concept_named(name).map_or("", |c| c.unit),
+            m => m.client_unit(),
+        }
+    }
+
+    /// The unit of a client-side metric (`""` for a server quantity: see [`Metric::unit`]).
+    pub const fn client_unit(self) -> &'static str {
+        match self {
+            Metric::OutputTokenThroughputPerUser => "tokens/sec/user",
+            Metric::OutputSequenceLength
+            | Metric::ReasoningTokenCount
+            | Metric::OutputTokenCount
+            | Metric::InputSequenceLength => "tokens",
+            Metric::ErrorRate => "ratio",
+            Metric::RequestThroughput => "requests/sec",
+            Metric::OutputTokenThroughput => "tokens/sec",
+            Metric::Server(_) => "",
+            _ => "ms",
+        }
+    }
+
+    /// Whether it exists only for streamed responses (token timing).
+    pub const fn streaming_only(self) -> bool {
+        matches!(
+            self,
+            Metric::TimeToFirstToken
+                | Metric::TimeToFirstOutputToken
+                | Metric::TimeToSecondToken
+                | Metric::InterTokenLatency
+                | Metric::InterChunkLatency
+                | Metric::OutputTokenThroughputPerUser
+        )
+    }
+
+    /// Whether it is one value per level ([`Metric::PER_LEVEL`]).
+    pub const fn per_level(self) -> bool {
+        matches!(
+            self,
+            Metric::ErrorRate | Metric::RequestThroughput | Metric::OutputTokenThroughput
+        )
+    }
+
+    /// The statistics a level reports of it: the distribution for a per-request metric,
+    /// `avg` for a level-wide one, the concept's own for a server quantity.
+    pub fn stats(self) -> &'static [Stat] {
+        match self {
+            Metric::Server(name) => match crate::server::concept_named(name) {
+                Some(c) => c.kind.typed_stats(),
+                None => &[],
+            },
+            m if m.per_level() => &[Stat::Avg],
+            _ => &Stat::DISTRIBUTION,
+        }
+    }
+
+    /// Every name a metric may have: the per-request, level-wide and server ones.
+    pub fn names() -> impl Iterator<Item = &'static str> + Clone {
+        Metric::PER_REQUEST
+            .iter()
+            .chain(Metric::PER_LEVEL.iter())
+            .map(|m| m.name())
+            .chain(crate::CONCEPTS.iter().map(|c| c.name))
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Metric {
+    type Err = UnknownMetric;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(m) = Metric::PER_REQUEST
+            .iter()
+            .chain(Metric::PER_LEVEL.iter())
+            .find(|m| m.name() == s)
+        {
+            return Ok(*m);
+        }
+        match crate::server::concept_named(s) {
+            Some(c) => Ok(Metric::Server(c.name)),
+            None => Err(UnknownMetric {
+                got: s.to_owned(),
+                closest: closest(s, Metric::names()),
+            }),
+        }
+    }
+}
+
+/// A name that is no metric kneepoint measures.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown metric {got:?}{}; valid metrics: {}", hint(*closest), Metric::names().collect::<Vec<_>>().join(", "))]
+pub struct UnknownMetric {
+    /// The name given.
+    pub got: String,
+    /// The closest valid name (within two edits), if any.
+    pub closest: Option<&'static str>,
+}
+
+/// A percentile a level reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Percentile {
+    /// 1st.
+    P1,
+    /// 5th.
+    P5,
+    /// 10th.
+    P10,
+    /// 25th.
+    P25,
+    /// 50th (the median).
+    P50,
+    /// 75th.
+    P75,
+    /// 90th.
+    P90,
+    /// 95th.
+    P95,
+    /// 99th.
+    P99,
+}
+
+impl Percentile {
+    /// Every percentile reported, ascending.
+    pub const ALL: [Percentile; 9] = [
+        Percentile::P1,
+        Percentile::P5,
+        Percentile::P10,
+        Percentile::P25,
+        Percentile::P50,
+        Percentile::P75,
+        Percentile::P90,
+        Percentile::P95,
+        Percentile::P99,
+    ];
+
+    /// The quantile, in `0..1` (`0.99` for the 99th).
+    pub const fn fraction(self) -> f64 {
+        match self {
+            Percentile::P1 => 0.01,
+            Percentile::P5 => 0.05,
+            Percentile::P10 => 0.10,
+            Percentile::P25 => 0.25,
+            Percentile::P50 => 0.50,
+            Percentile::P75 => 0.75,
+            Percentile::P90 => 0.90,
+            Percentile::P95 => 0.95,
+            Percentile::P99 => 0.99,
+        }
+    }
+
+    /// Its label in files and SLAs (`p99`).
+    pub const fn label(self) -> &'static str {
+        match self {
+            Percentile::P1 => "p1",
+            Percentile::P5 => "p5",
+            Percentile::P10 => "p10",
+            Percentile::P25 => "p25",
+            Percentile::P50 => "p50",
+            Percentile::P75 => "p75",
+            Percentile::P90 => "p90",
+            Percentile::P95 => "p95",
+            Percentile::P99 => "p99",
+        }
+    }
+}
+
+/// A statistic of a metric over a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Stat {
+    /// The mean (a level-wide metric's one value).
+    Avg,
+    /// The sample standard deviation.
+    Std,
+    /// The smallest value.
+    Min,
+    /// The largest value.
+    Max,
+    /// A percentile.
+    Percentile(Percentile),
+    /// How many values (a server histogram's observations).
+    Count,
+    /// A server counter's increase over the level.
+    Total,
+    /// A server counter's increase per second.
+    Rate,
+}
+
+impl Stat {
+    /// The median.
+    pub const P50: Stat = Stat::Percentile(Percentile::P50);
+    /// The 90th percentile.
+    pub const P90: Stat = Stat::Percentile(Percentile::P90);
+    /// The 95th percentile.
+    pub const P95: Stat = Stat::Percentile(Percentile::P95);
+    /// The 99th percentile.
+    pub const P99: Stat = Stat::Percentile(Percentile::P99);
+
+    /// The statistics of every per-request metric (and of a server gauge), in report order.
+    pub const DISTRIBUTION: [Stat; 13] = [
+        Stat::Avg,
+        Stat::Std,
+        Stat::Min,
+        Stat::Max,
+        Stat::Percentile(Percentile::P1),
+        Stat::Percentile(Percentile::P5),
+        Stat::Percentile(Percentile::P10),
+        Stat::Percentile(Percentile::P25),
+        Stat::Percentile(Percentile::P50),
+        Stat::Percentile(Percentile::P75),
+        Stat::Percentile(Percentile::P90),
+        Stat::Percentile(Percentile::P95),
+        Stat::Percentile(Percentile::P99),
+    ];
+
+    /// Its label in files, SLAs and flags (`avg`, `p99`).
+    pub const fn label(self) -> &'static str {
+        match self {
+            Stat::Avg => "avg",
+            Stat::Std => "std",
+            Stat::Min => "min",
+            Stat::Max => "max",
+            Stat::Percentile(p) => p.label(),
+            Stat::Count => "count",
+            Stat::Total => "total",
+            Stat::Rate => "rate",
+        }
+    }
+
+    /// The quantile in `0..1` of a percentile (`None` for the others).
+    pub const fn quantile(self) -> Option<f64> {
+        match self {
+            Stat::Percentile(p) => Some(p.fraction()),
+            _ => None,
+        }
+    }
+
+    const EVERY: [Stat; 16] = [
+        Stat::Avg,
+        Stat::Std,
+        Stat::Min,
+        Stat::Max,
+        Stat::Percentile(Percentile::P1),
+        Stat::Percentile(Percentile::P5),
+        Stat::Percentile(Percentile::P10),
+        Stat::Percentile(Percentile::P25),
+        Stat::Percentile(Percentile::P50),
+        Stat::Percentile(Percentile::P75),
+        Stat::Percentile(Percentile::P90),
+        Stat::Percentile(Percentile::P95),
+        Stat::Percentile(Percentile::P99),
+        Stat::Count,
+        Stat::Total,
+        Stat::Rate,
+    ];
+}
+
+impl fmt::Display for Stat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+impl FromStr for Stat {
+    type Err = UnknownStat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Stat::EVERY
+            .iter()
+            .find(|t| t.label() == s)
+            .copied()
+            .ok_or_else(|| UnknownStat {
+                got: s.to_owned(),
+                closest: match s {
+                    "mean" | "average" => Some("avg"),
+                    _ => closest(s, Stat::EVERY.iter().map(|t| t.label())),
+                },
+            })
+    }
+}
+
+/// A name that is no statistic kneepoint reports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown statistic {got:?}{}; valid statistics: {}", hint(*closest), Stat::DISTRIBUTION.map(Stat::label).join(", "))]
+pub struct UnknownStat {
+    /// The name given.
+    pub got: String,
+    /// The closest valid name, if any.
+    pub closest: Option<&'static str>,
+}
+
+// The statistics of the server's concepts, by kind (`server` names the concepts; their
+// statistics are this table's).
+const COUNTER_STATS: [Stat; 2] = [Stat::Total, Stat::Rate];
+const HISTOGRAM_STATS: [Stat; 6] = [
+    Stat::Avg,
+    Stat::Percentile(Percentile::P50),
+    Stat::Percentile(Percentile::P90),
+    Stat::Percentile(Percentile::P95),
+    Stat::Percentile(Percentile::P99),
+    Stat::Count,
+];
+const RATIO_STATS: [Stat; 1] = [Stat::Avg];
+
+impl crate::server::ConceptKind {
+    /// The statistics a concept of this kind has.
+    pub fn typed_stats(self) -> &'static [Stat] {
+        match self {
+            crate::server::ConceptKind::Gauge => &Stat::DISTRIBUTION,
+            crate::server::ConceptKind::Counter => &COUNTER_STATS,
+            crate::server::ConceptKind::Histogram => &HISTOGRAM_STATS,
+            crate::server::ConceptKind::Ratio => &RATIO_STATS,
+        }
+    }
+
+    /// The labels of [`crate::server::ConceptKind::typed_stats`].
+    pub fn stats(self) -> &'static [&'static str] {
+        const COUNTER: [&str; 2] = labels(COUNTER_STATS);
+        const HISTOGRAM: [&str; 6] = labels(HISTOGRAM_STATS);
+        const RATIO: [&str; 1] = labels(RATIO_STATS);
+        match self {
+            crate::server::ConceptKind::Gauge => &GAUGE_STATS,
+            crate::server::ConceptKind::Counter => &COUNTER,
+            crate::server::ConceptKind::Histogram => &HISTOGRAM,
+            crate::server::ConceptKind::Ratio => &RATIO,
+        }
+    }
+}
+
+/// The statistics of a gauge's samples: a distribution's ([`Stat::DISTRIBUTION`]).
+pub const GAUGE_STATS: [&str; 13] = labels(Stat::DISTRIBUTION);
+
+/// The labels of `stats`, in order (a const table of names for the places that list them).
+pub const fn labels<const N: usize>(stats: [Stat; N]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = stats[i].label();
+        i += 1;
+    }
+    out
+}
+
+/// The names of `metrics`, in order.
+pub const fn names<const N: usize>(metrics: [Metric; N]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = metrics[i].name();
+        i += 1;
+    }
+    out
+}
+
+fn hint(closest: Option<&str>) -> String {
+    closest.map_or_else(String::new, |c| format!(" (did you mean {c}?)"))
+}
+
+/// The closest of `names` to `word` within two edits.
+pub fn closest<'a>(word: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    names
+        .map(|n| (edit_distance(word, n), n))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, n)| n)
+}
+
+/// Levenshtein distance over chars (names are short; a crate for this would be overkill).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_to_their_metric_and_statistic() {
+        for m in Metric::PER_REQUEST.iter().chain(Metric::PER_LEVEL.iter()) {
+            assert_eq!(m.name().parse::<Metric>(), Ok(*m));
+        }
+        for c in crate::CONCEPTS {
+            assert_eq!(c.name.parse::<Metric>(), Ok(Metric::Server(c.name)));
+        }
+        for s in Stat::EVERY {
+            assert_eq!(s.label().parse::<Stat>(), Ok(s));
+        }
+        assert_eq!(Stat::Percentile(Percentile::P99).quantile(), Some(0.99));
+        assert_eq!(
+            names(Metric::PER_LEVEL),
+            [
+                "error_rate",
+                "request_throughput",
+                "output_token_throughput"
+            ]
+        );
+    }
+
+    #[test]
+    fn typos_get_the_closest_name() {
+        let e = "time_to_frist_token".parse::<Metric>().unwrap_err();
+        assert_eq!(e.closest, Some("time_to_first_token"));
+        assert!(
+            e.to_string().contains("did you mean time_to_first_token?"),
+            "{e}"
+        );
+        let e = "mean".parse::<Stat>().unwrap_err();
+        assert!(e.to_string().contains("did you mean avg?"), "{e}");
+        assert_eq!("p98".parse::<Stat>().unwrap_err().closest, Some("p90"));
+        assert_eq!(
+            "nonsense_entirely".parse::<Metric>().unwrap_err().closest,
+            None
+        );
+    }
+}
