@@ -15,7 +15,9 @@ pub(crate) fn ms(v: Option<f64>) -> String {
 
 fn value(c: &SlaCheck) -> String {
     let v = match c.value {
-        Some(v) if c.metric == "error_rate" => format!("{:.2} %", v * 100.0),
+        Some(v) if c.metric == kneepoint_planner::Metric::ErrorRate => {
+            format!("{:.2} %", v * 100.0)
+        }
         Some(v) => ms(Some(v)),
         None => "not measured".into(),
     };

@@ -1,5 +1,6 @@
 //! What the commands print at the end (stdout) and per probe (stderr).
 
+use kneepoint_core::{Metric, Stat};
 use std::fmt::Write as _;
 use std::io::Write as _;
 
@@ -127,11 +128,11 @@ fn open_loop_table(o: &SweepOutcome) -> String {
             t,
             "{rate:>10}  {:>9.2}  {:>7}  {:>7}  {:>17}  {:>17}  {:>7}  {:>6.2}",
             s.request_throughput,
-            v(s.stat("request_latency", "p50")),
-            v(s.stat("request_latency", "p99")),
+            v(s.value(Metric::RequestLatency, Stat::P50)),
+            v(s.value(Metric::RequestLatency, Stat::P99)),
             v(s.stat("request_latency_from_schedule", "p50")),
             v(s.stat("request_latency_from_schedule", "p99")),
-            v(s.stat("schedule_lag", "p99")),
+            v(s.value(Metric::ScheduleLag, Stat::P99)),
             s.error_rate * 100.0
         );
     }
@@ -397,8 +398,8 @@ pub(crate) fn print_merge(r: &kneepoint_engine::MergeReport) {
             l.start_skew_ms,
             l.common_window_s,
             s.output_token_throughput,
-            ms(s.stat("time_to_first_token", "p50")),
-            ms(s.stat("request_latency", "p99")),
+            ms(s.value(Metric::TimeToFirstToken, Stat::P50)),
+            ms(s.value(Metric::RequestLatency, Stat::P99)),
             s.error_rate * 100.0
         );
     }

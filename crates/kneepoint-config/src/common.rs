@@ -166,7 +166,7 @@ impl CommonSettings {
             || (self.server_metrics.target_metrics && self.target_has_metrics());
         if let Some(s) = slas
             .iter()
-            .find(|s| kneepoint_core::server::concept_named(&s.metric).is_some())
+            .find(|s| matches!(s.metric, kneepoint_core::Metric::Server(_)))
         {
             if !scraped {
                 bail!(

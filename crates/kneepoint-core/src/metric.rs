@@ -8,6 +8,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 /// A measured quantity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -468,6 +470,34 @@ impl crate::server::ConceptKind {
 
 /// The statistics of a gauge's samples: a distribution's ([`Stat::DISTRIBUTION`]).
 pub const GAUGE_STATS: [&str; 13] = labels(Stat::DISTRIBUTION);
+
+// In files a metric is its name and a statistic its label; reading one back parses it (an
+// unknown name is an error that says the closest one).
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Stat {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
+    }
+}
+
+impl<'de> Deserialize<'de> for Stat {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let label = String::deserialize(d)?;
+        label.parse().map_err(serde::de::Error::custom)
+    }
+}
 
 /// The labels of `stats`, in order (a const table of names for the places that list them).
 pub const fn labels<const N: usize>(stats: [Stat; N]) -> [&'static str; N] {

@@ -4,6 +4,7 @@
 //! `report.html` sit on top.
 
 use kneepoint_core::folder;
+use kneepoint_core::{Metric, Stat};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -286,7 +287,7 @@ fn point(s: &LevelSummary) -> OperatingPoint {
 fn curve(summaries: &[LevelSummary]) -> Vec<CurvePoint> {
     let mut by_c: BTreeMap<u32, f64> = BTreeMap::new();
     for s in summaries {
-        if let Some(p99) = s.stat("request_latency", "p99") {
+        if let Some(p99) = s.value(Metric::RequestLatency, Stat::P99) {
             by_c.insert(s.concurrency, p99);
         }
     }

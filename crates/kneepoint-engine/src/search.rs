@@ -64,7 +64,11 @@ impl SearchBuilder {
             .config
             .ok_or_else(|| Error::invalid("a search needs its parameters: call .config(...)"))?;
         if let Some(limit) = self.error_guard {
-            if !config.slas.iter().any(|s| s.metric == "error_rate") {
+            if !config
+                .slas
+                .iter()
+                .any(|s| s.metric == kneepoint_planner::Metric::ErrorRate)
+            {
                 config.slas.push(kneepoint_planner::Sla::error_rate(limit)?);
             }
         }

@@ -2,6 +2,7 @@
 //! (written after every probe, and again by `report` from a saved folder).
 
 use kneepoint_core::folder;
+use kneepoint_core::{Metric, Stat};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -53,7 +54,7 @@ pub(crate) fn zone_of(
                 LevelPoint::new(
                     c,
                     crate::work_throughput(s.output_token_throughput, s.request_throughput),
-                    s.stat("request_latency", "p99").unwrap_or(0.0),
+                    s.value(Metric::RequestLatency, Stat::P99).unwrap_or(0.0),
                 ),
                 Some(prev_ok && r.pass),
                 s.error_rate,

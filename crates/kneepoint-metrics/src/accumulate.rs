@@ -336,7 +336,7 @@ impl LevelSummary {
 /// a second pass over the records ([`StreamingSummary::second_pass`]).
 ///
 /// ```
-/// use kneepoint_core::{Phase, RequestRecord};
+/// use kneepoint_core::{Metric, Phase, RequestRecord, Stat};
 /// use kneepoint_metrics::{GoodputSlo, StreamingSummary};
 ///
 /// let mut s = StreamingSummary::new(&GoodputSlo::default());
@@ -349,7 +349,7 @@ impl LevelSummary {
 /// }
 /// let summary = s.summary(8);
 /// assert_eq!(summary.request_count, 1000);
-/// let p50 = summary.stat("time_to_first_token", "p50").unwrap();
+/// let p50 = summary.value(Metric::TimeToFirstToken, Stat::P50).unwrap();
 /// assert!((p50 - 20.4995).abs() < 20.5 / 1024.0);
 /// ```
 #[derive(Debug, Clone)]
@@ -456,6 +456,7 @@ impl SecondPass<'_> {
 mod tests {
     use super::*;
     use kneepoint_core::{ErrorKind, ErrorRecord};
+    use kneepoint_core::{Metric, Stat};
     use rand::{Rng, SeedableRng};
 
     /// 50,000 records with varied latencies, token counts and a few failures.
@@ -527,8 +528,8 @@ mod tests {
         }
         // Token counts take few values: exact without a second pass.
         assert_eq!(
-            streamed.stat("output_sequence_length", "p50"),
-            exact.stat("output_sequence_length", "p50")
+            streamed.value(Metric::OutputSequenceLength, Stat::P50),
+            exact.value(Metric::OutputSequenceLength, Stat::P50)
         );
         let mut pass = s.second_pass();
         records.iter().rev().for_each(|r| pass.offer(r));

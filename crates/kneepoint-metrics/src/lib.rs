@@ -5,7 +5,7 @@
 //!
 //! # Example
 //! ```
-//! use kneepoint_core::{Phase, RequestRecord, TokenSource};
+//! use kneepoint_core::{Metric, Phase, RequestRecord, Stat, TokenSource};
 //! use kneepoint_metrics::{GoodputSlo, LevelSummary};
 //!
 //! let ms = 1_000_000;
@@ -19,8 +19,8 @@
 //! record.output_tokens_source = Some(TokenSource::Usage);
 //! record.finish_reason = Some("length".into());
 //! let summary = LevelSummary::from_records(1, &[record], &GoodputSlo::default());
-//! assert_eq!(summary.stat("time_to_first_token", "p50"), Some(50.0));
-//! assert_eq!(summary.stat("inter_token_latency", "avg"), Some(10.0));
+//! assert_eq!(summary.value(Metric::TimeToFirstToken, Stat::P50), Some(50.0));
+//! assert_eq!(summary.value(Metric::InterTokenLatency, Stat::Avg), Some(10.0));
 //! ```
 
 mod accumulate;

@@ -147,7 +147,12 @@ impl LevelSummary {
         self.goodput = self.goodput.map(|v| v * k);
     }
 
-    /// One statistic of one metric, e.g. `stat("time_to_first_token", "p95")`.
+    /// One statistic of one metric, typed: `value(Metric::TimeToFirstToken, Stat::P95)`.
+    pub fn value(&self, metric: kneepoint_core::Metric, stat: kneepoint_core::Stat) -> Option<f64> {
+        self.metrics.get(metric.name())?.stats.get(stat.label())
+    }
+
+    /// One statistic of one metric by its names, e.g. `stat("time_to_first_token", "p95")`.
     pub fn stat(&self, metric: &str, stat: &str) -> Option<f64> {
         self.metrics.get(metric)?.stats.get(stat)
     }
@@ -167,6 +172,7 @@ pub(crate) mod tests {
     use super::*;
     use kneepoint_core::RequestRecord;
     use kneepoint_core::{ErrorKind, ErrorRecord, Phase};
+    use kneepoint_core::{Metric, Stat};
 
     /// Two successful streamed requests and one failure (503): every per-request metric and a
     /// non-zero error rate.
@@ -278,10 +284,10 @@ pub(crate) mod tests {
         assert_eq!(t.benchmark_duration_s, 2.6);
         t.rescale_duration(f64::NAN);
         assert_eq!(t.benchmark_duration_s, 2.6);
-        assert_eq!(s.stat("time_to_first_token", "avg"), Some(200.0));
-        assert_eq!(s.stat("time_to_first_token", "p50"), Some(200.0));
-        assert_eq!(s.stat("inter_token_latency", "min"), Some(10.0));
-        assert_eq!(s.stat("inter_token_latency", "max"), Some(50.0));
+        assert_eq!(s.value(Metric::TimeToFirstToken, Stat::Avg), Some(200.0));
+        assert_eq!(s.value(Metric::TimeToFirstToken, Stat::P50), Some(200.0));
+        assert_eq!(s.value(Metric::InterTokenLatency, Stat::Min), Some(10.0));
+        assert_eq!(s.value(Metric::InterTokenLatency, Stat::Max), Some(50.0));
         // 9 gaps of 10 ms and 10 gaps of 50 ms
         let icl = s.metrics["inter_chunk_latency"].stats;
         assert_eq!(icl.count, 19);

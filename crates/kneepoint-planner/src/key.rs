@@ -71,7 +71,10 @@ impl Sla {
     /// The metric and statistic, typed (`None` only for a hand-edited SLA whose names no level
     /// measures: [`Sla::parse`] and the constructors refuse those).
     pub fn key(&self) -> Option<crate::StatKey> {
-        crate::StatKey::parse(&format!("{}:{}", self.metric, self.stat)).ok()
+        self.metric.stats().contains(&self.stat).then_some(StatKey {
+            metric: self.metric,
+            stat: self.stat,
+        })
     }
 }
 

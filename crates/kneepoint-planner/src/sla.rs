@@ -101,10 +101,11 @@ fn wrong_stat(m: Metric, metric: &str, stat: &str) -> String {
 pub struct Sla {
     /// A short name for reports (`e2e_sla_ms`, or the general form as written).
     pub name: String,
-    /// The metric (kneepoint/AIPerf name, e.g. `time_to_first_token`, or `error_rate`).
-    pub metric: String,
-    /// The statistic (`p95`, `p99`, `avg`, ...).
-    pub stat: String,
+    /// The metric (written by its kneepoint/AIPerf name, e.g. `time_to_first_token`, or
+    /// `error_rate`).
+    pub metric: Metric,
+    /// The statistic (written `p95`, `p99`, `avg`, ...).
+    pub stat: Stat,
     /// The comparison.
     pub op: Op,
     /// The threshold, in the metric's unit.
@@ -112,18 +113,31 @@ pub struct Sla {
 }
 
 impl Sla {
-    fn new(name: &str, metric: &str, stat: &str, op: Op, threshold: f64) -> Result<Sla, Error> {
+    /// `metric`'s `stat` compared with `op` to `threshold`, named `name` in reports (a
+    /// statistic the metric does not have is refused).
+    pub fn new(
+        name: &str,
+        metric: Metric,
+        stat: Stat,
+        op: Op,
+        threshold: f64,
+    ) -> Result<Sla, Error> {
         if !threshold.is_finite() {
             return Err(Error::InvalidSla {
                 sla: name.to_owned(),
                 reason: "the threshold must be a finite number".into(),
             });
         }
-        validate(name, metric, stat)?;
+        if !metric.stats().contains(&stat) {
+            return Err(Error::InvalidSla {
+                sla: name.to_owned(),
+                reason: wrong_stat(metric, metric.name(), stat.label()),
+            });
+        }
         Ok(Sla {
             name: name.to_owned(),
-            metric: metric.to_owned(),
-            stat: stat.to_owned(),
+            metric,
+            stat,
             op,
             threshold,
         })
@@ -131,17 +145,29 @@ impl Sla {
 
     /// `ttft_sla_ms`: p95 time to first token ≤ `ms`.
     pub fn ttft_ms(ms: f64) -> Result<Sla, Error> {
-        Self::new("ttft_sla_ms", "time_to_first_token", "p95", Op::Le, ms)
+        Self::new(
+            "ttft_sla_ms",
+            Metric::TimeToFirstToken,
+            Stat::P95,
+            Op::Le,
+            ms,
+        )
     }
 
     /// `tpot_sla_ms`: p95 inter-token latency ≤ `ms`.
     pub fn tpot_ms(ms: f64) -> Result<Sla, Error> {
-        Self::new("tpot_sla_ms", "inter_token_latency", "p95", Op::Le, ms)
+        Self::new(
+            "tpot_sla_ms",
+            Metric::InterTokenLatency,
+            Stat::P95,
+            Op::Le,
+            ms,
+        )
     }
 
     /// `e2e_sla_ms`: p99 request latency ≤ `ms`.
     pub fn e2e_ms(ms: f64) -> Result<Sla, Error> {
-        Self::new("e2e_sla_ms", "request_latency", "p99", Op::Le, ms)
+        Self::new("e2e_sla_ms", Metric::RequestLatency, Stat::P99, Op::Le, ms)
     }
 
     /// `error_rate_sla`: mean error rate (a fraction) ≤ `fraction`.
@@ -152,7 +178,13 @@ impl Sla {
                 reason: format!("must be a fraction between 0 and 1, not {fraction}"),
             });
         }
-        Self::new("error_rate_sla", "error_rate", "avg", Op::Le, fraction)
+        Self::new(
+            "error_rate_sla",
+            Metric::ErrorRate,
+            Stat::Avg,
+            Op::Le,
+            fraction,
+        )
     }
 
     /// The general form `metric:stat:op:threshold`, e.g. `time_to_first_token:p99:le:800`
@@ -173,14 +205,13 @@ impl Sla {
         let threshold: f64 = threshold
             .parse()
             .map_err(|_| bad("the threshold must be a number"))?;
+        let (metric, stat) = validate(spec, metric, stat)?;
         Self::new(spec, metric, stat, op, threshold)
     }
 
     /// True when the metric only exists for streamed responses.
     pub fn requires_streaming(&self) -> bool {
-        self.metric
-            .parse::<Metric>()
-            .is_ok_and(Metric::streaming_only)
+        self.metric.streaming_only()
     }
 
     /// The relative margin of `value`: ≥ 0 when the SLA holds (for strict ops, > 0), negative
@@ -252,7 +283,7 @@ impl Measurement {
         self.values.get(&format!("{metric}:{stat}")).copied()
     }
 
-    /// A value by its names (as an [`Sla`] holds them), if measured.
+    /// A value by its names, if measured.
     pub fn get(&self, metric: &str, stat: &str) -> Option<f64> {
         self.values.get(&format!("{metric}:{stat}")).copied()
     }
@@ -263,10 +294,10 @@ impl Measurement {
 pub struct SlaCheck {
     /// The SLA's name.
     pub sla: String,
-    /// `metric`.
-    pub metric: String,
-    /// `stat`.
-    pub stat: String,
+    /// The SLA's metric.
+    pub metric: Metric,
+    /// The SLA's statistic.
+    pub stat: Stat,
     /// The threshold.
     pub threshold: f64,
     /// The measured value (None when the metric was not measured, e.g. every request failed).
@@ -282,11 +313,11 @@ pub struct SlaCheck {
 pub fn check_all(slas: &[Sla], m: &Measurement) -> Vec<SlaCheck> {
     slas.iter()
         .map(|s| {
-            let value = m.get(&s.metric, &s.stat).filter(|v| v.is_finite());
+            let value = m.value(s.metric, s.stat).filter(|v| v.is_finite());
             SlaCheck {
                 sla: s.name.clone(),
-                metric: s.metric.clone(),
-                stat: s.stat.clone(),
+                metric: s.metric,
+                stat: s.stat,
                 threshold: s.threshold,
                 value,
                 margin: value.map(|v| s.margin(v)),
@@ -303,18 +334,28 @@ mod tests {
     #[test]
     fn named_slas_and_margins() {
         let e2e = Sla::e2e_ms(50_000.0).unwrap();
-        assert_eq!(
-            (e2e.metric.as_str(), e2e.stat.as_str()),
-            ("request_latency", "p99")
+        assert_eq!((e2e.metric, e2e.stat), (Metric::RequestLatency, Stat::P99));
+        // Written by name, read back by name.
+        let json = serde_json::to_string(&e2e).unwrap();
+        assert!(
+            json.contains(r#""metric":"request_latency","stat":"p99""#),
+            "{json}"
         );
+        assert_eq!(serde_json::from_str::<Sla>(&json).unwrap(), e2e);
+        let typo = json.replace("request_latency", "request_latncy");
+        let e = serde_json::from_str::<Sla>(&typo).unwrap_err().to_string();
+        assert!(e.contains("did you mean request_latency?"), "{e}");
         assert!(!e2e.requires_streaming());
         assert!((e2e.margin(40_000.0) - 0.2).abs() < 1e-12);
         assert!(e2e.holds(50_000.0) && !e2e.holds(50_001.0));
         let ttft = Sla::ttft_ms(1500.0).unwrap();
         assert!(ttft.requires_streaming());
-        assert_eq!(Sla::tpot_ms(50.0).unwrap().metric, "inter_token_latency");
+        assert_eq!(
+            Sla::tpot_ms(50.0).unwrap().metric,
+            Metric::InterTokenLatency
+        );
         assert!(Sla::error_rate(1.5).is_err());
-        assert_eq!(Sla::error_rate(0.01).unwrap().stat, "avg");
+        assert_eq!(Sla::error_rate(0.01).unwrap().stat, Stat::Avg);
     }
 
     #[test]

@@ -56,7 +56,7 @@ fn boundary(slas: &[Sla]) -> u32 {
         .find(|&c| {
             !slas
                 .iter()
-                .all(|s| s.holds(measure(c).get(&s.metric, &s.stat).unwrap()))
+                .all(|s| s.holds(measure(c).value(s.metric, s.stat).unwrap()))
         })
         .unwrap()
         - 1
@@ -260,7 +260,7 @@ fn tables_the_models_do_not_fit_still_land_within_5_percent() {
     ] {
         let holds = |c: u32| {
             slas.iter()
-                .all(|s| s.holds(measure(c).get(&s.metric, &s.stat).unwrap()))
+                .all(|s| s.holds(measure(c).value(s.metric, s.stat).unwrap()))
         };
         let truth = (1..=4096u32).find(|&c| !holds(c)).unwrap() - 1;
         let mut search = SearchPlanner::new(SearchConfig::new(slas.clone())).unwrap();

@@ -2,6 +2,7 @@
 //! level's records, recomputed summary and saved settings.
 
 use kneepoint_core::folder;
+use kneepoint_core::{Metric, Stat};
 use std::path::{Path, PathBuf};
 
 use kneepoint_core::RequestRecord;
@@ -299,9 +300,9 @@ impl Artifact {
             let p = CurvePoint {
                 concurrency: l.concurrency,
                 throughput: s.output_token_throughput,
-                e2e_p50_ms: s.stat("request_latency", "p50"),
-                e2e_p90_ms: s.stat("request_latency", "p90"),
-                e2e_p99_ms: s.stat("request_latency", "p99"),
+                e2e_p50_ms: s.value(Metric::RequestLatency, Stat::P50),
+                e2e_p90_ms: s.value(Metric::RequestLatency, Stat::P90),
+                e2e_p99_ms: s.value(Metric::RequestLatency, Stat::P99),
                 meets_slas: l.meets_slas,
             };
             match points.iter_mut().find(|q| q.concurrency == l.concurrency) {

@@ -1,6 +1,7 @@
 //! The self-contained `report.html`: inline CSS, inline SVG, no scripts, no network fetches.
 
 use kneepoint_core::folder;
+use kneepoint_core::{Metric, Stat};
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -107,8 +108,8 @@ fn ttft_pairs(levels: &[Level]) -> Vec<server_plots::TtftPair> {
             server_plots::TtftPair {
                 concurrency: l.concurrency,
                 client: (
-                    s.stat("time_to_first_token", "p50"),
-                    s.stat("time_to_first_token", "p95"),
+                    s.value(Metric::TimeToFirstToken, Stat::P50),
+                    s.value(Metric::TimeToFirstToken, Stat::P95),
                 ),
                 server: (server("p50"), server("p95")),
             }
@@ -126,7 +127,7 @@ fn levels_table(a: &Artifact, out: &mut String) {
     let longest = a
         .levels
         .iter()
-        .filter_map(|l| l.summary.stat("request_latency", "p99"))
+        .filter_map(|l| l.summary.value(Metric::RequestLatency, Stat::P99))
         .fold(0.0, f64::max);
     let (div, unit, digits) = if longest >= 2000.0 {
         (1000.0, "s", 2)

@@ -15,6 +15,7 @@ mod embed_search;
 mod openai_against_sim;
 
 use kneepoint::report::{Artifact, RunKind};
+use kneepoint::types::{Metric, Stat};
 
 /// The lines between `// NAME: begin` and `// NAME: end` in an example.
 fn lines_between(source: &str, name: &str) -> usize {
@@ -112,9 +113,13 @@ async fn openai_against_sim_counts_with_the_workload_tokenizer() -> anyhow::Resu
         assert_eq!(s.error_count, 0);
         // The prompts are exactly 128 tokens in the workload's tokenizer, and the simulator,
         // counting with the same tokenizer by default, agrees: no ISL warning.
-        let isl = s.stat("input_sequence_length", "avg").unwrap_or_default();
+        let isl = s
+            .value(Metric::InputSequenceLength, Stat::Avg)
+            .unwrap_or_default();
         assert_eq!(isl, 128.0, "ISL avg {isl}");
-        let osl = s.stat("output_sequence_length", "avg").unwrap_or_default();
+        let osl = s
+            .value(Metric::OutputSequenceLength, Stat::Avg)
+            .unwrap_or_default();
         assert_eq!(osl, 16.0, "OSL avg {osl}");
         assert!(
             s.warnings.iter().all(|w| !w.contains("input lengths")),

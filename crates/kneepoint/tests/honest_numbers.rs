@@ -3,6 +3,7 @@
 //! and every builder setting is honoured or refused.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use kneepoint::types::{Metric, Stat};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -48,7 +49,7 @@ async fn a_server_counting_prompts_with_another_tokenizer_is_flagged() -> anyhow
     for s in &report.summaries {
         // The client sent exactly 256 tokens; the summary says so, and says the server
         // counted otherwise.
-        assert_eq!(s.stat("input_sequence_length", "avg"), Some(256.0));
+        assert_eq!(s.value(Metric::InputSequenceLength, Stat::Avg), Some(256.0));
         let w = s.warnings.iter().find(|w| w.starts_with("input lengths"));
         let w = w.unwrap_or_else(|| panic!("no ISL warning in {:?}", s.warnings));
         assert!(w.contains("where the client counted 256.0"), "{w}");
@@ -67,7 +68,7 @@ async fn the_simulator_counts_with_the_workload_tokenizer_by_default() -> anyhow
     let transport = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), model))?;
     let report = sweep(Arc::new(transport), 256).await?;
     for s in &report.summaries {
-        assert_eq!(s.stat("input_sequence_length", "avg"), Some(256.0));
+        assert_eq!(s.value(Metric::InputSequenceLength, Stat::Avg), Some(256.0));
         assert!(
             s.warnings.iter().all(|w| !w.contains("input lengths")),
             "{:?}",

@@ -59,6 +59,7 @@ pub fn write_route_summary(path: &Path, routes: &[RouteSummary]) -> Result<(), E
 mod tests {
     use super::*;
     use kneepoint_core::Phase;
+    use kneepoint_core::{Metric, Stat};
 
     #[test]
     fn aggregates_per_model_and_endpoint() {
@@ -78,7 +79,10 @@ mod tests {
         for (k, r) in routes.iter().enumerate() {
             assert_eq!(r.model, format!("m{k}"));
             assert_eq!(r.summary.request_count, 3);
-            let ttft = r.summary.stat("time_to_first_token", "avg").unwrap();
+            let ttft = r
+                .summary
+                .value(Metric::TimeToFirstToken, Stat::Avg)
+                .unwrap();
             assert!((ttft - (1.0 + k as f64)).abs() < 1e-9);
         }
         let doc = route_summary_json(&routes);

@@ -64,6 +64,7 @@ pub fn write_turn_summary(path: &Path, turns: &[TurnSummary]) -> Result<(), Erro
 mod tests {
     use super::*;
     use kneepoint_core::Phase;
+    use kneepoint_core::{Metric, Stat};
 
     fn turn(id: u64, k: u32, ttft_ms: u64, history: u32) -> RequestRecord {
         let mut r = RequestRecord::new(id, Phase::Profiling);
@@ -92,7 +93,10 @@ mod tests {
             assert_eq!(t.turn_index as usize, k);
             assert_eq!(t.summary.request_count, 4);
             assert_eq!(t.history_tokens_avg, Some(15.0 * k as f64));
-            let ttft = t.summary.stat("time_to_first_token", "avg").unwrap();
+            let ttft = t
+                .summary
+                .value(Metric::TimeToFirstToken, Stat::Avg)
+                .unwrap();
             assert!((ttft - (10.0 + 20.0 * k as f64)).abs() < 1e-9, "{ttft}");
         }
         let doc = turn_summary_json(&turns);

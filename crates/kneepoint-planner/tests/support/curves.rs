@@ -196,10 +196,10 @@ pub struct Case {
 }
 
 fn value(sla: &Sla, r: &Reading) -> f64 {
-    match sla.metric.as_str() {
-        "request_latency" => r.e2e,
-        "time_to_first_token" => r.ttft,
-        "error_rate" => r.error_rate,
+    match sla.metric {
+        Metric::RequestLatency => r.e2e,
+        Metric::TimeToFirstToken => r.ttft,
+        Metric::ErrorRate => r.error_rate,
         _ => f64::NAN,
     }
 }
@@ -274,7 +274,7 @@ pub fn baseline(case: &Case, cfg: &SearchConfig, mut noise: Option<&mut Noise>) 
         let m = measure(case, c, noise.as_deref_mut());
         case.slas
             .iter()
-            .all(|s| m.get(&s.metric, &s.stat).is_some_and(|v| s.holds(v)))
+            .all(|s| m.value(s.metric, s.stat).is_some_and(|v| s.holds(v)))
     };
     let budget = cfg.max_iterations;
     let mut c = cfg.concurrency_min;
