@@ -138,13 +138,12 @@ impl ServerMetricsPlan {
             return Ok(None);
         }
         let fetcher = kneepoint_transport::Fetcher::new(connect)?;
-        let s = kneepoint_engine::ScrapeSettings::new(endpoints)
+        let s = kneepoint_engine::ScrapeSettings::new(endpoints, std::sync::Arc::new(fetcher))
             .with_interval(self.interval)
             .with_timeout(
                 self.interval
                     .clamp(Duration::from_millis(500), Duration::from_secs(5)),
-            )
-            .with_fetcher(std::sync::Arc::new(fetcher));
+            );
         Ok(Some(s))
     }
 }

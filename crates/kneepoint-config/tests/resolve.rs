@@ -143,10 +143,6 @@ fn the_target_s_metrics_page_is_scraped_with_the_transport_s_client() {
         scrape.endpoints,
         vec!["http://127.0.0.1:9/metrics".to_owned()]
     );
-    assert!(
-        scrape.fetcher.is_some(),
-        "the engine gets a fetcher, not TLS options"
-    );
     let s = SweepSettings::resolve_with(
         &sweep_args(&[
             "--url",

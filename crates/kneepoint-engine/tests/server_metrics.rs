@@ -76,10 +76,9 @@ async fn sweep_with_warmup(
         .artifacts(dir)
         .observer(observer)
         .server_metrics(Some(
-            ScrapeSettings::new(endpoints)
+            ScrapeSettings::new(endpoints, Arc::new(Fetcher::new(&Default::default())?))
                 .with_interval(INTERVAL)
-                .with_timeout(Duration::from_millis(500))
-                .with_fetcher(Arc::new(Fetcher::new(&Default::default())?)),
+                .with_timeout(Duration::from_millis(500)),
         ))
         .build()?
         .run(&CancelToken::new())

@@ -31,26 +31,20 @@ pub struct ScrapeSettings {
     pub interval: Duration,
     /// The longest one scrape may take (default 2 s).
     pub timeout: Duration,
-    /// What fetches the pages (required): `kneepoint_transport::Fetcher` reaches them with the
+    /// What fetches the pages: `kneepoint_transport::Fetcher` reaches them with the
     /// transports' client, TLS options and proxies.
-    pub fetcher: Option<Arc<dyn Fetch>>,
+    pub fetcher: Arc<dyn Fetch>,
 }
 
 impl ScrapeSettings {
-    /// `endpoints` every second.
-    pub fn new(endpoints: Vec<String>) -> Self {
+    /// `endpoints` every second, their pages brought by `fetcher`.
+    pub fn new(endpoints: Vec<String>, fetcher: Arc<dyn Fetch>) -> Self {
         ScrapeSettings {
             endpoints,
             interval: Duration::from_secs(1),
             timeout: Duration::from_secs(2),
-            fetcher: None,
+            fetcher,
         }
-    }
-
-    /// Sets what fetches the pages (builder style).
-    pub fn with_fetcher(mut self, fetcher: Arc<dyn Fetch>) -> Self {
-        self.fetcher = Some(fetcher);
-        self
     }
 
     /// Sets the interval (builder style).
@@ -184,9 +178,7 @@ impl Scraper {
                 warned: false,
             });
         }
-        let fetcher = settings.fetcher.clone().ok_or_else(|| Error::Invalid {
-            reason: "no fetcher: give ScrapeSettings::with_fetcher a client (kneepoint_transport::Fetcher)".into(),
-        })?;
+        let fetcher = settings.fetcher.clone();
         Ok(Scraper {
             settings,
             fetcher,
@@ -549,6 +541,10 @@ mod tests {
         }
     }
 
+    fn refused() -> Arc<dyn Fetch> {
+        Arc::new(Refused)
+    }
+
     #[test]
     fn bare_hosts_get_metrics_paths() {
         assert_eq!(metrics_url("http://h:8000"), "http://h:8000/metrics");
@@ -564,26 +560,31 @@ mod tests {
             metrics_url("https://h/prometheus/metrics"),
             "https://h/prometheus/metrics"
         );
-        assert!(Scraper::new(ScrapeSettings::new(vec!["ftp://x".into()])).is_err());
-        assert!(Scraper::new(ScrapeSettings::new(vec!["not a url".into()])).is_err());
-        let fast = ScrapeSettings::new(vec![]).with_interval(Duration::from_millis(1));
+        assert!(Scraper::new(ScrapeSettings::new(vec!["ftp://x".into()], refused())).is_err());
+        assert!(Scraper::new(ScrapeSettings::new(vec!["not a url".into()], refused())).is_err());
+        let fast = ScrapeSettings::new(vec![], refused()).with_interval(Duration::from_millis(1));
         assert!(Scraper::new(fast).is_err());
         // One endpoint however it is written; credentials never shown.
-        let settings = ScrapeSettings::new(vec![
-            "http://u:secret@h:8000?token=abc".into(),
-            "http://h:8000/metrics".into(),
-            "http://h:8000".into(),
-        ]);
-        let e = Scraper::new(settings.clone()).unwrap_err();
-        assert!(e.to_string().contains("no fetcher"), "{e}");
-        let s = Scraper::new(settings.with_fetcher(Arc::new(Refused))).unwrap();
+        let settings = ScrapeSettings::new(
+            vec![
+                "http://u:secret@h:8000?token=abc".into(),
+                "http://h:8000/metrics".into(),
+                "http://h:8000".into(),
+            ],
+            refused(),
+        );
+        let s = Scraper::new(settings).unwrap();
         assert_eq!(s.endpoints.len(), 2);
         assert!(s
             .endpoints
             .iter()
             .all(|e| !e.url.contains("secret") && !e.url.contains("abc")));
         assert_eq!(s.endpoints[1].url, "http://h:8000/metrics");
-        let e = Scraper::new(ScrapeSettings::new(vec!["ftp://u:secret@h".into()])).unwrap_err();
+        let e = Scraper::new(ScrapeSettings::new(
+            vec!["ftp://u:secret@h".into()],
+            refused(),
+        ))
+        .unwrap_err();
         assert!(!e.to_string().contains("secret"), "{e}");
     }
 }

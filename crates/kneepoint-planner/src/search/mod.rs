@@ -156,8 +156,9 @@ impl SearchPlanner {
         probe
     }
 
-    /// Records what the pending probe measured.
-    pub fn observe(&mut self, concurrency: u32, m: &Measurement) -> Result<(), Error> {
+    /// Records what the pending probe measured, and returns its verdict (every SLA's check,
+    /// pass or fail, the first breach).
+    pub fn observe(&mut self, concurrency: u32, m: &Measurement) -> Result<&ProbeRecord, Error> {
         let probe = match self.pending {
             Some(p) if p.concurrency == concurrency => p,
             other => {
@@ -168,7 +169,10 @@ impl SearchPlanner {
             }
         };
         self.record(probe, m);
-        Ok(())
+        self.history.last().ok_or(Error::UnexpectedObservation {
+            got: concurrency,
+            expected: None,
+        })
     }
 
     /// Records a probe the search may not have chosen: a saved search replayed after the

@@ -102,3 +102,25 @@ fn observe_must_match_the_pending_probe() {
         })
     ));
 }
+
+#[test]
+fn observing_a_probe_returns_its_verdict() {
+    let mut s = SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(1000.0).unwrap()])).unwrap();
+    let p = s.next_probe().unwrap();
+    let fast = Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, 10.0);
+    let r = s.observe(p.concurrency, &fast).unwrap();
+    assert!(r.pass && r.first_breach.is_none());
+    assert_eq!(
+        (r.checks[0].metric, r.checks[0].stat),
+        (Metric::RequestLatency, Stat::P99)
+    );
+    let p = s.next_probe().unwrap();
+    let slow = Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, 5000.0);
+    let r = s.observe(p.concurrency, &slow).unwrap();
+    assert_eq!(
+        (r.pass, r.first_breach.as_deref()),
+        (false, Some("e2e_sla_ms"))
+    );
+    // An observation nobody asked for is refused.
+    assert!(s.observe(p.concurrency + 1, &slow).is_err());
+}
