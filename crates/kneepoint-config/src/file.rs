@@ -358,7 +358,11 @@ impl FileConfig {
             // The path of the offending key ("sweep_params.concurrency: invalid type ..."),
             // which serde_json alone leaves out and TOML's parser gives.
             let mut json = serde_json::Deserializer::from_str(text);
-            serde_path_to_error::deserialize(&mut json).context("parsing the config as JSON")
+            let config: FileConfig = serde_path_to_error::deserialize(&mut json)
+                .context("parsing the config as JSON")?;
+            // Nothing but whitespace may follow the document.
+            json.end().context("parsing the config as JSON")?;
+            Ok(config)
         } else {
             toml::from_str(text).context("parsing the config as TOML")
         }

@@ -111,6 +111,8 @@ fn careless_files_and_flags_are_refused_with_the_culprit_named() {
         "{}",
         chain(&e)
     );
+    assert!(FileConfig::parse("{\"sweep_params\": {}} garbage", true).is_err());
+    assert!(FileConfig::parse("{} {}", true).is_err());
     let e = FileConfig::parse("{\"sweep_params\": {\"concurrency\": \"many\"}}", true).unwrap_err();
     assert!(chain(&e).contains("concurrency"), "{}", chain(&e));
     let e = SweepSettings::resolve_with(

@@ -134,10 +134,14 @@ impl BenchBuilder {
     }
 
     /// The request count asked for explicitly: by [`BenchBuilder::request_count`], else by
-    /// the settings given.
+    /// settings given with another count than the default's (settings made with
+    /// `LevelSettings::default()` to set other fields say nothing of the count).
     pub(crate) fn explicit_request_count(&self) -> Option<u32> {
-        self.request_count
-            .or(self.settings_given.then_some(self.settings.request_count))
+        let default = LevelSettings::default().request_count;
+        self.request_count.or(
+            (self.settings_given && self.settings.request_count != default)
+                .then_some(self.settings.request_count),
+        )
     }
 
     /// The request count [`BenchBuilder::request_count`] set, if any.

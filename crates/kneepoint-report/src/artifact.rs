@@ -160,22 +160,45 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
             (s, records)
         }
     };
-    // A check added after the folder was written does not rewrite its files: the ISL warning
-    // is kept only where the saved summary has it, so that `report` reproduces older folders
-    // byte for byte (and newer ones, which saved it, with it).
-    let saved_isl = doc
+    // The ISL check's verdict is the run's: its saved warning is kept verbatim and none is
+    // added, so that `report` reproduces a folder byte for byte whichever version of the check
+    // wrote it (or whether one existed yet).
+    if let Some(saved) = doc
         .as_ref()
         .and_then(|d| d.pointer("/kneepoint/warnings"))
         .and_then(Value::as_array)
-        .is_some_and(|w| {
-            w.iter()
-                .filter_map(Value::as_str)
-                .any(|w| w.starts_with(kneepoint_metrics::ISL_WARNING))
-        });
-    if doc.is_some() && !saved_isl {
-        summary
-            .warnings
-            .retain(|w| !w.starts_with(kneepoint_metrics::ISL_WARNING));
+    {
+        let isl = kneepoint_metrics::ISL_WARNING;
+        let saved_isl: Vec<String> = saved
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|w| w.starts_with(isl))
+            .map(str::to_owned)
+            .collect();
+        let mut kept = Vec::with_capacity(summary.warnings.len());
+        let mut saved_isl = saved_isl.into_iter();
+        for w in summary.warnings.drain(..) {
+            if !w.starts_with(isl) {
+                kept.push(w);
+            } else if let Some(s) = saved_isl.next() {
+                kept.push(s);
+            }
+        }
+        // A saved warning the recomputation no longer gives goes where the check puts it:
+        // before "every request failed" and the interruption or thin-level notes.
+        let rest: Vec<String> = saved_isl.collect();
+        if !rest.is_empty() {
+            let at = kept
+                .iter()
+                .position(|w| {
+                    w == "every request failed"
+                        || w.starts_with("interrupted:")
+                        || w.starts_with("only ")
+                })
+                .unwrap_or(kept.len());
+            kept.splice(at..at, rest);
+        }
+        summary.warnings = kept;
     }
     // The server's view is not in the records: it is kept from the saved summary.
     summary.server = doc

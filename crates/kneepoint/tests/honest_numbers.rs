@@ -150,6 +150,18 @@ async fn a_search_takes_its_request_count_from_one_place() -> anyhow::Result<()>
         .build()
         .unwrap_err();
     assert!(e.to_string().contains("set one of them"), "{e}");
+    // Settings made from the defaults to set something else say nothing of the count.
+    let mut by_confidence = LevelSettings::default();
+    by_confidence.seed = 9;
+    let (transport, _handle) = MockTransport::new(Model::instant(4));
+    let built = Search::builder(Arc::new(transport))
+        .workload(kneepoint::synthetic(16, 4, 1)?)
+        .settings(by_confidence)
+        .config(config())
+        .request_count(9)
+        .artifacts(dir.path().join("d"))
+        .build()?;
+    assert_eq!(built.search_config().request_count, 9);
     assert!(
         !dir.path().join("b").exists(),
         "nothing is created before the settings are valid"
