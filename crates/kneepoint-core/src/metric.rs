@@ -376,24 +376,13 @@ impl Stat {
         }
     }
 
-    const EVERY: [Stat; 16] = [
-        Stat::Avg,
-        Stat::Std,
-        Stat::Min,
-        Stat::Max,
-        Stat::Percentile(Percentile::P1),
-        Stat::Percentile(Percentile::P5),
-        Stat::Percentile(Percentile::P10),
-        Stat::Percentile(Percentile::P25),
-        Stat::Percentile(Percentile::P50),
-        Stat::Percentile(Percentile::P75),
-        Stat::Percentile(Percentile::P90),
-        Stat::Percentile(Percentile::P95),
-        Stat::Percentile(Percentile::P99),
-        Stat::Count,
-        Stat::Total,
-        Stat::Rate,
-    ];
+    /// The statistics only server quantities have.
+    const SERVER_ONLY: [Stat; 3] = [Stat::Count, Stat::Total, Stat::Rate];
+
+    /// Every statistic, distribution first.
+    fn every() -> impl Iterator<Item = Stat> + Clone {
+        Stat::DISTRIBUTION.into_iter().chain(Stat::SERVER_ONLY)
+    }
 }
 
 impl fmt::Display for Stat {
@@ -406,15 +395,13 @@ impl FromStr for Stat {
     type Err = UnknownStat;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Stat::EVERY
-            .iter()
+        Stat::every()
             .find(|t| t.label() == s)
-            .copied()
             .ok_or_else(|| UnknownStat {
                 got: s.to_owned(),
                 closest: match s {
                     "mean" | "average" => Some("avg"),
-                    _ => closest(s, Stat::EVERY.iter().map(|t| t.label())),
+                    _ => closest(s, Stat::every().map(Stat::label)),
                 },
             })
     }
@@ -561,7 +548,7 @@ mod tests {
         for c in crate::CONCEPTS {
             assert_eq!(c.name.parse::<Metric>(), Ok(Metric::Server(c.name)));
         }
-        for s in Stat::EVERY {
+        for s in Stat::every() {
             assert_eq!(s.label().parse::<Stat>(), Ok(s));
         }
         assert_eq!(Stat::Percentile(Percentile::P99).quantile(), Some(0.99));

@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use kneepoint_core::{ApproxTokenCounter, RequestRecord, TokenCounter, Transport};
-use kneepoint_metrics::export::{
-    write_aiperf_csv, write_aiperf_json, write_summary_text, LevelInfo,
-};
+use kneepoint_metrics::export::LevelInfo;
 use kneepoint_metrics::{GoodputSlo, LevelSummary};
 use kneepoint_runner::{CancelToken, EarlyStop, LevelConfig, LevelRun, RecordObserver};
 use kneepoint_workload::Workload;
@@ -394,9 +392,7 @@ impl Bench {
             partial: run.cancelled,
         };
         self.log.level(dir, &summary, run.cancelled);
-        write_aiperf_json(&dir.join(folder::AIPERF_JSON), &summary, &info)?;
-        write_aiperf_csv(&dir.join(folder::AIPERF_CSV), &summary)?;
-        write_summary_text(&dir.join(folder::SUMMARY_TEXT), &summary, &info)?;
+        kneepoint_metrics::export::write_level_summary(dir, &summary, &info)?;
         if self.settings.export_outputs {
             kneepoint_metrics::export::write_outputs_json(
                 &dir.join(folder::OUTPUTS),

@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kneepoint_core::{RecordSink, RequestRecord};
-use kneepoint_metrics::export::{
-    read_jsonl, write_aiperf_csv, write_aiperf_json, write_summary_text, JsonlSink, LevelInfo,
-};
+use kneepoint_metrics::export::{read_jsonl, JsonlSink, LevelInfo};
 use kneepoint_metrics::{GoodputSlo, LevelSummary};
 use kneepoint_planner::{Shard, Sla};
 use kneepoint_report::schema::{write_document, SweepSummary};
@@ -389,9 +387,7 @@ pub fn merge(
             input_config,
             partial: runs.iter().any(|r| !r.doc.complete),
         };
-        write_aiperf_json(&dir.join(folder::AIPERF_JSON), &summary, &info)?;
-        write_aiperf_csv(&dir.join(folder::AIPERF_CSV), &summary)?;
-        write_summary_text(&dir.join(folder::SUMMARY_TEXT), &summary, &info)?;
+        kneepoint_metrics::export::write_level_summary(dir.as_ref(), &summary, &info)?;
         log.level(&dir, &summary, info.partial);
         levels.push(MergedLevel {
             concurrency: total,

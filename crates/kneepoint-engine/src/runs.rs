@@ -6,10 +6,7 @@ use kneepoint_core::folder;
 use std::io::Write as _;
 use std::path::Path;
 
-use kneepoint_metrics::export::{
-    read_jsonl, write_aggregate, write_aiperf_csv, write_aiperf_json, write_summary_text,
-    AggregateInfo, LevelInfo,
-};
+use kneepoint_metrics::export::{read_jsonl, write_aggregate, AggregateInfo, LevelInfo};
 use kneepoint_metrics::{summary_values, Convergence, GoodputSlo, LevelSummary, RunAggregate};
 use kneepoint_runner::CancelToken;
 use serde_json::json;
@@ -217,9 +214,7 @@ impl Bench {
             input_config,
             partial,
         };
-        write_aiperf_json(&dir.join(folder::AIPERF_JSON), &summary, &info)?;
-        write_aiperf_csv(&dir.join(folder::AIPERF_CSV), &summary)?;
-        write_summary_text(&dir.join(folder::SUMMARY_TEXT), &summary, &info)?;
+        kneepoint_metrics::export::write_level_summary(dir, &summary, &info)?;
         Ok(summary)
     }
 }

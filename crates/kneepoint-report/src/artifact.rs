@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use kneepoint_core::RequestRecord;
 use kneepoint_metrics::export::{
-    read_jsonl, read_jsonl_each, write_aiperf_csv, write_aiperf_json, write_summary_text, LevelInfo,
+    read_jsonl, read_jsonl_each, write_aiperf_csv, write_level_summary, LevelInfo,
 };
 use kneepoint_metrics::{GoodputSlo, LevelSummary};
 use serde_json::Value;
@@ -298,17 +298,14 @@ impl Artifact {
         let mut written = Vec::new();
         for l in &self.levels {
             let dir = self.root.join(&l.dir);
-            if let Some(info) = &l.info {
-                let p = dir.join(folder::AIPERF_JSON);
-                write_aiperf_json(&p, &l.summary, info)?;
-                written.push(p);
-                let p = dir.join(folder::SUMMARY_TEXT);
-                write_summary_text(&p, &l.summary, info)?;
-                written.push(p);
+            match &l.info {
+                Some(info) => written.extend(write_level_summary(&dir, &l.summary, info)?),
+                None => {
+                    let p = dir.join(folder::AIPERF_CSV);
+                    write_aiperf_csv(&p, &l.summary)?;
+                    written.push(p);
+                }
             }
-            let p = dir.join(folder::AIPERF_CSV);
-            write_aiperf_csv(&p, &l.summary)?;
-            written.push(p);
         }
         Ok(written)
     }

@@ -7,6 +7,7 @@ mod aiperf;
 mod groups;
 mod inputs;
 mod jsonl;
+mod level_files;
 mod outputs;
 mod read;
 mod record_line;
@@ -28,6 +29,7 @@ pub use jsonl::{
     record_json, records_file_name, records_path, JsonlSink, RECORDS_FILE, RECORDS_FILE_ZSTD,
     ZSTD_FLUSH_EVERY,
 };
+pub use level_files::write_level_summary;
 pub use outputs::{outputs_json, write_outputs_json, OUTPUTS_SCHEMA_VERSION};
 pub use read::{read_jsonl, read_jsonl_each, record_from_json};
 pub use routes::{route_summaries, route_summary_json, write_route_summary, RouteSummary};
