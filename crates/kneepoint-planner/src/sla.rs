@@ -70,7 +70,14 @@ pub(crate) fn validate(sla: &str, metric: &str, stat: &str) -> Result<(Metric, S
         // A name outside the general list, for a metric with statistics of its own: say those.
         return Err(bad(wrong_stat(m, metric, stat)));
     }
-    let s = parsed.map_err(|e| bad(e.to_string()))?;
+    // A misspelt statistic: the closest of this metric's own (not a server-only one).
+    let s = parsed.map_err(|mut e| {
+        if e.closest != Some("avg") {
+            let own = m.stats().iter().map(|s| s.label());
+            e.closest = kneepoint_core::metric::closest(stat, own);
+        }
+        bad(e.to_string())
+    })?;
     if !m.stats().contains(&s) {
         return Err(bad(wrong_stat(m, metric, stat)));
     }
@@ -417,6 +424,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("did you mean avg?"), "{e}");
+        // the closest of the metric's own statistics, never a server-only one
+        let e = Sla::parse("request_latency:totl:le:1")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("did you mean total"), "{e}");
+        let e = Sla::parse("request_latency:p98:le:1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean p90?"), "{e}");
         let e = Sla::parse("ttft:p95:le:100").unwrap_err().to_string();
         assert!(e.contains("unknown metric \"ttft\""), "{e}");
         let e = Sla::parse("error_rate:p99:le:0.1").unwrap_err().to_string();
