@@ -3,14 +3,15 @@
 //! processed, and the user is told.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use kneepoint_core::ApproxTokenCounter;
 use kneepoint_sim::{SimProfile, SimServer};
+
+mod common;
 
 #[test]
 fn a_server_counting_prompts_otherwise_is_named_under_the_table() {
@@ -33,6 +34,42 @@ fn a_server_counting_prompts_otherwise_is_named_under_the_table() {
         .find(|l| l.starts_with("warning (concurrency 2): input lengths"))
         .unwrap_or_else(|| panic!("no ISL warning in:\n{stdout}"));
     assert!(line.contains("where the client counted 256.0"), "{line}");
+
+    // `report` keeps the run's verdict: the saved warning, byte for byte...
+    let level = dir.path().join("run/concurrency_2");
+    let files = ["profile_export_aiperf.json", "benchmark_summary.txt"];
+    let before: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(level.join(f)).unwrap())
+        .collect();
+    report(&dir.path().join("run"));
+    for (f, b) in files.iter().zip(&before) {
+        assert_eq!(&std::fs::read(level.join(f)).unwrap(), b, "{f} changed");
+    }
+    // ...and adds none to a level saved without one (as by a version without the check).
+    let json = level.join("profile_export_aiperf.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let warnings = doc["kneepoint"]["warnings"].as_array_mut().unwrap();
+    warnings.retain(|w| !w.as_str().unwrap().starts_with("input lengths"));
+    std::fs::write(&json, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    report(&dir.path().join("run"));
+    let text = std::fs::read_to_string(level.join("benchmark_summary.txt")).unwrap();
+    assert!(!text.contains("input lengths"), "{text}");
+}
+
+/// `kneepoint report DIR`.
+fn report(dir: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
+        .arg("report")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `kneepoint sweep --url URL` of two small levels; its stdout.
@@ -63,31 +100,15 @@ fn sweep_at(url: &str, dir: &Path) -> String {
 
 #[test]
 fn sim_serve_counting_with_the_builtin_tokenizer_agrees_with_the_client() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
-        .args([
-            "sim",
-            "serve",
-            "--port",
-            "0",
-            "--profile",
-            "fast",
-            "--time-scale",
-            "1",
-        ])
-        .args(["--prompt-tokens", "builtin"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split("listening on ")
-        .nth(1)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let flags = [
+        "--profile",
+        "fast",
+        "--time-scale",
+        "1",
+        "--prompt-tokens",
+        "builtin",
+    ];
+    let (mut child, url) = common::sim_serve(&flags);
     let dir = tempfile::tempdir().unwrap();
     let stdout = sweep_at(&url, dir.path());
     let _ = child.kill();

@@ -2,9 +2,6 @@
 //! `kneepoint sim serve` binary serves requests.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command as Proc, Stdio};
-
 use clap::Parser;
 use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
 use kneepoint_sim::{SimProfile, SimServer};
@@ -152,20 +149,7 @@ async fn model_is_detected_and_unreachable_servers_fail_fast() {
 
 #[test]
 fn sim_serve_binary_answers_requests() {
-    let mut child = Proc::new(env!("CARGO_BIN_EXE_kneepoint"))
-        .args(["sim", "serve", "--port", "0", "--profile", "fast"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    reader.read_line(&mut line).unwrap();
-    let url = line
-        .split("listening on ")
-        .nth(1)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let (mut child, url) = common::sim_serve(&["--profile", "fast"]);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let result = rt.block_on(async {
         use futures_util::StreamExt;
@@ -185,6 +169,5 @@ fn sim_serve_binary_answers_requests() {
     });
     let _ = child.kill();
     let _ = child.wait();
-    drop(reader);
     assert_eq!(result, 5);
 }

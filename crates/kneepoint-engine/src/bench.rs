@@ -374,7 +374,7 @@ impl Bench {
             Some(s) => s.summary(concurrency, exact, dir)?,
             None => LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default()),
         };
-        crate::summary_server::attach(&mut summary, server);
+        crate::server::attach(&mut summary, server);
         let mut input_config = self.description.clone();
         input_config["level"] = level;
         if streamed.is_some() {

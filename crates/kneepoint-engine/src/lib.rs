@@ -74,7 +74,6 @@ mod search_doc;
 mod server;
 mod settings;
 mod streamed;
-mod summary_server;
 mod sweep;
 mod sweep_doc;
 mod timed;

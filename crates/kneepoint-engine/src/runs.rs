@@ -200,7 +200,7 @@ impl Bench {
         out.flush().map_err(|e| Error::io("write", &pooled, e))?;
         let mut summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
         let server = self.server.pooled(self.observer.as_ref(), dir);
-        crate::summary_server::attach(&mut summary, server);
+        crate::server::attach(&mut summary, server);
         let mut input_config = self.description.clone();
         input_config["level"] = json!({
             "concurrency": concurrency,

@@ -37,8 +37,9 @@ impl PromptCounts {
     /// How far two requests' differences may lie apart and still read as one template: 8 tokens (a template joined to a prompt may merge or
     /// split a token at the seam, and a dataset's prompts may carry one or two messages more
     /// than others, each with a header of a few tokens) or 2 % of the mean prompt, whichever
-    /// is larger. Another tokenizer differs by a share of every prompt, prompt by prompt: at
-    /// 256 tokens a word estimate spread 15 tokens, and the gap grows with the prompt.
+    /// is larger. Another tokenizer differs by a share of every prompt, prompt by prompt, and
+    /// the gap grows with the prompt (`crates/kneepoint-cli/tests/isl_mismatch.rs` shows a
+    /// word-estimating server flagged at 256 tokens).
     fn tolerance(&self) -> f64 {
         let mean_client = self.sum_client as f64 / self.n.max(1) as f64;
         (0.02 * mean_client).max(8.0)

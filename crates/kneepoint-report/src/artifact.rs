@@ -175,30 +175,19 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
             .filter(|w| w.starts_with(isl))
             .map(str::to_owned)
             .collect();
-        let mut kept = Vec::with_capacity(summary.warnings.len());
-        let mut saved_isl = saved_isl.into_iter();
-        for w in summary.warnings.drain(..) {
-            if !w.starts_with(isl) {
-                kept.push(w);
-            } else if let Some(s) = saved_isl.next() {
-                kept.push(s);
-            }
-        }
-        // A saved warning the recomputation no longer gives goes where the check puts it:
-        // before "every request failed" and the interruption or thin-level notes.
-        let rest: Vec<String> = saved_isl.collect();
-        if !rest.is_empty() {
-            let at = kept
-                .iter()
-                .position(|w| {
-                    w == "every request failed"
-                        || w.starts_with("interrupted:")
-                        || w.starts_with("only ")
-                })
-                .unwrap_or(kept.len());
-            kept.splice(at..at, rest);
-        }
-        summary.warnings = kept;
+        // The recomputed verdict goes; the saved one stands where the check puts its
+        // warning: before "every request failed" and the interruption or thin-level notes.
+        summary.warnings.retain(|w| !w.starts_with(isl));
+        let at = summary
+            .warnings
+            .iter()
+            .position(|w| {
+                w == "every request failed"
+                    || w.starts_with("interrupted:")
+                    || w.starts_with("only ")
+            })
+            .unwrap_or(summary.warnings.len());
+        summary.warnings.splice(at..at, saved_isl);
     }
     // The server's view is not in the records: it is kept from the saved summary.
     summary.server = doc

@@ -160,14 +160,12 @@ pub(crate) fn explaining_headers(headers: &http::HeaderMap) -> Vec<(String, Stri
             let v = headers.get(name)?;
             let mut v = String::from_utf8_lossy(v.as_bytes()).into_owned();
             if name == "location" {
-                v = redact_location(&v);
+                v = kneepoint_core::redact_url(&v);
             }
             Some((name.to_owned(), v.chars().take(200).collect()))
         })
         .collect()
 }
-
-use kneepoint_core::redact_url as redact_location;
 
 #[cfg(test)]
 mod tests {
@@ -198,13 +196,13 @@ mod tests {
 
     #[test]
     fn locations_lose_credentials() {
-        assert_eq!(redact_location("https://h/p"), "https://h/p");
+        assert_eq!(kneepoint_core::redact_url("https://h/p"), "https://h/p");
         assert_eq!(
-            redact_location("https://u:pw@h:1/p?a=b"),
+            kneepoint_core::redact_url("https://u:pw@h:1/p?a=b"),
             "https://…@h:1/p…"
         );
-        assert_eq!(redact_location("/login#token=abc"), "/login…");
-        assert_eq!(redact_location("https://h/a@b"), "https://h/a@b");
+        assert_eq!(kneepoint_core::redact_url("/login#token=abc"), "/login…");
+        assert_eq!(kneepoint_core::redact_url("https://h/a@b"), "https://h/a@b");
     }
 
     #[test]

@@ -82,3 +82,25 @@ pub fn all_text(dir: &std::path::Path) -> String {
     }
     out
 }
+
+/// `kneepoint sim serve --port 0 ARGS` in its own process, and the base URL it prints.
+pub fn sim_serve(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kneepoint"))
+        .args(["sim", "serve", "--port", "0"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split("listening on ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_owned();
+    (child, url)
+}
