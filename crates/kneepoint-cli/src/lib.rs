@@ -39,7 +39,7 @@ use clap::Parser;
 pub use k8s_cmd::indexed_job;
 pub use kneepoint_config::{
     CandidateSection, CommonSettings, FileConfig, LoadSection, OpenLoopSettings, PriceTable,
-    RunsSection, RunsSettings, SearchSettings, SweepSettings, Target,
+    Protocol, RunsSection, RunsSettings, SearchSettings, SweepSettings, Target,
 };
 pub use kneepoint_engine::schema::LevelRow;
 pub use plan_cmd::{plan, table as plan_table, PlanArgs};
@@ -224,7 +224,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Sweep(args) => {
                 let settings = SweepSettings::resolve(&args)?;
                 let cancel = on_signals();
-                let outcome = run_sweep_with(&settings, !args.common.quiet, &cancel).await?;
+                let outcome = run_sweep_with(&settings, !args.common.output.quiet, &cancel).await?;
                 output::print_sweep(&outcome);
                 publish(&settings.common.publish, &outcome.artifact_dir).await?;
                 if outcome.interrupted {
@@ -235,7 +235,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Search(args) => {
                 let settings = SearchSettings::resolve(&args)?;
                 let cancel = on_signals();
-                let outcome = run_search_with(&settings, !args.common.quiet, &cancel).await?;
+                let outcome =
+                    run_search_with(&settings, !args.common.output.quiet, &cancel).await?;
                 output::print_search(&outcome);
                 publish(&settings.common.publish, &outcome.artifact_dir).await?;
                 if outcome.interrupted {

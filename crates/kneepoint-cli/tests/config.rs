@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use clap::Parser;
-use kneepoint_cli::{Cli, Command, SweepSettings, Target};
+use kneepoint_cli::{Cli, Command, Protocol, SweepSettings, Target};
 use kneepoint_workload::LengthDist;
 
 fn resolve(args: &[&str]) -> anyhow::Result<SweepSettings> {
@@ -54,14 +54,14 @@ request_count = 1024
         .map(|l| (l.concurrency, l.request_count))
         .collect();
     assert_eq!(levels, vec![(64, 1024), (256, 1024), (1024, 1024)]);
-    assert!(matches!(s.common.target, Target::OpenAi(_)));
-    assert_eq!(s.common.transport.model, "nemotron");
+    assert!(matches!(
+        s.common.target,
+        Target::Endpoint(Protocol::OpenAi { .. })
+    ));
+    assert_eq!(openai(&s).model, "nemotron");
+    assert_eq!(openai(&s).url(), "http://127.0.0.1:9/v1/completions");
     assert_eq!(
-        s.common.transport.url(),
-        "http://127.0.0.1:9/v1/completions"
-    );
-    assert_eq!(
-        s.common.transport.headers,
+        openai(&s).headers,
         vec![("X-Team".to_owned(), "infra".to_owned())]
     );
     assert!(
@@ -95,7 +95,7 @@ fn json_config_and_simulator_section() {
             "simulator": {"profile": "fast", "time_scale": 0.5}}"#,
     );
     let s = resolve(&["--config", &f]).unwrap();
-    let Target::Simulator(p) = &s.common.target else {
+    let Target::Simulator { profile: p, .. } = &s.common.target else {
         panic!("expected the simulator")
     };
     assert_eq!(p.name, "fast");
@@ -219,8 +219,11 @@ aws_profile = "bench"
 "#,
     );
     let s = resolve(&["--config", &f]).unwrap();
-    assert!(matches!(s.common.target, Target::SageMaker));
-    let sm = s.common.sagemaker.as_ref().unwrap();
+    assert!(matches!(
+        s.common.target,
+        Target::Endpoint(Protocol::SageMaker(_))
+    ));
+    let sm = s.common.target.protocol().sagemaker().unwrap();
     assert_eq!(sm.config.endpoint_name, "my-vllm");
     assert_eq!(sm.config.region, "eu-west-1");
     assert_eq!(sm.config.body, BodyFormat::Tgi);
@@ -249,7 +252,7 @@ aws_profile = "bench"
         "false",
     ])
     .unwrap();
-    let sm = s.common.sagemaker.unwrap();
+    let sm = s.common.target.protocol().sagemaker().unwrap().clone();
     assert_eq!(sm.config.region, "us-east-2");
     assert_eq!(
         sm.config.headers.inference_component.as_deref(),
@@ -265,7 +268,7 @@ aws_profile = "bench"
     assert!(e(&["--sagemaker-endpoint", "ok", "--url", "http://x"]).contains("not both"));
     assert!(
         e(&["--sagemaker-endpoint", "ok", "--sagemaker-body", "xml"])
-            .contains("chat, completions or tgi")
+            .contains("possible values: chat, completions, tgi")
     );
     assert!(e(&["--sim-protocol", "grpc"]).contains("possible values: openai, sagemaker"));
 }
@@ -388,17 +391,14 @@ fn conversation_flags_and_where_they_cannot_run() {
 #[test]
 fn several_models_and_urls_make_routes() {
     let s = resolve(&["--model", "base=3, adapter-1", "--route-by", "weighted"]).unwrap();
-    let r = s.common.routes.expect("routes");
+    let r = s.common.target.protocol().routes().expect("routes").clone();
     assert_eq!(
         r.models,
         vec![("base".to_owned(), 3.0), ("adapter-1".to_owned(), 1.0)]
     );
     assert!(r.urls.is_empty(), "the simulator's own URL");
     assert_eq!(r.rule, kneepoint_transport::RouteRule::Weighted);
-    assert_eq!(
-        s.common.transport.model, "base",
-        "the first model is the primary"
-    );
+    assert_eq!(openai(&s).model, "base", "the first model is the primary");
     let s = resolve(&[
         "--url",
         "http://127.0.0.1:9",
@@ -408,18 +408,24 @@ fn several_models_and_urls_make_routes() {
         "m",
     ])
     .unwrap();
-    let r = s.common.routes.unwrap();
+    let r = s.common.target.protocol().routes().unwrap().clone();
     assert_eq!(r.urls.len(), 2);
     assert_eq!(r.rule, kneepoint_transport::RouteRule::RoundRobin);
-    assert_eq!(s.common.transport.base_url, "http://127.0.0.1:9");
+    assert_eq!(openai(&s).base_url, "http://127.0.0.1:9");
     // conversations stay on one target by default
     let s = resolve(&["--model", "a,b", "--conversation-turn-mean", "3"]).unwrap();
     assert_eq!(
-        s.common.routes.unwrap().rule,
+        s.common.target.protocol().routes().unwrap().clone().rule,
         kneepoint_transport::RouteRule::Sticky
     );
     // one model on one URL: no routes
-    assert!(resolve(&["--model", "m"]).unwrap().common.routes.is_none());
+    assert!(resolve(&["--model", "m"])
+        .unwrap()
+        .common
+        .target
+        .protocol()
+        .routes()
+        .is_none());
     for (bad, says) in [
         (vec!["--model", "a=0,b"], "positive"),
         (vec!["--model", "a=x"], "must be a number"),
@@ -510,7 +516,7 @@ fn pooling_endpoint_types_and_batch_sizes() {
     use kneepoint_workload::Pooling;
     let s = resolve(&["--endpoint-type", "embeddings", "--batch-size", "16"]).unwrap();
     assert_eq!(s.common.pooling, Some(Pooling::Embed { batch: 16 }));
-    assert_eq!(s.common.transport.api, kneepoint_transport::Api::Embeddings);
+    assert_eq!(openai(&s).api, kneepoint_transport::Api::Embeddings);
     let s = resolve(&["--endpoint-type", "rerank"]).unwrap();
     assert_eq!(s.common.pooling, Some(Pooling::Rank { batch: 8 }));
     let s = resolve(&["--endpoint-type", "score", "--batch-size", "2"]).unwrap();
@@ -534,4 +540,13 @@ fn pooling_endpoint_types_and_batch_sizes() {
         let e = format!("{:#}", resolve(&bad).unwrap_err());
         assert!(e.contains(says), "{bad:?}: {e}");
     }
+}
+
+/// The OpenAI-compatible client configuration of a resolved sweep (panics for SageMaker).
+fn openai(s: &SweepSettings) -> &kneepoint_transport::OpenAiConfig {
+    s.common
+        .target
+        .protocol()
+        .openai()
+        .expect("an OpenAI-compatible target")
 }

@@ -100,7 +100,7 @@ fn the_predicted_profile_runs_the_prediction_in_the_simulator() {
         panic!("not a sweep")
     };
     let s = SweepSettings::resolve(&a).unwrap();
-    let Target::Simulator(p) = &s.common.target else {
+    let Target::Simulator { profile: p, .. } = &s.common.target else {
         panic!("not the simulator")
     };
     assert_eq!(p.name, "predicted");

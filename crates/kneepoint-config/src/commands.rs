@@ -111,7 +111,12 @@ impl SweepSettings {
         // Without a request count, each level sends at least four requests per slot, so
         // that ramp-up and drain do not dominate its figures (the default 1,024 would give
         // one per slot at concurrency 1,024).
-        let given = args.common.request_count.or(sw.request_count).is_some();
+        let given = args
+            .common
+            .load
+            .request_count
+            .or(sw.request_count)
+            .is_some();
         let plan = if given {
             SweepPlan::uniform(&concurrency, common.levels.request_count)?
         } else {
@@ -134,7 +139,7 @@ impl SweepSettings {
         };
         let slas = slas(&args.sla, &file.search_params.clone().unwrap_or_default())?;
         common.check_server_slas(&slas)?;
-        if !common.transport.streaming {
+        if !common.target.protocol().streaming() {
             if let Some(s) = slas.iter().find(|s| s.requires_streaming()) {
                 bail!("{} needs streaming responses", s.name);
             }
@@ -204,7 +209,7 @@ impl SearchSettings {
         let mut search = SearchConfig::new(slas(&args.sla, &sp)?);
         common.check_server_slas(&search.slas)?;
         search.request_count = common.levels.request_count;
-        search.streaming = common.transport.streaming;
+        search.streaming = common.target.protocol().streaming();
         if let Some(v) = args.concurrency_min.or(sp.concurrency_min) {
             search.concurrency_min = v;
         }
@@ -239,7 +244,7 @@ impl SweepSettings {
     pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Sweep> {
         let widest = self.plan.levels().iter().map(|l| l.concurrency).max();
         warn_if_fds_short(widest, observer.as_ref());
-        let bench = crate::target::prepare(&self.common, observer).await?;
+        let bench = crate::prepare::prepare(&self.common, observer).await?;
         Ok(Sweep::on(bench)
             .plan(self.plan.clone())
             .slas(self.slas.clone())
@@ -254,7 +259,7 @@ impl SearchSettings {
     /// `observer`.
     pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Search> {
         warn_if_fds_short(Some(self.search.concurrency_max), observer.as_ref());
-        let bench = crate::target::prepare(&self.common, observer).await?;
+        let bench = crate::prepare::prepare(&self.common, observer).await?;
         Ok(Search::on(bench)
             .config(self.search.clone())
             .sla_by_confidence(self.sla_by_confidence)

@@ -10,39 +10,17 @@ use kneepoint_sim::SimProfile;
 use kneepoint_transport::OpenAiConfig;
 use kneepoint_workload::{Conversations, DatasetConfig, LengthDist, Lengths, SharedPrefix};
 
-use crate::endpoint::{deadlines, openai_config, sagemaker_settings, SageMakerSettings};
+use crate::endpoint::{deadlines, openai_config};
 use crate::error::bail;
 use crate::file::{FileConfig, WorkloadSection};
 use crate::load::{early_stop, level_duration, ramp_up, resolve_open_loop, resolve_runs};
 use crate::workload::{conversations, dataset, lengths, mixture, prefix};
-use crate::{CommonArgs, Result, DEFAULT_REQUEST_COUNT};
-
-/// What the sweep runs against.
-#[derive(Debug, Clone)]
-pub enum Target {
-    /// A SageMaker endpoint (real, or at an `endpoint_url`).
-    SageMaker,
-    /// The built-in simulator, started in-process.
-    Simulator(SimProfile),
-    /// An OpenAI-compatible endpoint.
-    OpenAi(OpenAiConfig),
-}
-
-/// Several models and/or endpoints to spread requests over (`--model a,b`, `--url` repeated).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RoutesPlan {
-    /// The endpoints; empty: the target's own (the built-in simulator's).
-    pub urls: Vec<String>,
-    /// The model names and their weights.
-    pub models: Vec<(String, f64)>,
-    /// How a request's target is chosen.
-    pub rule: kneepoint_transport::RouteRule,
-}
+use crate::{CommonArgs, Protocol, Result, RoutesPlan, Target, DEFAULT_REQUEST_COUNT};
 
 /// What every load-sending command needs, resolved and validated.
 #[derive(Debug, Clone)]
 pub struct CommonSettings {
-    /// The target.
+    /// What the requests go to, and the one client configuration that reaches it.
     pub target: Target,
     /// The archive of the results and its upload, after the run.
     pub publish: crate::Publish,
@@ -51,9 +29,6 @@ pub struct CommonSettings {
     /// The whole sweep's levels before they were shared out (a sharded sweep's), recorded so
     /// that `merge` can check the shards add up.
     pub shard_levels: Vec<u32>,
-    /// Chat or completions, path, headers...: the transport template (URL filled in for the
-    /// simulator once it is listening).
-    pub transport: OpenAiConfig,
     /// How every level runs (request count, warm-up, runs, load shape, deadlines, retries,
     /// the seed of the workload and of the arrival schedules), handed to the engine as is.
     pub levels: LevelSettings,
@@ -69,8 +44,6 @@ pub struct CommonSettings {
     pub prefix: Option<SharedPrefix>,
     /// Multi-turn conversations (synthetic prompts, closed loop, count-bound levels).
     pub conversations: Option<Conversations>,
-    /// Several models or endpoints (none: one of each).
-    pub routes: Option<RoutesPlan>,
     /// Images attached to each request (chat, synthetic prompts).
     pub images: Option<kneepoint_workload::Images>,
     /// Requests for an embeddings, rerank or score endpoint.
@@ -85,9 +58,6 @@ pub struct CommonSettings {
     pub server_metrics: ServerMetricsPlan,
     /// Output directory.
     pub artifact_dir: PathBuf,
-    /// Set when the target speaks the SageMaker runtime protocol (a real endpoint, or the
-    /// simulator with `protocol = "sagemaker"`).
-    pub sagemaker: Option<SageMakerSettings>,
 }
 
 /// The Prometheus endpoints scraped during every level.
@@ -103,18 +73,19 @@ pub struct ServerMetricsPlan {
 
 impl ServerMetricsPlan {
     fn from_args(args: &CommonArgs) -> Result<Self> {
-        let secs = args.server_metrics_interval.unwrap_or(1.0);
+        let secs = args.scrape.server_metrics_interval.unwrap_or(1.0);
         if !(secs.is_finite() && (0.01..=3600.0).contains(&secs)) {
             bail!("--server-metrics-interval must be between 0.01 and 3600 seconds, not {secs}");
         }
         let endpoints: Vec<String> = args
+            .scrape
             .server_metrics
             .iter()
-            .chain(&args.gpu_metrics)
+            .chain(&args.scrape.gpu_metrics)
             .cloned()
             .collect();
         Ok(ServerMetricsPlan {
-            target_metrics: !args.no_server_metrics && args.server_metrics.is_empty(),
+            target_metrics: !args.scrape.no_server_metrics && args.scrape.server_metrics.is_empty(),
             endpoints,
             interval: Duration::from_secs_f64(secs),
         })
@@ -149,20 +120,11 @@ impl ServerMetricsPlan {
 }
 
 impl CommonSettings {
-    /// Whether the target publishes a Prometheus page of its own: an OpenAI-compatible server
-    /// or the simulator does; SageMaker (and the simulator speaking its protocol) does not.
-    pub fn target_has_metrics(&self) -> bool {
-        !matches!(
-            (&self.target, &self.sagemaker),
-            (Target::SageMaker, _) | (Target::Simulator(_), Some(_))
-        )
-    }
-
     /// Refuses an SLA on a server concept (`server_*`, `gpu_*`) when nothing will be
     /// scraped: every level would count it as breached.
     pub fn check_server_slas(&self, slas: &[kneepoint_planner::Sla]) -> Result<()> {
         let scraped = !self.server_metrics.endpoints.is_empty()
-            || (self.server_metrics.target_metrics && self.target_has_metrics());
+            || (self.server_metrics.target_metrics && self.target.has_metrics());
         if let Some(s) = slas
             .iter()
             .find(|s| matches!(s.metric, kneepoint_core::Metric::Server(_)))
@@ -189,17 +151,20 @@ impl CommonSettings {
         let sw = file.sweep_params.clone().unwrap_or_default();
         let sim = file.simulator.clone().unwrap_or_default();
         let load = file.load.clone().unwrap_or_default();
-        let url = args.url.first().cloned().or(ep.url.clone());
-        let target = match &url {
-            Some(_) => None,
-            None => Some(crate::simulator::profile(args, &sim, file)?),
-        };
-        let transport = openai_config(args, &ep, &wl, url.as_deref(), target.as_ref())?;
+        let url = args.endpoint.url.first().cloned().or(ep.url.clone());
         let sm_name = args
+            .sagemaker
             .sagemaker_endpoint
             .clone()
             .or(ep.sagemaker_endpoint.clone());
+        // Without a URL or a SageMaker endpoint, the built-in simulator.
+        let sim_profile = match (&url, &sm_name) {
+            (None, None) => Some(crate::simulator::profile(args, &sim, file)?),
+            _ => None,
+        };
+        let transport = openai_config(args, &ep, &wl, url.as_deref(), sim_profile.as_ref())?;
         let sim_protocol = args
+            .simulator
             .sim_protocol
             .clone()
             .or(sim.protocol.clone())
@@ -212,18 +177,18 @@ impl CommonSettings {
                 "give either --url (an OpenAI-compatible server) or --sagemaker-endpoint, not both"
             );
         }
-        let sagemaker = match (&sm_name, target.is_some() && sim_protocol == "sagemaker") {
-            (Some(name), _) => Some(sagemaker_settings(args, &ep, &transport, name.clone())?),
-            (None, true) => Some(sagemaker_settings(
-                args,
-                &ep,
-                &transport,
-                "kneepoint-sim".into(),
-            )?),
+        // The SageMaker endpoint's name: the one asked for, or the simulator's.
+        let sagemaker = match (
+            &sm_name,
+            sim_profile.is_some() && sim_protocol == "sagemaker",
+        ) {
+            (Some(name), _) => Some(name.clone()),
+            (None, true) => Some("kneepoint-sim".to_owned()),
             (None, false) => None,
         };
 
         let request_count = args
+            .load
             .request_count
             .or(request_count)
             .unwrap_or(DEFAULT_REQUEST_COUNT);
@@ -232,15 +197,17 @@ impl CommonSettings {
         }
         let (isl, osl) = lengths(args, &wl)?;
         let artifact_dir = args
+            .output
             .artifact_dir
             .clone()
             .or(file.artifact_dir.clone())
             .unwrap_or_else(|| crate::common::default_artifact_dir("sweep"));
         let open_loop = resolve_open_loop(args, &load)?;
-        let output_control = !args.no_output_control && wl.output_control.unwrap_or(true);
+        let output_control = !args.endpoint.no_output_control && wl.output_control.unwrap_or(true);
         let mut levels = LevelSettings::default();
         levels.request_count = request_count;
         levels.warmup_requests = args
+            .load
             .warmup_requests
             .or(sw.warmup_request_count)
             .unwrap_or(0);
@@ -249,8 +216,9 @@ impl CommonSettings {
         levels.open_loop = open_loop;
         levels.duration = level_duration(args, &load)?;
         levels.early_stop = early_stop(args, &load, file.runs.as_ref())?;
-        levels.seed = args.seed.or(wl.seed).unwrap_or(0);
+        levels.seed = args.workload.seed.or(wl.seed).unwrap_or(0);
         let shard = args
+            .load
             .shard
             .as_deref()
             .map(kneepoint_planner::Shard::parse)
@@ -281,21 +249,26 @@ impl CommonSettings {
                 levels.request_count = sh.share(levels.request_count).max(1);
             }
         }
-        levels.start_at_unix_ns = args.start_at.as_deref().map(parse_start_at).transpose()?;
-        levels.require_finish_reason = !args.allow_missing_finish_reason;
-        levels.trust_server_usage = args.trust_server_usage;
-        levels.export_outputs = args.export_outputs_json;
-        levels.compress_records = args.records_zstd;
-        if let Some(n) = args.records_in_memory {
+        levels.start_at_unix_ns = args
+            .load
+            .start_at
+            .as_deref()
+            .map(parse_start_at)
+            .transpose()?;
+        levels.require_finish_reason = !args.load.allow_missing_finish_reason;
+        levels.trust_server_usage = args.load.trust_server_usage;
+        levels.export_outputs = args.output.export_outputs_json;
+        levels.compress_records = args.output.records_zstd;
+        if let Some(n) = args.output.records_in_memory {
             levels.records_in_memory = n;
         }
-        levels.exact_percentiles = args.exact_percentiles;
-        if let Some(n) = args.inputs_limit {
+        levels.exact_percentiles = args.output.exact_percentiles;
+        if let Some(n) = args.output.inputs_limit {
             levels.inputs_limit = n;
         }
         levels.retry = RetryPolicy {
-            max_retries: args.retries.unwrap_or(0),
-            backoff: Duration::from_millis(args.retry_backoff_ms.unwrap_or(500)),
+            max_retries: args.load.retries.unwrap_or(0),
+            backoff: Duration::from_millis(args.load.retry_backoff_ms.unwrap_or(500)),
         };
         levels.deadlines = deadlines(args, &ep)?;
         let conversations = multi_turn(args, &wl, &levels)?;
@@ -315,19 +288,14 @@ impl CommonSettings {
             shard,
             shard_levels: Vec::new(),
             publish: crate::Publish::resolve(
-                &args.publish,
+                &args.output.publish,
                 file.output.as_ref(),
-                args.aws_profile.clone(),
+                args.sagemaker.aws_profile.clone(),
             )?,
-            target: match (target, &sm_name) {
-                (_, Some(_)) => Target::SageMaker,
-                (Some(p), None) => Target::Simulator(p),
-                (None, None) => Target::OpenAi(transport.clone()),
-            },
-            sagemaker,
-            transport,
+            target: target(args, &ep, sim_profile, transport, routes, sagemaker)?,
             levels,
             tokenizer: args
+                .workload
                 .tokenizer
                 .clone()
                 .or(wl.tokenizer.clone())
@@ -335,7 +303,6 @@ impl CommonSettings {
             mixture: mixture(args, &wl)?,
             prefix: prefix(args, &wl),
             conversations,
-            routes,
             images,
             pooling,
             dataset: dataset(args, &wl, &osl)?.map(|mut d| {
@@ -345,11 +312,46 @@ impl CommonSettings {
             isl,
             osl,
             output_control,
-            overwrite: args.overwrite,
+            overwrite: args.output.overwrite,
             server_metrics: ServerMetricsPlan::from_args(args)?,
             artifact_dir,
         })
     }
+}
+
+/// The one target enum from its resolved parts: a SageMaker endpoint's name (asked for, or the
+/// simulator's when it speaks SageMaker) makes the protocol SageMaker's, whose settings follow
+/// `openai`'s body fields; otherwise the OpenAI configuration is the protocol spoken.
+fn target(
+    args: &CommonArgs,
+    ep: &crate::file::EndpointSection,
+    sim: Option<SimProfile>,
+    openai: OpenAiConfig,
+    routes: Option<RoutesPlan>,
+    sagemaker: Option<String>,
+) -> Result<Target> {
+    let protocol = match sagemaker {
+        #[cfg(feature = "sagemaker")]
+        Some(name) => Protocol::SageMaker(crate::sagemaker::sagemaker_settings(
+            args, ep, &openai, name,
+        )?),
+        #[cfg(not(feature = "sagemaker"))]
+        Some(_) => {
+            let _ = (args, ep);
+            bail!("this build has no SageMaker support: build kneepoint-config with its `sagemaker` feature");
+        }
+        None => Protocol::OpenAi {
+            config: openai,
+            routes,
+        },
+    };
+    Ok(match sim {
+        Some(profile) => Target::Simulator {
+            profile: Box::new(profile),
+            protocol,
+        },
+        None => Target::Endpoint(protocol),
+    })
 }
 
 /// Multi-turn conversations, where they can run: synthetic prompts in a closed loop with
@@ -359,8 +361,8 @@ fn multi_turn(
     wl: &WorkloadSection,
     levels: &LevelSettings,
 ) -> Result<Option<Conversations>> {
-    let from_dataset = args.dataset_multi_turn || wl.dataset_multi_turn.unwrap_or(false);
-    let has_dataset = args.dataset.is_some() || wl.dataset.is_some();
+    let from_dataset = args.workload.dataset_multi_turn || wl.dataset_multi_turn.unwrap_or(false);
+    let has_dataset = args.workload.dataset.is_some() || wl.dataset.is_some();
     if from_dataset && !has_dataset {
         bail!("--dataset-multi-turn reads the turns of a ShareGPT --dataset; give one");
     }
@@ -389,12 +391,12 @@ fn routes_plan(
     conversations: bool,
     sagemaker: bool,
 ) -> Result<Option<RoutesPlan>> {
-    let models = match &args.model {
+    let models = match &args.endpoint.model {
         Some(m) => crate::endpoint::parse_models(m)?,
         None => Vec::new(),
     };
-    if models.len() <= 1 && args.url.len() <= 1 {
-        if args.route_by.is_some() {
+    if models.len() <= 1 && args.endpoint.url.len() <= 1 {
+        if args.endpoint.route_by.is_some() {
             bail!("--route-by needs several models (--model a,b) or several --url");
         }
         return Ok(None);
@@ -405,13 +407,13 @@ fn routes_plan(
     if models.is_empty() {
         bail!("with several --url, name the model(s) with --model");
     }
-    let rule = match args.route_by.as_deref() {
+    let rule = match args.endpoint.route_by.as_deref() {
         Some(r) => r.parse()?,
         None if conversations => kneepoint_transport::RouteRule::Sticky,
         None => kneepoint_transport::RouteRule::RoundRobin,
     };
     Ok(Some(RoutesPlan {
-        urls: args.url.clone(),
+        urls: args.endpoint.url.clone(),
         models,
         rule,
     }))
@@ -425,6 +427,7 @@ fn images(
     sagemaker: bool,
 ) -> Result<Option<kneepoint_workload::Images>> {
     let count = args
+        .workload
         .images_per_request
         .or(wl.images_per_request)
         .unwrap_or(0);
@@ -434,14 +437,18 @@ fn images(
     if api != kneepoint_transport::Api::Chat || sagemaker {
         bail!("images go in chat requests to an OpenAI-compatible endpoint (--endpoint-type chat)");
     }
-    if args.dataset.is_some() || wl.dataset.is_some() {
+    if args.workload.dataset.is_some() || wl.dataset.is_some() {
         bail!("images are added to synthetic prompts: drop --dataset or --images-per-request");
     }
     let i = kneepoint_workload::Images {
         count,
-        width: args.image_width.or(wl.image_width).unwrap_or(512),
-        height: args.image_height.or(wl.image_height).unwrap_or(512),
-        pool: args.image_pool.or(wl.image_pool).unwrap_or(16),
+        width: args.workload.image_width.or(wl.image_width).unwrap_or(512),
+        height: args
+            .workload
+            .image_height
+            .or(wl.image_height)
+            .unwrap_or(512),
+        pool: args.workload.image_pool.or(wl.image_pool).unwrap_or(16),
     };
     i.validate()?;
     Ok(Some(i))
@@ -457,7 +464,7 @@ fn pooling(
 ) -> Result<Option<kneepoint_workload::Pooling>> {
     use kneepoint_transport::Api;
     use kneepoint_workload::Pooling;
-    let batch = args.batch_size.or(wl.batch_size);
+    let batch = args.workload.batch_size.or(wl.batch_size);
     if !api.is_pooling() {
         if batch.is_some() {
             bail!("--batch-size is for the pooling endpoint types (embeddings, rerank, score)");
@@ -470,7 +477,7 @@ fn pooling(
     if conversations {
         bail!("pooling endpoints take no conversations: drop the conversation_turn options");
     }
-    if args.dataset.is_some() || wl.dataset.is_some() {
+    if args.workload.dataset.is_some() || wl.dataset.is_some() {
         bail!("pooling requests are synthetic for now: drop --dataset");
     }
     if batch == Some(0) {

@@ -1,20 +1,27 @@
 //! The resolved settings as recorded in every export's `input_config` (no secrets).
 
-use crate::{CommonSettings, Target};
+use crate::{CommonSettings, Protocol, Target};
 use kneepoint_core::folder;
 
 impl CommonSettings {
     /// The settings as recorded in exports (no secrets: the API key and header values are
     /// left out).
     pub fn describe(&self) -> serde_json::Value {
-        let target = match &self.target {
-            Target::Simulator(p) => serde_json::json!({"kind": "simulator", "profile": p}),
-            Target::OpenAi(c) => {
-                serde_json::json!({"kind": "openai", "url": kneepoint_transport::redact_url(&c.url())})
+        let protocol = self.target.protocol();
+        let target = match (&self.target, protocol) {
+            (Target::Simulator { profile, .. }, _) => {
+                serde_json::json!({"kind": "simulator", "profile": profile})
             }
-            Target::SageMaker => serde_json::json!({"kind": "sagemaker"}),
+            (Target::Endpoint(_), Protocol::OpenAi { config, .. }) => {
+                serde_json::json!({"kind": "openai", "url": kneepoint_transport::redact_url(&config.url())})
+            }
+            #[cfg(feature = "sagemaker")]
+            (Target::Endpoint(_), Protocol::SageMaker(_)) => {
+                serde_json::json!({"kind": "sagemaker"})
+            }
         };
-        let sagemaker = self.sagemaker.as_ref().map(|s| {
+        #[cfg(feature = "sagemaker")]
+        let sagemaker = protocol.sagemaker().map(|s| {
             let c = &s.config;
             serde_json::json!({
                 "endpoint_name": c.endpoint_name,
@@ -30,6 +37,8 @@ impl CommonSettings {
                 },
             })
         });
+        #[cfg(not(feature = "sagemaker"))]
+        let sagemaker: Option<serde_json::Value> = None;
         serde_json::json!({
             "shard": self.shard.map(|s| serde_json::json!({
                 "index": s.index,
@@ -39,18 +48,18 @@ impl CommonSettings {
             "start_at": self.levels.start_at_unix_ns.map(kneepoint_metrics::export::rfc3339),
             "target": target,
             "sagemaker": sagemaker,
-            "endpoint": {
-                "type": self.transport.api,
-                "url": kneepoint_transport::redact_url(&self.transport.url()),
-                "model": self.transport.model,
-                "streaming": self.transport.streaming,
-                "max_tokens_field": self.transport.max_tokens_field,
-                "request_id": self.transport.request_id,
-                "connect": self.transport.connect,
-                "header_names": self.transport.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-                "api_key": self.transport.api_key.as_ref().map(|_| "[redacted]"),
-                "extra_body": self.transport.extra_body,
-            },
+            "endpoint": protocol.openai().map(|c| serde_json::json!({
+                "type": c.api,
+                "url": kneepoint_transport::redact_url(&c.url()),
+                "model": c.model,
+                "streaming": c.streaming,
+                "max_tokens_field": c.max_tokens_field,
+                "request_id": c.request_id,
+                "connect": c.connect,
+                "header_names": c.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                "api_key": c.api_key.as_ref().map(|_| "[redacted]"),
+                "extra_body": c.extra_body,
+            })),
             "workload": {
                 "tokenizer": self.tokenizer,
                 "isl": self.isl,
@@ -60,7 +69,7 @@ impl CommonSettings {
                 "conversations": self.conversations,
                 "images": self.images,
                 "pooling": self.pooling,
-                "routes": self.routes.as_ref().map(|r| serde_json::json!({
+                "routes": protocol.routes().map(|r| serde_json::json!({
                     "urls": r.urls.iter().map(|u| kneepoint_transport::redact_url(u)).collect::<Vec<_>>(),
                     "models": r.models,
                     "rule": format!("{:?}", r.rule),

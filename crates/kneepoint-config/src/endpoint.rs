@@ -4,9 +4,7 @@
 
 use kneepoint_runner::Deadlines;
 use kneepoint_sim::SimProfile;
-use kneepoint_transport::{
-    Api, ApiKey, ConnectOptions, OpenAiConfig, ProxySetting, RequestIdHeader,
-};
+use kneepoint_transport::{ApiKey, ConnectOptions, OpenAiConfig, ProxySetting, RequestIdHeader};
 
 use crate::error::{bail, Context};
 use crate::file::{EndpointSection, WorkloadSection};
@@ -37,14 +35,16 @@ pub(crate) fn openai_config(
     url: Option<&str>,
     sim: Option<&SimProfile>,
 ) -> Result<OpenAiConfig> {
-    let api = args.endpoint_type.or(ep.api).unwrap_or_default();
-    let streaming = args.streaming.or(wl.streaming).unwrap_or(true);
+    let api = args.endpoint.endpoint_type.or(ep.api).unwrap_or_default();
+    let streaming = args.endpoint.streaming.or(wl.streaming).unwrap_or(true);
     let max_tokens_field = args
+        .endpoint
         .max_tokens_field
         .or(ep.max_tokens_field)
         .unwrap_or_default();
     // The first of several models is the primary one (see `routes`).
     let model = args
+        .endpoint
         .model
         .as_deref()
         .map(|m| parse_models(m).map(|v| v[0].0.clone()))
@@ -55,17 +55,17 @@ pub(crate) fn openai_config(
         model.unwrap_or_else(|| sim.map(|p| p.model.clone()).unwrap_or_default()),
     );
     transport.api = api;
-    transport.path = args.endpoint_path.clone().or(ep.path.clone());
+    transport.path = args.endpoint.endpoint_path.clone().or(ep.path.clone());
     transport.streaming = streaming;
     transport.max_tokens_field = max_tokens_field;
     transport.request_id = request_id_header(args, ep)?;
     transport.connect = ConnectOptions {
-        ca_bundle: args.ca_bundle.clone().or(ep.ca_bundle.clone()),
-        client_cert: args.client_cert.clone().or(ep.client_cert.clone()),
-        client_key: args.client_key.clone().or(ep.client_key.clone()),
-        insecure_skip_verify: args.insecure || ep.insecure_skip_verify.unwrap_or(false),
-        http2: args.http2 || ep.http2.unwrap_or(false),
-        proxy: match args.proxy.as_ref().or(ep.proxy.as_ref()) {
+        ca_bundle: args.endpoint.ca_bundle.clone().or(ep.ca_bundle.clone()),
+        client_cert: args.endpoint.client_cert.clone().or(ep.client_cert.clone()),
+        client_key: args.endpoint.client_key.clone().or(ep.client_key.clone()),
+        insecure_skip_verify: args.endpoint.insecure || ep.insecure_skip_verify.unwrap_or(false),
+        http2: args.endpoint.http2 || ep.http2.unwrap_or(false),
+        proxy: match args.endpoint.proxy.as_ref().or(ep.proxy.as_ref()) {
             None => ProxySetting::Environment,
             Some(p) if p.eq_ignore_ascii_case("none") => ProxySetting::Off,
             Some(p) if p.starts_with("http://") || p.starts_with("https://") => {
@@ -74,6 +74,7 @@ pub(crate) fn openai_config(
             Some(_) => bail!("--proxy must be an http:// or https:// URL, or none"),
         },
         source_addrs: args
+            .endpoint
             .source_addrs
             .as_deref()
             .or(ep.source_addrs.as_deref())
@@ -84,7 +85,7 @@ pub(crate) fn openai_config(
     if let Some(b) = &ep.extra_body {
         transport.extra_body = b.clone();
     }
-    if let Some(b) = &args.extra_body {
+    if let Some(b) = &args.endpoint.extra_body {
         let v: serde_json::Value =
             serde_json::from_str(b).context("--extra-body must be a JSON object")?;
         let serde_json::Value::Object(m) = v else {
@@ -100,10 +101,11 @@ pub(crate) fn openai_config(
         bail!("extra_body must not set {k:?}: kneepoint sets it from its own settings (and records what it sent); use the matching option instead (--model, --osl, --streaming, --endpoint-type, --max-tokens-field)");
     }
     transport.headers = ep.headers.clone().into_iter().collect();
-    for h in &args.headers {
+    for h in &args.endpoint.headers {
         transport.headers.push(parse_header(h)?);
     }
     let key_env = args
+        .endpoint
         .api_key_env
         .clone()
         .or(ep.api_key_env.clone())
@@ -126,7 +128,8 @@ pub(crate) fn deadlines(args: &CommonArgs, ep: &EndpointSection) -> Result<Deadl
     let request_timeout = seconds(
         "request timeout",
         Some(
-            args.request_timeout_s
+            args.endpoint
+                .request_timeout_s
                 .or(ep.request_timeout_s)
                 .unwrap_or(600.0),
         ),
@@ -135,75 +138,18 @@ pub(crate) fn deadlines(args: &CommonArgs, ep: &EndpointSection) -> Result<Deadl
         request: request_timeout,
         response: seconds(
             "response timeout",
-            args.response_timeout_s.or(ep.response_timeout_s),
+            args.endpoint.response_timeout_s.or(ep.response_timeout_s),
         )?,
         first_token: seconds(
             "first-token timeout",
-            args.first_token_timeout_s.or(ep.first_token_timeout_s),
+            args.endpoint
+                .first_token_timeout_s
+                .or(ep.first_token_timeout_s),
         )?,
-        idle: seconds("idle timeout", args.idle_timeout_s.or(ep.idle_timeout_s))?,
-    })
-}
-
-pub(crate) fn sagemaker_settings(
-    args: &CommonArgs,
-    ep: &EndpointSection,
-    transport: &OpenAiConfig,
-    name: String,
-) -> Result<SageMakerSettings> {
-    use kneepoint_transport::sagemaker::{BodyFormat, CodecKind, InvokeHeaders, SageMakerConfig};
-    let region = args
-        .region
-        .clone()
-        .or(ep.region.clone())
-        .or_else(|| std::env::var("AWS_REGION").ok())
-        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
-        .unwrap_or_else(|| "us-east-1".into());
-    let mut c = SageMakerConfig::new(name, region);
-    c.endpoint_url = args.endpoint_url.clone().or(ep.endpoint_url.clone());
-    let file_body = ep.body_format.as_deref().map(str::parse).transpose();
-    c.body = match args
-        .sagemaker_body
-        .or(file_body.context("[endpoint] body_format")?)
-    {
-        Some(b) => b,
-        None if transport.api == Api::Completions => BodyFormat::OpenAiCompletions,
-        None => BodyFormat::OpenAiChat,
-    };
-    let file_codec = ep.payload_codec.as_deref().map(str::parse).transpose();
-    c.codec = args
-        .payload_codec
-        .or(file_codec.context("[endpoint] payload_codec")?)
-        .unwrap_or(CodecKind::Sse);
-    c.model = transport.model.clone();
-    c.streaming = transport.streaming;
-    c.max_tokens_field = transport.max_tokens_field;
-    c.request_id = transport.request_id.clone();
-    c.connect = transport.connect.clone();
-    c.extra_body = transport.extra_body.clone();
-    c.connect_timeout = transport.connect_timeout;
-    c.headers = InvokeHeaders {
-        custom_attributes: args
-            .custom_attributes
-            .clone()
-            .or(ep.custom_attributes.clone()),
-        target_variant: args.target_variant.clone().or(ep.target_variant.clone()),
-        target_container_hostname: args
-            .target_container_hostname
-            .clone()
-            .or(ep.target_container_hostname.clone()),
-        inference_component: args
-            .inference_component
-            .clone()
-            .or(ep.inference_component.clone()),
-        session_id: ep.session_id.clone(),
-        inference_id: ep.inference_id.clone(),
-        target_model: args.target_model.clone().or(ep.target_model.clone()),
-    };
-    c.validate()?;
-    Ok(SageMakerSettings {
-        config: c,
-        aws_profile: args.aws_profile.clone().or(ep.aws_profile.clone()),
+        idle: seconds(
+            "idle timeout",
+            args.endpoint.idle_timeout_s.or(ep.idle_timeout_s),
+        )?,
     })
 }
 
@@ -212,6 +158,7 @@ pub(crate) fn sagemaker_settings(
 fn request_id_header(args: &CommonArgs, ep: &EndpointSection) -> Result<RequestIdHeader> {
     let mut h = RequestIdHeader::default();
     match args
+        .endpoint
         .request_id_header
         .as_ref()
         .or(ep.request_id_header.as_ref())
@@ -222,6 +169,7 @@ fn request_id_header(args: &CommonArgs, ep: &EndpointSection) -> Result<RequestI
         None => {}
     }
     h.style = args
+        .endpoint
         .request_id_format
         .or(ep.request_id_format)
         .unwrap_or_default();
@@ -264,13 +212,4 @@ pub(crate) fn parse_models(spec: &str) -> Result<Vec<(String, f64)>> {
         return Err(crate::Error::Invalid("--model names no model".into()));
     }
     Ok(out)
-}
-
-/// How to reach a SageMaker endpoint.
-#[derive(Debug, Clone)]
-pub struct SageMakerSettings {
-    /// The transport's configuration.
-    pub config: kneepoint_transport::sagemaker::SageMakerConfig,
-    /// AWS profile for the credential chain.
-    pub aws_profile: Option<String>,
 }

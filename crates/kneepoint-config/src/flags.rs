@@ -13,22 +13,27 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// Optional SLAs: levels are marked pass/fail and the SLA breaking point is reported.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "SLAs")]
     pub sla: SlaArgs,
     /// Concurrency levels, run one after another: e.g. 64,256,1024.
-    #[arg(long, value_delimiter = ',', value_name = "N,N,...")]
+    #[arg(
+        long,
+        help_heading = "Sweep",
+        value_delimiter = ',',
+        value_name = "N,N,..."
+    )]
     pub concurrency: Vec<u32>,
     /// Peak concurrent requests to serve: prints the fleet size.
-    #[arg(long, value_name = "N")]
+    #[arg(long, help_heading = "Sweep", value_name = "N")]
     pub peak_concurrency: Option<f64>,
     /// Peak requests per second to serve: prints the fleet size.
-    #[arg(long, value_name = "RPS")]
+    #[arg(long, help_heading = "Sweep", value_name = "RPS")]
     pub peak_rps: Option<f64>,
     /// Peak output tokens per second to serve: prints the fleet size.
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, help_heading = "Sweep", value_name = "TOKENS")]
     pub peak_output_tokens_per_s: Option<f64>,
     /// Capacity held in reserve on each instance when sizing the fleet (0.2 = plan at 80 %).
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, help_heading = "Sweep", value_name = "FRACTION")]
     pub headroom: Option<f64>,
 }
 
@@ -39,31 +44,31 @@ pub struct SearchArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// The SLAs the answer must meet (at least one).
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "SLAs")]
     pub sla: SlaArgs,
     /// Lowest concurrency probed (default 16).
-    #[arg(long, value_name = "N")]
+    #[arg(long, help_heading = "Search", value_name = "N")]
     pub concurrency_min: Option<u32>,
     /// Highest concurrency probed (default 4096).
-    #[arg(long, value_name = "N")]
+    #[arg(long, help_heading = "Search", value_name = "N")]
     pub concurrency_max: Option<u32>,
     /// Probes in all, confirmations included (default 10).
-    #[arg(long, value_name = "N")]
+    #[arg(long, help_heading = "Search", value_name = "N")]
     pub search_max_iterations: Option<u32>,
     /// Above this level, bracketing without a prediction grows x4 instead of x2.
-    #[arg(long, value_name = "N")]
+    #[arg(long, help_heading = "Search", value_name = "N")]
     pub search_initial_points: Option<u32>,
     /// Relative width of the final bracket (default 0.05).
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, help_heading = "Search", value_name = "FRACTION")]
     pub precision: Option<f64>,
     /// Re-measure an answer whose smallest SLA margin is below this, unless the search's noise
     /// estimate is well under it (default 0.05; 0 = never).
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, help_heading = "Search", value_name = "FRACTION")]
     pub confirm_margin: Option<f64>,
     /// With --num-runs of at least 2: a probe meets an SLA only if the SLA holds at the
     /// pessimistic end of its confidence interval across runs (the upper end for a limit, the
     /// lower end for a floor), not just at the pooled value.
-    #[arg(long)]
+    #[arg(long, help_heading = "Search")]
     pub sla_by_confidence: bool,
 }
 
@@ -87,12 +92,39 @@ pub struct SlaArgs {
     pub slas: Vec<String>,
 }
 
-/// Options shared by every command that sends load.
+/// Options shared by every command that sends load, grouped by concern (each group is its own
+/// clap [`Args`], under its own heading in `--help`).
 #[derive(Debug, Clone, Default, Args)]
 pub struct CommonArgs {
     /// A TOML or JSON config file (SageMaker-style `sweep_params` and workload names accepted).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The OpenAI-compatible endpoint and the client that reaches it: URL, API, model, headers, TLS, proxy, deadlines.
+    #[command(flatten, next_help_heading = "Endpoint")]
+    pub endpoint: EndpointArgs,
+    /// A SageMaker endpoint instead of an OpenAI-compatible URL.
+    #[command(flatten, next_help_heading = "SageMaker")]
+    pub sagemaker: SageMakerArgs,
+    /// The built-in simulator, started when no endpoint is given.
+    #[command(flatten, next_help_heading = "Built-in simulator")]
+    pub simulator: SimulatorArgs,
+    /// What is sent: synthetic lengths, shared prefixes, conversations, images, pooling batches, or a dataset.
+    #[command(flatten, next_help_heading = "Workload")]
+    pub workload: WorkloadArgs,
+    /// How each level runs: request counts, warm-up, open loop, timed levels, early stop, repeated runs, retries, shards.
+    #[command(flatten, next_help_heading = "Load")]
+    pub load: LoadArgs,
+    /// The server's Prometheus metrics scraped during every level.
+    #[command(flatten, next_help_heading = "Server metrics")]
+    pub scrape: ScrapeArgs,
+    /// Where results go and what is written.
+    #[command(flatten, next_help_heading = "Output")]
+    pub output: OutputArgs,
+}
+
+/// The OpenAI-compatible endpoint and the client that reaches it: URL, API, model, headers, TLS, proxy, deadlines.
+#[derive(Debug, Clone, Default, Args)]
+pub struct EndpointArgs {
     /// Base URL of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000. Without it the
     /// built-in simulator is started on a loopback port. Repeat it for several replicas: the
     /// requests are spread over them (--route-by).
@@ -124,78 +156,143 @@ pub struct CommonArgs {
     /// Extra JSON object merged into every request body.
     #[arg(long, value_name = "JSON")]
     pub extra_body: Option<String>,
-    /// Measured requests per level.
-    #[arg(long, value_name = "N")]
-    pub request_count: Option<u32>,
-    /// Warm-up requests per level, excluded from metrics.
-    #[arg(long, value_name = "N")]
-    pub warmup_requests: Option<u32>,
-    /// Open loop: send requests at these rates (requests/s; one level per rate, comma-separated)
-    /// on an arrival schedule instead of keeping a number in flight. Latency is reported from
-    /// the actual and from the intended start, and the schedule lag is measured.
-    #[arg(long, value_delimiter = ',', value_name = "RPS")]
-    pub request_rate: Vec<f64>,
-    /// Open loop: `poisson` (default), `constant` or `gamma`.
-    #[arg(long, value_name = "PROCESS", value_parser = ["poisson", "constant", "gamma"])]
-    pub arrival: Option<String>,
-    /// Open loop, gamma arrivals: the shape (1 = Poisson, < 1 burstier, > 1 smoother).
-    #[arg(long, value_name = "B")]
-    pub burstiness: Option<f64>,
-    /// Run each level for this many seconds instead of a request count (closed loop: requests
-    /// are drawn while the time lasts; open loop: the schedule covers this time).
+    /// Stream responses (SSE); needed for TTFT and ITL. `--streaming false` for whole responses.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub streaming: Option<bool>,
+    /// Body field for the output length: max_tokens or max_completion_tokens.
+    #[arg(long, value_name = "FIELD")]
+    pub max_tokens_field: Option<kneepoint_transport::MaxTokensField>,
+    /// Do not send ignore_eos / min_tokens (for servers that reject them).
+    #[arg(long)]
+    pub no_output_control: bool,
+    /// Header naming each request: x-request-id (default), another name, or `none`.
+    #[arg(long, value_name = "NAME|none")]
+    pub request_id_header: Option<String>,
+    /// Form of the request id: uuid (default; servers that validate ids accept it) or integer.
+    #[arg(long, value_name = "uuid|integer")]
+    pub request_id_format: Option<kneepoint_transport::RequestIdStyle>,
+    /// PEM file of CA certificates to trust besides the system's (a private CA).
+    #[arg(long, value_name = "FILE")]
+    pub ca_bundle: Option<PathBuf>,
+    /// PEM client certificate chain for mutual TLS (with --client-key).
+    #[arg(long, value_name = "FILE")]
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key of --client-cert.
+    #[arg(long, value_name = "FILE")]
+    pub client_key: Option<PathBuf>,
+    /// Accept any TLS certificate (test endpoints only; a warning is printed).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Offer HTTP/2 by ALPN on https: streams then share one connection per host.
+    #[arg(long)]
+    pub http2: bool,
+    /// Proxy for every request (http://host:port, or http://user:pass@host:port), or `none`; default: the
+    /// HTTPS_PROXY / HTTP_PROXY / ALL_PROXY / NO_PROXY environment, as curl reads it.
+    #[arg(long, value_name = "URL|none")]
+    pub proxy: Option<String>,
+    /// Open connections from these local addresses in turn (`127.0.0.2-127.0.0.9`, or a
+    /// comma-separated list): each address reaches one endpoint with about 28,000 ports, so N
+    /// addresses hold N times as many streams. Loopback's 127.0.0.0/8 needs no setup on Linux.
+    #[arg(long, value_name = "ADDRS")]
+    pub source_addrs: Option<String>,
+    /// Per-request deadline in seconds.
     #[arg(long, value_name = "SECONDS")]
-    pub duration_s: Option<f64>,
-    /// With --duration-s: how long requests in flight at the end may finish before they are
-    /// cancelled and recorded as cancelled (default 30).
+    pub request_timeout_s: Option<f64>,
+    /// Deadline for the response headers, seconds.
     #[arg(long, value_name = "SECONDS")]
-    pub grace_s: Option<f64>,
-    /// With --duration-s: warm-up time at the level's own load before measuring (default 0;
-    /// --warmup-requests is the count-based warm-up).
+    pub response_timeout_s: Option<f64>,
+    /// Deadline for the first token, from the request's start, seconds.
     #[arg(long, value_name = "SECONDS")]
-    pub warmup_duration_s: Option<f64>,
-    /// Closed loop: spread each level's first wave of requests over this many seconds (slot k
-    /// of n starts k/n of the way through), instead of sending them all at the same instant.
-    /// Requests are timed from when they are sent.
+    pub first_token_timeout_s: Option<f64>,
+    /// Longest gap between two streamed events after the first token, seconds.
     #[arg(long, value_name = "SECONDS")]
-    pub ramp_up_s: Option<f64>,
-    /// Stop a level before its request count (or duration) once the confidence intervals of
-    /// its mean request latency and mean TTFT are narrower than this fraction of the means
-    /// (e.g. 0.05); requests in flight finish. Batch means of one wave of requests each.
-    #[arg(long, value_name = "FRACTION")]
-    pub early_stop_width: Option<f64>,
-    /// With --early-stop-width: requests recorded before stopping early is considered
-    /// (default 200).
-    #[arg(long, value_name = "N")]
-    pub early_stop_min_requests: Option<u32>,
-    /// Open loop: replay a trace dataset (`--dataset`, trace format) at its recorded send
-    /// times, sped up by this factor (2 = twice as fast). Sends up to `--request-count` records.
+    pub idle_timeout_s: Option<f64>,
+}
+
+/// A SageMaker endpoint instead of an OpenAI-compatible URL.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SageMakerArgs {
+    /// A SageMaker endpoint to invoke (SigV4-signed, credentials from the standard AWS chain)
+    /// instead of an OpenAI-compatible URL.
+    #[arg(long, value_name = "NAME")]
+    pub sagemaker_endpoint: Option<String>,
+    /// AWS region of the SageMaker endpoint (else AWS_REGION / AWS_DEFAULT_REGION).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// SageMaker runtime URL override (VPC endpoint, or a local simulator).
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// SageMaker request body: chat (OpenAI chat, the vLLM container), completions, or tgi
+    /// (`{"inputs", "parameters"}`).
+    #[arg(long, value_name = "FORMAT", value_parser = ["chat", "completions", "tgi"])]
+    pub sagemaker_body: Option<String>,
+    /// Framing of streamed payloads: sse (default) or jsonlines.
+    #[arg(long, value_name = "CODEC", value_parser = ["sse", "jsonlines"])]
+    pub payload_codec: Option<String>,
+    /// X-Amzn-SageMaker-Inference-Component.
+    #[arg(long, value_name = "NAME")]
+    pub inference_component: Option<String>,
+    /// X-Amzn-SageMaker-Target-Variant.
+    #[arg(long, value_name = "VARIANT")]
+    pub target_variant: Option<String>,
+    /// X-Amzn-SageMaker-Custom-Attributes.
+    #[arg(long, value_name = "TEXT")]
+    pub custom_attributes: Option<String>,
+    /// X-Amzn-SageMaker-Target-Container-Hostname.
+    #[arg(long, value_name = "HOST")]
+    pub target_container_hostname: Option<String>,
+    /// X-Amzn-SageMaker-Target-Model (InvokeEndpoint only).
+    #[arg(long, value_name = "MODEL")]
+    pub target_model: Option<String>,
+    /// AWS profile for credentials (else AWS_PROFILE / default).
+    #[arg(long, value_name = "PROFILE")]
+    pub aws_profile: Option<String>,
+}
+
+/// The built-in simulator, started when no endpoint is given.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SimulatorArgs {
+    /// Built-in simulator profile: calibrated, fast, or predicted (built from --model-config
+    /// and --instance by the first-order prediction, to try a plan before paying for it).
+    #[arg(long, value_name = "NAME", value_parser = ["calibrated", "fast", "predicted"])]
+    pub sim_profile: Option<String>,
+    /// The model and instance for stage-1 sizing and `--sim-profile predicted`.
+    #[command(flatten)]
+    pub fit: crate::FitArgs,
+    /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
     #[arg(long, value_name = "FACTOR")]
-    pub replay_speedup: Option<f64>,
-    /// Open loop: cap on requests in flight (default: none). Requests waiting for a slot are
-    /// sent late and the lag counts against the server.
-    #[arg(long, value_name = "N")]
-    pub max_in_flight: Option<u32>,
-    /// Runs of each level (default 1). With more than one, each run is kept in
-    /// `profile_runs/run_NNNN/` and `aggregate/` gets mean, std, CV, standard error and a
-    /// Student-t confidence interval of every statistic; the level's own files pool the runs.
-    #[arg(long, value_name = "N")]
-    pub num_runs: Option<u32>,
-    /// Confidence level of the multi-run intervals (default 0.95).
-    #[arg(long, value_name = "P")]
-    pub confidence_level: Option<f64>,
-    /// Stop repeating a level once this statistic converges, e.g. `time_to_first_token_p99`
-    /// (`<metric>_<stat>`; `--num-runs` is then the cap).
-    #[arg(long, value_name = "STAT")]
-    pub converge_on: Option<String>,
-    /// `ci-width` (interval width / mean, default) or `cv` (coefficient of variation).
-    #[arg(long, value_name = "TEST", value_parser = ["ci-width", "ci_width", "cv"])]
-    pub converge_criterion: Option<String>,
-    /// Threshold of the convergence test (default 0.05).
-    #[arg(long, value_name = "X")]
-    pub converge_threshold: Option<f64>,
-    /// Runs before convergence may stop the repetition (default 3, at least 2).
-    #[arg(long, value_name = "N")]
-    pub min_runs: Option<u32>,
+    pub sim_time_scale: Option<f64>,
+    /// Built-in simulator as a reasoning model: this share of each chat response streams as
+    /// `reasoning_content` before the answer (0 to 1; default 0).
+    #[arg(long, value_name = "SHARE")]
+    pub sim_reasoning_share: Option<f64>,
+    /// Built-in simulator: fraction of requests that get an injected fault (0..1).
+    #[arg(long, value_name = "FRACTION")]
+    pub sim_fault_rate: Option<f64>,
+    /// Built-in simulator: which faults (comma-separated; default all): http_429, http_500,
+    /// http_503, reset_before_headers, reset_mid_stream, stall, invalid_json, invalid_utf8,
+    /// overlong_line, wrong_content_type, no_done, done_without_finish.
+    #[arg(long, value_delimiter = ',', value_name = "FAULTS")]
+    pub sim_faults: Vec<String>,
+    /// Built-in simulator: how long a `stall` fault lasts, ms.
+    #[arg(long, value_name = "MS")]
+    pub sim_stall_ms: Option<u64>,
+    /// Built-in simulator: speak `openai` (default) or the `sagemaker` runtime protocol (signed
+    /// requests, event streams) to the client.
+    #[arg(long, value_name = "PROTOCOL", value_parser = ["openai", "sagemaker"])]
+    pub sim_protocol: Option<String>,
+    /// Built-in simulator: multiply every engine step cost (1.2 = a server 20 % slower).
+    #[arg(long, value_name = "FACTOR")]
+    pub sim_slowdown: Option<f64>,
+    /// Built-in simulator: relative standard deviation of each engine step (0 = none; the
+    /// default profile has 0.03); more jitter makes runs noisier.
+    #[arg(long, value_name = "SD")]
+    pub sim_jitter: Option<f64>,
+}
+
+/// What is sent: synthetic lengths, shared prefixes, conversations, images, pooling batches, or a dataset.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WorkloadArgs {
     /// Tokenizer for prompt lengths: `builtin` (o200k_base, default), a tokenizer.json path, or
     /// a Hugging Face model id found in the local cache.
     #[arg(long, value_name = "SPEC")]
@@ -274,60 +371,137 @@ pub struct CommonArgs {
     /// Standard deviation of output tokens.
     #[arg(long, value_name = "TOKENS")]
     pub osl_stddev: Option<f64>,
-    /// Stream responses (SSE); needed for TTFT and ITL. `--streaming false` for whole responses.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
-    pub streaming: Option<bool>,
-    /// Body field for the output length: max_tokens or max_completion_tokens.
-    #[arg(long, value_name = "FIELD")]
-    pub max_tokens_field: Option<kneepoint_transport::MaxTokensField>,
-    /// Do not send ignore_eos / min_tokens (for servers that reject them).
-    #[arg(long)]
-    pub no_output_control: bool,
-    /// Header naming each request: x-request-id (default), another name, or `none`.
-    #[arg(long, value_name = "NAME|none")]
-    pub request_id_header: Option<String>,
-    /// Form of the request id: uuid (default; servers that validate ids accept it) or integer.
-    #[arg(long, value_name = "uuid|integer")]
-    pub request_id_format: Option<kneepoint_transport::RequestIdStyle>,
-    /// PEM file of CA certificates to trust besides the system's (a private CA).
-    #[arg(long, value_name = "FILE")]
-    pub ca_bundle: Option<PathBuf>,
-    /// PEM client certificate chain for mutual TLS (with --client-key).
-    #[arg(long, value_name = "FILE")]
-    pub client_cert: Option<PathBuf>,
-    /// PEM private key of --client-cert.
-    #[arg(long, value_name = "FILE")]
-    pub client_key: Option<PathBuf>,
-    /// Accept any TLS certificate (test endpoints only; a warning is printed).
-    #[arg(long)]
-    pub insecure: bool,
-    /// Offer HTTP/2 by ALPN on https: streams then share one connection per host.
-    #[arg(long)]
-    pub http2: bool,
-    /// Proxy for every request (http://host:port, or http://user:pass@host:port), or `none`; default: the
-    /// HTTPS_PROXY / HTTP_PROXY / ALL_PROXY / NO_PROXY environment, as curl reads it.
-    #[arg(long, value_name = "URL|none")]
-    pub proxy: Option<String>,
-    /// Open connections from these local addresses in turn (`127.0.0.2-127.0.0.9`, or a
-    /// comma-separated list): each address reaches one endpoint with about 28,000 ports, so N
-    /// addresses hold N times as many streams. Loopback's 127.0.0.0/8 needs no setup on Linux.
-    #[arg(long, value_name = "ADDRS")]
-    pub source_addrs: Option<String>,
-    /// Per-request deadline in seconds.
-    #[arg(long, value_name = "SECONDS")]
-    pub request_timeout_s: Option<f64>,
-    /// Deadline for the response headers, seconds.
-    #[arg(long, value_name = "SECONDS")]
-    pub response_timeout_s: Option<f64>,
-    /// Deadline for the first token, from the request's start, seconds.
-    #[arg(long, value_name = "SECONDS")]
-    pub first_token_timeout_s: Option<f64>,
-    /// Longest gap between two streamed events after the first token, seconds.
-    #[arg(long, value_name = "SECONDS")]
-    pub idle_timeout_s: Option<f64>,
     /// Seed for the workload.
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+/// How each level runs: request counts, warm-up, open loop, timed levels, early stop, repeated runs, retries, shards.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LoadArgs {
+    /// Measured requests per level.
+    #[arg(long, value_name = "N")]
+    pub request_count: Option<u32>,
+    /// Warm-up requests per level, excluded from metrics.
+    #[arg(long, value_name = "N")]
+    pub warmup_requests: Option<u32>,
+    /// Open loop: send requests at these rates (requests/s; one level per rate, comma-separated)
+    /// on an arrival schedule instead of keeping a number in flight. Latency is reported from
+    /// the actual and from the intended start, and the schedule lag is measured.
+    #[arg(long, value_delimiter = ',', value_name = "RPS")]
+    pub request_rate: Vec<f64>,
+    /// Open loop: `poisson` (default), `constant` or `gamma`.
+    #[arg(long, value_name = "PROCESS", value_parser = ["poisson", "constant", "gamma"])]
+    pub arrival: Option<String>,
+    /// Open loop, gamma arrivals: the shape (1 = Poisson, < 1 burstier, > 1 smoother).
+    #[arg(long, value_name = "B")]
+    pub burstiness: Option<f64>,
+    /// Run each level for this many seconds instead of a request count (closed loop: requests
+    /// are drawn while the time lasts; open loop: the schedule covers this time).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration_s: Option<f64>,
+    /// With --duration-s: how long requests in flight at the end may finish before they are
+    /// cancelled and recorded as cancelled (default 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub grace_s: Option<f64>,
+    /// With --duration-s: warm-up time at the level's own load before measuring (default 0;
+    /// --warmup-requests is the count-based warm-up).
+    #[arg(long, value_name = "SECONDS")]
+    pub warmup_duration_s: Option<f64>,
+    /// Closed loop: spread each level's first wave of requests over this many seconds (slot k
+    /// of n starts k/n of the way through), instead of sending them all at the same instant.
+    /// Requests are timed from when they are sent.
+    #[arg(long, value_name = "SECONDS")]
+    pub ramp_up_s: Option<f64>,
+    /// Stop a level before its request count (or duration) once the confidence intervals of
+    /// its mean request latency and mean TTFT are narrower than this fraction of the means
+    /// (e.g. 0.05); requests in flight finish. Batch means of one wave of requests each.
+    #[arg(long, value_name = "FRACTION")]
+    pub early_stop_width: Option<f64>,
+    /// With --early-stop-width: requests recorded before stopping early is considered
+    /// (default 200).
+    #[arg(long, value_name = "N")]
+    pub early_stop_min_requests: Option<u32>,
+    /// Open loop: replay a trace dataset (`--dataset`, trace format) at its recorded send
+    /// times, sped up by this factor (2 = twice as fast). Sends up to `--request-count` records.
+    #[arg(long, value_name = "FACTOR")]
+    pub replay_speedup: Option<f64>,
+    /// Open loop: cap on requests in flight (default: none). Requests waiting for a slot are
+    /// sent late and the lag counts against the server.
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<u32>,
+    /// Runs of each level (default 1). With more than one, each run is kept in
+    /// `profile_runs/run_NNNN/` and `aggregate/` gets mean, std, CV, standard error and a
+    /// Student-t confidence interval of every statistic; the level's own files pool the runs.
+    #[arg(long, value_name = "N")]
+    pub num_runs: Option<u32>,
+    /// Confidence level of the multi-run intervals (default 0.95).
+    #[arg(long, value_name = "P")]
+    pub confidence_level: Option<f64>,
+    /// Stop repeating a level once this statistic converges, e.g. `time_to_first_token_p99`
+    /// (`<metric>_<stat>`; `--num-runs` is then the cap).
+    #[arg(long, value_name = "STAT")]
+    pub converge_on: Option<String>,
+    /// `ci-width` (interval width / mean, default) or `cv` (coefficient of variation).
+    #[arg(long, value_name = "TEST", value_parser = ["ci-width", "ci_width", "cv"])]
+    pub converge_criterion: Option<String>,
+    /// Threshold of the convergence test (default 0.05).
+    #[arg(long, value_name = "X")]
+    pub converge_threshold: Option<f64>,
+    /// Runs before convergence may stop the repetition (default 3, at least 2).
+    #[arg(long, value_name = "N")]
+    pub min_runs: Option<u32>,
+    /// Run shard K of N of this sweep (0-based, as Kubernetes' completion index): each
+    /// level's concurrency and request count (or request rate) are shared out, and the shard
+    /// draws prompts of its own. Merge the shards' folders with `kneepoint merge`.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Start the first level at this wall-clock time (UTC, 2026-12-01T19:30:00Z, or Unix
+    /// seconds), so that shards on several machines start together.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// Retry requests that fail before their first token with a transient error (connect,
+    /// connection lost, 429/502/503/504) up to N times; off by default (a benchmark must see
+    /// errors). Retried requests keep their full latency and an `attempts` count.
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// Wait before the first retry, ms (doubled for each further one; default 500).
+    #[arg(long, value_name = "MS")]
+    pub retry_backoff_ms: Option<u64>,
+    /// Count a response without a finish_reason as a success (for servers that never send
+    /// one); by default it is an `incomplete` failure (generation cut short).
+    #[arg(long)]
+    pub allow_missing_finish_reason: bool,
+    /// Keep the server's completion_tokens even when implausible (zero for generated text, or
+    /// more than the chunks and text could hold); by default the client's count replaces it.
+    #[arg(long)]
+    pub trust_server_usage: bool,
+}
+
+/// The server's Prometheus metrics scraped during every level.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScrapeArgs {
+    /// Scrape this Prometheus endpoint during every level (repeatable, e.g. one per replica).
+    /// By default the target's own `/metrics` is scraped (an OpenAI-compatible URL, or the
+    /// built-in simulator); a bare `http://host:port` means its `/metrics`.
+    #[arg(long, value_name = "URL")]
+    pub server_metrics: Vec<String>,
+    /// Scrape a GPU exporter the same way (repeatable): NVIDIA's DCGM exporter, e.g.
+    /// http://127.0.0.1:9400/metrics. GPU utilisation, memory, power and output tokens per
+    /// joule are then reported per level.
+    #[arg(long, value_name = "URL")]
+    pub gpu_metrics: Vec<String>,
+    /// Seconds between scrapes (default 1).
+    #[arg(long, value_name = "SECONDS")]
+    pub server_metrics_interval: Option<f64>,
+    /// Do not scrape the target's own `/metrics` (explicit --server-metrics URLs still are).
+    #[arg(long)]
+    pub no_server_metrics: bool,
+}
+
+/// Where results go and what is written.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OutputArgs {
     /// Where results go (default: artifacts/sweep-YYYYMMDDTHHMMSSZ, UTC).
     #[arg(long, value_name = "DIR")]
     pub artifact_dir: Option<PathBuf>,
@@ -335,13 +509,6 @@ pub struct CommonArgs {
     /// page; nothing else is touched). Without it such a folder is refused.
     #[arg(long)]
     pub overwrite: bool,
-    /// Built-in simulator profile: calibrated, fast, or predicted (built from --model-config
-    /// and --instance by the first-order prediction, to try a plan before paying for it).
-    #[arg(long, value_name = "NAME", value_parser = ["calibrated", "fast", "predicted"])]
-    pub sim_profile: Option<String>,
-    /// The model and instance for stage-1 sizing and `--sim-profile predicted`.
-    #[command(flatten)]
-    pub fit: crate::FitArgs,
     /// The archive of the results, and its upload.
     #[command(flatten)]
     pub publish: crate::PublishArgs,
@@ -363,115 +530,10 @@ pub struct CommonArgs {
     /// the workload's settings and seed regenerate them.
     #[arg(long, value_name = "N")]
     pub inputs_limit: Option<usize>,
-    /// Run shard K of N of this sweep (0-based, as Kubernetes' completion index): each
-    /// level's concurrency and request count (or request rate) are shared out, and the shard
-    /// draws prompts of its own. Merge the shards' folders with `kneepoint merge`.
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<String>,
-    /// Start the first level at this wall-clock time (UTC, 2026-12-01T19:30:00Z, or Unix
-    /// seconds), so that shards on several machines start together.
-    #[arg(long, value_name = "TIME")]
-    pub start_at: Option<String>,
-    /// Built-in simulator speed: wall seconds per modelled second (0.1 = ten times faster).
-    #[arg(long, value_name = "FACTOR")]
-    pub sim_time_scale: Option<f64>,
     /// Write each level's generated text to `outputs.json` (answer and reasoning per request,
     /// AIPerf's shape), for spot checks of correctness; off by default.
     #[arg(long)]
     pub export_outputs_json: bool,
-    /// Built-in simulator as a reasoning model: this share of each chat response streams as
-    /// `reasoning_content` before the answer (0 to 1; default 0).
-    #[arg(long, value_name = "SHARE")]
-    pub sim_reasoning_share: Option<f64>,
-    /// Retry requests that fail before their first token with a transient error (connect,
-    /// connection lost, 429/502/503/504) up to N times; off by default (a benchmark must see
-    /// errors). Retried requests keep their full latency and an `attempts` count.
-    #[arg(long, value_name = "N")]
-    pub retries: Option<u32>,
-    /// Wait before the first retry, ms (doubled for each further one; default 500).
-    #[arg(long, value_name = "MS")]
-    pub retry_backoff_ms: Option<u64>,
-    /// Count a response without a finish_reason as a success (for servers that never send
-    /// one); by default it is an `incomplete` failure (generation cut short).
-    #[arg(long)]
-    pub allow_missing_finish_reason: bool,
-    /// Keep the server's completion_tokens even when implausible (zero for generated text, or
-    /// more than the chunks and text could hold); by default the client's count replaces it.
-    #[arg(long)]
-    pub trust_server_usage: bool,
-    /// Scrape this Prometheus endpoint during every level (repeatable, e.g. one per replica).
-    /// By default the target's own `/metrics` is scraped (an OpenAI-compatible URL, or the
-    /// built-in simulator); a bare `http://host:port` means its `/metrics`.
-    #[arg(long, value_name = "URL")]
-    pub server_metrics: Vec<String>,
-    /// Scrape a GPU exporter the same way (repeatable): NVIDIA's DCGM exporter, e.g.
-    /// http://127.0.0.1:9400/metrics. GPU utilisation, memory, power and output tokens per
-    /// joule are then reported per level.
-    #[arg(long, value_name = "URL")]
-    pub gpu_metrics: Vec<String>,
-    /// Seconds between scrapes (default 1).
-    #[arg(long, value_name = "SECONDS")]
-    pub server_metrics_interval: Option<f64>,
-    /// Do not scrape the target's own `/metrics` (explicit --server-metrics URLs still are).
-    #[arg(long)]
-    pub no_server_metrics: bool,
-    /// Built-in simulator: fraction of requests that get an injected fault (0..1).
-    #[arg(long, value_name = "FRACTION")]
-    pub sim_fault_rate: Option<f64>,
-    /// Built-in simulator: which faults (comma-separated; default all): http_429, http_500,
-    /// http_503, reset_before_headers, reset_mid_stream, stall, invalid_json, invalid_utf8,
-    /// overlong_line, wrong_content_type, no_done, done_without_finish.
-    #[arg(long, value_delimiter = ',', value_name = "FAULTS")]
-    pub sim_faults: Vec<String>,
-    /// Built-in simulator: how long a `stall` fault lasts, ms.
-    #[arg(long, value_name = "MS")]
-    pub sim_stall_ms: Option<u64>,
-    /// A SageMaker endpoint to invoke (SigV4-signed, credentials from the standard AWS chain)
-    /// instead of an OpenAI-compatible URL.
-    #[arg(long, value_name = "NAME")]
-    pub sagemaker_endpoint: Option<String>,
-    /// AWS region of the SageMaker endpoint (else AWS_REGION / AWS_DEFAULT_REGION).
-    #[arg(long)]
-    pub region: Option<String>,
-    /// SageMaker runtime URL override (VPC endpoint, or a local simulator).
-    #[arg(long, value_name = "URL")]
-    pub endpoint_url: Option<String>,
-    /// SageMaker request body: chat (OpenAI chat, the vLLM container), completions, or tgi
-    /// (`{"inputs", "parameters"}`).
-    #[arg(long, value_name = "FORMAT")]
-    pub sagemaker_body: Option<kneepoint_transport::sagemaker::BodyFormat>,
-    /// Framing of streamed payloads: sse (default) or jsonlines.
-    #[arg(long, value_name = "CODEC")]
-    pub payload_codec: Option<kneepoint_transport::sagemaker::CodecKind>,
-    /// X-Amzn-SageMaker-Inference-Component.
-    #[arg(long, value_name = "NAME")]
-    pub inference_component: Option<String>,
-    /// X-Amzn-SageMaker-Target-Variant.
-    #[arg(long, value_name = "VARIANT")]
-    pub target_variant: Option<String>,
-    /// X-Amzn-SageMaker-Custom-Attributes.
-    #[arg(long, value_name = "TEXT")]
-    pub custom_attributes: Option<String>,
-    /// X-Amzn-SageMaker-Target-Container-Hostname.
-    #[arg(long, value_name = "HOST")]
-    pub target_container_hostname: Option<String>,
-    /// X-Amzn-SageMaker-Target-Model (InvokeEndpoint only).
-    #[arg(long, value_name = "MODEL")]
-    pub target_model: Option<String>,
-    /// AWS profile for credentials (else AWS_PROFILE / default).
-    #[arg(long, value_name = "PROFILE")]
-    pub aws_profile: Option<String>,
-    /// Built-in simulator: speak `openai` (default) or the `sagemaker` runtime protocol (signed
-    /// requests, event streams) to the client.
-    #[arg(long, value_name = "PROTOCOL", value_parser = ["openai", "sagemaker"])]
-    pub sim_protocol: Option<String>,
-    /// Built-in simulator: multiply every engine step cost (1.2 = a server 20 % slower).
-    #[arg(long, value_name = "FACTOR")]
-    pub sim_slowdown: Option<f64>,
-    /// Built-in simulator: relative standard deviation of each engine step (0 = none; the
-    /// default profile has 0.03); more jitter makes runs noisier.
-    #[arg(long, value_name = "SD")]
-    pub sim_jitter: Option<f64>,
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,

@@ -43,15 +43,17 @@ mod fit;
 mod flags;
 mod limits;
 mod load;
+mod prepare;
 mod publish;
 mod recommend;
+#[cfg(feature = "sagemaker")]
+mod sagemaker;
 mod simulator;
 mod target;
 mod workload;
 
 pub use commands::{SearchSettings, SweepSettings};
-pub use common::{parse_start_at, CommonSettings, RoutesPlan, Target, MAX_START_AHEAD_S};
-pub use endpoint::SageMakerSettings;
+pub use common::{parse_start_at, CommonSettings, ServerMetricsPlan, MAX_START_AHEAD_S};
 pub use error::{Error, Result};
 pub use file::{
     CandidateSection, EndpointSection, FileConfig, FleetSection, LoadSection, RunsSection,
@@ -61,7 +63,10 @@ pub use file::{
 pub use fit::{catalog, predicted_profile, FitArgs, FitInputs, ModelSection};
 pub use flags::{CommonArgs, RecommendArgs, SearchArgs, SlaArgs, SweepArgs};
 pub use kneepoint_engine::{OpenLoopSettings, RunsSettings};
+pub use prepare::prepare;
 pub use publish::{OutputSection, Publish, PublishArgs, Published};
 pub use recommend::{recommendation, PriceTable};
+#[cfg(feature = "sagemaker")]
+pub use sagemaker::SageMakerSettings;
 pub use simulator::fault_plan;
-pub use target::prepare;
+pub use target::{Protocol, RoutesPlan, Target};

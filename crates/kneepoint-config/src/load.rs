@@ -26,9 +26,9 @@ pub(crate) fn level_duration(
         }
         Ok(Duration::from_secs_f64(v))
     };
-    let grace = args.grace_s.or(file.grace_s);
-    let warm = args.warmup_duration_s.or(file.warmup_duration_s);
-    let Some(d) = args.duration_s.or(file.duration_s) else {
+    let grace = args.load.grace_s.or(file.grace_s);
+    let warm = args.load.warmup_duration_s.or(file.warmup_duration_s);
+    let Some(d) = args.load.duration_s.or(file.duration_s) else {
         if grace.is_some() || warm.is_some() {
             bail!("grace_s and warmup_duration_s need duration_s");
         }
@@ -47,15 +47,15 @@ pub(crate) fn resolve_open_loop(
     file: &LoadSection,
 ) -> Result<Option<OpenLoopSettings>> {
     {
-        let rates = if args.request_rate.is_empty() {
+        let rates = if args.load.request_rate.is_empty() {
             file.request_rate.clone().unwrap_or_default()
         } else {
-            args.request_rate.clone()
+            args.load.request_rate.clone()
         };
-        let arrival = args.arrival.clone().or(file.arrival.clone());
-        let burstiness = args.burstiness.or(file.burstiness);
-        let cap = args.max_in_flight.or(file.max_in_flight);
-        let replay = args.replay_speedup.or(file.replay_speedup);
+        let arrival = args.load.arrival.clone().or(file.arrival.clone());
+        let burstiness = args.load.burstiness.or(file.burstiness);
+        let cap = args.load.max_in_flight.or(file.max_in_flight);
+        let replay = args.load.replay_speedup.or(file.replay_speedup);
         if let Some(f) = replay {
             if !(f.is_finite() && f > 0.0) {
                 bail!("replay_speedup must be a positive factor, not {f}");
@@ -95,24 +95,26 @@ pub(crate) fn resolve_open_loop(
 /// Repeated runs from the flags and `[runs]`.
 pub(crate) fn resolve_runs(args: &CommonArgs, file: &RunsSection) -> Result<RunsSettings> {
     {
-        let num_runs = args.num_runs.or(file.num_runs).unwrap_or(1);
+        let num_runs = args.load.num_runs.or(file.num_runs).unwrap_or(1);
         if num_runs == 0 {
             bail!("num_runs must be at least 1");
         }
         let confidence = args
+            .load
             .confidence_level
             .or(file.confidence_level)
             .unwrap_or(0.95);
         if !(confidence > 0.0 && confidence < 1.0) {
             bail!("confidence_level must be between 0 and 1 (exclusive), not {confidence}");
         }
-        let statistic = args.converge_on.clone().or(file.converge_on.clone());
+        let statistic = args.load.converge_on.clone().or(file.converge_on.clone());
         let criterion = args
+            .load
             .converge_criterion
             .clone()
             .or(file.converge_criterion.clone());
-        let threshold = args.converge_threshold.or(file.converge_threshold);
-        let min_runs = args.min_runs.or(file.min_runs);
+        let threshold = args.load.converge_threshold.or(file.converge_threshold);
+        let min_runs = args.load.min_runs.or(file.min_runs);
         let convergence = match statistic {
             None => {
                 if criterion.is_some() || threshold.is_some() || min_runs.is_some() {
@@ -165,7 +167,7 @@ pub(crate) fn ramp_up(
     load: &LoadSection,
     open_loop: bool,
 ) -> Result<Option<Duration>> {
-    Ok(match args.ramp_up_s.or(load.ramp_up_s) {
+    Ok(match args.load.ramp_up_s.or(load.ramp_up_s) {
         None => None,
         Some(_) if open_loop => {
             bail!("ramp_up_s spreads a closed loop's first wave; an open loop (request_rate, replay_speedup) has its own schedule")
@@ -182,8 +184,9 @@ pub(crate) fn early_stop(
     runs: Option<&RunsSection>,
 ) -> Result<Option<EarlyStop>> {
     Ok({
-        let width = args.early_stop_width.or(load.early_stop_width);
+        let width = args.load.early_stop_width.or(load.early_stop_width);
         let min = args
+            .load
             .early_stop_min_requests
             .or(load.early_stop_min_requests);
         match width {
@@ -200,6 +203,7 @@ pub(crate) fn early_stop(
                 min_requests: min.unwrap_or(200).max(20) as usize,
                 max_relative_width: w,
                 confidence: args
+                    .load
                     .confidence_level
                     .or(runs.and_then(|r| r.confidence_level))
                     .unwrap_or(0.95),

@@ -4,11 +4,10 @@
 //! `AWS_ENDPOINT_URL`, as the AWS SDKs read them).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use clap::Args;
-use kneepoint_transport::s3::{S3Client, S3Location};
-use kneepoint_transport::sagemaker::AwsCredentialChain;
+#[cfg(feature = "sagemaker")]
+use kneepoint_transport::s3::S3Location;
 use serde::Deserialize;
 
 use crate::error::Context;
@@ -54,7 +53,8 @@ pub struct OutputSection {
 pub struct Publish {
     /// Write the archive.
     pub archive: bool,
-    /// Upload it here.
+    /// Upload it here (feature `sagemaker`, which brings the AWS client).
+    #[cfg(feature = "sagemaker")]
     pub s3: Option<S3Location>,
     /// An S3-compatible server.
     pub endpoint: Option<String>,
@@ -92,12 +92,13 @@ impl Publish {
     ) -> Result<Self> {
         let d = OutputSection::default();
         let f = file.unwrap_or(&d);
-        let s3 = args
-            .output_s3
-            .clone()
-            .or(f.s3.clone())
-            .map(|u| S3Location::parse(&u))
-            .transpose()?;
+        let s3 = args.output_s3.clone().or(f.s3.clone());
+        #[cfg(feature = "sagemaker")]
+        let s3 = s3.map(|u| S3Location::parse(&u)).transpose()?;
+        #[cfg(not(feature = "sagemaker"))]
+        if s3.is_some() {
+            crate::error::bail!("this build cannot upload to S3: build kneepoint-config with its `sagemaker` feature (the AWS client)");
+        }
         let part_size = match args.s3_part_size_mib {
             Some(m) if m < 5 => {
                 crate::error::bail!("--s3-part-size-mib must be at least 5 (S3's smallest part)")
@@ -107,6 +108,7 @@ impl Publish {
         };
         Ok(Publish {
             archive: args.archive || f.archive.unwrap_or(false) || s3.is_some(),
+            #[cfg(feature = "sagemaker")]
             s3,
             endpoint: args
                 .s3_endpoint_url
@@ -132,34 +134,48 @@ impl Publish {
             return Ok(None);
         }
         let (archive, files) = kneepoint_engine::write_archive(dir)?;
-        let body =
-            std::fs::read(&archive).with_context(|| format!("reading {}", archive.display()))?;
-        let bytes = body.len() as u64;
-        let mut uploaded = None;
-        if let Some(loc) = &self.s3 {
-            let creds = AwsCredentialChain::load(&self.region, self.profile.as_deref()).await?;
-            let mut client = S3Client::new(
-                &self.region,
-                self.endpoint.as_deref(),
-                Arc::new(creds),
-                &kneepoint_transport::ConnectOptions::default(),
-            )?;
-            if let Some(p) = self.part_size {
-                client = client.with_part_size(p);
-            }
-            let name = archive
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let key = loc.key(&name);
-            let etag = client.put(&loc.bucket, &key, body.into()).await?;
-            uploaded = Some((format!("s3://{}/{key}", loc.bucket), etag));
-        }
+        let bytes = std::fs::metadata(&archive)
+            .with_context(|| format!("reading {}", archive.display()))?
+            .len();
+        #[cfg(feature = "sagemaker")]
+        let uploaded = self.upload(&archive).await?;
+        #[cfg(not(feature = "sagemaker"))]
+        let uploaded = None;
         Ok(Some(Published {
             archive,
             files,
             bytes,
             uploaded,
         }))
+    }
+
+    /// Uploads the archive when an S3 location was given: its `s3://` URL and ETag.
+    #[cfg(feature = "sagemaker")]
+    async fn upload(&self, archive: &Path) -> Result<Option<(String, String)>> {
+        use kneepoint_transport::s3::S3Client;
+        use kneepoint_transport::sagemaker::AwsCredentialChain;
+        use std::sync::Arc;
+        let Some(loc) = &self.s3 else {
+            return Ok(None);
+        };
+        let body =
+            std::fs::read(archive).with_context(|| format!("reading {}", archive.display()))?;
+        let creds = AwsCredentialChain::load(&self.region, self.profile.as_deref()).await?;
+        let mut client = S3Client::new(
+            &self.region,
+            self.endpoint.as_deref(),
+            Arc::new(creds),
+            &kneepoint_transport::ConnectOptions::default(),
+        )?;
+        if let Some(p) = self.part_size {
+            client = client.with_part_size(p);
+        }
+        let name = archive
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let key = loc.key(&name);
+        let etag = client.put(&loc.bucket, &key, body.into()).await?;
+        Ok(Some((format!("s3://{}/{key}", loc.bucket), etag)))
     }
 }

@@ -84,7 +84,7 @@ impl CandidateSource for FromFile {
                 c.concurrency_max = c.concurrency_max.min(bound.max(1));
                 c.concurrency_min = c.concurrency_min.min(c.concurrency_max);
             }
-            let bench = crate::target::prepare(&s.common, self.observer.clone()).await?;
+            let bench = crate::prepare::prepare(&s.common, self.observer.clone()).await?;
             CandidateRun::Search(
                 Search::on(bench)
                     .config(s.search)
@@ -93,7 +93,7 @@ impl CandidateSource for FromFile {
             )
         } else {
             let s = SweepSettings::resolve_with(&SweepArgs::default(), &f)?;
-            let bench = crate::target::prepare(&s.common, self.observer.clone()).await?;
+            let bench = crate::prepare::prepare(&s.common, self.observer.clone()).await?;
             CandidateRun::Sweep(
                 Sweep::on(bench)
                     .plan(s.plan)

@@ -14,6 +14,7 @@ pub(crate) fn profile(
     file: &FileConfig,
 ) -> Result<SimProfile> {
     let name = args
+        .simulator
         .sim_profile
         .as_deref()
         .or(sim.profile.as_deref())
@@ -22,7 +23,8 @@ pub(crate) fn profile(
         let wl = file.workload.clone().unwrap_or_default();
         let (isl, osl) = crate::workload::mean_lengths(args, &wl);
         let base = args.config.as_deref().and_then(std::path::Path::parent);
-        let Some(inputs) = FitInputs::resolve(&args.fit, file.model.as_ref(), base, isl, osl)?
+        let Some(inputs) =
+            FitInputs::resolve(&args.simulator.fit, file.model.as_ref(), base, isl, osl)?
         else {
             bail!("--sim-profile predicted needs --model-config FILE and --instance TYPE (or [model] config and instance)");
         };
@@ -31,13 +33,14 @@ pub(crate) fn profile(
         SimProfile::by_name(name)?
     };
     p.time_scale = args
+        .simulator
         .sim_time_scale
         .or(sim.time_scale)
         .unwrap_or(DEFAULT_SIM_TIME_SCALE);
     if let Some(s) = sim.seed {
         p.seed = s;
     }
-    if let Some(k) = args.sim_slowdown.or(sim.slowdown) {
+    if let Some(k) = args.simulator.sim_slowdown.or(sim.slowdown) {
         if !k.is_finite() || k <= 0.0 {
             bail!("the simulator slowdown must be a positive factor (got {k})");
         }
@@ -49,21 +52,25 @@ pub(crate) fn profile(
             e.read_all_ms *= k;
         }
     }
-    if let Some(j) = args.sim_jitter.or(sim.jitter) {
+    if let Some(j) = args.simulator.sim_jitter.or(sim.jitter) {
         if !j.is_finite() || j < 0.0 {
             bail!("the simulator jitter must be 0 or more (got {j})");
         }
         p.jitter = j;
     }
-    if let Some(r) = args.sim_reasoning_share.or(sim.reasoning_share) {
+    if let Some(r) = args.simulator.sim_reasoning_share.or(sim.reasoning_share) {
         if !(0.0..=1.0).contains(&r) {
             bail!("the simulator's reasoning share must be between 0 and 1 (got {r})");
         }
         p.reasoning_share = r;
     }
     p.faults = sim.faults.clone();
-    if let Some(rate) = args.sim_fault_rate {
-        p.faults = Some(fault_plan(rate, &args.sim_faults, args.sim_stall_ms)?);
+    if let Some(rate) = args.simulator.sim_fault_rate {
+        p.faults = Some(fault_plan(
+            rate,
+            &args.simulator.sim_faults,
+            args.simulator.sim_stall_ms,
+        )?);
     }
     p.validate()?;
     Ok(p)

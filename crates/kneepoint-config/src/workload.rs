@@ -14,8 +14,11 @@ use crate::{CommonArgs, Result};
 /// set).
 pub(crate) fn mean_lengths(args: &CommonArgs, wl: &WorkloadSection) -> (f64, f64) {
     (
-        args.isl.or(wl.prompt_input_tokens_mean).unwrap_or(1024.0),
-        args.osl.or(wl.output_tokens_mean).unwrap_or(256.0),
+        args.workload
+            .isl
+            .or(wl.prompt_input_tokens_mean)
+            .unwrap_or(1024.0),
+        args.workload.osl.or(wl.output_tokens_mean).unwrap_or(256.0),
     )
 }
 
@@ -24,14 +27,18 @@ pub(crate) fn lengths(args: &CommonArgs, wl: &WorkloadSection) -> Result<(Length
     let (isl_mean, osl_mean) = mean_lengths(args, wl);
     let isl = dist(
         isl_mean,
-        args.isl_stddev
+        args.workload
+            .isl_stddev
             .or(wl.prompt_input_tokens_stddev)
             .unwrap_or(0.0),
         "input length",
     )?;
     let osl = dist(
         osl_mean,
-        args.osl_stddev.or(wl.output_tokens_stddev).unwrap_or(0.0),
+        args.workload
+            .osl_stddev
+            .or(wl.output_tokens_stddev)
+            .unwrap_or(0.0),
         "output length",
     )?;
     Ok((isl, osl))
@@ -39,7 +46,7 @@ pub(crate) fn lengths(args: &CommonArgs, wl: &WorkloadSection) -> Result<(Length
 
 /// A weighted mixture of (isl, osl) pairs replacing the two distributions.
 pub(crate) fn mixture(args: &CommonArgs, wl: &WorkloadSection) -> Result<Option<Lengths>> {
-    Ok(match (&args.mix, &wl.mixture) {
+    Ok(match (&args.workload.mix, &wl.mixture) {
         (Some(m), _) => Some(Lengths::parse_mixture(m)?),
         (None, Some(entries)) => {
             let l = Lengths::Mixture(entries.clone());
@@ -55,8 +62,12 @@ pub(crate) fn conversations(
     args: &CommonArgs,
     wl: &WorkloadSection,
 ) -> Result<Option<Conversations>> {
-    let mean = args.conversation_turn_mean.or(wl.conversation_turn_mean);
+    let mean = args
+        .workload
+        .conversation_turn_mean
+        .or(wl.conversation_turn_mean);
     let stddev = args
+        .workload
         .conversation_turn_stddev
         .or(wl.conversation_turn_stddev)
         .unwrap_or(0.0);
@@ -88,14 +99,17 @@ pub(crate) fn turn_delays(args: &CommonArgs, wl: &WorkloadSection) -> Result<Con
     let c = Conversations {
         turns: LengthDist::Fixed(1),
         delay_ms_mean: args
+            .workload
             .conversation_turn_delay_mean
             .or(wl.conversation_turn_delay_mean)
             .unwrap_or(0.0),
         delay_ms_stddev: args
+            .workload
             .conversation_turn_delay_stddev
             .or(wl.conversation_turn_delay_stddev)
             .unwrap_or(0.0),
         delay_ratio: args
+            .workload
             .conversation_turn_delay_ratio
             .or(wl.conversation_turn_delay_ratio)
             .unwrap_or(1.0),
@@ -109,11 +123,16 @@ pub(crate) fn turn_delays(args: &CommonArgs, wl: &WorkloadSection) -> Result<Con
 
 /// Shared system-prompt prefixes.
 pub(crate) fn prefix(args: &CommonArgs, wl: &WorkloadSection) -> Option<SharedPrefix> {
-    match args.shared_prefix_tokens.or(wl.shared_prefix_tokens) {
+    match args
+        .workload
+        .shared_prefix_tokens
+        .or(wl.shared_prefix_tokens)
+    {
         None | Some(0) => None,
         Some(tokens) => Some(SharedPrefix {
             tokens,
             pool: args
+                .workload
                 .shared_prefix_pool
                 .or(wl.shared_prefix_pool)
                 .unwrap_or(1),
@@ -127,7 +146,7 @@ pub(crate) fn dataset(
     wl: &WorkloadSection,
     osl: &LengthDist,
 ) -> Result<Option<DatasetConfig>> {
-    Ok(match args.dataset.clone().or(wl.dataset.clone()) {
+    Ok(match args.workload.dataset.clone().or(wl.dataset.clone()) {
         None => None,
         Some(path) => {
             let mut d = DatasetConfig::new(path);
@@ -135,19 +154,20 @@ pub(crate) fn dataset(
                 .dataset_format
                 .as_deref()
                 .map(str::parse::<DatasetFormat>);
-            if let Some(f) = args.dataset_format.map(Ok).or(file_format) {
+            if let Some(f) = args.workload.dataset_format.map(Ok).or(file_format) {
                 d.format = Some(f.context("[workload] dataset_format")?);
             }
             let file_sampling = wl.sampling.as_deref().map(str::parse::<Sampling>);
-            if let Some(o) = args.sampling.map(Ok).or(file_sampling) {
+            if let Some(o) = args.workload.sampling.map(Ok).or(file_sampling) {
                 d.sampling = o.context("[workload] sampling")?;
             }
-            if let Some(b) = args.trace_block_tokens.or(wl.trace_block_tokens) {
+            if let Some(b) = args.workload.trace_block_tokens.or(wl.trace_block_tokens) {
                 d.trace_block_tokens = b;
             }
-            d.seed = args.seed.or(wl.seed).unwrap_or(0);
+            d.seed = args.workload.seed.or(wl.seed).unwrap_or(0);
             d.default_output_tokens = osl.mean().round().max(1.0) as u32;
-            d.output_control = !args.no_output_control && wl.output_control.unwrap_or(true);
+            d.output_control =
+                !args.endpoint.no_output_control && wl.output_control.unwrap_or(true);
             Some(d)
         }
     })

@@ -68,7 +68,7 @@ fn flags_win_over_the_file_and_the_file_over_defaults() {
     let s = SweepSettings::resolve_with(&sweep_args(&[]), &file).unwrap();
     assert_eq!(levels(&s), vec![(1, 8), (4, 8)]);
     assert_eq!(s.common.isl, kneepoint_workload::LengthDist::Fixed(512));
-    assert!(matches!(s.common.target, Target::Simulator(_)));
+    assert!(matches!(s.common.target, Target::Simulator { .. }));
     let s = SweepSettings::resolve_with(
         &sweep_args(&[
             "--request-count",
@@ -138,7 +138,10 @@ fn the_target_s_metrics_page_is_scraped_with_the_transport_s_client() {
     .unwrap();
     let plan = &s.common.server_metrics;
     let scrape = plan
-        .settings(Some("http://127.0.0.1:9/v1"), &s.common.transport.connect)
+        .settings(
+            Some("http://127.0.0.1:9/v1"),
+            s.common.target.protocol().connect(),
+        )
         .unwrap()
         .expect("the target's own page");
     assert_eq!(
@@ -156,10 +159,10 @@ fn the_target_s_metrics_page_is_scraped_with_the_transport_s_client() {
         &FileConfig::default(),
     )
     .unwrap();
-    let none = s
-        .common
-        .server_metrics
-        .settings(Some("http://127.0.0.1:9"), &s.common.transport.connect);
+    let none = s.common.server_metrics.settings(
+        Some("http://127.0.0.1:9"),
+        s.common.target.protocol().connect(),
+    );
     assert!(none.unwrap().is_none());
 }
 

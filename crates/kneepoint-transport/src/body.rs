@@ -17,7 +17,9 @@ use crate::config::{Api, OpenAiConfig};
 pub fn request_body(config: &OpenAiConfig, request: &Request) -> Value {
     if config.api.is_pooling() {
         let mut body = Map::new();
-        body.insert("model".into(), Value::String(config.model.clone()));
+        if !config.model.is_empty() {
+            body.insert("model".into(), Value::String(config.model.clone()));
+        }
         pooling_body(config.api, request, &mut body);
         for (k, v) in config.extra_body.iter().chain(request.extra_body.iter()) {
             body.insert(k.clone(), v.clone());
@@ -81,7 +83,11 @@ impl Serialize for TextBody<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (config, request) = (self.config, self.request);
         let mut m = s.serialize_map(None)?;
-        m.serialize_entry("model", &config.model)?;
+        // No model named (a SageMaker endpoint serves one): the field is left out, as the
+        // endpoint's own examples do, rather than sent empty.
+        if !config.model.is_empty() {
+            m.serialize_entry("model", &config.model)?;
+        }
         match (config.api, &request.prompt) {
             (Api::Chat, Prompt::Text(t)) => m.serialize_entry(
                 "messages",
