@@ -3,7 +3,8 @@
 # a finished install leaves a stamp and is skipped next time). Downloads go through pip's cache;
 # the llama-cpp-python wheel it builds from source (~6 minutes with gcc on 2 cores) is kept in
 # target/real-servers/wheels so that a second run does not build it again.
-#   scripts/real_servers/install.sh [vllm] [llama] [s3]     (all by default; s3 = moto's S3 server)
+#   scripts/real_servers/install.sh [vllm] [llama] [s3] [k8s]   (all by default; s3 = moto's S3
+#   server, k8s = kubernetes-validate for the manifests)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -97,13 +98,28 @@ install_s3() {
   echo "moto $MOTO_VERSION: installed"
 }
 
+KUBERNETES_VALIDATE_VERSION=1.37.0
+
+install_k8s() {
+  # kubernetes-validate checks manifests against the bundled OpenAPI schemas of each Kubernetes
+  # version (1.25-1.37), offline; --strict refuses unknown fields. It goes into the suite's venv.
+  install_vllm
+  local stamp="$work/venv-vllm/.installed-kubernetes-validate-$KUBERNETES_VALIDATE_VERSION"
+  [ -f "$stamp" ] && { echo "kubernetes-validate $KUBERNETES_VALIDATE_VERSION: installed"; return; }
+  retry "$work/venv-vllm/bin/python" -m pip install $NEWPIP \
+    "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+  touch "$stamp"
+  echo "kubernetes-validate $KUBERNETES_VALIDATE_VERSION: installed"
+}
+
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(vllm llama s3)
+[ ${#targets[@]} -eq 0 ] && targets=(vllm llama s3 k8s)
 for t in "${targets[@]}"; do
   case "$t" in
     vllm) install_vllm ;;
     llama) install_llama ;;
     s3) install_s3 ;;
-    *) echo "unknown target $t (vllm, llama, s3)"; exit 2 ;;
+    k8s) install_k8s ;;
+    *) echo "unknown target $t (vllm, llama, s3, k8s)"; exit 2 ;;
   esac
 done

@@ -42,6 +42,20 @@ pub enum Command {
     Compare(CompareArgs),
     /// The built-in simulated inference server.
     Sim(SimArgs),
+    /// Stop the servers an earlier kneepoint run launched and left running (it crashed or was
+    /// killed): every process tagged by a kneepoint that is no longer running.
+    Cleanup(CleanupArgs),
+}
+
+/// `kneepoint cleanup`.
+#[derive(Debug, Clone, Args)]
+pub struct CleanupArgs {
+    /// Only list what would be stopped.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seconds between SIGTERM and SIGKILL.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub grace_s: f64,
 }
 
 /// `kneepoint report`.
@@ -176,6 +190,10 @@ pub enum SimCommand {
         /// kneepoint's default tokenizer counts, about 0.4 ms of CPU per 1k-token prompt).
         #[arg(long, default_value = "words", value_parser = ["words", "builtin"])]
         prompt_tokens: String,
+        /// The most sequences the simulated engine runs at once (the profile's
+        /// `max_num_seqs`, vLLM's `--max-num-seqs`); requests past it wait in its queue.
+        #[arg(long, value_name = "N")]
+        max_num_seqs: Option<u32>,
     },
 }
 

@@ -15,6 +15,7 @@
 //! ```
 
 mod args;
+mod cleanup_cmd;
 mod k8s_cmd;
 mod lines;
 mod output;
@@ -32,8 +33,8 @@ use kneepoint_runner::CancelToken;
 
 pub use args::K8sJobArgs;
 pub use args::{
-    ArchiveArgs, Cli, Command, CommonArgs, CompareArgs, K8sArgs, K8sCommand, MergeArgs,
-    RecommendArgs, ReportArgs, SearchArgs, SimArgs, SimCommand, SlaArgs, SweepArgs,
+    ArchiveArgs, CleanupArgs, Cli, Command, CommonArgs, CompareArgs, K8sArgs, K8sCommand,
+    MergeArgs, RecommendArgs, ReportArgs, SearchArgs, SimArgs, SimCommand, SlaArgs, SweepArgs,
 };
 use clap::Parser;
 pub use k8s_cmd::indexed_job;
@@ -159,6 +160,8 @@ fn on_signals() -> CancelToken {
                 eprintln!("\ninterrupt: cancelling in-flight requests and writing what was measured (again to quit at once)");
                 token.cancel();
             } else {
+                // No time for an orderly teardown: the servers kneepoint launched get SIGKILL.
+                kneepoint_deploy::kill_all_now();
                 std::process::exit(130);
             }
         }
@@ -293,6 +296,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Command::Plan(args) => plan_cmd::run(&args),
             Command::Sim(args) => sim_cmd::run(args).await,
+            Command::Cleanup(args) => cleanup_cmd::run(&args).await,
         }
     })
 }

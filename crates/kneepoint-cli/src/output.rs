@@ -292,11 +292,51 @@ pub(crate) fn print_recommend(o: &RecommendOutcome) {
             let _ = writeln!(text, "{line}");
         }
     }
+    deployment_lines(&mut text, o);
     if o.interrupted {
         let _ = writeln!(text, "INTERRUPTED: candidates not yet measured are missing");
     }
     let _ = writeln!(text, "artifacts: {}", o.artifact_dir.display());
     emit(&text);
+}
+
+/// What kneepoint launched for each candidate (how long, at what cost, anything left
+/// running), then the winner's configuration to deploy.
+fn deployment_lines(text: &mut String, o: &RecommendOutcome) {
+    let cur = &o.currency;
+    for c in &o.candidates {
+        let Some(d) = &c.deployment else { continue };
+        let _ = writeln!(
+            text,
+            "launched {}: ready after {}, up {:.0} s, torn down in {:.1} s: {:.4} instance-hours, {:.4} {cur}{}",
+            c.recommendation.name,
+            d.launch_s.map_or("-".into(), |s| format!("{s:.1} s")),
+            d.up_s,
+            d.teardown_s,
+            d.instance_hours,
+            d.benchmark_cost,
+            d.teardown_error
+                .as_ref()
+                .map(|e| format!("; NOT TORN DOWN ({e}): run `kneepoint cleanup`"))
+                .unwrap_or_default()
+        );
+    }
+    let winner = o
+        .candidates
+        .iter()
+        .find(|c| c.recommendation.rank == Some(1));
+    if let Some((name, cmd)) = winner.and_then(|c| {
+        let cmd = c
+            .deployment
+            .as_ref()?
+            .recipe
+            .as_ref()?
+            .get("command")?
+            .as_str()?;
+        Some((&c.recommendation.name, cmd))
+    }) {
+        let _ = writeln!(text, "deploy {name} with: {cmd}");
+    }
 }
 
 /// Prints a comparison.

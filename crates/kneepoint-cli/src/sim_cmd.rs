@@ -24,6 +24,7 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             faults,
             stall_ms,
             prompt_tokens,
+            max_num_seqs,
         } => {
             let sigv4 = match sigv4_access_key_id {
                 Some(id) => {
@@ -64,6 +65,10 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             }
             if let Some(s) = seed {
                 p.seed = s;
+            }
+            if let Some(n) = max_num_seqs {
+                p.max_num_seqs = n;
+                p.validate()?;
             }
             let server = SimServer::start_with_options(
                 p.clone(),

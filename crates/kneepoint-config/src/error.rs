@@ -43,6 +43,9 @@ pub enum Error {
     /// A metrics setting (a convergence rule) is invalid.
     #[error(transparent)]
     Metrics(#[from] kneepoint_metrics::Error),
+    /// A candidate could not be launched, or its launch settings are invalid.
+    #[error(transparent)]
+    Deploy(#[from] kneepoint_deploy::Error),
 }
 
 /// Returns an [`Error::Invalid`] built like `format!`.

@@ -120,6 +120,11 @@ pub struct CandidateSection {
     pub simulator: Option<SimulatorSection>,
     /// Tensor-parallel degree for the stage-1 fit (default: the one that holds the most).
     pub tensor_parallel: Option<u32>,
+    /// kneepoint launches the candidate itself (and always takes it down).
+    pub deploy: Option<crate::DeploySection>,
+    /// Engine settings to try: one candidate per combination of these values (each a
+    /// placeholder of the deploy command), e.g. `max_num_seqs = [16, 64, 256]`.
+    pub matrix: Option<std::collections::BTreeMap<String, Vec<crate::Scalar>>>,
 }
 
 /// `[search_params]` (SageMaker's names).

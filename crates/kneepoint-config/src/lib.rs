@@ -35,6 +35,8 @@
 
 mod commands;
 mod common;
+mod deploy;
+mod deploy_section;
 mod describe;
 mod endpoint;
 mod error;
@@ -54,6 +56,7 @@ mod workload;
 
 pub use commands::{SearchSettings, SweepSettings};
 pub use common::{parse_start_at, CommonSettings, ServerMetricsPlan, MAX_START_AHEAD_S};
+pub use deploy_section::{Command as DeployCommand, DeploySection, Scalar};
 pub use error::{Error, Result};
 pub use file::{
     CandidateSection, EndpointSection, FileConfig, FleetSection, LoadSection, RunsSection,

@@ -9,11 +9,13 @@ use std::sync::Arc;
 
 use kneepoint_engine::schema::PriceSource;
 use kneepoint_engine::{
-    CandidateRun, CandidateSource, CandidateSpec, Observer, Recommend, Search, Sweep,
+    CancelToken, CandidateRun, CandidateSource, CandidateSpec, DeployError, Observer, Prepared,
+    Recommend, Search, Sweep,
 };
 use kneepoint_planner::{Objective, PeakPlan};
 use serde::Deserialize;
 
+use crate::deploy::Expanded;
 use crate::error::{bail, Context};
 use crate::file::{CandidateSection, FileConfig};
 use crate::{
@@ -55,7 +57,7 @@ impl PriceTable {
 /// place of the file's, resolved as `kneepoint search` (with SLAs) or `sweep` would.
 struct FromFile {
     file: FileConfig,
-    by_name: BTreeMap<String, CandidateSection>,
+    by_name: BTreeMap<String, Expanded>,
     with_slas: bool,
     observer: Arc<dyn Observer>,
 }
@@ -66,18 +68,93 @@ impl CandidateSource for FromFile {
         &self,
         candidate: &CandidateSpec,
         dir: &Path,
-    ) -> Result<CandidateRun, Box<dyn std::error::Error + Send + Sync>> {
-        let c = self
+        cancel: &CancelToken,
+    ) -> Result<Prepared, DeployError> {
+        let e = self
             .by_name
             .get(&candidate.name)
             .ok_or_else(|| format!("candidate {:?} is not in the config", candidate.name))?;
+        let c = &e.section;
+        if c.deploy.is_none() {
+            let f = self.file_for(e, dir, None);
+            return Ok(self.run(candidate, &f).await?.into());
+        }
+        let mut server = crate::deploy::launch(e, dir, cancel).await?;
+        self.observer.note(&format!(
+            "{} answers on {} after {:.1} s (log: {})",
+            c.name,
+            server.base_url(),
+            server.launch_time().as_secs_f64(),
+            server.log_path().display()
+        ));
+        let f = self.file_for(e, dir, Some(server.base_url()));
+        let kubernetes = match c.deploy.as_ref().map(|d| crate::deploy::kubernetes(e, d)) {
+            Some(Ok(Some(docs))) => {
+                crate::deploy::write_manifests(dir, &docs)?;
+                Some(docs)
+            }
+            Some(Err(err)) => {
+                let _ = server.stop().await;
+                return Err(err.into());
+            }
+            _ => None,
+        };
+        let launched = crate::deploy::Launched { server, kubernetes };
+        match self.run(candidate, &f).await {
+            Ok(run) => Ok(Prepared::launched(run, Box::new(launched))),
+            Err(err) => {
+                // Nothing is left running for a candidate that cannot be measured.
+                let mut server = launched.server;
+                if let Err(stop) = server.stop().await {
+                    self.observer.warning(&stop.to_string());
+                }
+                Err(err.into())
+            }
+        }
+    }
+}
+
+impl FromFile {
+    /// The settings of candidate `e`, writing into `dir`: the file's, with the candidate's
+    /// endpoint or simulator in place of the file's (and `url`, the server launched for it).
+    fn file_for(&self, e: &Expanded, dir: &Path, url: Option<&str>) -> FileConfig {
+        let c = &e.section;
         let mut f = self.file.clone();
         f.candidates.clear();
         f.endpoint = c.endpoint.clone();
         f.simulator = c.simulator.clone().or(self.file.simulator.clone());
         f.artifact_dir = Some(dir.to_owned());
+        if let Some(url) = url {
+            let mut ep = c.endpoint.clone().unwrap_or_default();
+            ep.url = Some(url.to_owned());
+            f.endpoint = Some(ep);
+            f.simulator = None;
+        }
+        f
+    }
+
+    /// Resolves every candidate's settings (a launched one's with a stand-in URL), so that a
+    /// bad setting is refused before anything is launched or measured.
+    fn check(&self, root: &Path) -> Result<()> {
+        for e in self.by_name.values() {
+            let url = e.section.deploy.as_ref().map(|_| "http://127.0.0.1:1");
+            let f = self.file_for(e, root, url);
+            let checked = if self.with_slas {
+                SearchSettings::resolve_with(&SearchArgs::default(), &f).map(|_| ())
+            } else {
+                SweepSettings::resolve_with(&SweepArgs::default(), &f).map(|_| ())
+            };
+            checked.map_err(|why| {
+                crate::Error::Invalid(format!("candidate {:?}: {why}", e.section.name))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The run measuring a candidate whose settings are file `f`.
+    async fn run(&self, candidate: &CandidateSpec, f: &FileConfig) -> Result<CandidateRun> {
         let run = if self.with_slas {
-            let mut s = SearchSettings::resolve_with(&SearchArgs::default(), &f)?;
+            let mut s = SearchSettings::resolve_with(&SearchArgs::default(), f)?;
             if let Some(bound) = candidate.max_concurrency {
                 // Past the engine's bound requests only queue: search below it.
                 let c = &mut s.search;
@@ -92,7 +169,7 @@ impl CandidateSource for FromFile {
                     .build()?,
             )
         } else {
-            let s = SweepSettings::resolve_with(&SweepArgs::default(), &f)?;
+            let s = SweepSettings::resolve_with(&SweepArgs::default(), f)?;
             let bench = crate::prepare::prepare(&s.common, self.observer.clone()).await?;
             CandidateRun::Sweep(
                 Sweep::on(bench)
@@ -179,8 +256,10 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .as_ref()
         .and_then(|s| s.concurrency.clone())
         .unwrap_or_else(|| crate::DEFAULT_CONCURRENCY.to_vec());
+    let expanded = crate::deploy::expand(&file.candidates)?;
     let mut specs = Vec::new();
-    for c in &file.candidates {
+    for e in &expanded {
+        let c = &e.section;
         let p = price(
             c,
             table.as_ref(),
@@ -192,6 +271,17 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
             .with_instance_count(count);
         if let Some(fit) = &fit {
             spec = stage_one(spec, c, fit, &levels, observer.as_ref())?;
+        }
+        // A launched engine told to run at most N sequences at once holds no more than N
+        // per instance, whatever its memory would allow: the same bound as stage 1's.
+        if let Some(n) = e
+            .values
+            .get("max_num_seqs")
+            .and_then(|v| v.parse::<u32>().ok())
+        {
+            let engine = n.max(1).saturating_mul(count);
+            let bound = spec.max_concurrency.map_or(engine, |b| b.min(engine));
+            spec = spec.with_max_concurrency(Some(bound));
         }
         specs.push(spec);
     }
@@ -221,15 +311,28 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .or(table.as_ref().and_then(|t| t.currency.clone()))
         .unwrap_or_else(|| "USD".into());
     let source = FromFile {
-        by_name: file
-            .candidates
+        by_name: expanded
             .iter()
-            .map(|c| (c.name.clone(), c.clone()))
+            .map(|e| (e.section.name.clone(), e.clone()))
             .collect(),
         file: file.clone(),
         with_slas,
         observer: observer.clone(),
     };
+    source.check(&root)?;
+    if expanded.iter().any(|e| e.section.deploy.is_some()) {
+        let left = kneepoint_deploy::find_leftovers();
+        if !left.is_empty() {
+            observer.warning(&format!(
+                "{} server(s) launched by an earlier kneepoint run are still running and may compete with these measurements ({}): `kneepoint cleanup` stops them",
+                left.len(),
+                left.iter()
+                    .map(|l| format!("{} (pid {})", l.candidate, l.pgid))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
     let mut r = Recommend::builder(objective, &root, source)
         .by_search(with_slas)
         .peak(peak)

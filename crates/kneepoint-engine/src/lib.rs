@@ -58,9 +58,12 @@
 
 mod archive;
 mod bench;
+mod candidate;
+mod deployment;
 mod error;
 mod failure;
 mod level;
+mod measure;
 mod merge;
 mod observer;
 mod open_sweep;
@@ -80,14 +83,14 @@ mod timed;
 
 pub use archive::{archive_path, write_archive};
 pub use bench::{Bench, BenchBuilder};
+pub use candidate::{CandidateRun, CandidateSource, CandidateSpec, Prepared};
+pub use deployment::{DeployError, Deployment};
 pub use error::Error;
 pub use failure::every_request_failed;
 pub use kneepoint_scrape::{LiveSample, ScrapeSettings};
 pub use merge::{merge, MergeReport, MergedLevel};
 pub use observer::{Observer, Silent};
-pub use recommend::{
-    CandidateRun, CandidateSource, CandidateSpec, Recommend, RecommendBuilder, RecommendReport,
-};
+pub use recommend::{Recommend, RecommendBuilder, RecommendReport};
 pub use rerender::{rerender, Rerendered};
 pub use runlog::{Logged, RunLog, LOG_FILE};
 pub use runs::{pessimistic, RunsOutcome};

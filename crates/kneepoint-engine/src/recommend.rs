@@ -4,120 +4,18 @@
 //! `report.html` sit on top.
 
 use kneepoint_core::folder;
-use kneepoint_core::{Metric, Stat};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use kneepoint_metrics::LevelSummary;
-use kneepoint_planner::{
-    recommend, Candidate, CurvePoint, Objective, OperatingPoint, PeakPlan, Recommendation,
-};
+use kneepoint_planner::{recommend, Candidate, Objective, PeakPlan, Recommendation};
 use kneepoint_report::schema::{
-    write_document, PriceSource, RankedCandidate, Recommendations, SCHEMA_VERSION,
+    write_document, DeploymentRecord, PriceSource, RankedCandidate, Recommendations, SCHEMA_VERSION,
 };
 use kneepoint_runner::CancelToken;
 
-use crate::{Error, Observer, Search, Silent, Sweep};
-
-/// A deployment to measure and rank.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct CandidateSpec {
-    /// Its name (also its folder: `candidate_<name>`).
-    pub name: String,
-    /// Instance type, for the report.
-    pub instance_type: String,
-    /// Instances behind the endpoint measured.
-    pub instance_count: u32,
-    /// Price of one instance-hour.
-    pub price_per_instance_hour: f64,
-    /// The stage-1 bound: concurrent sequences the endpoint's engines hold at once (KV cache
-    /// and scheduler). A sweep that has not saturated is extended up to it; a search's answer
-    /// at its top counts as established.
-    pub max_concurrency: Option<u32>,
-    /// Why the model cannot run on this candidate (stage 1): it is listed, not measured.
-    pub unfit: Option<String>,
-    /// The first-order prediction for this candidate, shown beside the measurement.
-    pub prediction: Option<kneepoint_fit::Prediction>,
-}
-
-impl CandidateSpec {
-    /// A candidate of one `instance_type` instance at `price_per_instance_hour`.
-    pub fn new(name: impl Into<String>, instance_type: impl Into<String>, price: f64) -> Self {
-        CandidateSpec {
-            name: name.into(),
-            instance_type: instance_type.into(),
-            instance_count: 1,
-            price_per_instance_hour: price,
-            max_concurrency: None,
-            unfit: None,
-            prediction: None,
-        }
-    }
-
-    /// The stage-1 bound on concurrency (see [`CandidateSpec::max_concurrency`]).
-    pub fn with_max_concurrency(mut self, bound: Option<u32>) -> Self {
-        self.max_concurrency = bound;
-        self
-    }
-
-    /// Marks the candidate as unable to hold the model: it is listed with `reason`, not
-    /// measured.
-    pub fn unfit(mut self, reason: impl Into<String>) -> Self {
-        self.unfit = Some(reason.into());
-        self
-    }
-
-    /// The first-order prediction to show beside the measurement.
-    pub fn with_prediction(mut self, p: Option<kneepoint_fit::Prediction>) -> Self {
-        self.prediction = p;
-        self
-    }
-
-    /// Instances behind the endpoint.
-    pub fn with_instance_count(mut self, n: u32) -> Self {
-        self.instance_count = n;
-        self
-    }
-
-    /// The candidate's folder under the recommendation's.
-    pub fn folder(&self) -> String {
-        let s: String = self
-            .name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        folder::candidate_dir(&s)
-    }
-}
-
-/// How one candidate is measured.
-#[derive(Debug)]
-pub enum CandidateRun {
-    /// A sweep; the candidate is judged at its ideal balance.
-    Sweep(Sweep),
-    /// A search; the candidate is judged at its highest feasible concurrency.
-    Search(Search),
-}
-
-/// Makes each candidate's run when its turn comes (one target at a time: the previous one is
-/// dropped first). `dir` is the candidate's folder, to give to the run's builder.
-#[async_trait::async_trait]
-pub trait CandidateSource: Send + Sync {
-    /// The run that measures `candidate`, writing into `dir`.
-    async fn prepare(
-        &self,
-        candidate: &CandidateSpec,
-        dir: &Path,
-    ) -> Result<CandidateRun, Box<dyn std::error::Error + Send + Sync>>;
-}
+use crate::candidate::{CandidateSource, CandidateSpec};
+use crate::{Error, Observer, Silent};
 
 /// What a recommendation produced.
 #[derive(Debug)]
@@ -267,90 +165,6 @@ impl RecommendBuilder {
     }
 }
 
-fn point(s: &LevelSummary) -> OperatingPoint {
-    let st = |m: &str, q: &str| s.stat(m, q);
-    OperatingPoint {
-        concurrency: s.concurrency,
-        output_token_throughput: s.output_token_throughput,
-        request_throughput: s.request_throughput,
-        ttft_p50_ms: st("time_to_first_token", "p50"),
-        ttft_p99_ms: st("time_to_first_token", "p99"),
-        itl_p50_ms: st("inter_token_latency", "p50"),
-        itl_p99_ms: st("inter_token_latency", "p99"),
-        e2e_p50_ms: st("request_latency", "p50"),
-        e2e_p90_ms: st("request_latency", "p90"),
-        e2e_p99_ms: st("request_latency", "p99"),
-        error_rate: s.error_rate,
-    }
-}
-
-fn curve(summaries: &[LevelSummary]) -> Vec<CurvePoint> {
-    let mut by_c: BTreeMap<u32, f64> = BTreeMap::new();
-    for s in summaries {
-        if let Some(p99) = s.value(Metric::RequestLatency, Stat::P99) {
-            by_c.insert(s.concurrency, p99);
-        }
-    }
-    by_c.into_iter()
-        .map(|(concurrency, e2e_p99_ms)| CurvePoint {
-            concurrency,
-            e2e_p99_ms,
-        })
-        .collect()
-}
-
-struct Measured {
-    point: Option<OperatingPoint>,
-    curve: Vec<CurvePoint>,
-    reason: Option<String>,
-    lower_bound: Option<String>,
-    interrupted: bool,
-}
-
-async fn measure(
-    run: CandidateRun,
-    bound: Option<u32>,
-    cancel: &CancelToken,
-) -> Result<Measured, Error> {
-    match run {
-        CandidateRun::Search(s) => {
-            let top = s.search_config().concurrency_max;
-            let o = s.run(cancel).await?;
-            let at = o.outcome.feasible_max.and_then(|c| {
-                o.history
-                    .iter()
-                    .zip(&o.summaries)
-                    .rev()
-                    .find(|(r, _)| r.probe.concurrency == c && r.pass)
-                    .map(|(_, s)| point(s))
-            });
-            Ok(Measured {
-                reason: at.is_none().then(|| o.outcome.explanation.clone()),
-                lower_bound: kneepoint_planner::search_lower_bound(&o.outcome, top, bound),
-                point: at,
-                curve: curve(&o.summaries),
-                interrupted: o.interrupted,
-            })
-        }
-        CandidateRun::Sweep(s) => {
-            let o = s.run(cancel).await?;
-            let at = o
-                .zone
-                .ideal_balance
-                .and_then(|c| o.summaries.iter().find(|s| s.concurrency == c))
-                .map(point);
-            let highest = o.summaries.iter().map(|s| s.concurrency).max();
-            Ok(Measured {
-                reason: at.is_none().then(|| o.zone.summary.clone()),
-                lower_bound: kneepoint_planner::sweep_lower_bound(&o.zone, highest, bound),
-                point: at,
-                curve: curve(&o.summaries),
-                interrupted: o.interrupted,
-            })
-        }
-    }
-}
-
 impl Recommend {
     /// Starts a recommendation ranked by `objective`, writing into `dir`, with each
     /// candidate's run made by `source`.
@@ -391,6 +205,7 @@ impl Recommend {
         }
         let mut candidates = Vec::new();
         let mut dirs = Vec::new();
+        let mut deployments: BTreeMap<String, Option<DeploymentRecord>> = BTreeMap::new();
         let mut interrupted = false;
         let total = self.candidates.len();
         for (i, c) in self.candidates.iter().enumerate() {
@@ -428,21 +243,18 @@ impl Recommend {
                 }
             ));
             let dir = c.folder();
-            let run = self
-                .source
-                .prepare(c, &self.artifact_dir.join(&dir))
-                .await
-                .map_err(|source| Error::Candidate {
-                    name: c.name.clone(),
-                    source,
-                })?;
-            let m =
-                measure(run, c.max_concurrency, cancel)
-                    .await
-                    .map_err(|e| Error::Measuring {
-                        name: c.name.clone(),
-                        source: Box::new(e),
-                    })?;
+            let Some((m, record)) = crate::measure::measure_candidate(
+                self.source.as_ref(),
+                self.observer.as_ref(),
+                c,
+                &self.artifact_dir.join(&dir),
+                cancel,
+            )
+            .await?
+            else {
+                interrupted = true;
+                break;
+            };
             candidates.push(Candidate {
                 name: c.name.clone(),
                 instance_type: c.instance_type.clone(),
@@ -453,7 +265,10 @@ impl Recommend {
                 unmet_reason: m.reason,
                 lower_bound: m.lower_bound,
             });
-            dirs.push(Some(dir));
+            deployments.insert(c.name.clone(), record);
+            // A candidate that could not be prepared has no run to show (its folder may hold
+            // only a launch log, which its reason names).
+            dirs.push(m.ran.then_some(dir));
             if m.interrupted {
                 interrupted = true;
                 break;
@@ -502,6 +317,7 @@ impl Recommend {
                         artifact_dir: dir.map(str::to_owned),
                         max_concurrency: spec.and_then(|s| s.max_concurrency),
                         prediction: spec.and_then(|s| s.prediction.clone()),
+                        deployment: deployments.get(&r.name).cloned().flatten(),
                     }
                 })
                 .collect(),

@@ -236,6 +236,31 @@ pub struct RankedCandidate {
     /// The first-order prediction for it, beside the measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prediction: Option<kneepoint_fit::Prediction>,
+    /// What kneepoint launched to measure it (absent: an endpoint somebody else runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<DeploymentRecord>,
+}
+
+/// What kneepoint launched for a candidate, what that took, and how to deploy it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeploymentRecord {
+    /// The exact configuration to deploy (a command line, request bodies, manifests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<Value>,
+    /// Seconds from the launch until it answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_s: Option<f64>,
+    /// Seconds from the launch until it was taken down: what the benchmark kept it up.
+    pub up_s: f64,
+    /// Seconds taking it down.
+    pub teardown_s: f64,
+    /// Instance-hours the benchmark used (`up_s` × instances).
+    pub instance_hours: f64,
+    /// Their cost at the candidate's price.
+    pub benchmark_cost: f64,
+    /// Why it could not be taken down: it may be left running (`kneepoint cleanup` finds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown_error: Option<String>,
 }
 
 /// `recommendations.json`: the ranking of the candidates.

@@ -63,6 +63,10 @@ pub use local_sim::LocalSim;
 /// Domain types shared by every part: requests, response events, per-request records, the
 /// [`Transport`](types::Transport) trait (the `kneepoint-core` crate).
 pub use kneepoint_core as types;
+/// Launching candidates (local server processes), their teardown, and what a crashed run
+/// left behind (the `kneepoint-deploy` crate; feature `deploy`).
+#[cfg(feature = "deploy")]
+pub use kneepoint_deploy as deploy;
 /// Sweeps, searches, recommendations, re-rendering: runs and their artifact folders (the
 /// `kneepoint-engine` crate).
 pub use kneepoint_engine as engine;

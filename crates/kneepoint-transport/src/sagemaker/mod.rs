@@ -25,6 +25,7 @@
 mod body;
 mod codec;
 mod config;
+mod control;
 mod credentials;
 mod errors;
 pub mod eventstream;
@@ -42,6 +43,7 @@ use kneepoint_core::{async_trait, Error as RequestError, EventStream, Request, T
 pub use body::invoke_body;
 pub use codec::{parse_payload, JsonLinesCodec, PayloadCodec, SseCodec};
 pub use config::{BodyFormat, CodecFactory, CodecKind, InvokeHeaders, SageMakerConfig};
+pub use control::{ApiError, SageMakerApi};
 pub use credentials::{AwsCredentialChain, CredentialSource, StaticCredentials};
 pub use errors::status_error;
 

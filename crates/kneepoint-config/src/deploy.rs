@@ -1,0 +1,458 @@
+//! Candidates that kneepoint launches itself: `[candidates.deploy]` (a local server command
+//! today), `[candidates.matrix]` (engine settings expanded into one candidate per
+//! combination), checked before anything starts, and launched when each candidate's turn
+//! comes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kneepoint_deploy::{LocalDeployment, LocalSpec};
+use kneepoint_runner::CancelToken;
+
+use crate::deploy_section::{Command, DeploySection};
+use crate::error::bail;
+use crate::file::CandidateSection;
+use crate::Result;
+
+/// One candidate of the file after its matrix is expanded: the section (named for its
+/// combination) and the values of its command's placeholders.
+#[derive(Debug, Clone)]
+pub(crate) struct Expanded {
+    pub section: CandidateSection,
+    pub values: BTreeMap<String, String>,
+}
+
+/// At most this many combinations per candidate (each is launched and measured).
+const MAX_COMBINATIONS: usize = 64;
+
+/// Every candidate with its matrix expanded (`name max_num_seqs=8 tensor_parallel_size=2`, in
+/// the order the keys and values are given... keys sorted, values as listed), each checked as
+/// far as it can be without starting anything.
+pub(crate) fn expand(candidates: &[CandidateSection]) -> Result<Vec<Expanded>> {
+    let mut out = Vec::new();
+    for c in candidates {
+        let matrix = c.matrix.clone().unwrap_or_default();
+        if !matrix.is_empty() && c.deploy.is_none() {
+            bail!(
+                "candidate {:?} has a matrix but no [candidates.deploy] to launch each combination with",
+                c.name
+            );
+        }
+        let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for (key, values) in &matrix {
+            if values.is_empty() {
+                bail!("candidate {:?}: matrix key {key:?} lists no values", c.name);
+            }
+            combos = combos
+                .into_iter()
+                .flat_map(|done| {
+                    values.iter().map(move |v| {
+                        let mut next = done.clone();
+                        next.push((key.clone(), v.to_string()));
+                        next
+                    })
+                })
+                .collect();
+            if combos.len() > MAX_COMBINATIONS {
+                bail!(
+                    "candidate {:?}: the matrix makes more than {MAX_COMBINATIONS} combinations; each one is launched and measured, so split it",
+                    c.name
+                );
+            }
+        }
+        for combo in combos {
+            let mut section = c.clone();
+            if !combo.is_empty() {
+                let label: Vec<String> = combo.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                section.name = format!("{} {}", c.name, label.join(" "));
+            }
+            let mut values: BTreeMap<String, String> = c
+                .deploy
+                .as_ref()
+                .map(|d| {
+                    d.settings
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.to_string()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for (k, v) in &combo {
+                if values.insert(k.clone(), v.clone()).is_some() {
+                    bail!(
+                        "candidate {:?}: {k:?} is both a fixed setting and a matrix key",
+                        c.name
+                    );
+                }
+            }
+            // The stage-1 fit follows a tensor-parallel degree from the matrix.
+            for key in ["tensor_parallel_size", "tensor_parallel"] {
+                if let Some(tp) = values.get(key).and_then(|v| v.parse().ok()) {
+                    section.tensor_parallel = Some(tp);
+                }
+            }
+            values.insert("name".into(), section.name.clone());
+            if let Ok(exe) = std::env::current_exe() {
+                values.insert("kneepoint".into(), exe.display().to_string());
+            }
+            let e = Expanded { section, values };
+            if let Some(d) = &e.section.deploy {
+                check(&e, d)?;
+            }
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// Checks a launched candidate's settings (its command's placeholders, its endpoint).
+fn check(e: &Expanded, d: &DeploySection) -> Result<()> {
+    let name = &e.section.name;
+    match d.kind.as_deref().unwrap_or("local") {
+        "local" => {}
+        other => bail!(
+            "candidate {name:?}: deploy kind {other:?} is not known (local; SageMaker and Kubernetes launchers are planned)"
+        ),
+    }
+    if e.section
+        .endpoint
+        .as_ref()
+        .is_some_and(|ep| ep.url.is_some())
+    {
+        bail!("candidate {name:?}: a launched candidate's URL is the server kneepoint starts; drop [candidates.endpoint] url");
+    }
+    if e.section.simulator.is_some() {
+        bail!("candidate {name:?}: a launched candidate is not the built-in simulator; drop [candidates.simulator]");
+    }
+    local_spec(e, d, Path::new("."))?.validate()?;
+    kubernetes(e, d)?;
+    Ok(())
+}
+
+/// Candidate `e` as Kubernetes manifests (a Deployment and a Service), when its deploy section
+/// asks for them.
+#[cfg(feature = "kubernetes")]
+pub(crate) fn kubernetes(
+    e: &Expanded,
+    d: &DeploySection,
+) -> Result<Option<Vec<serde_json::Value>>> {
+    let Some(k) = &d.kubernetes else {
+        return Ok(None);
+    };
+    let name = &e.section.name;
+    let port = k.port.unwrap_or(8000);
+    let mut values = e.values.clone();
+    values.insert("port".into(), port.to_string());
+    values.insert("host".into(), "0.0.0.0".into());
+    values.insert("kneepoint".into(), "kneepoint".into());
+    let template = match k.command.as_ref().or(d.command.as_ref()) {
+        None => bail!("candidate {name:?}: [candidates.deploy.kubernetes] needs a command"),
+        Some(Command::Argv(a)) => a.clone(),
+        Some(Command::Line(l)) => split_line(l)
+            .map_err(|why| crate::Error::Invalid(format!("candidate {name:?}: command: {why}")))?,
+    };
+    let command = template
+        .iter()
+        .map(|a| kneepoint_deploy::render(a, &values))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let env = d
+        .env
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), kneepoint_deploy::render(v, &values)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let mut spec = kneepoint_deploy::KubeSpec::new(name.clone(), k.image.clone(), command);
+    spec.env = env;
+    spec.port = port;
+    spec.ready_path = d.ready_path.clone().unwrap_or_else(|| "/v1/models".into());
+    spec.gpus = k.gpus.unwrap_or_else(|| {
+        values
+            .get("tensor_parallel_size")
+            .and_then(|v| v.parse().ok())
+            .or(e.section.tensor_parallel)
+            .unwrap_or(0)
+    });
+    spec.replicas = e.section.instance_count.unwrap_or(1);
+    spec.namespace = k.namespace.clone();
+    Ok(Some(spec.manifests_json()?))
+}
+
+/// Without the `kubernetes` feature, a candidate that asks for manifests is refused.
+#[cfg(not(feature = "kubernetes"))]
+pub(crate) fn kubernetes(
+    e: &Expanded,
+    d: &DeploySection,
+) -> Result<Option<Vec<serde_json::Value>>> {
+    if d.kubernetes.is_some() {
+        bail!(
+            "candidate {:?}: this build writes no Kubernetes manifests: build kneepoint-config with its `kubernetes` feature",
+            e.section.name
+        );
+    }
+    Ok(None)
+}
+
+/// A launched candidate and its manifests: the server's teardown, a recipe with the
+/// manifests beside the command line.
+#[derive(Debug)]
+pub(crate) struct Launched {
+    pub server: LocalDeployment,
+    pub kubernetes: Option<Vec<serde_json::Value>>,
+}
+
+#[async_trait::async_trait]
+impl kneepoint_engine::Deployment for Launched {
+    async fn teardown(&mut self) -> std::result::Result<(), kneepoint_engine::DeployError> {
+        self.server.teardown().await
+    }
+
+    fn recipe(&self) -> Option<serde_json::Value> {
+        let mut r = self.server.recipe()?;
+        if let (Some(k), Some(obj)) = (&self.kubernetes, r.as_object_mut()) {
+            obj.insert("kubernetes".into(), serde_json::Value::from(k.clone()));
+        }
+        Some(r)
+    }
+
+    fn launch_time(&self) -> Option<Duration> {
+        Some(self.server.launch_time())
+    }
+}
+
+/// Writes the manifests as `dir/kubernetes/<kind>.json`, one object each (what `kubectl apply
+/// -f dir/kubernetes/` reads).
+pub(crate) fn write_manifests(dir: &Path, docs: &[serde_json::Value]) -> Result<()> {
+    let out = dir.join("kubernetes");
+    std::fs::create_dir_all(&out)
+        .map_err(|e| crate::Error::Invalid(format!("creating {}: {e}", out.display())))?;
+    for d in docs {
+        let kind = d["kind"].as_str().unwrap_or("object").to_ascii_lowercase();
+        let path = out.join(format!("{kind}.json"));
+        let text = serde_json::to_string_pretty(d)
+            .map_err(|e| crate::Error::Invalid(format!("serialising {kind}: {e}")))?;
+        std::fs::write(&path, text + "\n")
+            .map_err(|e| crate::Error::Invalid(format!("writing {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// The local launcher's settings for candidate `e`, logging under `dir/logs/`.
+pub(crate) fn local_spec(e: &Expanded, d: &DeploySection, dir: &Path) -> Result<LocalSpec> {
+    let name = &e.section.name;
+    let argv = match &d.command {
+        None => bail!("candidate {name:?}: [candidates.deploy] needs a command"),
+        Some(Command::Argv(a)) => a.clone(),
+        Some(Command::Line(l)) => split_line(l)
+            .map_err(|why| crate::Error::Invalid(format!("candidate {name:?}: command: {why}")))?,
+    };
+    let mut s = LocalSpec::new(name.clone(), argv, dir.join("logs").join("server.log"));
+    s.env = d.env.clone();
+    s.values = e.values.clone();
+    if let Some(h) = &d.host {
+        s.host = h.clone();
+    }
+    s.port = d.port;
+    if let Some(p) = &d.ready_path {
+        s.ready_path = p.clone();
+    }
+    if let Some(t) = d.ready_timeout_s {
+        s.ready_timeout = seconds(name, "ready_timeout_s", t)?;
+    }
+    if let Some(t) = d.stop_grace_s {
+        s.stop_grace = seconds(name, "stop_grace_s", t)?;
+    }
+    Ok(s)
+}
+
+fn seconds(name: &str, key: &str, v: f64) -> Result<Duration> {
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        bail!("candidate {name:?}: {key} must be above 0 and at most 86400 seconds, not {v}");
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// Starts candidate `e`'s server in `dir` and waits until it answers.
+pub(crate) async fn launch(
+    e: &Expanded,
+    dir: &Path,
+    cancel: &CancelToken,
+) -> Result<LocalDeployment> {
+    let Some(d) = &e.section.deploy else {
+        bail!("candidate {:?} has no [candidates.deploy]", e.section.name);
+    };
+    let spec = local_spec(e, d, dir)?;
+    let fetcher = kneepoint_transport::Fetcher::new(&kneepoint_transport::ConnectOptions {
+        proxy: kneepoint_transport::ProxySetting::Off,
+        ..Default::default()
+    })?;
+    Ok(spec.launch(Arc::new(fetcher), cancel).await?)
+}
+
+/// Splits a command line as a shell would: whitespace between words, single quotes
+/// literal, double quotes with `\"` and `\\`, a backslash outside quotes escapes the next
+/// character. No variables, globs or operators.
+pub(crate) fn split_line(line: &str) -> std::result::Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err("an unclosed single quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err("an unclosed double quote".into()),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err("an unclosed double quote".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => word.push(c),
+                    None => return Err("a trailing backslash".into()),
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(word);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_split_as_a_shell_would() {
+        assert_eq!(
+            split_line(r#"vllm serve  --model "/m/a b" --x='{"k": 1}' a\ b ''"#).unwrap(),
+            [
+                "vllm",
+                "serve",
+                "--model",
+                "/m/a b",
+                r#"--x={"k": 1}"#,
+                "a b",
+                ""
+            ]
+        );
+        assert!(split_line("a 'b").is_err());
+        assert!(split_line("a \"b").is_err());
+        assert!(split_line("a\\").is_err());
+    }
+
+    fn candidate(toml_text: &str) -> Vec<CandidateSection> {
+        #[derive(serde::Deserialize)]
+        struct F {
+            candidates: Vec<CandidateSection>,
+        }
+        toml::from_str::<F>(toml_text).unwrap().candidates
+    }
+
+    #[test]
+    fn a_matrix_expands_into_one_checked_candidate_per_combination() {
+        let c = candidate(
+            r#"
+            [[candidates]]
+            name = "vllm"
+            [candidates.deploy]
+            command = "serve --port {port} --max-num-seqs {max_num_seqs} --tp {tensor_parallel_size} --model {model}"
+            settings = { model = "tiny" }
+            [candidates.matrix]
+            max_num_seqs = [4, 16]
+            tensor_parallel_size = [1, 2]
+            "#,
+        );
+        let e = expand(&c).unwrap();
+        let names: Vec<&str> = e.iter().map(|e| e.section.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "vllm max_num_seqs=4 tensor_parallel_size=1",
+                "vllm max_num_seqs=4 tensor_parallel_size=2",
+                "vllm max_num_seqs=16 tensor_parallel_size=1",
+                "vllm max_num_seqs=16 tensor_parallel_size=2",
+            ]
+        );
+        assert_eq!(e[1].values["max_num_seqs"], "4");
+        assert_eq!(e[1].section.tensor_parallel, Some(2));
+        assert_eq!(e[3].values["model"], "tiny");
+    }
+
+    #[test]
+    fn launched_candidates_are_checked_before_anything_starts() {
+        let err = |t: &str| expand(&candidate(t)).unwrap_err().to_string();
+        let e = err(r#"
+            [[candidates]]
+            name = "a"
+            [candidates.deploy]
+            command = ["serve", "--tp", "{tensor_parallel_size}"]
+            "#);
+        assert!(e.contains("{tensor_parallel_size}"), "{e}");
+        let e = err(r#"
+            [[candidates]]
+            name = "a"
+            [candidates.matrix]
+            max_num_seqs = [1]
+            "#);
+        assert!(e.contains("no [candidates.deploy]"), "{e}");
+        let e = err(r#"
+            [[candidates]]
+            name = "a"
+            [candidates.deploy]
+            command = "serve {port}"
+            [candidates.endpoint]
+            url = "http://x"
+            "#);
+        assert!(e.contains("drop [candidates.endpoint] url"), "{e}");
+        let e = err(r#"
+            [[candidates]]
+            name = "a"
+            [candidates.deploy]
+            kind = "helm"
+            command = "x"
+            "#);
+        assert!(e.contains("\"helm\" is not known"), "{e}");
+        let e = err(r#"
+            [[candidates]]
+            name = "a"
+            [candidates.deploy]
+            command = "x"
+            ready_timeout_s = -1
+            "#);
+        assert!(e.contains("ready_timeout_s"), "{e}");
+    }
+}

@@ -1,0 +1,89 @@
+//! `[candidates.deploy]` and the values of `[candidates.matrix]`, as the config file spells
+//! them.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// `[candidates.deploy]`: how kneepoint brings the candidate up.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeploySection {
+    /// `local` (a server process on this machine; the default and, for now, the only kind).
+    pub kind: Option<String>,
+    /// The server's command: a list of arguments, or one line split as a shell would
+    /// (quotes kept together). Placeholders: `{port}`, `{host}`, `{kneepoint}` (this
+    /// program), `{name}`, and every key of `settings` and of the candidate's matrix.
+    pub command: Option<Command>,
+    /// Environment variables for the server (values are templates too).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Fixed values for the command's placeholders (`model = "..."`).
+    #[serde(default)]
+    pub settings: BTreeMap<String, Scalar>,
+    /// The address the server listens on (default 127.0.0.1).
+    pub host: Option<String>,
+    /// A fixed port (default: a free one, chosen by kneepoint).
+    pub port: Option<u16>,
+    /// Readiness: the path whose `200` means ready (default `/v1/models`).
+    pub ready_path: Option<String>,
+    /// How long the server may take to answer, seconds (default 600).
+    pub ready_timeout_s: Option<f64>,
+    /// Seconds between `SIGTERM` and `SIGKILL` when stopping it (default 30).
+    pub stop_grace_s: Option<f64>,
+    /// The same candidate as Kubernetes manifests (a Deployment and a Service), written
+    /// beside its results and into its recipe, ready for `kubectl apply`.
+    pub kubernetes: Option<KubernetesSection>,
+}
+
+/// `[candidates.deploy.kubernetes]`: the candidate's server as a Kubernetes Deployment.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesSection {
+    /// The container image (e.g. `vllm/vllm-openai:v0.11.0`).
+    pub image: String,
+    /// The container's command (default: the deploy command, rendered with `{host}` 0.0.0.0,
+    /// `{port}` the container port and `{kneepoint}` `kneepoint`).
+    pub command: Option<Command>,
+    /// The container port (default 8000).
+    pub port: Option<u16>,
+    /// GPUs per pod (default: the candidate's `tensor_parallel_size`, else none).
+    pub gpus: Option<u32>,
+    /// The namespace (default: `kubectl`'s).
+    pub namespace: Option<String>,
+}
+
+/// A server command: arguments, or one line.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Command {
+    /// One argument each.
+    Argv(Vec<String>),
+    /// One line, split as a shell would (single and double quotes, backslashes).
+    Line(String),
+}
+
+/// A setting's value: a string, a number or a boolean.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum Scalar {
+    /// `true` / `false`.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A number.
+    Float(f64),
+    /// Text.
+    Text(String),
+}
+
+impl std::fmt::Display for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::Bool(b) => write!(f, "{b}"),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Float(x) => write!(f, "{x}"),
+            Scalar::Text(s) => f.write_str(s),
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! The servers this process launched and has not stopped yet, so that an exit that cannot
+//! wait (a second Ctrl-C) still kills them.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use nix::sys::signal::Signal;
+
+use crate::process::signal_group;
+
+static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+pub(crate) fn register(pgid: i32) {
+    if let Ok(mut l) = LIVE.lock() {
+        l.insert(pgid);
+    }
+}
+
+pub(crate) fn unregister(pgid: i32) {
+    if let Ok(mut l) = LIVE.lock() {
+        l.remove(&pgid);
+    }
+}
+
+/// Sends `SIGKILL` to every server this process launched and has not stopped, without
+/// waiting: for an exit that cannot wait for an orderly teardown (a second interrupt).
+/// Returns how many process groups were signalled.
+pub fn kill_all_now() -> usize {
+    let groups: Vec<i32> = match LIVE.lock() {
+        Ok(mut l) => std::mem::take(&mut *l).into_iter().collect(),
+        Err(_) => return 0,
+    };
+    groups
+        .into_iter()
+        .filter(|g| signal_group(*g, Some(Signal::SIGKILL)).unwrap_or(false))
+        .count()
+}

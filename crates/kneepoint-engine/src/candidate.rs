@@ -1,0 +1,149 @@
+//! The candidates of a recommendation: what each one is, how it is measured, and the source
+//! that makes (and launches) each one's run when its turn comes.
+
+use std::path::Path;
+
+use kneepoint_core::folder;
+use kneepoint_runner::CancelToken;
+
+use crate::deployment::{DeployError, Deployment};
+use crate::{Search, Sweep};
+
+/// A deployment to measure and rank.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CandidateSpec {
+    /// Its name (also its folder: `candidate_<name>`).
+    pub name: String,
+    /// Instance type, for the report.
+    pub instance_type: String,
+    /// Instances behind the endpoint measured.
+    pub instance_count: u32,
+    /// Price of one instance-hour.
+    pub price_per_instance_hour: f64,
+    /// The stage-1 bound: concurrent sequences the endpoint's engines hold at once (KV cache
+    /// and scheduler). A sweep that has not saturated is extended up to it; a search's answer
+    /// at its top counts as established.
+    pub max_concurrency: Option<u32>,
+    /// Why the model cannot run on this candidate (stage 1): it is listed, not measured.
+    pub unfit: Option<String>,
+    /// The first-order prediction for this candidate, shown beside the measurement.
+    pub prediction: Option<kneepoint_fit::Prediction>,
+}
+
+impl CandidateSpec {
+    /// A candidate of one `instance_type` instance at `price_per_instance_hour`.
+    pub fn new(name: impl Into<String>, instance_type: impl Into<String>, price: f64) -> Self {
+        CandidateSpec {
+            name: name.into(),
+            instance_type: instance_type.into(),
+            instance_count: 1,
+            price_per_instance_hour: price,
+            max_concurrency: None,
+            unfit: None,
+            prediction: None,
+        }
+    }
+
+    /// The stage-1 bound on concurrency (see [`CandidateSpec::max_concurrency`]).
+    pub fn with_max_concurrency(mut self, bound: Option<u32>) -> Self {
+        self.max_concurrency = bound;
+        self
+    }
+
+    /// Marks the candidate as unable to hold the model: it is listed with `reason`, not
+    /// measured.
+    pub fn unfit(mut self, reason: impl Into<String>) -> Self {
+        self.unfit = Some(reason.into());
+        self
+    }
+
+    /// The first-order prediction to show beside the measurement.
+    pub fn with_prediction(mut self, p: Option<kneepoint_fit::Prediction>) -> Self {
+        self.prediction = p;
+        self
+    }
+
+    /// Instances behind the endpoint.
+    pub fn with_instance_count(mut self, n: u32) -> Self {
+        self.instance_count = n;
+        self
+    }
+
+    /// The candidate's folder under the recommendation's.
+    pub fn folder(&self) -> String {
+        let s: String = self
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        folder::candidate_dir(&s)
+    }
+}
+
+/// How one candidate is measured.
+#[derive(Debug)]
+pub enum CandidateRun {
+    /// A sweep; the candidate is judged at its ideal balance.
+    Sweep(Sweep),
+    /// A search; the candidate is judged at its highest feasible concurrency.
+    Search(Search),
+}
+
+/// Makes each candidate's run when its turn comes, one candidate at a time (the previous one's
+/// run is dropped and its deployment torn down first). `dir` is the candidate's folder, to give
+/// to the run's builder.
+#[async_trait::async_trait]
+pub trait CandidateSource: Send + Sync {
+    /// The run that measures `candidate`, writing into `dir`, with what was launched for it.
+    /// An error fails this candidate only (its message is listed as the reason), unless
+    /// `cancel` fired: then the recommendation stops. A source that launched something and
+    /// then fails must take it down before returning the error.
+    async fn prepare(
+        &self,
+        candidate: &CandidateSpec,
+        dir: &Path,
+        cancel: &CancelToken,
+    ) -> Result<Prepared, DeployError>;
+}
+
+/// A candidate's run, and the deployment kneepoint brought up for it (if any), which
+/// [`Recommend`](crate::Recommend) tears down when the run ends.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Prepared {
+    /// How the candidate is measured.
+    pub run: CandidateRun,
+    /// What was launched for it.
+    pub deployment: Option<Box<dyn Deployment>>,
+}
+
+impl Prepared {
+    /// A run of a target that kneepoint did not launch.
+    pub fn new(run: CandidateRun) -> Self {
+        Prepared {
+            run,
+            deployment: None,
+        }
+    }
+
+    /// A run of a target that kneepoint launched: torn down when the run ends.
+    pub fn launched(run: CandidateRun, deployment: Box<dyn Deployment>) -> Self {
+        Prepared {
+            run,
+            deployment: Some(deployment),
+        }
+    }
+}
+
+impl From<CandidateRun> for Prepared {
+    fn from(run: CandidateRun) -> Self {
+        Prepared::new(run)
+    }
+}

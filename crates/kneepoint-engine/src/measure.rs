@@ -1,0 +1,177 @@
+//! Measuring one candidate: its run, and the operating point and curve it is ranked on.
+
+use std::collections::BTreeMap;
+
+use kneepoint_core::{Metric, Stat};
+use kneepoint_metrics::LevelSummary;
+use kneepoint_planner::{CurvePoint, OperatingPoint};
+use kneepoint_runner::CancelToken;
+
+use std::path::Path;
+use std::time::Instant;
+
+use kneepoint_report::schema::DeploymentRecord;
+
+use crate::candidate::{CandidateRun, CandidateSource, CandidateSpec};
+use crate::{Error, Observer};
+
+fn point(s: &LevelSummary) -> OperatingPoint {
+    let st = |m: &str, q: &str| s.stat(m, q);
+    OperatingPoint {
+        concurrency: s.concurrency,
+        output_token_throughput: s.output_token_throughput,
+        request_throughput: s.request_throughput,
+        ttft_p50_ms: st("time_to_first_token", "p50"),
+        ttft_p99_ms: st("time_to_first_token", "p99"),
+        itl_p50_ms: st("inter_token_latency", "p50"),
+        itl_p99_ms: st("inter_token_latency", "p99"),
+        e2e_p50_ms: st("request_latency", "p50"),
+        e2e_p90_ms: st("request_latency", "p90"),
+        e2e_p99_ms: st("request_latency", "p99"),
+        error_rate: s.error_rate,
+    }
+}
+
+fn curve(summaries: &[LevelSummary]) -> Vec<CurvePoint> {
+    let mut by_c: BTreeMap<u32, f64> = BTreeMap::new();
+    for s in summaries {
+        if let Some(p99) = s.value(Metric::RequestLatency, Stat::P99) {
+            by_c.insert(s.concurrency, p99);
+        }
+    }
+    by_c.into_iter()
+        .map(|(concurrency, e2e_p99_ms)| CurvePoint {
+            concurrency,
+            e2e_p99_ms,
+        })
+        .collect()
+}
+
+/// What one candidate's run found.
+pub(crate) struct Measured {
+    pub(crate) point: Option<OperatingPoint>,
+    pub(crate) curve: Vec<CurvePoint>,
+    pub(crate) reason: Option<String>,
+    pub(crate) lower_bound: Option<String>,
+    pub(crate) interrupted: bool,
+    /// Whether its run ran (false: it could not be prepared, and its folder holds no run).
+    pub(crate) ran: bool,
+}
+
+pub(crate) async fn measure(
+    run: CandidateRun,
+    bound: Option<u32>,
+    cancel: &CancelToken,
+) -> Result<Measured, Error> {
+    match run {
+        CandidateRun::Search(s) => {
+            let top = s.search_config().concurrency_max;
+            let o = s.run(cancel).await?;
+            let at = o.outcome.feasible_max.and_then(|c| {
+                o.history
+                    .iter()
+                    .zip(&o.summaries)
+                    .rev()
+                    .find(|(r, _)| r.probe.concurrency == c && r.pass)
+                    .map(|(_, s)| point(s))
+            });
+            Ok(Measured {
+                reason: at.is_none().then(|| o.outcome.explanation.clone()),
+                lower_bound: kneepoint_planner::search_lower_bound(&o.outcome, top, bound),
+                ran: true,
+                point: at,
+                curve: curve(&o.summaries),
+                interrupted: o.interrupted,
+            })
+        }
+        CandidateRun::Sweep(s) => {
+            let o = s.run(cancel).await?;
+            let at = o
+                .zone
+                .ideal_balance
+                .and_then(|c| o.summaries.iter().find(|s| s.concurrency == c))
+                .map(point);
+            let highest = o.summaries.iter().map(|s| s.concurrency).max();
+            Ok(Measured {
+                reason: at.is_none().then(|| o.zone.summary.clone()),
+                lower_bound: kneepoint_planner::sweep_lower_bound(&o.zone, highest, bound),
+                ran: true,
+                point: at,
+                curve: curve(&o.summaries),
+                interrupted: o.interrupted,
+            })
+        }
+    }
+}
+
+/// Prepares (launches) candidate `c` in `dir`, measures it and always takes down what was
+/// launched for it, whatever the measurement's outcome. `None`: interrupted before its run
+/// started. A candidate that cannot be prepared is reported as not measured (with the
+/// source's reason) and the recommendation goes on.
+pub(crate) async fn measure_candidate(
+    source: &dyn CandidateSource,
+    observer: &dyn Observer,
+    c: &CandidateSpec,
+    dir: &Path,
+    cancel: &CancelToken,
+) -> Result<Option<(Measured, Option<DeploymentRecord>)>, Error> {
+    let started = Instant::now();
+    let prepared = match source.prepare(c, dir, cancel).await {
+        Ok(p) => p,
+        Err(e) if cancel.is_cancelled() => {
+            observer.warning(&format!("candidate {}: interrupted ({e})", c.name));
+            return Ok(None);
+        }
+        Err(e) => {
+            observer.warning(&format!("candidate {} is not measured: {e}", c.name));
+            let m = Measured {
+                point: None,
+                curve: Vec::new(),
+                reason: Some(format!("not measured: {e}")),
+                lower_bound: None,
+                interrupted: false,
+                ran: false,
+            };
+            return Ok(Some((m, None)));
+        }
+    };
+    let mut deployment = prepared.deployment;
+    let launch_s = deployment
+        .as_ref()
+        .and_then(|d| d.launch_time())
+        .map(|t| t.as_secs_f64());
+    let recipe = deployment.as_ref().and_then(|d| d.recipe());
+    let measured = measure(prepared.run, c.max_concurrency, cancel).await;
+    let record = match deployment.as_mut() {
+        None => None,
+        Some(d) => {
+            let down = Instant::now();
+            let teardown_error = match d.teardown().await {
+                Ok(()) => None,
+                Err(e) => {
+                    observer.warning(&format!(
+                        "candidate {}: taking it down failed ({e}); it may still be running: `kneepoint cleanup` finds what kneepoint left",
+                        c.name
+                    ));
+                    Some(e.to_string())
+                }
+            };
+            let up_s = started.elapsed().as_secs_f64();
+            let instance_hours = up_s / 3600.0 * f64::from(c.instance_count);
+            Some(DeploymentRecord {
+                recipe,
+                launch_s,
+                up_s,
+                teardown_s: down.elapsed().as_secs_f64(),
+                instance_hours,
+                benchmark_cost: instance_hours * c.price_per_instance_hour,
+                teardown_error,
+            })
+        }
+    };
+    let m = measured.map_err(|e| Error::Measuring {
+        name: c.name.clone(),
+        source: Box::new(e),
+    })?;
+    Ok(Some((m, record)))
+}
