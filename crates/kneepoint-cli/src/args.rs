@@ -56,6 +56,17 @@ pub struct CleanupArgs {
     /// Seconds between SIGTERM and SIGKILL.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
     pub grace_s: f64,
+    /// Also delete the SageMaker endpoints, endpoint configurations and models kneepoint
+    /// created in this region and left (tagged by a launcher of this host that is gone).
+    #[arg(long, value_name = "REGION")]
+    pub sagemaker_region: Option<String>,
+    /// The SageMaker control plane's URL (default: AWS's for the region).
+    #[arg(long, value_name = "URL", requires = "sagemaker_region")]
+    pub sagemaker_api_url: Option<String>,
+    /// With --sagemaker-region: whatever host launched them (every kneepoint-tagged
+    /// resource whose launcher is not a live process here).
+    #[arg(long, requires = "sagemaker_region")]
+    pub all_hosts: bool,
 }
 
 /// `kneepoint report`.

@@ -8,6 +8,9 @@ pub(crate) async fn run(args: &CleanupArgs) -> anyhow::Result<()> {
     if !(args.grace_s.is_finite() && args.grace_s > 0.0 && args.grace_s <= 3600.0) {
         anyhow::bail!("--grace-s must be above 0 and at most 3600");
     }
+    if let Some(region) = &args.sagemaker_region {
+        sagemaker(args, region).await?;
+    }
     let left = kneepoint_deploy::find_leftovers();
     if left.is_empty() {
         println!("nothing to clean up: no server launched by kneepoint outlived its run");
@@ -42,5 +45,61 @@ pub(crate) async fn run(args: &CleanupArgs) -> anyhow::Result<()> {
         anyhow::bail!("{} of {} left running", failed.len(), left.len());
     }
     println!("stopped {}", left.len());
+    Ok(())
+}
+
+/// The SageMaker resources kneepoint left in `region`.
+async fn sagemaker(args: &CleanupArgs, region: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerApi};
+    let creds = AwsCredentialChain::load(region, None)
+        .await
+        .context("loading AWS credentials")?;
+    let api = SageMakerApi::new(
+        region,
+        args.sagemaker_api_url.as_deref(),
+        std::sync::Arc::new(creds),
+        &kneepoint_transport::ConnectOptions::default(),
+    )?;
+    let left = kneepoint_deploy::find_sagemaker_leftovers(&api, args.all_hosts).await?;
+    if left.is_empty() {
+        println!("nothing to clean up on SageMaker in {region}");
+        return Ok(());
+    }
+    for l in &left {
+        println!(
+            "{} SageMaker {} {} (launched by {})",
+            if args.dry_run {
+                "would delete"
+            } else {
+                "deleting"
+            },
+            l.kind,
+            l.name,
+            l.launcher
+        );
+    }
+    if args.dry_run {
+        return Ok(());
+    }
+    // An endpoint still being created cannot be deleted yet: waited for, up to an hour.
+    let failed = kneepoint_deploy::remove_sagemaker_leftovers(
+        &api,
+        &left,
+        std::time::Duration::from_secs(3600),
+        std::time::Duration::from_secs(15),
+    )
+    .await;
+    for (l, why) in &failed {
+        eprintln!("could not delete SageMaker {} {}: {why}", l.kind, l.name);
+    }
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} of {} SageMaker resources left",
+            failed.len(),
+            left.len()
+        );
+    }
+    println!("deleted {} SageMaker resources", left.len());
     Ok(())
 }

@@ -147,7 +147,8 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// A token cancelled by the first Ctrl-C (SIGINT) or SIGTERM; a second one exits at once.
+/// A token cancelled by the first Ctrl-C (SIGINT), SIGTERM or SIGHUP; a second one exits at
+/// once (killing the servers kneepoint launched).
 fn on_signals() -> CancelToken {
     let cancel = CancelToken::new();
     let token = cancel.clone();
@@ -160,8 +161,12 @@ fn on_signals() -> CancelToken {
                 eprintln!("\ninterrupt: cancelling in-flight requests and writing what was measured (again to quit at once)");
                 token.cancel();
             } else {
-                // No time for an orderly teardown: the servers kneepoint launched get SIGKILL.
+                // No time for an orderly teardown: the servers kneepoint launched get SIGKILL;
+                // cloud endpoints cannot be deleted this fast, so they are named.
                 kneepoint_deploy::kill_all_now();
+                for name in kneepoint_deploy::remote_left() {
+                    eprintln!("SageMaker endpoint {name} may be left running: `kneepoint cleanup --sagemaker-region REGION` deletes it");
+                }
                 std::process::exit(130);
             }
         }
@@ -174,15 +179,19 @@ async fn next_signal() -> bool {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut int), Ok(mut term)) = (
+        // A closed terminal (SIGHUP) stops a run as Ctrl-C does: what was launched is taken
+        // down before the exit.
+        let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
         ) else {
             return false;
         };
         tokio::select! {
             _ = int.recv() => true,
             _ = term.recv() => true,
+            _ = hup.recv() => true,
         }
     }
     #[cfg(not(unix))]

@@ -304,6 +304,9 @@ pub(crate) fn print_recommend(o: &RecommendOutcome) {
 /// running), then the winner's configuration to deploy.
 fn deployment_lines(text: &mut String, o: &RecommendOutcome) {
     let cur = &o.currency;
+    for p in &o.proposals {
+        let _ = writeln!(text, "tried: {p}");
+    }
     for c in &o.candidates {
         let Some(d) = &c.deployment else { continue };
         let _ = writeln!(
@@ -325,17 +328,21 @@ fn deployment_lines(text: &mut String, o: &RecommendOutcome) {
         .candidates
         .iter()
         .find(|c| c.recommendation.rank == Some(1));
-    if let Some((name, cmd)) = winner.and_then(|c| {
-        let cmd = c
-            .deployment
-            .as_ref()?
-            .recipe
-            .as_ref()?
-            .get("command")?
-            .as_str()?;
-        Some((&c.recommendation.name, cmd))
-    }) {
+    let Some((name, recipe)) = winner.and_then(|c| {
+        Some((
+            &c.recommendation.name,
+            c.deployment.as_ref()?.recipe.as_ref()?,
+        ))
+    }) else {
+        return;
+    };
+    if let Some(cmd) = recipe.get("command").and_then(|c| c.as_str()) {
         let _ = writeln!(text, "deploy {name} with: {cmd}");
+    } else if recipe.get("kind").and_then(|k| k.as_str()) == Some("sagemaker") {
+        let _ = writeln!(
+            text,
+            "deploy {name} with: the CreateModel, CreateEndpointConfig and CreateEndpoint requests of its recipe in recommendations.json"
+        );
     }
 }
 

@@ -224,6 +224,11 @@ ready_timeout_s = 60
         .output()
         .unwrap();
     assert!(left.status.success());
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(
+        !left.contains(&format!("launched by pid {launcher})")),
+        "{left}"
+    );
 }
 
 #[cfg(unix)]
@@ -294,4 +299,52 @@ fn ctrl_c_during_the_second_candidate_stops_its_server_and_keeps_the_first() {
     );
     assert!(first["deployment"]["teardown_error"].is_null(), "{first}");
     assert_ports_free(&doc);
+}
+
+#[test]
+fn without_a_matrix_the_objective_proposes_the_engine_settings_and_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The command names {max_num_seqs} and nothing gives it: latency proposes 16 and 64.
+    let cfg = config(tmp.path(), "1", "2, 8", "")
+        .replace("objective = \"throughput\"", "objective = \"latency\"")
+        .replace("[candidates.matrix]\nmax_num_seqs = [1]\n", "");
+    assert!(!cfg.contains("[candidates.matrix]"), "{cfg}");
+    std::fs::write(tmp.path().join("rec.toml"), cfg).unwrap();
+    let out = Command::new(BIN)
+        .args(["recommend", "--config"])
+        .arg(tmp.path().join("rec.toml"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(
+            "tried: candidate \"sim\": max_num_seqs = 16, 64 proposed for Latency: small batches"
+        ),
+        "{stdout}"
+    );
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/recommendations.json")).unwrap(),
+    )
+    .unwrap();
+    let mut names: Vec<&str> = doc["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["sim max_num_seqs=16", "sim max_num_seqs=64"]);
+    assert!(
+        doc["proposals"][0]
+            .as_str()
+            .unwrap()
+            .contains("small batches"),
+        "{doc}"
+    );
 }

@@ -13,16 +13,9 @@ use kneepoint_runner::CancelToken;
 
 use crate::deploy_section::{Command, DeploySection};
 use crate::error::bail;
+pub(crate) use crate::expanded::{seconds, Expanded};
 use crate::file::CandidateSection;
 use crate::Result;
-
-/// One candidate of the file after its matrix is expanded: the section (named for its
-/// combination) and the values of its command's placeholders.
-#[derive(Debug, Clone)]
-pub(crate) struct Expanded {
-    pub section: CandidateSection,
-    pub values: BTreeMap<String, String>,
-}
 
 /// At most this many combinations per candidate (each is launched and measured).
 const MAX_COMBINATIONS: usize = 64;
@@ -30,10 +23,18 @@ const MAX_COMBINATIONS: usize = 64;
 /// Every candidate with its matrix expanded (`name max_num_seqs=8 tensor_parallel_size=2`, in
 /// the order the keys and values are given... keys sorted, values as listed), each checked as
 /// far as it can be without starting anything.
-pub(crate) fn expand(candidates: &[CandidateSection]) -> Result<Vec<Expanded>> {
+pub(crate) fn expand(
+    candidates: &[CandidateSection],
+    objective: kneepoint_planner::Objective,
+) -> Result<(Vec<Expanded>, Vec<String>)> {
     let mut out = Vec::new();
+    let mut proposals = Vec::new();
     for c in candidates {
-        let matrix = c.matrix.clone().unwrap_or_default();
+        let mut matrix = c.matrix.clone().unwrap_or_default();
+        // Stage 2: settings the launch names and nothing gives, proposed by the objective.
+        let (proposed, why) = crate::stage_two::propose(c, objective);
+        matrix.extend(proposed);
+        proposals.extend(why);
         if !matrix.is_empty() && c.deploy.is_none() {
             bail!(
                 "candidate {:?} has a matrix but no [candidates.deploy] to launch each combination with",
@@ -103,18 +104,19 @@ pub(crate) fn expand(candidates: &[CandidateSection]) -> Result<Vec<Expanded>> {
             out.push(e);
         }
     }
-    Ok(out)
+    Ok((out, proposals))
 }
 
 /// Checks a launched candidate's settings (its command's placeholders, its endpoint).
 fn check(e: &Expanded, d: &DeploySection) -> Result<()> {
     let name = &e.section.name;
-    match d.kind.as_deref().unwrap_or("local") {
-        "local" => {}
+    let sagemaker = match d.kind.as_deref().unwrap_or("local") {
+        "local" => false,
+        "sagemaker" => true,
         other => bail!(
-            "candidate {name:?}: deploy kind {other:?} is not known (local; SageMaker and Kubernetes launchers are planned)"
+            "candidate {name:?}: deploy kind {other:?} is not known (local or sagemaker; Kubernetes is written as manifests beside a local candidate)"
         ),
-    }
+    };
     if e.section
         .endpoint
         .as_ref()
@@ -125,9 +127,50 @@ fn check(e: &Expanded, d: &DeploySection) -> Result<()> {
     if e.section.simulator.is_some() {
         bail!("candidate {name:?}: a launched candidate is not the built-in simulator; drop [candidates.simulator]");
     }
+    if sagemaker {
+        return check_sagemaker(e, d);
+    }
+    if d.sagemaker.is_some() {
+        bail!("candidate {name:?}: [candidates.deploy.sagemaker] goes with kind = \"sagemaker\"");
+    }
     local_spec(e, d, Path::new("."))?.validate()?;
     kubernetes(e, d)?;
     Ok(())
+}
+
+/// Checks a candidate launched as a SageMaker endpoint.
+fn check_sagemaker(e: &Expanded, d: &DeploySection) -> Result<()> {
+    let name = &e.section.name;
+    if d.command.is_some() || d.kubernetes.is_some() || d.port.is_some() {
+        bail!("candidate {name:?}: a SageMaker candidate runs its image on SageMaker: drop command, port and [candidates.deploy.kubernetes]");
+    }
+    if e.section
+        .endpoint
+        .as_ref()
+        .is_some_and(|ep| ep.sagemaker_endpoint.is_some())
+    {
+        bail!("candidate {name:?}: the endpoint's name is the one kneepoint creates; drop [candidates.endpoint] sagemaker_endpoint");
+    }
+    let Some(s) = &d.sagemaker else {
+        bail!("candidate {name:?}: kind = \"sagemaker\" needs [candidates.deploy.sagemaker] (image, environment...)");
+    };
+    #[cfg(feature = "sagemaker")]
+    crate::deploy_sagemaker::spec(e, d, s)?;
+    #[cfg(not(feature = "sagemaker"))]
+    {
+        let _ = s;
+        bail!("candidate {name:?}: this build cannot launch SageMaker endpoints: build kneepoint-config with its `sagemaker` feature");
+    }
+    #[cfg(feature = "sagemaker")]
+    Ok(())
+}
+
+/// Whether candidate `e` is launched as a SageMaker endpoint.
+pub(crate) fn is_sagemaker(e: &Expanded) -> bool {
+    e.section
+        .deploy
+        .as_ref()
+        .is_some_and(|d| d.kind.as_deref() == Some("sagemaker"))
 }
 
 /// Candidate `e` as Kubernetes manifests (a Deployment and a Service), when its deploy section
@@ -264,13 +307,6 @@ pub(crate) fn local_spec(e: &Expanded, d: &DeploySection, dir: &Path) -> Result<
     Ok(s)
 }
 
-fn seconds(name: &str, key: &str, v: f64) -> Result<Duration> {
-    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
-        bail!("candidate {name:?}: {key} must be above 0 and at most 86400 seconds, not {v}");
-    }
-    Ok(Duration::from_secs_f64(v))
-}
-
 /// Starts candidate `e`'s server in `dir` and waits until it answers.
 pub(crate) async fn launch(
     e: &Expanded,
@@ -396,7 +432,7 @@ mod tests {
             tensor_parallel_size = [1, 2]
             "#,
         );
-        let e = expand(&c).unwrap();
+        let (e, _) = expand(&c, kneepoint_planner::Objective::Throughput).unwrap();
         let names: Vec<&str> = e.iter().map(|e| e.section.name.as_str()).collect();
         assert_eq!(
             names,
@@ -414,7 +450,11 @@ mod tests {
 
     #[test]
     fn launched_candidates_are_checked_before_anything_starts() {
-        let err = |t: &str| expand(&candidate(t)).unwrap_err().to_string();
+        let err = |t: &str| {
+            expand(&candidate(t), kneepoint_planner::Objective::Throughput)
+                .unwrap_err()
+                .to_string()
+        };
         let e = err(r#"
             [[candidates]]
             name = "a"
@@ -454,5 +494,86 @@ mod tests {
             ready_timeout_s = -1
             "#);
         assert!(e.contains("ready_timeout_s"), "{e}");
+    }
+}
+
+#[cfg(test)]
+#[cfg(feature = "sagemaker")]
+mod sagemaker_tests {
+    use crate::file::CandidateSection;
+
+    fn expand(toml_text: &str) -> crate::Result<Vec<crate::expanded::Expanded>> {
+        #[derive(serde::Deserialize)]
+        struct F {
+            candidates: Vec<CandidateSection>,
+        }
+        super::expand(
+            &toml::from_str::<F>(toml_text).unwrap().candidates,
+            kneepoint_planner::Objective::Cost,
+        )
+        .map(|(e, _)| e)
+    }
+
+    #[test]
+    fn sagemaker_candidates_are_checked_before_anything_is_created() {
+        let ok = expand(
+            r#"
+            [[candidates]]
+            name = "sm"
+            instance_type = "ml.g5.12xlarge"
+            [candidates.deploy]
+            kind = "sagemaker"
+            [candidates.deploy.sagemaker]
+            image = "vllm:latest"
+            environment = { SM_VLLM_MAX_NUM_SEQS = "{max_num_seqs}" }
+            [candidates.matrix]
+            max_num_seqs = [8, 64]
+            "#,
+        )
+        .unwrap();
+        let e = &ok[1];
+        let d = e.section.deploy.as_ref().unwrap();
+        let spec = crate::deploy_sagemaker::spec(e, d, d.sagemaker.as_ref().unwrap()).unwrap();
+        assert_eq!(spec.env["SM_VLLM_MAX_NUM_SEQS"], "64");
+        let err = |t: &str| expand(t).unwrap_err().to_string();
+        let e = err(r#"
+            [[candidates]]
+            name = "sm"
+            instance_type = "ml.g5.12xlarge"
+            [candidates.deploy]
+            kind = "sagemaker"
+            "#);
+        assert!(e.contains("needs [candidates.deploy.sagemaker]"), "{e}");
+        let e = err(r#"
+            [[candidates]]
+            name = "sm"
+            [candidates.deploy]
+            kind = "sagemaker"
+            [candidates.deploy.sagemaker]
+            image = "vllm:latest"
+            "#);
+        assert!(e.contains("needs its instance_type"), "{e}");
+        let e = err(r#"
+            [[candidates]]
+            name = "sm"
+            instance_type = "ml.g5.12xlarge"
+            [candidates.deploy]
+            kind = "sagemaker"
+            command = "vllm serve"
+            [candidates.deploy.sagemaker]
+            image = "vllm:latest"
+            "#);
+        assert!(e.contains("drop command"), "{e}");
+        let e = err(r#"
+            [[candidates]]
+            name = "sm"
+            instance_type = "ml.g5.12xlarge"
+            [candidates.deploy]
+            kind = "sagemaker"
+            [candidates.deploy.sagemaker]
+            image = "vllm:latest"
+            environment = { SM_VLLM_TP = "{tensor_parallel_size}" }
+            "#);
+        assert!(e.contains("{tensor_parallel_size}"), "{e}");
     }
 }

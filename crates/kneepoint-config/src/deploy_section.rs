@@ -9,7 +9,8 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DeploySection {
-    /// `local` (a server process on this machine; the default and, for now, the only kind).
+    /// `local` (a server process on this machine; the default) or `sagemaker` (a real-time
+    /// endpoint, described in `[candidates.deploy.sagemaker]`).
     pub kind: Option<String>,
     /// The server's command: a list of arguments, or one line split as a shell would
     /// (quotes kept together). Placeholders: `{port}`, `{host}`, `{kneepoint}` (this
@@ -34,6 +35,32 @@ pub struct DeploySection {
     /// The same candidate as Kubernetes manifests (a Deployment and a Service), written
     /// beside its results and into its recipe, ready for `kubectl apply`.
     pub kubernetes: Option<KubernetesSection>,
+    /// `kind = "sagemaker"`: the endpoint to create.
+    pub sagemaker: Option<SageMakerDeploySection>,
+}
+
+/// `[candidates.deploy.sagemaker]`: the model and endpoint kneepoint creates (and deletes).
+/// The instance type and count are the candidate's; the data plane (region, `endpoint_url`,
+/// body format) is `[candidates.endpoint]`'s, as for any SageMaker candidate.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SageMakerDeploySection {
+    /// The inference container's image.
+    pub image: String,
+    /// The container's environment; values are templates (`SM_VLLM_MAX_NUM_SEQS =
+    /// "{max_num_seqs}"`).
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+    /// The IAM role SageMaker assumes.
+    pub execution_role_arn: Option<String>,
+    /// The model's artifacts in S3.
+    pub model_data_url: Option<String>,
+    /// The control plane's URL (default `https://api.sagemaker.<region>.amazonaws.com`).
+    pub api_url: Option<String>,
+    /// Seconds the container may take to pass its health check (60-3600).
+    pub startup_health_check_timeout_s: Option<u32>,
+    /// Seconds between two DescribeEndpoint calls while waiting for InService (default 15).
+    pub poll_s: Option<f64>,
 }
 
 /// `[candidates.deploy.kubernetes]`: the candidate's server as a Kubernetes Deployment.

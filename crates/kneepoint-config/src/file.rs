@@ -51,6 +51,9 @@ pub struct FileConfig {
     pub price_table: Option<PathBuf>,
     /// `kneepoint recommend`: the currency prices are in (default `USD`).
     pub currency: Option<String>,
+    /// `kneepoint recommend`: candidates measured at a time (default 1). Only for candidates
+    /// that share nothing (separate machines, GPUs or endpoints).
+    pub parallel_candidates: Option<u32>,
     /// `kneepoint recommend`: the deployments to compare.
     #[serde(default)]
     pub candidates: Vec<CandidateSection>,

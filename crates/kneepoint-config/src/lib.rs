@@ -36,10 +36,13 @@
 mod commands;
 mod common;
 mod deploy;
+#[cfg(feature = "sagemaker")]
+mod deploy_sagemaker;
 mod deploy_section;
 mod describe;
 mod endpoint;
 mod error;
+mod expanded;
 mod file;
 mod fit;
 mod flags;
@@ -51,12 +54,15 @@ mod recommend;
 #[cfg(feature = "sagemaker")]
 mod sagemaker;
 mod simulator;
+mod stage_two;
 mod target;
 mod workload;
 
 pub use commands::{SearchSettings, SweepSettings};
 pub use common::{parse_start_at, CommonSettings, ServerMetricsPlan, MAX_START_AHEAD_S};
-pub use deploy_section::{Command as DeployCommand, DeploySection, Scalar};
+pub use deploy_section::{
+    Command as DeployCommand, DeploySection, KubernetesSection, SageMakerDeploySection, Scalar,
+};
 pub use error::{Error, Result};
 pub use file::{
     CandidateSection, EndpointSection, FileConfig, FleetSection, LoadSection, RunsSection,

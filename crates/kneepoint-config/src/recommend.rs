@@ -15,8 +15,8 @@ use kneepoint_engine::{
 use kneepoint_planner::{Objective, PeakPlan};
 use serde::Deserialize;
 
-use crate::deploy::Expanded;
 use crate::error::{bail, Context};
+use crate::expanded::Expanded;
 use crate::file::{CandidateSection, FileConfig};
 use crate::{
     FitArgs, FitInputs, RecommendArgs, Result, SearchArgs, SearchSettings, SweepArgs, SweepSettings,
@@ -53,6 +53,14 @@ impl PriceTable {
     }
 }
 
+/// Where a launched candidate answers.
+enum At<'a> {
+    /// An OpenAI-compatible server's base URL.
+    Url(&'a str),
+    /// A SageMaker endpoint's name.
+    SageMaker(&'a str),
+}
+
 /// Makes each candidate's run from the config file: the candidate's endpoint or simulator in
 /// place of the file's, resolved as `kneepoint search` (with SLAs) or `sweep` would.
 struct FromFile {
@@ -79,6 +87,10 @@ impl CandidateSource for FromFile {
             let f = self.file_for(e, dir, None);
             return Ok(self.run(candidate, &f).await?.into());
         }
+        #[cfg(feature = "sagemaker")]
+        if crate::deploy::is_sagemaker(e) {
+            return self.prepare_sagemaker(candidate, e, dir, cancel).await;
+        }
         let mut server = crate::deploy::launch(e, dir, cancel).await?;
         self.observer.note(&format!(
             "{} answers on {} after {:.1} s (log: {})",
@@ -87,7 +99,7 @@ impl CandidateSource for FromFile {
             server.launch_time().as_secs_f64(),
             server.log_path().display()
         ));
-        let f = self.file_for(e, dir, Some(server.base_url()));
+        let f = self.file_for(e, dir, Some(At::Url(server.base_url())));
         let kubernetes = match c.deploy.as_ref().map(|d| crate::deploy::kubernetes(e, d)) {
             Some(Ok(Some(docs))) => {
                 crate::deploy::write_manifests(dir, &docs)?;
@@ -117,28 +129,70 @@ impl CandidateSource for FromFile {
 impl FromFile {
     /// The settings of candidate `e`, writing into `dir`: the file's, with the candidate's
     /// endpoint or simulator in place of the file's (and `url`, the server launched for it).
-    fn file_for(&self, e: &Expanded, dir: &Path, url: Option<&str>) -> FileConfig {
+    fn file_for(&self, e: &Expanded, dir: &Path, at: Option<At<'_>>) -> FileConfig {
         let c = &e.section;
         let mut f = self.file.clone();
         f.candidates.clear();
         f.endpoint = c.endpoint.clone();
         f.simulator = c.simulator.clone().or(self.file.simulator.clone());
         f.artifact_dir = Some(dir.to_owned());
-        if let Some(url) = url {
+        if let Some(at) = at {
             let mut ep = c.endpoint.clone().unwrap_or_default();
-            ep.url = Some(url.to_owned());
+            match at {
+                At::Url(url) => ep.url = Some(url.to_owned()),
+                At::SageMaker(name) => ep.sagemaker_endpoint = Some(name.to_owned()),
+            }
             f.endpoint = Some(ep);
             f.simulator = None;
         }
         f
     }
 
+    /// Creates candidate `e`'s SageMaker endpoint, and the run that measures it; the endpoint
+    /// is deleted again if that run cannot be made.
+    #[cfg(feature = "sagemaker")]
+    async fn prepare_sagemaker(
+        &self,
+        candidate: &CandidateSpec,
+        e: &Expanded,
+        dir: &Path,
+        cancel: &CancelToken,
+    ) -> Result<Prepared, DeployError> {
+        let Some(d) = e.section.deploy.as_ref() else {
+            return Err("no [candidates.deploy]".into());
+        };
+        let Some(s) = d.sagemaker.as_ref() else {
+            return Err("no [candidates.deploy.sagemaker]".into());
+        };
+        let mut endpoint = crate::deploy_sagemaker::launch(e, d, s, cancel).await?;
+        self.observer.note(&format!(
+            "{}: SageMaker endpoint {} is InService after {:.0} s",
+            e.section.name,
+            endpoint.endpoint_name(),
+            endpoint.launch_time().as_secs_f64()
+        ));
+        let f = self.file_for(e, dir, Some(At::SageMaker(endpoint.endpoint_name())));
+        match self.run(candidate, &f).await {
+            Ok(run) => Ok(Prepared::launched(run, Box::new(endpoint))),
+            Err(err) => {
+                if let Err(del) = endpoint.delete().await {
+                    self.observer.warning(&del.to_string());
+                }
+                Err(err.into())
+            }
+        }
+    }
+
     /// Resolves every candidate's settings (a launched one's with a stand-in URL), so that a
     /// bad setting is refused before anything is launched or measured.
     fn check(&self, root: &Path) -> Result<()> {
         for e in self.by_name.values() {
-            let url = e.section.deploy.as_ref().map(|_| "http://127.0.0.1:1");
-            let f = self.file_for(e, root, url);
+            let at = match &e.section.deploy {
+                None => None,
+                Some(_) if crate::deploy::is_sagemaker(e) => Some(At::SageMaker("kneepoint-check")),
+                Some(_) => Some(At::Url("http://127.0.0.1:1")),
+            };
+            let f = self.file_for(e, root, at);
             let checked = if self.with_slas {
                 SearchSettings::resolve_with(&SearchArgs::default(), &f).map(|_| ())
             } else {
@@ -256,7 +310,15 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .as_ref()
         .and_then(|s| s.concurrency.clone())
         .unwrap_or_else(|| crate::DEFAULT_CONCURRENCY.to_vec());
-    let expanded = crate::deploy::expand(&file.candidates)?;
+    let (expanded, proposals) = crate::deploy::expand(&file.candidates, objective)?;
+    let parallel = match file.parallel_candidates {
+        Some(0) => bail!("parallel_candidates must be at least 1"),
+        Some(n) => n as usize,
+        None => 1,
+    };
+    for why in &proposals {
+        observer.note(why);
+    }
     let mut specs = Vec::new();
     for e in &expanded {
         let c = &e.section;
@@ -345,6 +407,8 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
             )
         }))
         .observer(observer)
+        .proposals(proposals)
+        .parallel(parallel)
         .overwrite(args.overwrite);
     for s in specs {
         r = r.candidate(s);

@@ -97,6 +97,7 @@ pub enum Error {
 /// The end of a server's log, for an error message: the last line that looks like an error
 /// first (the server's own words), then the last lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LogTail {
     /// The log file.
     pub path: PathBuf,

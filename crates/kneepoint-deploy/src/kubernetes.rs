@@ -122,7 +122,7 @@ impl KubeSpec {
             .env
             .iter()
             .map(|(k, v)| {
-                if crate::local::secret_like(k) {
+                if crate::template::secret_like(k) {
                     EnvVar {
                         name: k.clone(),
                         value_from: Some(EnvVarSource {
@@ -150,7 +150,7 @@ impl KubeSpec {
         let container = Container {
             name: "server".into(),
             image: Some(self.image.clone()),
-            command: Some(self.command.clone()),
+            command: Some(crate::template::redact_argv(&self.command)),
             env: (!env.is_empty()).then_some(env),
             ports: Some(vec![ContainerPort {
                 name: Some("http".into()),

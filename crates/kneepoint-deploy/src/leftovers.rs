@@ -71,12 +71,37 @@ pub fn find_leftovers() -> Vec<Leftover> {
 /// not be stopped, with why.
 pub async fn remove_leftovers(leftovers: &[Leftover], grace: Duration) -> Vec<(Leftover, String)> {
     let mut failed = Vec::new();
+    let own = nix::unistd::getpgrp().as_raw();
     for l in leftovers {
+        if l.pgid <= 1 || l.pgid == own {
+            failed.push((
+                l.clone(),
+                format!("process group {} is not one to stop", l.pgid),
+            ));
+            continue;
+        }
         if let Err(e) = stop_group(l.pgid, grace, || ()).await {
             failed.push((l.clone(), e));
         }
     }
     failed
+}
+
+/// Sends `SIGKILL` to every process carrying exactly `tag` (what left its group: a `setsid`,
+/// a daemon), after its group was stopped.
+pub(crate) fn kill_tagged(tag: &str) {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    let me = std::process::id() as i32;
+    for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
+        if pid > 1 && pid != me && read_tag(pid).as_deref() == Some(tag) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
 }
 
 fn read_tag(pid: i32) -> Option<String> {

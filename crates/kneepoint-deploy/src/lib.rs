@@ -61,17 +61,20 @@ mod local;
 mod process;
 #[cfg(feature = "sagemaker")]
 mod sagemaker;
+#[cfg(feature = "sagemaker")]
+mod sagemaker_leftovers;
 mod template;
 
 pub use error::{Error, LogTail};
 #[cfg(feature = "kubernetes")]
 pub use kubernetes::KubeSpec;
 pub use leftovers::{find_leftovers, remove_leftovers, Leftover, TAG_VAR};
-pub use live::kill_all_now;
+pub use live::{kill_all_now, remote_left};
 pub use local::{LocalDeployment, LocalSpec};
 #[cfg(feature = "sagemaker")]
-pub use sagemaker::{
-    find_sagemaker_leftovers, remove_sagemaker_leftovers, SageMakerDeployment, SageMakerLeftover,
-    SageMakerSpec, CANDIDATE_TAG, LAUNCHER_TAG,
+pub use sagemaker::{SageMakerDeployment, SageMakerSpec, CANDIDATE_TAG, LAUNCHER_TAG};
+#[cfg(feature = "sagemaker")]
+pub use sagemaker_leftovers::{
+    find_sagemaker_leftovers, remove_sagemaker_leftovers, SageMakerLeftover,
 };
 pub use template::{placeholders, render, shell_line};

@@ -35,3 +35,28 @@ pub fn kill_all_now() -> usize {
         .filter(|g| signal_group(*g, Some(Signal::SIGKILL)).unwrap_or(false))
         .count()
 }
+
+static REMOTE: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+#[cfg(feature = "sagemaker")]
+pub(crate) fn note_remote(name: &str) {
+    if let Ok(mut l) = REMOTE.lock() {
+        l.insert(name.to_owned());
+    }
+}
+
+#[cfg(feature = "sagemaker")]
+pub(crate) fn forget_remote(name: &str) {
+    if let Ok(mut l) = REMOTE.lock() {
+        l.remove(name);
+    }
+}
+
+/// The cloud endpoints this process created and has not deleted: what an exit that cannot
+/// wait leaves running (to be named, and removed later with `kneepoint cleanup`).
+pub fn remote_left() -> Vec<String> {
+    REMOTE
+        .lock()
+        .map(|l| l.iter().cloned().collect())
+        .unwrap_or_default()
+}

@@ -171,10 +171,11 @@ impl LocalSpec {
             path: self.log_path.clone(),
             source,
         })?;
+        let run_tag = tag(&self.name);
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .envs(env.iter().map(|(k, v)| (k, v)))
-            .env(TAG_VAR, tag(&self.name))
+            .env(TAG_VAR, &run_tag)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(err))
@@ -199,6 +200,7 @@ impl LocalSpec {
             ready_path: self.ready_path.clone(),
             launch_time: Duration::ZERO,
             stop_grace: self.stop_grace,
+            tag: run_tag,
         };
         match self.wait_ready(&mut d, fetch, cancel).await {
             Ok(()) => {
@@ -224,7 +226,11 @@ impl LocalSpec {
                 path: self.log_path.clone(),
                 source,
             })?;
-        let _ = writeln!(f, "# kneepoint: starting {}", shell_line(argv));
+        let _ = writeln!(
+            f,
+            "# kneepoint: starting {}",
+            shell_line(&crate::template::redact_argv(argv))
+        );
         Ok(f)
     }
 
@@ -286,15 +292,6 @@ impl LocalSpec {
     }
 }
 
-/// Whether an environment variable's name says it holds a secret (its value is never written
-/// to a recipe or a manifest).
-pub(crate) fn secret_like(name: &str) -> bool {
-    let k = name.to_ascii_uppercase();
-    ["TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL"]
-        .iter()
-        .any(|s| k.contains(s))
-}
-
 /// A port nobody listens on now (the OS picks it; a server may still lose it to another
 /// process before it binds: [`LocalSpec::launch`] then tries another).
 fn free_port(host: &str) -> Result<u16, Error> {
@@ -334,6 +331,7 @@ pub struct LocalDeployment {
     ready_path: String,
     launch_time: Duration,
     stop_grace: Duration,
+    tag: String,
 }
 
 impl LocalDeployment {
@@ -392,6 +390,8 @@ impl LocalDeployment {
         if let Some(mut c) = child {
             let _ = c.try_wait();
         }
+        // A process that left the group (setsid, a daemon) still carries the tag.
+        crate::leftovers::kill_tagged(&self.tag);
         self.pgid = None;
         crate::live::unregister(pgid);
         r.map_err(|reason| Error::Stop {
@@ -421,7 +421,7 @@ impl kneepoint_engine::Deployment for LocalDeployment {
             .env
             .iter()
             .map(|(k, v)| {
-                let v = if secret_like(k) {
+                let v = if crate::template::secret_like(k) {
                     "[redacted]"
                 } else {
                     v.as_str()
@@ -429,10 +429,11 @@ impl kneepoint_engine::Deployment for LocalDeployment {
                 (k.clone(), serde_json::Value::from(v))
             })
             .collect();
+        let argv = crate::template::redact_argv(&self.argv);
         Some(serde_json::json!({
             "kind": "local_process",
-            "command": shell_line(&self.argv),
-            "argv": self.argv,
+            "command": shell_line(&argv),
+            "argv": argv,
             "env": env,
             "ready": format!("{}{}", self.base_url, self.ready_path),
         }))

@@ -11,6 +11,10 @@ use nix::unistd::Pid;
 /// Sends `signal` to process group `pgid` (`None`: only checks that it exists). `Ok(false)`
 /// when no process of the group is left.
 pub(crate) fn signal_group(pgid: i32, signal: Option<Signal>) -> Result<bool, String> {
+    // Group 0 is the caller's own and 1 is init's: never a launched server's.
+    if pgid <= 1 {
+        return Err(format!("process group {pgid} is not a launched server's"));
+    }
     match killpg(Pid::from_raw(pgid), signal) {
         Ok(()) => Ok(true),
         Err(Errno::ESRCH) => Ok(false),

@@ -48,6 +48,9 @@ pub struct SageMakerSpec {
     pub ready_timeout: Duration,
     /// Time between two DescribeEndpoint calls.
     pub poll_interval: Duration,
+    /// How long a teardown waits for an endpoint still being created (SageMaker refuses to
+    /// delete it until then); default [`SageMakerDeployment::DELETE_WAIT`].
+    pub delete_wait: Duration,
 }
 
 impl SageMakerSpec {
@@ -71,6 +74,7 @@ impl SageMakerSpec {
             startup_health_check_timeout_s: None,
             ready_timeout: Duration::from_secs(3600),
             poll_interval: Duration::from_secs(15),
+            delete_wait: SageMakerDeployment::DELETE_WAIT,
         }
     }
 
@@ -146,7 +150,7 @@ impl SageMakerSpec {
     fn tags(&self) -> Value {
         json!([
             {"Key": LAUNCHER_TAG, "Value": launcher_identity()},
-            {"Key": CANDIDATE_TAG, "Value": self.name.chars().take(256).collect::<String>()},
+            {"Key": CANDIDATE_TAG, "Value": tag_value(&self.name)},
         ])
     }
 
@@ -196,32 +200,32 @@ impl SageMakerSpec {
             created: Created::default(),
             requests: self.requests().to_vec(),
             launch_time: Duration::ZERO,
+            poll_interval: self.poll_interval,
+            delete_wait: self.delete_wait,
         };
         let steps = [
             ("CreateModel", model, 0),
             ("CreateEndpointConfig", config, 1),
             ("CreateEndpoint", endpoint, 2),
         ];
+        crate::live::note_remote(&self.resource_name);
         for (op, body, step) in steps {
             if let Err(e) = d.api.call(op, &body).await {
-                let _ = d.delete().await;
-                return Err(api_error(&self.name, e));
+                // No answer, or a server error: the resource may exist all the same, and a
+                // delete of one that does not counts as done.
+                if e.status == 0 || e.status >= 500 {
+                    d.created.mark(step);
+                }
+                return Err(d.undo(api_error(&self.name, e)).await);
             }
-            match step {
-                0 => d.created.model = true,
-                1 => d.created.config = true,
-                _ => d.created.endpoint = true,
-            }
+            d.created.mark(step);
         }
         match self.wait_in_service(&d, started, cancel).await {
             Ok(()) => {
                 d.launch_time = started.elapsed();
                 Ok(d)
             }
-            Err(e) => {
-                let _ = d.delete().await;
-                Err(e)
-            }
+            Err(e) => Err(d.undo(e).await),
         }
     }
 
@@ -271,7 +275,21 @@ impl SageMakerSpec {
     }
 }
 
-fn api_error(candidate: &str, e: ApiError) -> Error {
+/// `s` as a tag value AWS accepts (letters, digits, spaces and `_.:/=+-@`, at most 256).
+fn tag_value(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == ' ' || "_.:/=+-@".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(256)
+        .collect()
+}
+
+pub(crate) fn api_error(candidate: &str, e: ApiError) -> Error {
     Error::Api {
         what: format!("candidate {candidate:?}"),
         source: e,
@@ -294,6 +312,16 @@ struct Created {
     endpoint: bool,
 }
 
+impl Created {
+    fn mark(&mut self, step: usize) {
+        match step {
+            0 => self.model = true,
+            1 => self.config = true,
+            _ => self.endpoint = true,
+        }
+    }
+}
+
 /// A SageMaker endpoint kneepoint created: its name, and how to delete it.
 #[derive(Debug)]
 pub struct SageMakerDeployment {
@@ -303,6 +331,8 @@ pub struct SageMakerDeployment {
     created: Created,
     requests: Vec<Value>,
     launch_time: Duration,
+    poll_interval: Duration,
+    delete_wait: Duration,
 }
 
 impl SageMakerDeployment {
@@ -316,44 +346,115 @@ impl SageMakerDeployment {
         self.launch_time
     }
 
-    /// Deletes the endpoint, its configuration and its model (whatever of them exists).
-    /// Idempotent: a resource already gone counts as deleted.
+    /// Deletes what was created after `e` stopped the launch; `e`, or (when the deletion
+    /// failed too) an error that says what may be left and how to remove it.
+    async fn undo(&mut self, e: Error) -> Error {
+        match self.delete().await {
+            Ok(()) => e,
+            Err(del) => Error::Stop {
+                what: self.name.clone(),
+                reason: format!(
+                    "{e}; then deleting what was created failed ({del}): SageMaker endpoint {} may be left running; `kneepoint cleanup --sagemaker-region {}` deletes it",
+                    self.resource_name,
+                    self.api.region()
+                ),
+            },
+        }
+    }
+
+    /// Deletes the endpoint, its configuration and its model (whatever of them exists),
+    /// waiting first, when SageMaker refuses to delete an endpoint still being created or
+    /// updated, until it is not (up to [`SageMakerDeployment::DELETE_WAIT`]). Idempotent: a
+    /// resource already gone counts as deleted. Every deletion is tried; the first error is
+    /// returned.
     pub async fn delete(&mut self) -> Result<(), Error> {
         let name = self.resource_name.clone();
-        let steps = [
-            (
-                "DeleteEndpoint",
-                json!({"EndpointName": name}),
-                self.created.endpoint,
-            ),
-            (
-                "DeleteEndpointConfig",
-                json!({"EndpointConfigName": name}),
-                self.created.config,
-            ),
-            (
-                "DeleteModel",
-                json!({"ModelName": name}),
-                self.created.model,
-            ),
-        ];
         let mut first_error = None;
-        for (i, (op, body, exists)) in steps.into_iter().enumerate() {
-            if !exists {
-                continue;
+        if self.created.endpoint {
+            match delete_endpoint(&self.api, &name, self.delete_wait, self.poll_interval).await {
+                Ok(()) => {
+                    self.created.endpoint = false;
+                    crate::live::forget_remote(&name);
+                }
+                Err(e) => first_error = Some(api_error(&self.name, e)),
             }
-            match self.api.call(op, &body).await {
-                Err(e) if !e.is_not_found() => {
+        }
+        if self.created.config {
+            match delete_gone_ok(
+                &self.api,
+                "DeleteEndpointConfig",
+                "EndpointConfigName",
+                &name,
+            )
+            .await
+            {
+                Ok(()) => self.created.config = false,
+                Err(e) => {
                     first_error.get_or_insert(api_error(&self.name, e));
                 }
-                _ => match i {
-                    0 => self.created.endpoint = false,
-                    1 => self.created.config = false,
-                    _ => self.created.model = false,
-                },
+            }
+        }
+        if self.created.model {
+            match delete_gone_ok(&self.api, "DeleteModel", "ModelName", &name).await {
+                Ok(()) => self.created.model = false,
+                Err(e) => {
+                    first_error.get_or_insert(api_error(&self.name, e));
+                }
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// The longest wait for an endpoint being created before it can be deleted.
+    pub const DELETE_WAIT: Duration = Duration::from_secs(3600);
+}
+
+/// `op` on the resource `name` (under `key`); a resource already gone counts as deleted.
+pub(crate) async fn delete_gone_ok(
+    api: &SageMakerApi,
+    op: &str,
+    key: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    match api.call(op, &json!({ key: name })).await {
+        Err(e) if !e.is_not_found() => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Deletes endpoint `name`; while SageMaker refuses because it is being created or updated,
+/// asks again every `poll` for up to `wait`. An endpoint already gone counts as deleted.
+pub(crate) async fn delete_endpoint(
+    api: &SageMakerApi,
+    name: &str,
+    wait: Duration,
+    poll: Duration,
+) -> Result<(), ApiError> {
+    let until = Instant::now() + wait;
+    let mut was_busy = false;
+    loop {
+        let Err(e) = delete_gone_ok(api, "DeleteEndpoint", "EndpointName", name).await else {
+            return Ok(());
+        };
+        let status = api
+            .call("DescribeEndpoint", &json!({"EndpointName": name}))
+            .await
+            .ok()
+            .and_then(|d| d["EndpointStatus"].as_str().map(str::to_owned));
+        let busy = matches!(
+            status.as_deref(),
+            Some("Creating" | "Updating" | "SystemUpdating" | "RollingBack")
+        );
+        if !busy && was_busy {
+            // It has just left the state that refused the delete: ask again at once.
+            was_busy = false;
+            continue;
+        }
+        if !busy || Instant::now() >= until {
+            return Err(e);
+        }
+        was_busy = true;
+        tokio::time::sleep(poll).await;
     }
 }
 
@@ -364,11 +465,22 @@ impl kneepoint_engine::Deployment for SageMakerDeployment {
     }
 
     fn recipe(&self) -> Option<Value> {
+        let mut create_model = self.requests.first().cloned();
+        if let Some(env) = create_model
+            .as_mut()
+            .and_then(|m| m["PrimaryContainer"]["Environment"].as_object_mut())
+        {
+            for (k, v) in env.iter_mut() {
+                if crate::template::secret_like(k) {
+                    *v = json!("[redacted]");
+                }
+            }
+        }
         Some(json!({
             "kind": "sagemaker",
             "endpoint_name": self.resource_name,
             "region": self.api.region(),
-            "create_model": self.requests.first(),
+            "create_model": create_model,
             "create_endpoint_config": self.requests.get(1),
             "create_endpoint": self.requests.get(2),
         }))
@@ -377,124 +489,6 @@ impl kneepoint_engine::Deployment for SageMakerDeployment {
     fn launch_time(&self) -> Option<Duration> {
         Some(self.launch_time)
     }
-}
-
-/// A SageMaker endpoint (or model, or endpoint configuration) kneepoint created and whose
-/// launcher is gone.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SageMakerLeftover {
-    /// The resource's name.
-    pub name: String,
-    /// `endpoint`, `endpoint_config` or `model`.
-    pub kind: &'static str,
-    /// The launcher tag's value.
-    pub launcher: String,
-}
-
-/// The `kneepoint-...` endpoints, endpoint configurations and models whose launcher tag names a
-/// process of this host that is no longer running (`all_hosts`: every kneepoint-tagged one,
-/// whoever launched it, unless its launcher is this host's and alive).
-pub async fn find_sagemaker_leftovers(
-    api: &SageMakerApi,
-    all_hosts: bool,
-) -> Result<Vec<SageMakerLeftover>, Error> {
-    let host = launcher_identity();
-    let host = host.split(':').next().unwrap_or_default().to_owned();
-    let mut out = Vec::new();
-    for (list, key, name_key, arn_key, kind) in [
-        (
-            "ListEndpoints",
-            "Endpoints",
-            "EndpointName",
-            "EndpointArn",
-            "endpoint",
-        ),
-        (
-            "ListEndpointConfigs",
-            "EndpointConfigs",
-            "EndpointConfigName",
-            "EndpointConfigArn",
-            "endpoint_config",
-        ),
-        ("ListModels", "Models", "ModelName", "ModelArn", "model"),
-    ] {
-        let mut token: Option<String> = None;
-        loop {
-            let mut body = json!({"NameContains": "kneepoint-", "MaxResults": 100});
-            if let Some(t) = &token {
-                body["NextToken"] = json!(t);
-            }
-            let page = api
-                .call(list, &body)
-                .await
-                .map_err(|e| api_error("cleanup", e))?;
-            for item in page[key].as_array().cloned().unwrap_or_default() {
-                let (Some(name), Some(arn)) = (item[name_key].as_str(), item[arn_key].as_str())
-                else {
-                    continue;
-                };
-                if !name.starts_with("kneepoint-") {
-                    continue;
-                }
-                let tags = api
-                    .call("ListTags", &json!({"ResourceArn": arn}))
-                    .await
-                    .map_err(|e| api_error("cleanup", e))?;
-                let Some(launcher) = tags["Tags"].as_array().and_then(|t| {
-                    t.iter()
-                        .find(|t| t["Key"] == LAUNCHER_TAG)
-                        .and_then(|t| t["Value"].as_str())
-                        .map(str::to_owned)
-                }) else {
-                    continue;
-                };
-                let mut parts = launcher.splitn(3, ':');
-                let (h, pid, start) = (parts.next(), parts.next(), parts.next());
-                let alive = h == Some(host.as_str())
-                    && pid.and_then(|p| p.parse::<i32>().ok()).is_some_and(|p| {
-                        crate::process::Stat::read(p)
-                            .is_some_and(|s| Some(s.start.to_string().as_str()) == start)
-                    });
-                if !alive && (all_hosts || h == Some(host.as_str())) {
-                    out.push(SageMakerLeftover {
-                        name: name.to_owned(),
-                        kind,
-                        launcher,
-                    });
-                }
-            }
-            token = page["NextToken"].as_str().map(str::to_owned);
-            if token.is_none() {
-                break;
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Deletes `leftovers` (endpoints first, then configurations, then models); the ones that
-/// could not be deleted, with why. A resource already gone counts as deleted.
-pub async fn remove_sagemaker_leftovers(
-    api: &SageMakerApi,
-    leftovers: &[SageMakerLeftover],
-) -> Vec<(SageMakerLeftover, String)> {
-    let mut failed = Vec::new();
-    for kind in ["endpoint", "endpoint_config", "model"] {
-        for l in leftovers.iter().filter(|l| l.kind == kind) {
-            let (op, key) = match kind {
-                "endpoint" => ("DeleteEndpoint", "EndpointName"),
-                "endpoint_config" => ("DeleteEndpointConfig", "EndpointConfigName"),
-                _ => ("DeleteModel", "ModelName"),
-            };
-            if let Err(e) = api.call(op, &json!({ key: l.name })).await {
-                if !e.is_not_found() {
-                    failed.push((l.clone(), e.to_string()));
-                }
-            }
-        }
-    }
-    failed
 }
 
 #[cfg(test)]

@@ -268,14 +268,15 @@ async fn a_server_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let mut s = spec(
         &d,
         "stubborn",
-        "trap '' TERM; while true; do sleep 0.2; done",
+        "trap '' TERM; echo RE\"\"ADY; while true; do sleep 0.2; done",
     );
     s.stop_grace = Duration::from_millis(500);
-    let mut server = s
-        .launch(Probe::ready_after(0), &CancelToken::new())
-        .await
-        .unwrap();
+    let printed = ready_when_printed(&s);
+    let mut server = s.launch(printed, &CancelToken::new()).await.unwrap();
+    let t0 = std::time::Instant::now();
     server.stop().await.unwrap();
+    // The shell outlived SIGTERM: only SIGKILL, after the grace period, stopped it.
+    assert!(t0.elapsed() >= Duration::from_millis(500));
     assert_gone("stubborn").await;
 }
 

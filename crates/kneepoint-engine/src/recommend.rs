@@ -34,6 +34,8 @@ pub struct RecommendReport {
     pub artifact_dir: PathBuf,
     /// True when interrupted (candidates not yet measured are missing).
     pub interrupted: bool,
+    /// The settings proposed for launched candidates, and why (stage 2).
+    pub proposals: Vec<String>,
 }
 
 /// A recommendation ready to run: candidates, a source of their runs, the objective.
@@ -49,6 +51,8 @@ pub struct Recommend {
     observer: Arc<dyn Observer>,
     overwrite: bool,
     log: Option<Arc<crate::RunLog>>,
+    proposals: Vec<String>,
+    parallel: usize,
 }
 
 /// Builds a [`Recommend`].
@@ -88,6 +92,20 @@ impl RecommendBuilder {
     /// Receives progress.
     pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
         self.0.observer = observer;
+        self
+    }
+
+    /// Says which settings were proposed for the candidates and why (stage 2): kept in
+    /// `recommendations.json` and the run log.
+    pub fn proposals(mut self, lines: Vec<String>) -> Self {
+        self.0.proposals = lines;
+        self
+    }
+
+    /// Measures `n` candidates at a time (default 1: one at a time, as the articles isolate
+    /// them). Only for candidates that share nothing: separate machines, GPUs or endpoints.
+    pub fn parallel(mut self, n: usize) -> Self {
+        self.0.parallel = n.max(1);
         self
     }
 
@@ -159,13 +177,87 @@ impl RecommendBuilder {
         if let Some(p) = &r.peak {
             log.info(&format!("peak {:?}, headroom {}", p.peak, p.headroom));
         }
+        for p in &r.proposals {
+            log.info(p);
+        }
         r.observer = crate::Logged::wrap(r.observer.clone(), log.clone());
         r.log = Some(log);
         Ok(r)
     }
 }
 
+/// One candidate's outcome: what the planner ranks, its folder (when it has a run), its
+/// deployment record, and whether the run was interrupted.
+type One = (Candidate, Option<String>, Option<DeploymentRecord>, bool);
+
 impl Recommend {
+    /// Measures candidate `c` (number `i` of `total`): listed without a launch when it does
+    /// not fit; `None` when interrupted before its run started.
+    async fn one(
+        &self,
+        i: usize,
+        total: usize,
+        c: &CandidateSpec,
+        cancel: &CancelToken,
+    ) -> Result<Option<One>, Error> {
+        let unmeasured = |reason: String| Candidate {
+            name: c.name.clone(),
+            instance_type: c.instance_type.clone(),
+            instance_count: c.instance_count,
+            price_per_instance_hour: c.price_per_instance_hour,
+            point: None,
+            curve: Vec::new(),
+            unmet_reason: Some(reason),
+            lower_bound: None,
+        };
+        if let Some(why) = &c.unfit {
+            self.observer.note(&format!(
+                "\ncandidate {} of {total}: {} does not fit: {why}",
+                i + 1,
+                c.name
+            ));
+            let reason = format!("not measured: the model does not fit ({why})");
+            return Ok(Some((unmeasured(reason), None, None, false)));
+        }
+        self.observer.note(&format!(
+            "\ncandidate {} of {total}: {} ({})",
+            i + 1,
+            c.name,
+            if self.by_search {
+                "SLA search"
+            } else {
+                "sweep"
+            }
+        ));
+        let dir = c.folder();
+        let Some((m, record)) = crate::measure::measure_candidate(
+            self.source.as_ref(),
+            self.observer.as_ref(),
+            c,
+            &self.artifact_dir.join(&dir),
+            cancel,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let candidate = Candidate {
+            point: m.point,
+            curve: m.curve,
+            unmet_reason: m.reason,
+            lower_bound: m.lower_bound,
+            ..unmeasured(String::new())
+        };
+        // A candidate that could not be prepared has no run to show (its folder may hold only
+        // a launch log, which its reason names).
+        Ok(Some((
+            candidate,
+            m.ran.then_some(dir),
+            record,
+            m.interrupted,
+        )))
+    }
+
     /// Starts a recommendation ranked by `objective`, writing into `dir`, with each
     /// candidate's run made by `source`.
     pub fn builder(
@@ -185,6 +277,8 @@ impl Recommend {
             observer: Arc::new(Silent),
             overwrite: false,
             log: None,
+            proposals: Vec::new(),
+            parallel: 1,
         })
     }
 
@@ -208,70 +302,35 @@ impl Recommend {
         let mut deployments: BTreeMap<String, Option<DeploymentRecord>> = BTreeMap::new();
         let mut interrupted = false;
         let total = self.candidates.len();
-        for (i, c) in self.candidates.iter().enumerate() {
+        // One candidate at a time, or `parallel` at a time when they share nothing.
+        let parallel = self.parallel.max(1);
+        let mut next = 0;
+        'chunks: while next < total {
             if cancel.is_cancelled() {
                 interrupted = true;
                 break;
             }
-            if let Some(why) = &c.unfit {
-                self.observer.note(&format!(
-                    "\ncandidate {} of {total}: {} does not fit: {why}",
-                    i + 1,
-                    c.name
-                ));
-                candidates.push(Candidate {
-                    name: c.name.clone(),
-                    instance_type: c.instance_type.clone(),
-                    instance_count: c.instance_count,
-                    price_per_instance_hour: c.price_per_instance_hour,
-                    point: None,
-                    curve: Vec::new(),
-                    unmet_reason: Some(format!("not measured: the model does not fit ({why})")),
-                    lower_bound: None,
-                });
-                dirs.push(None);
-                continue;
-            }
-            self.observer.note(&format!(
-                "\ncandidate {} of {total}: {} ({})",
-                i + 1,
-                c.name,
-                if self.by_search {
-                    "SLA search"
-                } else {
-                    "sweep"
+            let chunk: Vec<(usize, &CandidateSpec)> = self
+                .candidates
+                .iter()
+                .enumerate()
+                .skip(next)
+                .take(parallel)
+                .collect();
+            next += chunk.len();
+            let runs = chunk.iter().map(|(i, c)| self.one(*i, total, c, cancel));
+            for ((_, c), one) in chunk.iter().zip(futures_util::future::join_all(runs).await) {
+                let Some((candidate, dir, record, stopped)) = one? else {
+                    interrupted = true;
+                    break 'chunks;
+                };
+                candidates.push(candidate);
+                dirs.push(dir);
+                deployments.insert(c.name.clone(), record);
+                if stopped {
+                    interrupted = true;
+                    break 'chunks;
                 }
-            ));
-            let dir = c.folder();
-            let Some((m, record)) = crate::measure::measure_candidate(
-                self.source.as_ref(),
-                self.observer.as_ref(),
-                c,
-                &self.artifact_dir.join(&dir),
-                cancel,
-            )
-            .await?
-            else {
-                interrupted = true;
-                break;
-            };
-            candidates.push(Candidate {
-                name: c.name.clone(),
-                instance_type: c.instance_type.clone(),
-                instance_count: c.instance_count,
-                price_per_instance_hour: c.price_per_instance_hour,
-                point: m.point,
-                curve: m.curve,
-                unmet_reason: m.reason,
-                lower_bound: m.lower_bound,
-            });
-            deployments.insert(c.name.clone(), record);
-            // A candidate that could not be prepared has no run to show (its folder may hold
-            // only a launch log, which its reason names).
-            dirs.push(m.ran.then_some(dir));
-            if m.interrupted {
-                interrupted = true;
-                break;
             }
         }
         let recommendations = recommend(&candidates, self.objective, self.peak)?;
@@ -327,6 +386,7 @@ impl Recommend {
                 .skip(candidates.len())
                 .map(|c| c.name.clone())
                 .collect(),
+            proposals: self.proposals.clone(),
         };
         write_document(&self.artifact_dir.join(folder::RECOMMENDATIONS), &doc)?;
         let ranked = doc.candidates;
@@ -338,6 +398,7 @@ impl Recommend {
             currency: self.currency,
             artifact_dir: self.artifact_dir,
             interrupted,
+            proposals: self.proposals,
         })
     }
 }

@@ -44,6 +44,9 @@ struct Source {
     torn_down: Arc<AtomicUsize>,
     prepared: Arc<AtomicUsize>,
     cancel_on: Option<(String, CancelToken)>,
+    /// Every launch waits here for the others of its group: only candidates measured at the
+    /// same time get past it.
+    together: Option<Arc<tokio::sync::Barrier>>,
 }
 
 #[kneepoint_core::async_trait]
@@ -55,6 +58,9 @@ impl CandidateSource for Source {
         _cancel: &CancelToken,
     ) -> Result<Prepared, DeployError> {
         self.prepared.fetch_add(1, Ordering::SeqCst);
+        if let Some(b) = &self.together {
+            b.wait().await;
+        }
         if c.name == "broken" {
             return Err(
                 "broken exited (exit status: 2) before it was ready: error: bad flag".into(),
@@ -106,6 +112,7 @@ async fn every_launch_is_torn_down_and_a_failed_launch_fails_only_its_candidate(
         torn_down: torn_down.clone(),
         prepared: Arc::new(AtomicUsize::new(0)),
         cancel_on: None,
+        together: None,
     };
     let report = recommend(tmp.path(), &["a", "broken", "stubborn", "b"], source)
         .run(&CancelToken::new())
@@ -153,6 +160,7 @@ async fn an_interrupt_tears_down_the_running_candidate_and_launches_no_more() {
         torn_down: torn_down.clone(),
         prepared: prepared.clone(),
         cancel_on: Some(("second".into(), cancel.clone())),
+        together: None,
     };
     let report = recommend(tmp.path(), &["first", "second", "third"], source)
         .run(&cancel)
@@ -169,4 +177,34 @@ async fn an_interrupt_tears_down_the_running_candidate_and_launches_no_more() {
         .candidates
         .iter()
         .any(|c| c.recommendation.name == "second" && c.deployment.is_some()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn candidates_that_share_nothing_are_measured_two_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let torn_down = Arc::new(AtomicUsize::new(0));
+    let source = Source {
+        torn_down: torn_down.clone(),
+        prepared: Arc::new(AtomicUsize::new(0)),
+        cancel_on: None,
+        // Two launches must be under way at once, or this waits forever.
+        together: Some(Arc::new(tokio::sync::Barrier::new(2))),
+    };
+    let mut r = Recommend::builder(Objective::Throughput, tmp.path(), source).parallel(2);
+    for n in ["a", "b", "c", "d"] {
+        r = r.candidate(CandidateSpec::new(n, "local", 2.0));
+    }
+    let cancel = CancelToken::new();
+    let run = r.build().unwrap().run(&cancel);
+    let report = tokio::time::timeout(std::time::Duration::from_secs(600), run)
+        .await
+        .expect("two candidates at a time")
+        .unwrap();
+    assert_eq!(torn_down.load(Ordering::SeqCst), 4);
+    let names: Vec<&str> = report
+        .candidates
+        .iter()
+        .map(|c| c.recommendation.name.as_str())
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
 }

@@ -292,6 +292,9 @@ pub struct Recommendations {
     /// Candidates not measured (interrupted).
     #[serde(default)]
     pub not_measured: Vec<String>,
+    /// Which engine settings the objective proposed for launched candidates, and why (stage 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposals: Vec<String>,
 }
 
 /// Writes `doc` as pretty JSON to `path`, atomically.

@@ -19,7 +19,9 @@ use crate::{ConnectOptions, Error};
 
 /// A failed control-plane call: the operation, the HTTP status and the service's error code
 /// and message (never a secret).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.describe())]
+#[non_exhaustive]
 pub struct ApiError {
     /// The operation (`CreateEndpoint`...).
     pub operation: String,
@@ -41,23 +43,29 @@ impl ApiError {
     }
 }
 
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SageMaker {} failed", self.operation)?;
+impl ApiError {
+    fn describe(&self) -> String {
+        let mut s = format!("SageMaker {} failed", self.operation);
         if self.status > 0 {
-            write!(f, " (HTTP {})", self.status)?;
+            s.push_str(&format!(" (HTTP {})", self.status));
         }
         if let Some(c) = &self.code {
-            write!(f, ": {c}")?;
+            s.push_str(&format!(": {c}"));
         }
         if !self.message.is_empty() {
-            write!(f, ": {}", self.message)?;
+            s.push_str(&format!(": {}", self.message));
         }
-        Ok(())
+        s
+    }
+
+    /// Whether calling again may succeed: no answer, throttled, or a server error.
+    pub fn is_transient(&self) -> bool {
+        self.status == 0
+            || self.status == 429
+            || self.status >= 500
+            || self.code.as_deref().is_some_and(|c| c.contains("Throttl"))
     }
 }
-
-impl std::error::Error for ApiError {}
 
 /// A client of SageMaker's control plane in one region.
 pub struct SageMakerApi {
@@ -116,8 +124,29 @@ impl SageMakerApi {
         &self.region
     }
 
-    /// Calls `operation` with `body`; the answer's JSON (`{}` when empty).
+    /// Calls `operation` with `body`; the answer's JSON (`{}` when empty). A transient
+    /// failure of an operation that is safe to repeat (anything but `Create*`) is retried
+    /// up to three times, 1, 2 and 4 s apart.
     pub async fn call(&self, operation: &str, body: &Value) -> Result<Value, ApiError> {
+        let mut pause = Duration::from_secs(1);
+        let mut tries = if operation.starts_with("Create") {
+            1
+        } else {
+            4
+        };
+        loop {
+            tries -= 1;
+            match self.call_once(operation, body).await {
+                Err(e) if tries > 0 && e.is_transient() => {
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn call_once(&self, operation: &str, body: &Value) -> Result<Value, ApiError> {
         let fail = |status: u16, code: Option<String>, message: String| ApiError {
             operation: operation.to_owned(),
             status,

@@ -1,0 +1,84 @@
+//! Candidates launched as SageMaker real-time endpoints (`kind = "sagemaker"`): the spec
+//! from `[candidates.deploy.sagemaker]` and the candidate, the control-plane client with the
+//! AWS credential chain, and the launch.
+
+use std::sync::Arc;
+
+use kneepoint_deploy::{SageMakerDeployment, SageMakerSpec};
+use kneepoint_runner::CancelToken;
+use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerApi};
+
+use crate::deploy_section::{DeploySection, SageMakerDeploySection};
+use crate::error::{bail, Context};
+use crate::expanded::Expanded;
+use crate::Result;
+
+/// The endpoint to create for candidate `e`.
+pub(crate) fn spec(
+    e: &Expanded,
+    d: &DeploySection,
+    s: &SageMakerDeploySection,
+) -> Result<SageMakerSpec> {
+    let c = &e.section;
+    let Some(instance_type) = c.instance_type.clone() else {
+        bail!(
+            "candidate {:?}: a SageMaker candidate needs its instance_type (ml.g5.12xlarge, ...)",
+            c.name
+        );
+    };
+    let mut spec = SageMakerSpec::new(c.name.clone(), s.image.clone(), instance_type);
+    for (k, v) in &s.environment {
+        spec.env
+            .insert(k.clone(), kneepoint_deploy::render(v, &e.values)?);
+    }
+    spec.execution_role_arn = s.execution_role_arn.clone();
+    spec.model_data_url = s.model_data_url.clone();
+    spec.instance_count = c.instance_count.unwrap_or(1);
+    spec.startup_health_check_timeout_s = s.startup_health_check_timeout_s;
+    if let Some(t) = d.ready_timeout_s {
+        spec.ready_timeout = crate::expanded::seconds(&c.name, "ready_timeout_s", t)?;
+    }
+    if let Some(p) = s.poll_s {
+        spec.poll_interval = crate::expanded::seconds(&c.name, "poll_s", p)?;
+    }
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// The region of candidate `e`'s endpoint: `[candidates.endpoint] region`, else
+/// `AWS_REGION` / `AWS_DEFAULT_REGION`, else us-east-1 (as the data plane resolves it).
+fn region(e: &Expanded) -> String {
+    e.section
+        .endpoint
+        .as_ref()
+        .and_then(|ep| ep.region.clone())
+        .or_else(|| std::env::var("AWS_REGION").ok())
+        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        .unwrap_or_else(|| "us-east-1".into())
+}
+
+/// Creates candidate `e`'s endpoint and waits until it is `InService`.
+pub(crate) async fn launch(
+    e: &Expanded,
+    d: &DeploySection,
+    s: &SageMakerDeploySection,
+    cancel: &CancelToken,
+) -> Result<SageMakerDeployment> {
+    let spec = spec(e, d, s)?;
+    let region = region(e);
+    let profile = e
+        .section
+        .endpoint
+        .as_ref()
+        .and_then(|ep| ep.aws_profile.clone());
+    let creds = AwsCredentialChain::load(&region, profile.as_deref())
+        .await
+        .context("loading AWS credentials (environment, ~/.aws files, web identity, container or instance metadata)")?;
+    let api = SageMakerApi::new(
+        &region,
+        s.api_url.as_deref(),
+        Arc::new(creds),
+        &kneepoint_transport::ConnectOptions::default(),
+    )?;
+    Ok(spec.launch(Arc::new(api), cancel).await?)
+}
