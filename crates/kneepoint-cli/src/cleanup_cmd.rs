@@ -8,9 +8,15 @@ pub(crate) async fn run(args: &CleanupArgs) -> anyhow::Result<()> {
     if !(args.grace_s.is_finite() && args.grace_s > 0.0 && args.grace_s <= 3600.0) {
         anyhow::bail!("--grace-s must be above 0 and at most 3600");
     }
+    local(args).await?;
     if let Some(region) = &args.sagemaker_region {
         sagemaker(args, region).await?;
     }
+    Ok(())
+}
+
+/// The local servers kneepoint left.
+async fn local(args: &CleanupArgs) -> anyhow::Result<()> {
     let left = kneepoint_deploy::find_leftovers();
     if left.is_empty() {
         println!("nothing to clean up: no server launched by kneepoint outlived its run");

@@ -46,6 +46,7 @@ pub use kneepoint_engine::schema::LevelRow;
 pub use plan_cmd::{plan, table as plan_table, PlanArgs};
 pub use report_cmd::{run_report, ReportOutcome};
 pub use search_cmd::{run_search, run_search_with, Interrupted, SearchOutcome};
+use std::io::Write as _;
 pub use sweep::{run_recommend_with, RecommendOutcome};
 pub use sweep::{run_sweep, run_sweep_with, SweepOutcome};
 
@@ -147,8 +148,8 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-/// A token cancelled by the first Ctrl-C (SIGINT), SIGTERM or SIGHUP; a second one exits at
-/// once (killing the servers kneepoint launched).
+/// A token cancelled by the first Ctrl-C (SIGINT) or SIGTERM; a second one exits at once
+/// (killing the servers kneepoint launched).
 fn on_signals() -> CancelToken {
     let cancel = CancelToken::new();
     let token = cancel.clone();
@@ -158,14 +159,15 @@ fn on_signals() -> CancelToken {
                 return;
             }
             if n == 0 {
-                eprintln!("\ninterrupt: cancelling in-flight requests and writing what was measured (again to quit at once)");
+                // Cancel first: writing to a terminal that is gone must not stop the cancel.
                 token.cancel();
+                let _ = writeln!(std::io::stderr(), "\ninterrupt: cancelling in-flight requests and writing what was measured (again to quit at once)");
             } else {
                 // No time for an orderly teardown: the servers kneepoint launched get SIGKILL;
                 // cloud endpoints cannot be deleted this fast, so they are named.
                 kneepoint_deploy::kill_all_now();
                 for name in kneepoint_deploy::remote_left() {
-                    eprintln!("SageMaker endpoint {name} may be left running: `kneepoint cleanup --sagemaker-region REGION` deletes it");
+                    let _ = writeln!(std::io::stderr(), "SageMaker endpoint {name} may be left running: `kneepoint cleanup --sagemaker-region REGION` deletes it");
                 }
                 std::process::exit(130);
             }
@@ -179,19 +181,15 @@ async fn next_signal() -> bool {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        // A closed terminal (SIGHUP) stops a run as Ctrl-C does: what was launched is taken
-        // down before the exit.
-        let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        let (Ok(mut int), Ok(mut term)) = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
         ) else {
             return false;
         };
         tokio::select! {
             _ = int.recv() => true,
             _ = term.recv() => true,
-            _ = hup.recv() => true,
         }
     }
     #[cfg(not(unix))]

@@ -34,7 +34,6 @@ pub(crate) fn expand(
         // Stage 2: settings the launch names and nothing gives, proposed by the objective.
         let (proposed, why) = crate::stage_two::propose(c, objective);
         matrix.extend(proposed);
-        proposals.extend(why);
         if !matrix.is_empty() && c.deploy.is_none() {
             bail!(
                 "candidate {:?} has a matrix but no [candidates.deploy] to launch each combination with",
@@ -57,8 +56,16 @@ pub(crate) fn expand(
                 })
                 .collect();
             if combos.len() > MAX_COMBINATIONS {
+                let proposed = if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (with what the objective proposed for settings nothing gives: {}; give them in `settings` to try fewer)",
+                        why.join("; ")
+                    )
+                };
                 bail!(
-                    "candidate {:?}: the matrix makes more than {MAX_COMBINATIONS} combinations; each one is launched and measured, so split it",
+                    "candidate {:?}: the matrix makes more than {MAX_COMBINATIONS} combinations{proposed}; each one is launched and measured, so split it",
                     c.name
                 );
             }
@@ -103,6 +110,7 @@ pub(crate) fn expand(
             }
             out.push(e);
         }
+        proposals.extend(why);
     }
     Ok((out, proposals))
 }

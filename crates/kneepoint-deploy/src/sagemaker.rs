@@ -208,17 +208,16 @@ impl SageMakerSpec {
             ("CreateEndpointConfig", config, 1),
             ("CreateEndpoint", endpoint, 2),
         ];
-        crate::live::note_remote(&self.resource_name);
         for (op, body, step) in steps {
             if let Err(e) = d.api.call(op, &body).await {
-                // No answer, or a server error: the resource may exist all the same, and a
-                // delete of one that does not counts as done.
-                if e.status == 0 || e.status >= 500 {
-                    d.created.mark(step);
+                // Sent but no answer, or a server error: the resource may exist all the same,
+                // and a delete of one that does not counts as done.
+                if (e.status == 0 && !e.is_local()) || e.status >= 500 {
+                    d.mark(step);
                 }
                 return Err(d.undo(api_error(&self.name, e)).await);
             }
-            d.created.mark(step);
+            d.mark(step);
         }
         match self.wait_in_service(&d, started, cancel).await {
             Ok(()) => {
@@ -336,6 +335,14 @@ pub struct SageMakerDeployment {
 }
 
 impl SageMakerDeployment {
+    /// Records that step `step` (model, configuration, endpoint) may exist.
+    fn mark(&mut self, step: usize) {
+        self.created.mark(step);
+        if self.created.endpoint {
+            crate::live::note_remote(&self.resource_name);
+        }
+    }
+
     /// The endpoint's (and its model's and configuration's) name.
     pub fn endpoint_name(&self) -> &str {
         &self.resource_name
@@ -441,10 +448,16 @@ pub(crate) async fn delete_endpoint(
             .await
             .ok()
             .and_then(|d| d["EndpointStatus"].as_str().map(str::to_owned));
-        let busy = matches!(
-            status.as_deref(),
-            Some("Creating" | "Updating" | "SystemUpdating" | "RollingBack")
-        );
+        if status.as_deref() == Some("Deleting") {
+            // An earlier attempt went through (its answer was lost).
+            return Ok(());
+        }
+        // Only SageMaker's refusal of a busy endpoint is waited out; any other error is final.
+        let busy = e.code.as_deref() == Some("ValidationException")
+            && matches!(
+                status.as_deref(),
+                Some("Creating" | "Updating" | "SystemUpdating" | "RollingBack")
+            );
         if !busy && was_busy {
             // It has just left the state that refused the delete: ask again at once.
             was_busy = false;

@@ -91,10 +91,26 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, Error> {
 /// Whether an environment variable's name says it holds a secret (its value is never written
 /// to a recipe or a manifest).
 pub(crate) fn secret_like(name: &str) -> bool {
-    let k = name.to_ascii_uppercase();
-    ["TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL"]
-        .iter()
-        .any(|s| k.contains(s))
+    // Whole words only: `--hf-token` and `AWS_SECRET_ACCESS_KEY` are secrets,
+    // `--max-num-batched-tokens` and `--tokenizer` are not.
+    let upper = name.to_ascii_uppercase();
+    let words: Vec<&str> = upper
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().any(|w| {
+        matches!(
+            *w,
+            "TOKEN"
+                | "KEY"
+                | "APIKEY"
+                | "SECRET"
+                | "PASSWORD"
+                | "PASSWD"
+                | "CREDENTIAL"
+                | "CREDENTIALS"
+        )
+    })
 }
 
 /// `argv` with the values of secret-looking flags (`--api-key X`, `--hf-token=X`: a flag whose
@@ -209,6 +225,10 @@ mod tests {
             "--api_key",
             "--port",
             "80",
+            "--max-num-batched-tokens",
+            "8192",
+            "--tokenizer",
+            "t",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -225,9 +245,15 @@ mod tests {
                 "8",
                 "--api_key",
                 "--port",
-                "80"
+                "80",
+                "--max-num-batched-tokens",
+                "8192",
+                "--tokenizer",
+                "t"
             ]
         );
+        assert!(secret_like("HF_TOKEN") && secret_like("AWS_SECRET_ACCESS_KEY"));
+        assert!(!secret_like("SM_VLLM_MAX_NUM_BATCHED_TOKENS") && !secret_like("--ssl-keyfile"));
     }
 
     #[test]

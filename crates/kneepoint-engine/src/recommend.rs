@@ -305,7 +305,7 @@ impl Recommend {
         // One candidate at a time, or `parallel` at a time when they share nothing.
         let parallel = self.parallel.max(1);
         let mut next = 0;
-        'chunks: while next < total {
+        while next < total && !interrupted {
             if cancel.is_cancelled() {
                 interrupted = true;
                 break;
@@ -319,18 +319,17 @@ impl Recommend {
                 .collect();
             next += chunk.len();
             let runs = chunk.iter().map(|(i, c)| self.one(*i, total, c, cancel));
+            // Every member of the group is kept, whatever another one did: an interrupt
+            // ends the recommendation after the group.
             for ((_, c), one) in chunk.iter().zip(futures_util::future::join_all(runs).await) {
                 let Some((candidate, dir, record, stopped)) = one? else {
                     interrupted = true;
-                    break 'chunks;
+                    continue;
                 };
                 candidates.push(candidate);
                 dirs.push(dir);
                 deployments.insert(c.name.clone(), record);
-                if stopped {
-                    interrupted = true;
-                    break 'chunks;
-                }
+                interrupted |= stopped;
             }
         }
         let recommendations = recommend(&candidates, self.objective, self.peak)?;
@@ -383,7 +382,7 @@ impl Recommend {
             not_measured: self
                 .candidates
                 .iter()
-                .skip(candidates.len())
+                .filter(|c| !candidates.iter().any(|m| m.name == c.name))
                 .map(|c| c.name.clone())
                 .collect(),
             proposals: self.proposals.clone(),

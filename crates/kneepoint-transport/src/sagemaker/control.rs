@@ -58,14 +58,29 @@ impl ApiError {
         s
     }
 
-    /// Whether calling again may succeed: no answer, throttled, or a server error.
+    /// Whether calling again may succeed: no answer, throttled, or a server error (not a
+    /// failure of this client before anything was sent).
     pub fn is_transient(&self) -> bool {
-        self.status == 0
+        (self.status == 0 && !self.is_local())
             || self.status == 429
             || self.status >= 500
-            || self.code.as_deref().is_some_and(|c| c.contains("Throttl"))
+            || self.is_throttled()
+    }
+
+    /// Whether the service throttled the call (nothing was done: safe to repeat any call).
+    pub fn is_throttled(&self) -> bool {
+        self.status == 429 || self.code.as_deref().is_some_and(|c| c.contains("Throttl"))
+    }
+
+    /// Whether the call failed here before it was sent (credentials, signing, the URL): the
+    /// service did nothing.
+    pub fn is_local(&self) -> bool {
+        self.code.as_deref() == Some(LOCAL)
     }
 }
+
+/// The error code of a call that failed before it was sent.
+const LOCAL: &str = "ClientError";
 
 /// A client of SageMaker's control plane in one region.
 pub struct SageMakerApi {
@@ -157,16 +172,16 @@ impl SageMakerApi {
         let uri: http::Uri = self
             .url
             .parse()
-            .map_err(|e: http::uri::InvalidUri| fail(0, None, e.to_string()))?;
+            .map_err(|e: http::uri::InvalidUri| fail(0, Some(LOCAL.into()), e.to_string()))?;
         let host = uri
             .authority()
             .map(|a| a.to_string())
-            .ok_or_else(|| fail(0, None, "no host in the API URL".into()))?;
+            .ok_or_else(|| fail(0, Some(LOCAL.into()), "no host in the API URL".into()))?;
         let creds = self
             .credentials
             .credentials()
             .await
-            .map_err(|e| fail(0, None, format!("AWS credentials: {e}")))?;
+            .map_err(|e| fail(0, Some(LOCAL.into()), format!("AWS credentials: {e}")))?;
         let target = format!("SageMaker.{operation}");
         let headers = [
             ("host", host.as_str()),
@@ -184,7 +199,7 @@ impl SageMakerApi {
             SystemTime::now(),
             SignOptions::default(),
         )
-        .map_err(|e| fail(0, None, e))?;
+        .map_err(|e| fail(0, Some(LOCAL.into()), e))?;
         let mut req = http::Request::builder().method("POST").uri(uri);
         for (k, v) in headers.iter().copied() {
             req = req.header(k, v);
@@ -194,7 +209,7 @@ impl SageMakerApi {
         }
         let req = req
             .body(Full::new(payload))
-            .map_err(|e| fail(0, None, e.to_string()))?;
+            .map_err(|e| fail(0, Some(LOCAL.into()), e.to_string()))?;
         let exchange = async {
             let resp = self.client.request(req).await.map_err(|e| {
                 fail(
