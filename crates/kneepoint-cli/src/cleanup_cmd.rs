@@ -57,16 +57,13 @@ async fn local(args: &CleanupArgs) -> anyhow::Result<()> {
 /// The SageMaker resources kneepoint left in `region`.
 async fn sagemaker(args: &CleanupArgs, region: &str) -> anyhow::Result<()> {
     use anyhow::Context as _;
-    use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerApi};
-    let creds = AwsCredentialChain::load(region, None)
-        .await
-        .context("loading AWS credentials")?;
-    let api = SageMakerApi::new(
+    let api = kneepoint_transport::sagemaker::SageMakerApi::from_chain(
         region,
         args.sagemaker_api_url.as_deref(),
-        std::sync::Arc::new(creds),
-        &kneepoint_transport::ConnectOptions::default(),
-    )?;
+        None,
+    )
+    .await
+    .context("loading AWS credentials")?;
     let left = kneepoint_deploy::find_sagemaker_leftovers(&api, args.all_hosts).await?;
     if left.is_empty() {
         println!("nothing to clean up on SageMaker in {region}");

@@ -51,29 +51,8 @@ max_num_seqs = [{matrix}]
 }
 
 /// Processes still running that the kneepoint process `launcher` launched.
-fn launched_by(launcher: u32) -> Vec<String> {
-    let want = format!("KNEEPOINT_DEPLOYMENT={launcher}:");
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-        if !zombie
-            && env
-                .split(|b| *b == 0)
-                .any(|kv| kv.starts_with(want.as_bytes()))
-        {
-            out.push(format!("{pid}"));
-        }
-    }
-    out
+fn launched_by(launcher: u32) -> Vec<(i32, String)> {
+    kneepoint_deploy::launched_by(launcher)
 }
 
 /// The ports the launched servers used (from each candidate's recipe), all free again.

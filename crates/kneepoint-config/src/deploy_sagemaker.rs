@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kneepoint_deploy::{SageMakerDeployment, SageMakerSpec};
 use kneepoint_runner::CancelToken;
-use kneepoint_transport::sagemaker::{AwsCredentialChain, SageMakerApi};
+use kneepoint_transport::sagemaker::SageMakerApi;
 
 use crate::deploy_section::{DeploySection, SageMakerDeploySection};
 use crate::error::{bail, Context};
@@ -48,13 +48,7 @@ pub(crate) fn spec(
 /// The region of candidate `e`'s endpoint: `[candidates.endpoint] region`, else
 /// `AWS_REGION` / `AWS_DEFAULT_REGION`, else us-east-1 (as the data plane resolves it).
 fn region(e: &Expanded) -> String {
-    e.section
-        .endpoint
-        .as_ref()
-        .and_then(|ep| ep.region.clone())
-        .or_else(|| std::env::var("AWS_REGION").ok())
-        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
-        .unwrap_or_else(|| "us-east-1".into())
+    crate::aws::aws_region(e.section.endpoint.as_ref().and_then(|ep| ep.region.clone()))
 }
 
 /// Creates candidate `e`'s endpoint and waits until it is `InService`.
@@ -71,14 +65,8 @@ pub(crate) async fn launch(
         .endpoint
         .as_ref()
         .and_then(|ep| ep.aws_profile.clone());
-    let creds = AwsCredentialChain::load(&region, profile.as_deref())
+    let api = SageMakerApi::from_chain(&region, s.api_url.as_deref(), profile.as_deref())
         .await
         .context("loading AWS credentials (environment, ~/.aws files, web identity, container or instance metadata)")?;
-    let api = SageMakerApi::new(
-        &region,
-        s.api_url.as_deref(),
-        Arc::new(creds),
-        &kneepoint_transport::ConnectOptions::default(),
-    )?;
     Ok(spec.launch(Arc::new(api), cancel).await?)
 }

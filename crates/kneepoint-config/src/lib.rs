@@ -33,6 +33,7 @@
 //! # });
 //! ```
 
+mod aws;
 mod commands;
 mod common;
 mod deploy;

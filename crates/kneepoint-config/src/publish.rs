@@ -116,13 +116,7 @@ impl Publish {
                 .or(f.s3_endpoint_url.clone())
                 .or_else(|| env("AWS_ENDPOINT_URL_S3"))
                 .or_else(|| env("AWS_ENDPOINT_URL")),
-            region: args
-                .s3_region
-                .clone()
-                .or(f.s3_region.clone())
-                .or_else(|| env("AWS_REGION"))
-                .or_else(|| env("AWS_DEFAULT_REGION"))
-                .unwrap_or_else(|| "us-east-1".into()),
+            region: crate::aws::aws_region(args.s3_region.clone().or(f.s3_region.clone())),
             profile,
             part_size,
         })

@@ -29,14 +29,7 @@ pub(crate) fn sagemaker_settings(
     name: String,
 ) -> Result<SageMakerSettings> {
     use kneepoint_transport::sagemaker::{BodyFormat, CodecKind, InvokeHeaders, SageMakerConfig};
-    let region = args
-        .sagemaker
-        .region
-        .clone()
-        .or(ep.region.clone())
-        .or_else(|| std::env::var("AWS_REGION").ok())
-        .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
-        .unwrap_or_else(|| "us-east-1".into());
+    let region = crate::aws::aws_region(args.sagemaker.region.clone().or(ep.region.clone()));
     let mut c = SageMakerConfig::new(name, region);
     c.endpoint_url = args
         .sagemaker

@@ -37,12 +37,8 @@ pub struct Leftover {
 /// The tagged process groups whose launcher is gone (Linux: read from `/proc`; elsewhere,
 /// none). Processes of other users are not readable and not listed.
 pub fn find_leftovers() -> Vec<Leftover> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut out: Vec<Leftover> = Vec::new();
-    for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
-        let Some(tag) = read_tag(pid) else { continue };
+    for (pid, tag) in tagged() {
         let Some((launcher_pid, launcher_start, candidate)) = parse_tag(&tag) else {
             continue;
         };
@@ -52,7 +48,7 @@ pub fn find_leftovers() -> Vec<Leftover> {
         let Some(stat) = Stat::read(pid) else {
             continue;
         };
-        if stat.state == 'Z' || out.iter().any(|l| l.pgid == stat.pgid) {
+        if !stat.running() || out.iter().any(|l| l.pgid == stat.pgid) {
             continue;
         }
         out.push(Leftover {
@@ -90,18 +86,36 @@ pub async fn remove_leftovers(leftovers: &[Leftover], grace: Duration) -> Vec<(L
 /// Sends `SIGKILL` to every process carrying exactly `tag` (what left its group: a `setsid`,
 /// a daemon), after its group was stopped.
 pub(crate) fn kill_tagged(tag: &str) {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return;
-    };
     let me = std::process::id() as i32;
-    for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok()) {
-        if pid > 1 && pid != me && read_tag(pid).as_deref() == Some(tag) {
+    for (pid, t) in tagged() {
+        if pid > 1 && pid != me && t == tag {
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGKILL,
             );
         }
     }
+}
+
+/// The running processes that launched process `launcher` (a kneepoint's pid) tagged, with the
+/// candidate each was launched for: what is left of its servers.
+pub fn launched_by(launcher: u32) -> Vec<(i32, String)> {
+    tagged()
+        .into_iter()
+        .filter_map(|(pid, tag)| {
+            let (l, _, candidate) = parse_tag(&tag)?;
+            let running = Stat::read(pid).is_some_and(|s| s.running());
+            (l == launcher as i32 && running).then_some((pid, candidate))
+        })
+        .collect()
+}
+
+/// Every process `/proc` shows with a tag, and the tag.
+fn tagged() -> Vec<(i32, String)> {
+    crate::process::pids()
+        .into_iter()
+        .filter_map(|pid| Some((pid, read_tag(pid)?)))
+        .collect()
 }
 
 fn read_tag(pid: i32) -> Option<String> {

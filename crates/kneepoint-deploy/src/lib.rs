@@ -68,7 +68,7 @@ mod template;
 pub use error::{Error, LogTail};
 #[cfg(feature = "kubernetes")]
 pub use kubernetes::KubeSpec;
-pub use leftovers::{find_leftovers, remove_leftovers, Leftover, TAG_VAR};
+pub use leftovers::{find_leftovers, launched_by, remove_leftovers, Leftover, TAG_VAR};
 pub use live::{kill_all_now, remote_left};
 pub use local::{LocalDeployment, LocalSpec};
 #[cfg(feature = "sagemaker")]

@@ -25,12 +25,22 @@ pub(crate) fn signal_group(pgid: i32, signal: Option<Signal>) -> Result<bool, St
 /// Whether any process of group `pgid` is still running (zombies, dead and waiting for their
 /// parent to read their status, do not count).
 pub(crate) fn group_running(pgid: i32) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    if !std::path::Path::new("/proc/self/stat").exists() {
         return signal_group(pgid, None).unwrap_or(false);
+    }
+    pids()
+        .into_iter()
+        .filter_map(Stat::read)
+        .any(|s| s.pgid == pgid && s.running())
+}
+
+/// The processes `/proc` lists (none without `/proc`).
+pub(crate) fn pids() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(Stat::read)
-        .any(|s| s.pgid == pgid && s.state != 'Z' && s.state != 'X')
+        .collect()
 }
 
 /// Stops group `pgid`: `SIGTERM`, up to `grace` for it to end, then `SIGKILL` and up to ten
@@ -81,6 +91,11 @@ pub(crate) struct Stat {
 }
 
 impl Stat {
+    /// Whether it runs (a zombie, dead and waiting for its parent, does not).
+    pub fn running(&self) -> bool {
+        self.state != 'Z' && self.state != 'X'
+    }
+
     /// Reads `/proc/PID/stat` (`None` when the process is gone or unreadable).
     pub fn read(pid: i32) -> Option<Stat> {
         let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kneepoint_core::{async_trait, Fetch, Fetched};
-use kneepoint_deploy::{find_leftovers, remove_leftovers, Error, LocalSpec, TAG_VAR};
+use kneepoint_deploy::{find_leftovers, launched_by, remove_leftovers, Error, LocalSpec, TAG_VAR};
 use kneepoint_runner::CancelToken;
 
 /// Answers `status` to every probe once `ready_after` probes have been refused.
@@ -85,31 +85,11 @@ fn spec(dir: &tempfile::TempDir, name: &str, script: &str) -> LocalSpec {
 
 /// Processes tagged for `candidate` by this test process that are still running.
 fn running(candidate: &str) -> Vec<i32> {
-    let want = format!(
-        "{TAG_VAR}={}:",
-        std::process::id() // the tag starts with the launcher's pid
-    );
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-        let tagged = env.split(|b| *b == 0).any(|kv| {
-            let kv = String::from_utf8_lossy(kv);
-            kv.starts_with(&want) && kv.ends_with(&format!(":{candidate}"))
-        });
-        if tagged && !zombie {
-            out.push(pid);
-        }
-    }
-    out
+    launched_by(std::process::id())
+        .into_iter()
+        .filter(|(_, c)| c == candidate)
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// Waits (bounded) until no process of `candidate` runs: a stop reaps its own child, but a

@@ -134,6 +134,23 @@ impl SageMakerApi {
         })
     }
 
+    /// A client for `region` (at `endpoint_url` when given) signing with the AWS credential
+    /// chain (environment, `~/.aws` files with `profile`, web identity, container or instance
+    /// metadata), with default connection options.
+    pub async fn from_chain(
+        region: &str,
+        endpoint_url: Option<&str>,
+        profile: Option<&str>,
+    ) -> Result<Self, Error> {
+        let creds = crate::sagemaker::AwsCredentialChain::load(region, profile).await?;
+        SageMakerApi::new(
+            region,
+            endpoint_url,
+            Arc::new(creds),
+            &ConnectOptions::default(),
+        )
+    }
+
     /// The region.
     pub fn region(&self) -> &str {
         &self.region
