@@ -201,8 +201,10 @@ pub(crate) fn print_search(o: &SearchOutcome) {
         Some(c) => {
             let _ = writeln!(
                 text,
-                "answer: {c} concurrent requests meet every SLA ({:.1} output tokens/s)",
-                b.throughput_at_answer.unwrap_or(0.0)
+                "answer: {c} concurrent requests meet every SLA ({:.1} output tokens/s){}",
+                b.throughput_at_answer.unwrap_or(0.0),
+                b.interval
+                    .map_or(String::new(), |i| format!("; true boundary: {i}"))
             );
         }
         None => {

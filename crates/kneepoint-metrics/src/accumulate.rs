@@ -266,6 +266,7 @@ impl<C: Column> Accumulator<C> {
             osl_source_disagreements: self.disagreements,
             warnings,
             server: None,
+            intervals: BTreeMap::new(),
         }
     }
 
@@ -326,7 +327,15 @@ impl LevelSummary {
     pub fn from_records(concurrency: u32, records: &[RequestRecord], slo: &GoodputSlo) -> Self {
         let mut acc = Accumulator::<Vec<f64>>::new(slo);
         records.iter().for_each(|r| acc.push(r));
-        acc.finish(concurrency, |_, c| Stats::of(c))
+        let mut s = acc.finish(concurrency, |_, c| Stats::of(c));
+        let measured: Vec<RequestRecord> = records
+            .iter()
+            .filter(|r| r.phase == Phase::Profiling)
+            .cloned()
+            .collect();
+        let level = [s.error_rate, s.output_token_throughput, s.request_throughput];
+        s.intervals = crate::level_intervals(concurrency, &measured, level);
+        s
     }
 }
 

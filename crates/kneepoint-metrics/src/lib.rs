@@ -28,6 +28,8 @@ mod compare;
 mod confidence;
 mod error;
 pub mod export;
+mod level_interval;
+pub use level_interval::{level_intervals, StatInterval, LEVEL_INTERVAL};
 mod measurement;
 mod prompt_counts;
 pub use prompt_counts::ISL_WARNING;

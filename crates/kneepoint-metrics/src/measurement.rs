@@ -32,6 +32,14 @@ impl From<&LevelSummary> for Measurement {
                 }
             }
         }
+        for (key, i) in &s.intervals {
+            let Some((metric, stat)) = key.split_once(':') else {
+                continue;
+            };
+            if let (Ok(metric), Ok(stat)) = (metric.parse::<Metric>(), stat.parse::<Stat>()) {
+                m = m.with_spread(metric, stat, i.relative_se);
+            }
+        }
         m.with(Metric::ErrorRate, Stat::Avg, s.error_rate)
             .with(Metric::RequestThroughput, Stat::Avg, s.request_throughput)
             .with(

@@ -116,6 +116,11 @@ pub struct LevelSummary {
     /// What the server's (and GPUs') metrics showed during the level, when scraped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<kneepoint_core::ServerSummary>,
+    /// 90 % intervals of the statistics the planner and reports read, keyed `metric:stat`
+    /// (a block bootstrap over the level's requests: [`crate::level_intervals`]); empty for
+    /// a level summarised in bounded memory or with fewer than 20 requests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intervals: BTreeMap<String, crate::StatInterval>,
 }
 
 /// Failures with the same kind, code and message.

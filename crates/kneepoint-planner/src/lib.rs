@@ -59,7 +59,7 @@ pub use recommend::{
     Recommendation, HOURS_PER_MONTH,
 };
 pub use search::{
-    roundest_in, Confidence, Outcome, Probe, ProbePhase, ProbeRecord, SearchConfig, SearchPlanner,
+    roundest_in, BoundaryInterval, Confidence, INTERVAL_LEVEL, Outcome, Probe, ProbePhase, ProbeRecord, SearchConfig, SearchPlanner,
     StopReason, MAX_JUMP,
 };
 pub use shard::Shard;

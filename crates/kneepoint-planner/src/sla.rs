@@ -266,6 +266,11 @@ pub struct Measurement {
     pub throughput: f64,
     /// Values keyed `metric:stat` (e.g. `request_latency:p99`, `error_rate:avg`).
     pub values: BTreeMap<String, f64>,
+    /// The relative standard error of a value, keyed like `values` (e.g. 0.03: the value is
+    /// known to about 3 %), where the caller estimated one (a bootstrap over the level's
+    /// requests); the search spends repeat probes where this noise straddles a threshold.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spread: BTreeMap<String, f64>,
 }
 
 impl Measurement {
@@ -274,7 +279,22 @@ impl Measurement {
         Measurement {
             throughput,
             values: BTreeMap::new(),
+            spread: BTreeMap::new(),
         }
+    }
+
+    /// Adds the relative standard error of `metric`'s `stat` (builder style); a value that is
+    /// not finite and positive is ignored.
+    pub fn with_spread(mut self, metric: Metric, stat: Stat, relative_se: f64) -> Self {
+        if relative_se.is_finite() && relative_se > 0.0 {
+            self.spread.insert(format!("{metric}:{stat}"), relative_se);
+        }
+        self
+    }
+
+    /// The relative standard error of a value, if the caller gave one.
+    pub fn spread(&self, metric: Metric, stat: Stat) -> Option<f64> {
+        self.spread.get(&format!("{metric}:{stat}")).copied()
     }
 
     /// Adds a value (builder style): `metric`'s `stat`, typed, so that no misspelt name can
@@ -313,6 +333,9 @@ pub struct SlaCheck {
     pub margin: Option<f64>,
     /// Whether the SLA held.
     pub holds: bool,
+    /// The value's relative standard error, when the measurement gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<f64>,
 }
 
 /// Checks every SLA against `m`. A metric that was not measured (e.g. every request failed)
@@ -329,6 +352,7 @@ pub fn check_all(slas: &[Sla], m: &Measurement) -> Vec<SlaCheck> {
                 value,
                 margin: value.map(|v| s.margin(v)),
                 holds: value.is_some_and(|v| s.holds(v)),
+                spread: m.spread(s.metric, s.stat),
             }
         })
         .collect()

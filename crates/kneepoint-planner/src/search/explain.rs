@@ -7,7 +7,7 @@ pub(super) fn explain(
     lo: Option<u32>,
     hi: Option<u32>,
     breach: &Option<String>,
-    non_monotone: bool,
+    (non_monotone, cliff): (bool, bool),
     confirmed: bool,
     close: bool,
 ) -> String {
@@ -40,6 +40,11 @@ pub(super) fn explain(
     };
     if non_monotone {
         s.push_str("; verdicts near the boundary disagreed (noise): the failing reading is kept");
+    }
+    if let (true, Some(l), Some(h)) = (cliff, lo, hi) {
+        s.push_str(&format!(
+            "; the SLA breaks abruptly between {l} and {h} (a cliff, far beyond the noise)"
+        ));
     }
     if confirmed {
         s.push_str("; the answer was re-measured and passed again");

@@ -31,14 +31,23 @@ pub use crate::search_config::SearchConfig;
 use crate::sla::{check_all, Measurement};
 use crate::Error;
 
+mod evidence;
 mod explain;
+mod interval;
+pub use evidence::INTERVAL_LEVEL;
+use evidence::{Evidence, Verdict};
 use explain::explain;
+pub use interval::BoundaryInterval;
 
 /// The largest step above the highest pass while bracketing, however far the predicted
 /// crossing: a probe far above the boundary is the most expensive one a search can run.
 pub const MAX_JUMP: f64 = 16.0;
 /// Predictions whose errors are read as the noise estimate before a close call goes unconfirmed.
 const NOISE_SAMPLES: usize = 2;
+/// A load growing faster than concurrency to this power between two adjacent levels is a cliff.
+const CLIFF_EXPONENT: f64 = 8.0;
+/// At most this many observations of one level when repeating doubtful verdicts.
+const MAX_OBSERVATIONS: u32 = 2;
 /// How many times the noise estimate must fit inside a close call's margin for it to stand
 /// without a repeat.
 const NOISE_CLEARANCE: f64 = 3.0;
@@ -93,19 +102,24 @@ pub struct Outcome {
     pub confirmed: bool,
     /// Noisy verdicts: a level passed and failed when repeated, or passed above a failure.
     pub non_monotone: bool,
+    /// An SLA's load jumps between the answer and the lowest failing level far faster than
+    /// any smooth curve (a growth exponent above 8, and a jump well beyond the noise): a
+    /// cliff at `infeasible_min`, so the answer holds however the noise falls.
+    #[serde(default)]
+    pub cliff: bool,
     /// How far to trust the answer.
     pub confidence: Confidence,
+    /// Where the true boundary lies ([`INTERVAL_LEVEL`]); `None` before any probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<BoundaryInterval>,
+    /// The largest measurement noise seen (relative standard error of one reading), when the
+    /// measurements reported it or levels were repeated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<f64>,
     /// One paragraph for people.
     pub explanation: String,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct LevelVerdict {
-    pass: bool,
-    any_pass: bool,
-    min_margin: f64,
-    observations: u32,
-}
 
 /// The search state machine.
 #[derive(Debug, Clone)]
@@ -225,26 +239,12 @@ impl SearchPlanner {
         self.pending = None;
     }
 
-    fn verdicts(&self) -> BTreeMap<u32, LevelVerdict> {
-        let mut v: BTreeMap<u32, LevelVerdict> = BTreeMap::new();
-        for r in &self.history {
-            let margin = r
-                .checks
-                .iter()
-                .map(|c| c.margin.unwrap_or(f64::NEG_INFINITY))
-                .fold(f64::INFINITY, f64::min);
-            let e = v.entry(r.probe.concurrency).or_insert(LevelVerdict {
-                pass: true,
-                any_pass: false,
-                min_margin: f64::INFINITY,
-                observations: 0,
-            });
-            e.pass &= r.pass;
-            e.any_pass |= r.pass;
-            e.min_margin = e.min_margin.min(margin);
-            e.observations += 1;
-        }
-        v
+    fn evidence(&self) -> Evidence {
+        Evidence::new(&self.config.slas, &self.history)
+    }
+
+    fn verdicts(&self) -> BTreeMap<u32, Verdict> {
+        self.evidence().verdicts()
     }
 
     /// (highest pass below the lowest fail, lowest fail, noisy verdicts: a level both passed and
@@ -320,6 +320,7 @@ impl SearchPlanner {
     fn choose(&mut self) -> Option<Probe> {
         let c = &self.config;
         let (lo, hi, non_monotone) = self.bracket();
+        let noisy = self.evidence().noisy();
         let decided = match (lo, hi) {
             (None, Some(_)) => Some(StopReason::InfeasibleAtMin),
             (Some(l), None) if l >= c.concurrency_max => Some(StopReason::FeasibleAtMax),
@@ -327,7 +328,8 @@ impl SearchPlanner {
                 let v = self.verdicts();
                 // A close call is measured again unless the latest predictions came true well
                 // within its margin (noise of that size would have shown).
-                let close = v.get(&l).is_some_and(|x| {
+                let close = !noisy
+                    && v.get(&l).is_some_and(|x| {
                     x.observations == 1
                         && x.min_margin < c.confirm_margin
                         && (non_monotone || !self.clear_of_noise(l))
@@ -340,6 +342,11 @@ impl SearchPlanner {
             _ => None,
         };
         if let Some(reason) = decided {
+            if noisy && (self.history.len() as u32) < c.max_iterations {
+                if let Some(p) = self.repeat_doubtful(lo, hi) {
+                    return Some(p);
+                }
+            }
             self.stop = Some(reason);
             return None;
         }
@@ -353,6 +360,39 @@ impl SearchPlanner {
             (Some(l), Some(h)) => self.narrow(l, h),
             (None, Some(_)) => None,
         }
+    }
+
+    /// Once the bracket is decided on noisy readings: the end of it whose verdict is not yet
+    /// certain (its mean load within [`evidence::Z`] standard errors of a threshold), the
+    /// closer call first, measured again (at most [`MAX_OBSERVATIONS`] times in all); then,
+    /// when no level has failed with certainty, one level above the lowest fail.
+    fn repeat_doubtful(&self, lo: Option<u32>, hi: Option<u32>) -> Option<Probe> {
+        let v = self.verdicts();
+        let doubt = |c: Option<u32>, certain: fn(&Verdict) -> bool| {
+            let c = c?;
+            let x = v.get(&c)?;
+            (!certain(x) && x.observations < MAX_OBSERVATIONS).then_some((x.doubt, c, x.pass))
+        };
+        let pick = [doubt(lo, |x| x.certain_pass), doubt(hi, |x| x.certain_fail)]
+            .into_iter()
+            .flatten()
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some(pick) = pick {
+            return self.probe(pick.1, ProbePhase::Confirm, Some(pick.2));
+        }
+        // Nothing failed with certainty, and the lowest fail is measured as often as it may
+        // be: a level far enough above it (three noise widths, at least the precision) to
+        // close the interval from above.
+        let h = hi?;
+        if v.values().any(|x| x.certain_fail) || h >= self.config.concurrency_max {
+            return None;
+        }
+        let noise = self.evidence().noise().unwrap_or(0.0);
+        let step = (3.0 * noise).max(self.config.precision);
+        let a = (f64::from(h) * (1.0 + step)).ceil() as u32;
+        let b = (f64::from(h) * (1.0 + 2.0 * step)).floor() as u32;
+        let c = roundest_in(a.max(h + 1), b.min(self.config.concurrency_max))?;
+        (!v.contains_key(&c)).then(|| self.probe(c, ProbePhase::Confirm, Some(false)))?
     }
 
     /// The next probe above the highest pass `lo` while nothing has failed: aimed just below
@@ -461,15 +501,21 @@ impl SearchPlanner {
             Some(StopReason::Converged) => Confidence::Medium,
             _ => Confidence::Low,
         };
+        let cliff = lo.zip(hi).is_some_and(|(l, h)| {
+            self.evidence()
+                .jump(l, h)
+                .is_some_and(|(exponent, beyond_noise)| exponent > CLIFF_EXPONENT && beyond_noise > 0.0)
+        });
+        let interval = (!self.history.is_empty()).then(|| self.interval(hi));
         let explanation = explain(
             self.stop,
             lo,
             hi,
             &first_breach,
-            non_monotone,
+            (non_monotone, cliff),
             confirmed,
             close,
-        );
+        ) + &interval.map_or(String::new(), |i| format!("; boundary: {i}"));
         Outcome {
             feasible_max: lo,
             infeasible_min: hi,
@@ -482,8 +528,34 @@ impl SearchPlanner {
             confirmed,
             non_monotone,
             confidence,
+            cliff,
+            interval,
+            noise: self.evidence().noise(),
             explanation,
         }
+    }
+}
+
+impl SearchPlanner {
+    /// The interval on the boundary. Where the measurements reported no noise and no level was
+    /// repeated, the readings' noise is taken to be the median error of the search's own
+    /// predictions inside the bracket (model misfit included, so the interval errs wide).
+    fn interval(&self, lowest_fail: Option<u32>) -> BoundaryInterval {
+        let evidence = self.evidence();
+        let evidence = if evidence.noisy() {
+            evidence
+        } else {
+            let mut errors: Vec<f64> = self
+                .history
+                .iter()
+                .filter(|r| r.probe.phase != ProbePhase::Bracket)
+                .filter_map(|r| r.prediction_error)
+                .filter(|e| e.is_finite())
+                .collect();
+            errors.sort_by(f64::total_cmp);
+            evidence.assume_noise(errors.get(errors.len() / 2).copied())
+        };
+        BoundaryInterval::of(&evidence.verdicts(), lowest_fail)
     }
 }
 

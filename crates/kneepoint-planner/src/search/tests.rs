@@ -124,3 +124,78 @@ fn observing_a_probe_returns_its_verdict() {
     // An observation nobody asked for is refused.
     assert!(s.observe(p.concurrency + 1, &slow).is_err());
 }
+
+/// Runs a search on `p99(c)` (ms) against a 50 s e2e SLA, each reading reporting `spread`.
+fn run(p99: impl Fn(u32, u32) -> f64, spread: Option<f64>) -> SearchPlanner {
+    let mut s = SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()])).unwrap();
+    let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
+    while let Some(p) = s.next_probe() {
+        let k = seen.entry(p.concurrency).or_default();
+        *k += 1;
+        let mut m =
+            Measurement::new(1.0).with(Metric::RequestLatency, Stat::P99, p99(p.concurrency, *k));
+        if let Some(r) = spread {
+            m = m.with_spread(Metric::RequestLatency, Stat::P99, r);
+        }
+        s.observe(p.concurrency, &m).unwrap();
+    }
+    s
+}
+
+#[test]
+fn exact_readings_give_the_bracket_as_the_interval() {
+    // p99 crosses 50 s at 330 (proportional growth above 100)
+    let s = run(|c, _| 50_000.0 * f64::from(c) / 330.0, None);
+    let o = s.outcome();
+    let i = o.interval.unwrap();
+    assert!(i.covers(330), "{i} {o:?}");
+    assert_eq!(i.low, o.feasible_max);
+    assert!(i.relative_width().unwrap() <= 0.1, "{i}");
+    assert!(o.explanation.contains("90 % interval"), "{}", o.explanation);
+    assert!(!o.cliff && o.noise.is_none());
+}
+
+#[test]
+fn a_close_call_under_reported_noise_is_measured_again_and_the_interval_widens() {
+    // The same curve, each reading off by a fixed pattern of ±4 % and reporting 4 % noise:
+    // verdicts near 330 are not certain, so the ends of the bracket are measured again.
+    let wobble = |c: u32, k: u32| {
+        let sign = if (c / 8 + k) % 2 == 0 { 1.0 } else { -1.0 };
+        50_000.0 * f64::from(c) / 330.0 * (1.0 + 0.04 * sign)
+    };
+    let s = run(wobble, Some(0.04));
+    let o = s.outcome();
+    assert!(
+        s.history().iter().any(|r| r.probe.phase == ProbePhase::Confirm),
+        "{:?}",
+        s.history()
+    );
+    let i = o.interval.unwrap();
+    assert!(i.covers(330), "{i}");
+    let exact = run(|c, _| 50_000.0 * f64::from(c) / 330.0, None).outcome();
+    assert!(
+        i.relative_width() >= exact.interval.unwrap().relative_width(),
+        "{i}"
+    );
+    assert_eq!(o.noise, Some(0.04));
+    // never above a level whose pooled reading failed
+    let fails: Vec<u32> = s
+        .verdicts()
+        .iter()
+        .filter(|(_, v)| !v.pass)
+        .map(|(c, _)| *c)
+        .collect();
+    assert!(fails.iter().all(|f| o.feasible_max.unwrap() < *f));
+}
+
+#[test]
+fn a_cliff_is_named() {
+    // flat at 30 s, 4x past 300
+    let s = run(|c, _| if c > 300 { 120_000.0 } else { 30_000.0 }, Some(0.03));
+    let o = s.outcome();
+    assert!(o.cliff, "{o:?}");
+    assert!(o.explanation.contains("cliff"), "{}", o.explanation);
+    assert!(o.feasible_max.unwrap() <= 300 && o.feasible_max.unwrap() >= 285, "{o:?}");
+    let smooth = run(|c, _| 50_000.0 * (f64::from(c) / 330.0).powf(1.5), Some(0.03)).outcome();
+    assert!(!smooth.cliff, "{smooth:?}");
+}

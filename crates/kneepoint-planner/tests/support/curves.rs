@@ -166,6 +166,8 @@ impl Rng {
 pub struct Noise {
     pub sigma: f64,
     pub seed: u64,
+    /// Whether measurements report their standard error (as a bootstrap would).
+    pub reported: bool,
     seen: std::collections::HashMap<u32, u64>,
 }
 
@@ -174,8 +176,15 @@ impl Noise {
         Noise {
             sigma,
             seed,
+            reported: true,
             seen: Default::default(),
         }
+    }
+
+    /// Noise the measurements do not report (between runs, invisible to a bootstrap).
+    pub fn unreported(mut self) -> Self {
+        self.reported = false;
+        self
     }
 
     fn rng(&mut self, c: u32) -> Rng {
@@ -209,18 +218,32 @@ pub fn holds(case: &Case, c: u32) -> bool {
     case.slas.iter().all(|s| s.holds(value(s, &r)))
 }
 
+/// What a probe at `c` measures. Under noise, each metric is multiplied by `1 + σ·N(0,1)`,
+/// and the measurement reports the relative standard error a bootstrap over the level's
+/// requests would estimate: σ, itself off by a factor `exp(0.25·N(0,1))` (an estimate from one
+/// level), unless the noise is [`Noise::unreported`] (run-to-run noise no bootstrap sees).
 pub fn measure(case: &Case, c: u32, noise: Option<&mut Noise>) -> Measurement {
     let mut r = case.shape.at(f64::from(c));
+    let mut spread = None;
     if let Some(n) = noise {
         let (mut rng, sigma) = (n.rng(c), n.sigma);
         r.e2e *= 1.0 + sigma * rng.normal();
         r.ttft *= 1.0 + sigma * rng.normal();
         r.error_rate = (r.error_rate * (1.0 + sigma * rng.normal())).clamp(0.0, 1.0);
+        let estimated = sigma * (0.25 * rng.normal()).exp();
+        spread = (n.reported && sigma > 0.0).then_some(estimated);
     }
-    Measurement::new(r.throughput)
+    let m = Measurement::new(r.throughput)
         .with(Metric::RequestLatency, Stat::P99, r.e2e)
         .with(Metric::TimeToFirstToken, Stat::P95, r.ttft)
-        .with(Metric::ErrorRate, Stat::Avg, r.error_rate)
+        .with(Metric::ErrorRate, Stat::Avg, r.error_rate);
+    match spread {
+        Some(s) => m
+            .with_spread(Metric::RequestLatency, Stat::P99, s)
+            .with_spread(Metric::TimeToFirstToken, Stat::P95, s)
+            .with_spread(Metric::ErrorRate, Stat::Avg, s),
+        None => m,
+    }
 }
 
 /// The highest concurrency in [1, max] below the first one that fails an SLA (`max` when none
@@ -257,6 +280,8 @@ pub struct Run {
     pub answer: Option<u32>,
     pub probes: u32,
     pub requests: u64,
+    /// The planner's interval on the boundary (none for the baseline).
+    pub interval: Option<kneepoint_planner::BoundaryInterval>,
 }
 
 fn requests_at(cfg: &SearchConfig, c: u32) -> u64 {
@@ -282,6 +307,7 @@ pub fn baseline(case: &Case, cfg: &SearchConfig, mut noise: Option<&mut Noise>) 
         answer,
         probes: probes.get(),
         requests: requests.get(),
+        interval: None,
     };
     if !check(c, &mut noise) {
         return done(None);
@@ -330,6 +356,7 @@ pub fn planner(
         answer: o.feasible_max,
         probes: o.probes,
         requests,
+        interval: o.interval,
     })
 }
 

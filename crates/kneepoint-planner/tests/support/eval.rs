@@ -55,6 +55,16 @@ pub fn evaluate(
     (sigma, base_seed): (f64, u64),
     select: impl Fn(&Case) -> bool,
 ) -> Runs {
+    evaluate_with(cases, cfg, (sigma, base_seed, true), select)
+}
+
+/// [`evaluate`], choosing whether the measurements report their noise (`reported`).
+pub fn evaluate_with(
+    cases: &[Case],
+    cfg: &SearchConfig,
+    (sigma, base_seed, reported): (f64, u64, bool),
+    select: impl Fn(&Case) -> bool,
+) -> Runs {
     let mut out = Vec::new();
     for (i, case) in cases.iter().enumerate().filter(|(_, c)| select(c)) {
         let mut c = cfg.clone();
@@ -67,8 +77,11 @@ pub fn evaluate(
         }
         // the same noise for both methods at the same level (common random numbers)
         let seed = base_seed ^ (i as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
-        let mut noise_p = Noise::new(sigma, seed);
-        let mut noise_b = Noise::new(sigma, seed);
+        let (mut noise_p, mut noise_b) = (Noise::new(sigma, seed), Noise::new(sigma, seed));
+        if !reported {
+            noise_p = noise_p.unreported();
+            noise_b = noise_b.unreported();
+        }
         let noisy = sigma > 0.0;
         let planner = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             planner(case, &c, noisy.then_some(&mut noise_p)).map_err(|e| e.to_string())
@@ -103,6 +116,22 @@ pub struct Figures {
     pub identifiable: usize,
     pub identifiable_over_5: f64,
     pub baseline_identifiable_over_5: f64,
+    /// Identifiable cases answered within 5 % of the boundary.
+    pub identifiable_within_5: f64,
+    pub baseline_identifiable_within_5: f64,
+    /// Share of the planner's answers whose interval covers the true boundary.
+    pub coverage: f64,
+    /// Median relative width of the planner's intervals (closed ones).
+    pub median_width: f64,
+}
+
+fn median_f(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 fn median(mut v: Vec<u32>) -> f64 {
@@ -146,6 +175,21 @@ impl Runs {
             identifiable: ident.len(),
             identifiable_over_5: ident_share(&|x| x.planner_error() > 0.05),
             baseline_identifiable_over_5: ident_share(&|x| x.error(x.baseline.answer) > 0.05),
+            identifiable_within_5: ident_share(&|x| x.planner_error().abs() <= 0.05),
+            baseline_identifiable_within_5: ident_share(&|x| {
+                x.error(x.baseline.answer).abs() <= 0.05
+            }),
+            coverage: ok
+                .iter()
+                .zip(e.iter().filter(|x| x.planner.is_ok()))
+                .filter(|(r, x)| r.interval.is_some_and(|i| i.covers(x.truth)))
+                .count() as f64
+                / ok.len().max(1) as f64,
+            median_width: median_f(
+                ok.iter()
+                    .filter_map(|r| r.interval.and_then(|i| i.relative_width()))
+                    .collect(),
+            ),
         }
     }
 }
@@ -153,8 +197,8 @@ impl Runs {
 impl Figures {
     pub fn header() -> String {
         [
-            "| noise | curves | cases | errors | probes median / max: planner | doubling+bisection | mean requests: planner | doubling+bisection | within 5 %: planner | doubling+bisection | above the boundary | worst overshoot | identifiable | > 5 % above, identifiable: planner | doubling+bisection |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| noise | curves | cases | errors | probes median / max: planner | doubling+bisection | mean requests: planner | doubling+bisection | within 5 %: planner | doubling+bisection | above the boundary | worst overshoot | identifiable | within 5 %, identifiable: planner | doubling+bisection | > 5 % above, identifiable: planner | doubling+bisection | 90 % interval covers | median width |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         .join("\n")
     }
@@ -162,7 +206,7 @@ impl Figures {
     pub fn row(&self, noise: &str, curves: &str) -> String {
         let pct = |x: f64| format!("{:.1} %", x * 100.0);
         format!(
-            "| {noise} | {curves} | {} | {} | {} / {} | {} / {} | {:.0} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {noise} | {curves} | {} | {} | {} / {} | {} / {} | {:.0} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             self.cases,
             self.errors,
             self.median_probes,
@@ -176,8 +220,12 @@ impl Figures {
             pct(self.above),
             pct(self.worst_overshoot),
             self.identifiable,
+            pct(self.identifiable_within_5),
+            pct(self.baseline_identifiable_within_5),
             pct(self.identifiable_over_5),
             pct(self.baseline_identifiable_over_5),
+            pct(self.coverage),
+            pct(self.median_width),
         )
     }
 }

@@ -1,0 +1,294 @@
+//! How precisely one level measured its statistics: a moving-block bootstrap over the level's
+//! requests in the order they started, blocks as long as the level's concurrency (one wave of
+//! a closed loop: requests in flight together shared the server's batches, so their latencies
+//! move together, and resampling them one by one would pretend they were independent). Each
+//! resample recomputes the statistics the planner and the reports read; the 5th and 95th
+//! percentiles of the resamples are the 90 % interval, their standard deviation over the
+//! point value the relative standard error the search uses to judge a close call.
+//!
+//! The throughputs are a ratio (tokens or requests over the time the level's requests were in
+//! flight): their interval is the resampled ratio `Σ tokens / Σ latency` relative to the
+//! level's own, applied to the measured throughput. The bootstrap is written here for the
+//! same reason as `compare`'s: no maintained crate offers a block bootstrap of quantiles.
+
+use std::collections::BTreeMap;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use kneepoint_core::RequestRecord;
+
+use crate::quantile_sorted;
+use crate::request_metrics::RequestMetrics;
+
+/// The coverage of every level interval.
+pub const LEVEL_INTERVAL: f64 = 0.9;
+/// Resamples per level (the 5 % tails rest on 10 resamples each).
+const RESAMPLES: usize = 200;
+/// Fewer measured requests than this and a level reports no interval.
+const MIN_RECORDS: usize = 20;
+/// More than this and a level reports no interval (the cost, O(resamples × records), grows
+/// with the level).
+const MAX_RECORDS: usize = 200_000;
+/// The statistics given an interval (AIPerf's names).
+const STATS: [(&str, Option<f64>); 5] = [
+    ("avg", None),
+    ("p50", Some(0.5)),
+    ("p90", Some(0.9)),
+    ("p95", Some(0.95)),
+    ("p99", Some(0.99)),
+];
+/// The per-request metrics given an interval.
+const METRICS: [&str; 4] = [
+    "time_to_first_token",
+    "inter_token_latency",
+    "request_latency",
+    "output_token_throughput_per_user",
+];
+
+/// A statistic's 90 % interval at one level.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StatInterval {
+    /// Lower end.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+    /// Standard deviation of the resampled statistic over its measured value.
+    pub relative_se: f64,
+}
+
+/// One request's values, in start order.
+struct Row {
+    failed: bool,
+    /// Per metric: the rank of the request's value among the level's (None: no value).
+    ranks: [Option<u32>; METRICS.len()],
+    tokens: f64,
+    latency_s: f64,
+}
+
+/// The `k`-th smallest (0-based) of a multiset given as counts over sorted values, for
+/// ascending `k`s in one scan.
+fn order_statistics(sorted: &[f64], counts: &[u32], ks: &[usize], out: &mut Vec<f64>) {
+    let (mut seen, mut j) = (0usize, 0usize);
+    for (v, c) in sorted.iter().zip(counts) {
+        seen += *c as usize;
+        while j < ks.len() && ks[j] < seen {
+            out.push(*v);
+            j += 1;
+        }
+    }
+    out.extend(std::iter::repeat_n(f64::NAN, ks.len() - j));
+}
+
+/// The statistics of one sample, given as how often each row was drawn. Quantiles are
+/// numpy's linear ones, found by counting over the values' ranks (no sort per resample).
+fn statistics(
+    rows: &[Row],
+    draws: &[u32],
+    columns: &[Vec<f64>],
+    counts: &mut [Vec<u32>],
+    out: &mut Vec<f64>,
+) {
+    out.clear();
+    for (m, (sorted, count)) in columns.iter().zip(counts.iter_mut()).enumerate() {
+        count.iter_mut().for_each(|c| *c = 0);
+        let (mut n, mut sum) = (0usize, 0.0);
+        for (r, d) in rows.iter().zip(draws) {
+            if let (Some(k), true) = (r.ranks[m], *d > 0) {
+                count[k as usize] += d;
+                n += *d as usize;
+                sum += sorted[k as usize] * f64::from(*d);
+            }
+        }
+        out.push(if n > 0 { sum / n as f64 } else { f64::NAN });
+        let mut ks = Vec::with_capacity(8);
+        let mut weights = Vec::with_capacity(4);
+        for q in STATS.iter().filter_map(|(_, q)| *q) {
+            let h = (n.saturating_sub(1)) as f64 * q;
+            let lo = h.floor() as usize;
+            ks.push(lo);
+            ks.push((lo + 1).min(n.saturating_sub(1)));
+            weights.push(h - h.floor());
+        }
+        let mut values = Vec::with_capacity(ks.len());
+        if n == 0 {
+            values.extend(std::iter::repeat_n(f64::NAN, ks.len()));
+        } else {
+            order_statistics(sorted, count, &ks, &mut values);
+        }
+        for (pair, w) in values.chunks(2).zip(&weights) {
+            out.push(pair[0] + (pair[1] - pair[0]) * w);
+        }
+    }
+    let (mut n, mut failed, mut time, mut tokens) = (0.0, 0.0, 0.0, 0.0);
+    for (r, d) in rows.iter().zip(draws) {
+        let d = f64::from(*d);
+        n += d;
+        time += r.latency_s * d;
+        if r.failed {
+            failed += d;
+        } else {
+            tokens += r.tokens * d;
+        }
+    }
+    out.push(if n > 0.0 { failed / n } else { f64::NAN });
+    out.push(if time > 0.0 { tokens / time } else { f64::NAN });
+    out.push(if time > 0.0 { (n - failed) / time } else { f64::NAN });
+}
+
+/// The 90 % interval of each statistic of a level's measured records (keyed `metric:stat`,
+/// e.g. `request_latency:p99`, `output_token_throughput:avg`), with the level's measured
+/// `values` for the level-wide ones (`error_rate`, `output_token_throughput`,
+/// `request_throughput`, read from `level`). Empty for fewer than 20 or more than 200,000
+/// records. Deterministic: the same records give the same intervals.
+pub fn level_intervals(
+    concurrency: u32,
+    records: &[RequestRecord],
+    level: [f64; 3],
+) -> BTreeMap<String, StatInterval> {
+    let mut out = BTreeMap::new();
+    if records.len() < MIN_RECORDS || records.len() > MAX_RECORDS {
+        return out;
+    }
+    let mut sorted: Vec<&RequestRecord> = records.iter().collect();
+    sorted.sort_by_key(|r| r.start_ns);
+    let metrics: Vec<Option<RequestMetrics>> = sorted
+        .iter()
+        .map(|r| r.error.is_none().then(|| RequestMetrics::of(r)))
+        .collect();
+    let value = |m: &RequestMetrics, i: usize| match i {
+        0 => m.ttft_ms,
+        1 => m.itl_ms,
+        2 => m.request_latency_ms,
+        _ => m.tokens_per_s_per_user,
+    };
+    // each metric's values sorted once, and every request's rank among them
+    let mut columns: Vec<Vec<f64>> = Vec::with_capacity(METRICS.len());
+    let mut ranks: Vec<Vec<Option<u32>>> = vec![vec![None; sorted.len()]; METRICS.len()];
+    for (i, rank) in ranks.iter_mut().enumerate() {
+        let mut idx: Vec<(f64, usize)> = metrics
+            .iter()
+            .enumerate()
+            .filter_map(|(row, m)| Some((value(m.as_ref()?, i)?, row)))
+            .filter(|(v, _)| v.is_finite())
+            .collect();
+        idx.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (k, (_, row)) in idx.iter().enumerate() {
+            rank[*row] = Some(k as u32);
+        }
+        columns.push(idx.into_iter().map(|(v, _)| v).collect());
+    }
+    let rows: Vec<Row> = sorted
+        .iter()
+        .zip(&metrics)
+        .enumerate()
+        .map(|(row, (r, m))| Row {
+            failed: r.error.is_some(),
+            ranks: std::array::from_fn(|i| ranks[i][row]),
+            tokens: m.as_ref().and_then(|m| m.osl).map_or(0.0, f64::from),
+            latency_s: r.end_ns.saturating_sub(r.start_ns) as f64 / 1e9,
+        })
+        .collect();
+    let mut counts: Vec<Vec<u32>> = columns.iter().map(|c| vec![0; c.len()]).collect();
+    let mut point = Vec::new();
+    statistics(&rows, &vec![1; rows.len()], &columns, &mut counts, &mut point);
+    let block = (concurrency as usize).clamp(1, rows.len());
+    let mut rng = StdRng::seed_from_u64(0x6b6e_6565 ^ u64::from(concurrency));
+    let mut draws: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); point.len()];
+    let (mut drawn, mut stats) = (vec![0u32; rows.len()], Vec::new());
+    for _ in 0..RESAMPLES {
+        drawn.iter_mut().for_each(|d| *d = 0);
+        let mut n = 0;
+        while n < rows.len() {
+            let s = rng.random_range(0..=rows.len() - block);
+            let take = block.min(rows.len() - n);
+            drawn[s..s + take].iter_mut().for_each(|d| *d += 1);
+            n += take;
+        }
+        statistics(&rows, &drawn, &columns, &mut counts, &mut stats);
+        for (d, v) in draws.iter_mut().zip(&stats) {
+            if v.is_finite() {
+                d.push(*v);
+            }
+        }
+    }
+    let keys = METRICS
+        .iter()
+        .flat_map(|m| STATS.iter().map(move |(s, _)| format!("{m}:{s}")))
+        .chain(
+            ["error_rate", "output_token_throughput", "request_throughput"]
+                .map(|m| format!("{m}:avg")),
+        );
+    for (i, key) in keys.enumerate() {
+        let d = &mut draws[i];
+        let p = point[i];
+        if d.len() < RESAMPLES / 2 || !p.is_finite() || p == 0.0 {
+            continue;
+        }
+        d.sort_unstable_by(f64::total_cmp);
+        let mean = d.iter().sum::<f64>() / d.len() as f64;
+        let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / d.len() as f64).sqrt();
+        let (Some(lo), Some(hi)) = (quantile_sorted(d, 0.05), quantile_sorted(d, 0.95)) else {
+            continue;
+        };
+        // the level-wide values: the resampled ratio relative to the level's own, applied to
+        // the measured value
+        let level_value = match i.checked_sub(METRICS.len() * STATS.len()) {
+            Some(j) => level[j],
+            None => p,
+        };
+        let scale = level_value / p;
+        out.insert(
+            key,
+            StatInterval {
+                low: lo * scale,
+                high: hi * scale,
+                relative_se: sd / p.abs(),
+            },
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kneepoint_core::Phase;
+
+    fn records(n: u64, jitter: f64) -> Vec<RequestRecord> {
+        (0..n)
+            .map(|i| {
+                let mut r = RequestRecord::new(i, Phase::Profiling);
+                r.start_ns = i * 10_000_000;
+                // a deterministic spread of latencies: 100 ms ± jitter
+                let x = ((i * 7919) % 1000) as f64 / 1000.0 - 0.5;
+                let ms = 100.0 * (1.0 + jitter * x);
+                r.chunk_ns = vec![r.start_ns + (ms * 0.2 * 1e6) as u64];
+                r.end_ns = r.start_ns + (ms * 1e6) as u64;
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn intervals_cover_the_point_and_widen_with_the_spread() {
+        let narrow = level_intervals(8, &records(1000, 0.1), [0.0, 10.0, 10.0]);
+        let wide = level_intervals(8, &records(1000, 1.0), [0.0, 10.0, 10.0]);
+        let k = "request_latency:p99";
+        let (n, w) = (narrow[k], wide[k]);
+        assert!(n.low <= n.high && n.relative_se > 0.0, "{n:?}");
+        assert!(w.relative_se > n.relative_se, "{n:?} {w:?}");
+        assert!(w.high - w.low > n.high - n.low);
+        // deterministic
+        assert_eq!(
+            level_intervals(8, &records(1000, 1.0), [0.0, 10.0, 10.0]),
+            wide
+        );
+        // the level-wide throughput is scaled to the measured value
+        let t = wide["request_throughput:avg"];
+        assert!(t.low < 10.0 && t.high > 10.0, "{t:?}");
+        // too few records: nothing
+        assert!(level_intervals(8, &records(10, 1.0), [0.0, 1.0, 1.0]).is_empty());
+    }
+}

@@ -1,0 +1,233 @@
+//! What the probes say about each level once noise is taken into account.
+//!
+//! Each SLA's reading at a probe is a *load* (value / threshold for an upper limit, the inverse
+//! for a lower one; above 1 breaks). A level's evidence for an SLA is the mean of `ln(load)` over
+//! its observations, and its noise the larger of the relative standard error the measurement
+//! reported (a bootstrap over the level's requests) and the spread seen between repeats of the
+//! same level (pooled over every repeated level, once it has at least two degrees of freedom).
+//! With a noise estimate, a level passes an SLA when its mean load is at most 1, and the verdict
+//! is *certain* when the mean lies [`Z`] standard errors from the threshold. Without one (a
+//! caller that reports no spread, and no repeats yet), the readings are taken as exact: a level
+//! passes only if every observation passed, as before noise was modelled.
+
+use std::collections::BTreeMap;
+
+use crate::predict::load;
+use crate::probe::ProbeRecord;
+use crate::sla::Sla;
+
+/// The one-sided normal quantile behind certain verdicts and the boundary interval (5 % on
+/// each side: a 90 % interval).
+pub(super) const Z: f64 = 1.645;
+/// The stated level of the boundary interval.
+pub const INTERVAL_LEVEL: f64 = 0.9;
+/// Loads are floored here before taking logarithms (an error rate that read zero).
+const LOAD_FLOOR: f64 = 1e-6;
+
+/// One SLA at one level.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SlaEvidence {
+    /// Mean `ln(load)` over the observations (+∞ when one measured nothing).
+    pub mean: f64,
+    /// Observations.
+    pub n: u32,
+    /// Every observation held the SLA.
+    pub all_hold: bool,
+    /// Some observation held it.
+    pub any_hold: bool,
+    /// The largest relative standard error reported at this level.
+    reported: Option<f64>,
+    /// Sum of squared deviations from the mean (for the pooled repeat spread).
+    ss: f64,
+}
+
+/// One level's verdict.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Verdict {
+    /// The level's point verdict: every SLA's mean load at most 1 (every observation passing
+    /// where the noise is unknown).
+    pub pass: bool,
+    /// Some observation passed every SLA.
+    pub any_pass: bool,
+    /// Every SLA passes with [`Z`] standard errors to spare.
+    pub certain_pass: bool,
+    /// Some SLA fails with [`Z`] standard errors to spare (or measured nothing).
+    pub certain_fail: bool,
+    /// The smallest `|mean| / standard error` over the SLAs whose verdict is not certain
+    /// (∞ when all are).
+    pub doubt: f64,
+    /// Observations of the level.
+    pub observations: u32,
+    /// The smallest relative SLA margin over all observations.
+    pub min_margin: f64,
+}
+
+/// The evidence of every level, and each SLA's noise.
+#[derive(Debug, Clone)]
+pub(super) struct Evidence {
+    levels: BTreeMap<u32, Vec<SlaEvidence>>,
+    margins: BTreeMap<u32, (f64, u32, bool)>,
+    /// Per SLA: the spread between repeats of a level (relative), once it has 2 degrees of
+    /// freedom.
+    repeat_sigma: Vec<Option<f64>>,
+    /// The noise assumed where nothing else estimates it (see [`Evidence::assume_noise`]).
+    fallback: Option<f64>,
+}
+
+impl Evidence {
+    pub fn new(slas: &[Sla], history: &[ProbeRecord]) -> Evidence {
+        let mut levels: BTreeMap<u32, Vec<Vec<Observation>>> = BTreeMap::new();
+        let mut margins: BTreeMap<u32, (f64, u32, bool)> = BTreeMap::new();
+        for r in history {
+            let c = r.probe.concurrency;
+            let obs = levels.entry(c).or_insert_with(|| vec![Vec::new(); slas.len()]);
+            for (i, s) in slas.iter().enumerate() {
+                let check = r.checks.iter().find(|k| k.sla == s.name);
+                let y = check
+                    .and_then(|k| k.value)
+                    .and_then(|v| load(s, v))
+                    .map_or(f64::INFINITY, |l| l.max(LOAD_FLOOR).ln());
+                let holds = check.is_some_and(|k| k.holds);
+                obs[i].push((y, holds, check.and_then(|k| k.spread)));
+            }
+            let margin = r
+                .checks
+                .iter()
+                .map(|k| k.margin.unwrap_or(f64::NEG_INFINITY))
+                .fold(f64::INFINITY, f64::min);
+            let m = margins.entry(c).or_insert((f64::INFINITY, 0, false));
+            m.0 = m.0.min(margin);
+            m.1 += 1;
+            m.2 |= r.pass;
+        }
+        let levels: BTreeMap<u32, Vec<SlaEvidence>> = levels
+            .into_iter()
+            .map(|(c, per_sla)| (c, per_sla.iter().map(|o| summarise(o)).collect()))
+            .collect();
+        let repeat_sigma = (0..slas.len())
+            .map(|i| {
+                let (ss, df) = levels
+                    .values()
+                    .map(|l| &l[i])
+                    .filter(|e| e.n > 1 && e.ss.is_finite())
+                    .fold((0.0, 0u32), |(ss, df), e| (ss + e.ss, df + e.n - 1));
+                (df >= 2).then(|| (ss / f64::from(df)).sqrt())
+            })
+            .collect();
+        Evidence {
+            levels,
+            margins,
+            repeat_sigma,
+            fallback: None,
+        }
+    }
+
+    /// Assumes `sigma` where neither the measurements nor repeats estimate the noise: the
+    /// boundary interval then takes the search's prediction errors as the noise rather than
+    /// calling exact readings certain.
+    pub fn assume_noise(mut self, sigma: Option<f64>) -> Self {
+        self.fallback = sigma.filter(|s| s.is_finite() && *s > 0.0);
+        self
+    }
+
+    /// The noise (standard deviation of one observation's `ln(load)`) of SLA `i` at a level:
+    /// `None` when nothing estimates it.
+    fn sigma(&self, i: usize, e: &SlaEvidence) -> Option<f64> {
+        match (e.reported, self.repeat_sigma[i]) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+        .filter(|s| *s > 0.0)
+        .or(self.fallback)
+    }
+
+    /// Where an SLA's load jumps between two adjacent probed levels `lo < hi`: the largest
+    /// growth exponent `ln(load ratio) / ln(hi / lo)` over the SLAs, when the jump is also
+    /// well beyond the noise; `None` when no SLA reads at both.
+    pub fn jump(&self, lo: u32, hi: u32) -> Option<(f64, f64)> {
+        let (a, b) = (self.levels.get(&lo)?, self.levels.get(&hi)?);
+        let span = (f64::from(hi) / f64::from(lo)).ln();
+        a.iter()
+            .zip(b)
+            .enumerate()
+            .filter(|(_, (x, y))| x.mean.is_finite() && y.mean.is_finite() && y.mean > 0.0)
+            .map(|(i, (x, y))| {
+                let rise = y.mean - x.mean;
+                let noise = self.sigma(i, x).unwrap_or(0.0).max(self.sigma(i, y).unwrap_or(0.0));
+                (rise / span, rise - 3.0 * noise * std::f64::consts::SQRT_2)
+            })
+            .max_by(|p, q| p.0.total_cmp(&q.0))
+    }
+
+    /// True when some SLA's noise is estimated at some level.
+    pub fn noisy(&self) -> bool {
+        self.levels
+            .values()
+            .any(|l| l.iter().enumerate().any(|(i, e)| self.sigma(i, e).is_some()))
+    }
+
+    /// The largest noise estimate over the SLAs and levels (relative), for reports.
+    pub fn noise(&self) -> Option<f64> {
+        self.levels
+            .values()
+            .flat_map(|l| l.iter().enumerate().filter_map(|(i, e)| self.sigma(i, e)))
+            .reduce(f64::max)
+    }
+
+    pub fn verdicts(&self) -> BTreeMap<u32, Verdict> {
+        self.levels
+            .iter()
+            .map(|(c, l)| {
+                let (min_margin, observations, any_pass) =
+                    self.margins.get(c).copied().unwrap_or((0.0, 0, false));
+                let mut v = Verdict {
+                    pass: true,
+                    any_pass,
+                    certain_pass: true,
+                    certain_fail: false,
+                    doubt: f64::INFINITY,
+                    observations,
+                    min_margin,
+                };
+                for (i, e) in l.iter().enumerate() {
+                    let (pass, z) = match self.sigma(i, e) {
+                        _ if !e.mean.is_finite() => (e.mean < 0.0, e.mean),
+                        Some(s) => (e.mean <= 0.0, e.mean / (s / f64::from(e.n).sqrt())),
+                        // exact readings: every observation must hold
+                        None if e.all_hold => (true, f64::NEG_INFINITY),
+                        None if e.any_hold => (false, 0.0),
+                        None => (false, f64::INFINITY),
+                    };
+                    v.pass &= pass;
+                    v.certain_pass &= z <= -Z;
+                    v.certain_fail |= z >= Z;
+                    if z.abs() < Z {
+                        v.doubt = v.doubt.min(z.abs());
+                    }
+                }
+                (*c, v)
+            })
+            .collect()
+    }
+}
+
+/// One observation of one SLA: `ln(load)`, whether it held, the reported relative error.
+type Observation = (f64, bool, Option<f64>);
+
+fn summarise(obs: &[Observation]) -> SlaEvidence {
+    let n = obs.len() as u32;
+    let mean = obs.iter().map(|o| o.0).sum::<f64>() / f64::from(n.max(1));
+    let ss = if mean.is_finite() {
+        obs.iter().map(|o| (o.0 - mean).powi(2)).sum()
+    } else {
+        f64::INFINITY
+    };
+    SlaEvidence {
+        mean,
+        n,
+        all_hold: obs.iter().all(|o| o.1),
+        any_hold: obs.iter().any(|o| o.1),
+        reported: obs.iter().filter_map(|o| o.2).reduce(f64::max),
+        ss,
+    }
+}
