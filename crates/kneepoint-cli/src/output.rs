@@ -106,6 +106,9 @@ fn zone_text(zone: &OperatingZone) -> String {
         let _ = writeln!(t, "SLA breaking point: concurrency {b}");
     }
     let _ = writeln!(t, "operating zone: {}", zone.summary);
+    if let Some(i) = &zone.intervals {
+        let _ = writeln!(t, "{}", i.sentence());
+    }
     t
 }
 
@@ -152,6 +155,15 @@ pub(crate) fn print_sweep(o: &SweepOutcome) {
     }
     if let Some(f) = &o.fleet {
         let _ = writeln!(text, "fleet: {}", f.explanation);
+        match f.instances_interval {
+            Some([a, b]) if a == b => {
+                let _ = writeln!(text, "fleet: {a} in at least 90 % of the redraws");
+            }
+            Some([a, b]) => {
+                let _ = writeln!(text, "fleet: 90 % interval {a}–{b} instances");
+            }
+            None => {}
+        }
     }
     for s in &o.summaries {
         for w in &s.warnings {

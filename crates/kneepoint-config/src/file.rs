@@ -342,6 +342,8 @@ pub struct SimulatorSection {
     pub slowdown: Option<f64>,
     /// Relative standard deviation of each engine step (noise between requests and runs).
     pub jitter: Option<f64>,
+    /// A slowly wandering slowdown (noisy neighbours): see `--sim-drift`.
+    pub drift: Option<f64>,
     /// `openai` (default) or `sagemaker`: the protocol the simulator speaks.
     pub protocol: Option<String>,
     /// Share of each chat response streamed as reasoning (a reasoning model).

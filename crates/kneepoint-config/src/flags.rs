@@ -288,6 +288,11 @@ pub struct SimulatorArgs {
     /// default profile has 0.03); more jitter makes runs noisier.
     #[arg(long, value_name = "SD")]
     pub sim_jitter: Option<f64>,
+    /// Built-in simulator: a slowly wandering slowdown, as noisy neighbours cause (each step
+    /// costs `exp(drift × x)` more, `x` a standard normal with a correlation time of 500
+    /// steps; 0 = none): levels then differ from run to run beyond their own requests' spread.
+    #[arg(long, value_name = "SD")]
+    pub sim_drift: Option<f64>,
 }
 
 /// What is sent: synthetic lengths, shared prefixes, conversations, images, pooling batches, or a dataset.

@@ -29,6 +29,10 @@ fn point(s: &LevelSummary) -> OperatingPoint {
         e2e_p90_ms: st("request_latency", "p90"),
         e2e_p99_ms: st("request_latency", "p99"),
         error_rate: s.error_rate,
+        output_token_throughput_interval: s
+            .intervals
+            .get("output_token_throughput:avg")
+            .map(|i| [i.low, i.high]),
     }
 }
 

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use kneepoint_metrics::LevelSummary;
 use kneepoint_planner::{
-    check_all, explain_knee, fleet_size, operating_zone, FleetPlan, InstanceCapacity, KneeEstimate,
-    KneeExplanation, KneeRule, LevelPoint, Measurement, OperatingZone, PeakTraffic, Sla, ZonePoint,
+    check_all, explain_knee, fleet_size, operating_zone, pass_probability, zone_intervals,
+    FleetPlan, InstanceCapacity, KneeEstimate, KneeExplanation, KneeRule, LevelPoint, Measurement,
+    OperatingZone, PeakTraffic, Sla, ZonePoint,
 };
 use kneepoint_report::schema::{write_document, LevelRow, SweepSummary, SCHEMA_VERSION};
 use serde_json::Value;
@@ -79,12 +80,14 @@ impl RunState {
 /// The row of one level, judged against `slas`.
 pub fn level_row(s: &LevelSummary, dir: String, slas: &[Sla]) -> LevelRow {
     let checks = check_all(slas, &Measurement::from(s));
-    LevelRow::new(
+    let mut row = LevelRow::new(
         s,
         dir,
         (!checks.is_empty()).then(|| checks.iter().all(|c| c.holds)),
         checks.iter().find(|c| !c.holds).map(|c| c.sla.clone()),
-    )
+    );
+    row.sla_pass_probability = (!checks.is_empty()).then(|| pass_probability(slas, &checks));
+    row
 }
 
 fn zone_of(rows: &[LevelRow]) -> Result<OperatingZone, Error> {
@@ -96,10 +99,58 @@ fn zone_of(rows: &[LevelRow]) -> Result<OperatingZone, Error> {
                 crate::work_throughput(r.output_token_throughput, r.request_throughput),
                 r.e2e_p99_ms.unwrap_or(0.0),
             );
-            ZonePoint::new(point, r.meets_slas, r.error_rate)
+            let p = ZonePoint::new(point, r.meets_slas, r.error_rate);
+            let throughput = if r.output_token_throughput > 0.0 {
+                "output_token_throughput:avg"
+            } else {
+                "request_throughput:avg"
+            };
+            match (
+                r.relative_se(throughput),
+                r.relative_se("request_latency:p99"),
+            ) {
+                (Some(t), Some(l)) => p.with_uncertainty(t, l, r.sla_pass_probability),
+                _ => p,
+            }
         })
         .collect();
-    Ok(operating_zone(&points, &KneeRule::default())?)
+    let rule = KneeRule::default();
+    let mut zone = operating_zone(&points, &rule)?;
+    zone.intervals = zone_intervals(&points, &rule, &zone);
+    Ok(zone)
+}
+
+/// The 5th and 95th percentiles of the instances needed over the zone's redraws: each redraw's
+/// ideal balance, its throughput scaled as redrawn.
+fn fleet_interval(
+    rows: &[LevelRow],
+    zone: &OperatingZone,
+    peak: PeakTraffic,
+    headroom: f64,
+) -> Option<[u32; 2]> {
+    let draws = &zone.intervals.as_ref()?.samples;
+    let mut n: Vec<u32> = draws
+        .iter()
+        .filter_map(|d| {
+            let r = rows
+                .iter()
+                .find(|r| Some(r.concurrency) == d.ideal_balance)?;
+            let capacity = InstanceCapacity {
+                concurrency: r.concurrency,
+                request_throughput: r.request_throughput * d.throughput_factor,
+                output_token_throughput: r.output_token_throughput * d.throughput_factor,
+            };
+            fleet_size(peak, &capacity, headroom)
+                .ok()
+                .map(|f| f.instances)
+        })
+        .collect();
+    n.sort_unstable();
+    let at = |q: f64| {
+        n.get(((n.len().checked_sub(1)?) as f64 * q).round() as usize)
+            .copied()
+    };
+    Some([at(0.05)?, at(0.95)?])
 }
 
 /// The rows, operating zone and fleet of finished levels (summary and folder name each): the
@@ -129,7 +180,9 @@ pub fn conclude(
                 request_throughput: r.request_throughput,
                 output_token_throughput: r.output_token_throughput,
             };
-            Some(fleet_size(peak, &capacity, headroom)?)
+            let mut plan = fleet_size(peak, &capacity, headroom)?;
+            plan.instances_interval = fleet_interval(&rows, &zone, peak, headroom);
+            Some(plan)
         }
         _ => None,
     };
@@ -187,5 +240,6 @@ pub(crate) fn open_loop_zone() -> OperatingZone {
         ideal_balance: None,
         safe_max: None,
         summary: "open loop: compare latency from the intended start and the schedule lag across rates".into(),
+        intervals: None,
     }
 }

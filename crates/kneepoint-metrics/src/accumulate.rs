@@ -333,7 +333,11 @@ impl LevelSummary {
             .filter(|r| r.phase == Phase::Profiling)
             .cloned()
             .collect();
-        let level = [s.error_rate, s.output_token_throughput, s.request_throughput];
+        let level = [
+            s.error_rate,
+            s.output_token_throughput,
+            s.request_throughput,
+        ];
         s.intervals = crate::level_intervals(concurrency, &measured, level);
         s
     }

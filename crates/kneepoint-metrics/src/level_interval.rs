@@ -26,6 +26,8 @@ use crate::request_metrics::RequestMetrics;
 pub const LEVEL_INTERVAL: f64 = 0.9;
 /// Resamples per level (the 5 % tails rest on 10 resamples each).
 const RESAMPLES: usize = 200;
+/// The fewest blocks a level is cut into.
+const MIN_BLOCKS: usize = 4;
 /// Fewer measured requests than this and a level reports no interval.
 const MIN_RECORDS: usize = 20;
 /// More than this and a level reports no interval (the cost, O(resamples × records), grows
@@ -134,7 +136,11 @@ fn statistics(
     }
     out.push(if n > 0.0 { failed / n } else { f64::NAN });
     out.push(if time > 0.0 { tokens / time } else { f64::NAN });
-    out.push(if time > 0.0 { (n - failed) / time } else { f64::NAN });
+    out.push(if time > 0.0 {
+        (n - failed) / time
+    } else {
+        f64::NAN
+    });
 }
 
 /// The 90 % interval of each statistic of a level's measured records (keyed `metric:stat`,
@@ -192,8 +198,17 @@ pub fn level_intervals(
         .collect();
     let mut counts: Vec<Vec<u32>> = columns.iter().map(|c| vec![0; c.len()]).collect();
     let mut point = Vec::new();
-    statistics(&rows, &vec![1; rows.len()], &columns, &mut counts, &mut point);
-    let block = (concurrency as usize).clamp(1, rows.len());
+    statistics(
+        &rows,
+        &vec![1; rows.len()],
+        &columns,
+        &mut counts,
+        &mut point,
+    );
+    // A block is a wave of the closed loop, but at most a quarter of the level: a level of one or
+    // two waves (as many requests as slots) would otherwise resample itself whole and claim
+    // no spread at all.
+    let block = (concurrency as usize).clamp(1, (rows.len() / MIN_BLOCKS).max(1));
     let mut rng = StdRng::seed_from_u64(0x6b6e_6565 ^ u64::from(concurrency));
     let mut draws: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); point.len()];
     let (mut drawn, mut stats) = (vec![0u32; rows.len()], Vec::new());
@@ -217,8 +232,12 @@ pub fn level_intervals(
         .iter()
         .flat_map(|m| STATS.iter().map(move |(s, _)| format!("{m}:{s}")))
         .chain(
-            ["error_rate", "output_token_throughput", "request_throughput"]
-                .map(|m| format!("{m}:avg")),
+            [
+                "error_rate",
+                "output_token_throughput",
+                "request_throughput",
+            ]
+            .map(|m| format!("{m}:avg")),
         );
     for (i, key) in keys.enumerate() {
         let d = &mut draws[i];

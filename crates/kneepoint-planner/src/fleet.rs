@@ -38,6 +38,10 @@ pub struct FleetPlan {
     pub headroom: f64,
     /// One sentence for people.
     pub explanation: String,
+    /// The 90 % interval of `instances` (the fewest and most instances over the redraws of the
+    /// sweep's measurements), when the levels carried their uncertainty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances_interval: Option<[u32; 2]>,
 }
 
 /// Instances needed for `peak` when each carries `capacity` and `headroom` of it is reserved:
@@ -86,6 +90,7 @@ pub fn fleet_size(
             if instances == 1 { "" } else { "s" },
             utilisation * 100.0
         ),
+        instances_interval: None,
     })
 }
 

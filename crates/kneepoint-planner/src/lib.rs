@@ -45,6 +45,7 @@ mod shard;
 mod sla;
 mod sweep;
 mod zone;
+mod zone_interval;
 
 pub use capacity::{search_lower_bound, sweep_lower_bound};
 pub use cost::{BaselineCost, ProbeSpend, SearchCost};
@@ -59,10 +60,14 @@ pub use recommend::{
     Recommendation, HOURS_PER_MONTH,
 };
 pub use search::{
-    roundest_in, BoundaryInterval, Confidence, INTERVAL_LEVEL, Outcome, Probe, ProbePhase, ProbeRecord, SearchConfig, SearchPlanner,
-    StopReason, MAX_JUMP,
+    roundest_in, BoundaryInterval, Confidence, Outcome, Probe, ProbePhase, ProbeRecord,
+    SearchConfig, SearchPlanner, StopReason, INTERVAL_LEVEL, MAX_JUMP,
 };
 pub use shard::Shard;
-pub use sla::{check_all, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS, STATS};
+pub use sla::{
+    check_all, pass_probability, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS,
+    STATS,
+};
 pub use sweep::{SweepLevel, SweepPlan, MAX_CONCURRENCY};
-pub use zone::{operating_zone, OperatingZone, ZonePoint};
+pub use zone::{operating_zone, OperatingZone, PointUncertainty, ZonePoint};
+pub use zone_interval::{zone_intervals, LevelRange, ZoneDraw, ZoneIntervals, ZONE_DRAWS};

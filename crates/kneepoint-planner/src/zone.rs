@@ -27,6 +27,22 @@ pub struct ZonePoint {
     /// Failed / recorded requests at the level (0 when unknown).
     #[serde(default)]
     pub error_rate: f64,
+    /// How precisely the level was measured, when known ([`ZonePoint::with_uncertainty`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<PointUncertainty>,
+}
+
+/// How precisely one level was measured: what [`crate::zone_intervals`] redraws.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PointUncertainty {
+    /// Relative standard error of the throughput.
+    pub throughput_se: f64,
+    /// Relative standard error of the p99 latency.
+    pub latency_se: f64,
+    /// The probability that every SLA holds at the level ([`crate::pass_probability`]); `None`
+    /// keeps the measured verdict.
+    pub pass_probability: Option<f64>,
 }
 
 impl ZonePoint {
@@ -36,7 +52,27 @@ impl ZonePoint {
             point,
             meets_slas,
             error_rate,
+            uncertainty: None,
         }
+    }
+
+    /// The same point with the relative standard errors of its throughput and p99 latency and
+    /// the probability that its SLAs hold (builder style; non-finite errors count as 0).
+    pub fn with_uncertainty(
+        mut self,
+        throughput_se: f64,
+        latency_se: f64,
+        pass_probability: Option<f64>,
+    ) -> Self {
+        let clean = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
+        self.uncertainty = Some(PointUncertainty {
+            throughput_se: clean(throughput_se),
+            latency_se: clean(latency_se),
+            pass_probability: pass_probability
+                .filter(|p| p.is_finite())
+                .map(|p| p.clamp(0.0, 1.0)),
+        });
+        self
     }
 
     fn broken(&self, rule: &KneeRule) -> bool {
@@ -65,6 +101,10 @@ pub struct OperatingZone {
     pub safe_max: Option<u32>,
     /// One sentence for people.
     pub summary: String,
+    /// How sure the knee, the ideal balance and the safe zone are, when the levels carried
+    /// their uncertainty ([`crate::zone_intervals`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<crate::ZoneIntervals>,
 }
 
 /// Computes the zone of `points` (any order).
@@ -142,6 +182,7 @@ pub fn operating_zone(points: &[ZonePoint], rule: &KneeRule) -> Result<Operating
         ideal_balance: ideal,
         safe_max,
         summary,
+        intervals: None,
     })
 }
 

@@ -4,6 +4,7 @@ use kneepoint_core::folder;
 use kneepoint_core::{Metric, Stat};
 use std::fmt::Write as _;
 
+use kneepoint_planner::ZoneIntervals;
 use serde_json::Value;
 
 use crate::artifact::{Artifact, Level, RunKind};
@@ -184,8 +185,20 @@ fn answer(a: &Artifact) -> String {
             if let Some(why) = s("/knee_explanation/summary") {
                 let _ = write!(o, " Why: {why}.");
             }
+            let intervals = d
+                .pointer("/zone/intervals")
+                .and_then(|v| serde_json::from_value::<ZoneIntervals>(v.clone()).ok());
+            if let Some(i) = intervals {
+                let _ = write!(o, " {}.", capitalise(&i.sentence()));
+            }
             if let Some(f) = s("/fleet/explanation") {
                 let _ = write!(o, " Fleet: {f}.");
+            }
+            if let Some([a, b]) = d
+                .pointer("/fleet/instances_interval")
+                .and_then(|v| serde_json::from_value::<[u32; 2]>(v.clone()).ok())
+            {
+                let _ = write!(o, " Instances: 90 % interval {a}–{b}.");
             }
             o
         }
@@ -207,6 +220,12 @@ fn answer(a: &Artifact) -> String {
             }
         }
     }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
 }
 
 fn title(a: &Artifact) -> &'static str {

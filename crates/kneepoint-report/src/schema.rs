@@ -62,6 +62,13 @@ pub struct LevelRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_metrics:
         Option<std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>>,
+    /// The probability that every SLA holds at this level, from each SLA's reading and its
+    /// bootstrap spread (None without SLAs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sla_pass_probability: Option<f64>,
+    /// 90 % intervals of the level's statistics, keyed `metric:stat` (from the summary).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub intervals: std::collections::BTreeMap<String, kneepoint_metrics::StatInterval>,
 }
 
 impl LevelRow {
@@ -103,7 +110,19 @@ impl LevelRow {
             is_knee: false,
             dir,
             server_metrics: s.server.as_ref().map(|v| v.concepts.clone()),
+            sla_pass_probability: None,
+            intervals: s.intervals.clone(),
         }
+    }
+
+    /// The relative standard error of `metric:stat` at this level, when known.
+    pub fn relative_se(&self, key: &str) -> Option<f64> {
+        self.intervals.get(key).map(|i| i.relative_se)
+    }
+
+    /// The 90 % interval of `metric:stat`, when known.
+    pub fn interval(&self, key: &str) -> Option<[f64; 2]> {
+        self.intervals.get(key).map(|i| [i.low, i.high])
     }
 }
 

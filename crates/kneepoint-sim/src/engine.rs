@@ -101,7 +101,12 @@ pub struct EngineModel {
     running: Vec<Seq>,
     kv_used: u64,
     rng: StdRng,
+    /// The drift's current standard normal (see [`SimProfile::drift`]).
+    drift_x: f64,
 }
+
+/// The drift's correlation time, in engine steps (about 14 s of the calibrated profile).
+pub const DRIFT_STEPS: f64 = 500.0;
 
 impl EngineModel {
     /// An idle engine.
@@ -113,6 +118,7 @@ impl EngineModel {
             running: Vec::new(),
             kv_used: 0,
             rng,
+            drift_x: 0.0,
         }
     }
 
@@ -221,6 +227,13 @@ impl EngineModel {
         if p.jitter > 0.0 {
             let z: f64 = StandardNormal.sample(&mut self.rng);
             duration *= (1.0 + p.jitter * z).max(0.2);
+        }
+        if p.drift > 0.0 {
+            // an AR(1) walk: stationary standard normal, correlation exp(-1 / DRIFT_STEPS)
+            let rho = (-1.0 / DRIFT_STEPS).exp();
+            let z: f64 = StandardNormal.sample(&mut self.rng);
+            self.drift_x = rho * self.drift_x + (1.0 - rho * rho).sqrt() * z;
+            duration *= (p.drift * self.drift_x).exp();
         }
         step.duration_ms = duration;
         // 4. emit: decoding sequences and those whose prefill completed this step

@@ -44,7 +44,7 @@ mod state;
 mod truth;
 mod words;
 
-pub use engine::{Emission, EngineModel, Rejection, SeqSpec, Step};
+pub use engine::{Emission, EngineModel, Rejection, SeqSpec, Step, DRIFT_STEPS};
 pub use error::Error;
 pub use fault::{Fault, FaultPlan};
 pub use metrics::LoadSample;

@@ -19,6 +19,9 @@ pub struct Prediction {
     pub ttft_ms: Vec<f64>,
     /// End-to-end latency of each request, ms.
     pub latency_ms: Vec<f64>,
+    /// Each request's arrival, first token and last token, ms of model time, in completion
+    /// order (what a perfect client would record).
+    pub timeline_ms: Vec<[f64; 3]>,
 }
 
 /// Runs `requests` requests of `spec` with `concurrency` in flight (a new one arrives the moment
@@ -35,6 +38,7 @@ pub fn predict_closed_loop(
     let mut first = vec![f64::NAN; requests as usize];
     let mut ttft = Vec::new();
     let mut latency = Vec::new();
+    let mut timeline = Vec::new();
     let mut submitted = 0u32;
     let mut tokens = 0u64;
     while submitted < concurrency.min(requests) {
@@ -55,6 +59,7 @@ pub fn predict_closed_loop(
             }
             if e.finished {
                 latency.push(now - arrival[i]);
+                timeline.push([arrival[i], first[i], now]);
                 if submitted < requests && engine.submit(u64::from(submitted), spec).is_ok() {
                     arrival.push(now);
                     submitted += 1;
@@ -74,6 +79,7 @@ pub fn predict_closed_loop(
         },
         ttft_ms: ttft,
         latency_ms: latency,
+        timeline_ms: timeline,
     }
 }
 

@@ -32,6 +32,11 @@ pub struct SimProfile {
     pub prefill_per_token_us: f64,
     /// Relative standard deviation of each step's duration (0 = deterministic).
     pub jitter: f64,
+    /// A slowly varying slowdown, as other tenants or a neighbour's load cause: every step's
+    /// cost is multiplied by `exp(drift × x)`, where `x` is a standard normal that wanders with
+    /// a correlation time of [`DRIFT_STEPS`](crate::DRIFT_STEPS) steps (0 = none).
+    /// Unlike `jitter`, which averages out over a request, it moves whole stretches of a level.
+    pub drift: f64,
     /// Wall seconds slept per model second (0.1 runs ten times faster than the modelled GPU).
     pub time_scale: f64,
     /// Seed for output lengths and jitter.
@@ -120,6 +125,7 @@ impl SimProfile {
             step_per_context_token_us: 0.06,
             prefill_per_token_us: 15.0,
             jitter: 0.03,
+            drift: 0.0,
             time_scale: 1.0,
             seed: 0,
             default_max_tokens: 256,
@@ -146,6 +152,7 @@ impl SimProfile {
             step_per_context_token_us: 0.0,
             prefill_per_token_us: 5.0,
             jitter: 0.0,
+            drift: 0.0,
             time_scale: 1.0,
             seed: 0,
             default_max_tokens: 64,
@@ -236,6 +243,7 @@ impl SimProfile {
             ("step_per_context_token_us", self.step_per_context_token_us),
             ("prefill_per_token_us", self.prefill_per_token_us),
             ("jitter", self.jitter),
+            ("drift", self.drift),
         ] {
             if !v.is_finite() || v < 0.0 {
                 return bad(field, "must be a finite number ≥ 0");

@@ -74,6 +74,10 @@ pub struct OperatingPoint {
     pub e2e_p99_ms: Option<f64>,
     /// Error rate.
     pub error_rate: f64,
+    /// The 90 % interval of `output_token_throughput` (a block bootstrap over the level's
+    /// requests), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_token_throughput_interval: Option<[f64; 2]>,
 }
 
 /// A deployment to compare.
@@ -128,6 +132,13 @@ pub struct Recommendation {
     pub output_tokens_per_s_per_instance: Option<f64>,
     /// Endpoint price per hour / (3600 × output tokens/s) × 10⁶.
     pub cost_per_million_output_tokens: Option<f64>,
+    /// Its 90 % interval, from the throughput's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_million_interval: Option<[f64; 2]>,
+    /// The probability that this candidate truly ranks ahead of the next ranked one on the
+    /// objective, from both measurements' spreads (cost and throughput objectives).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ahead_of_next: Option<f64>,
     /// Endpoints for the peak (when a peak was given).
     pub fleet: Option<FleetPlan>,
     /// Instances for the peak.
@@ -205,6 +216,8 @@ fn evaluate(c: &Candidate, peak: Option<PeakPlan>) -> Result<Recommendation, Err
         point: c.point.clone(),
         output_tokens_per_s_per_instance: None,
         cost_per_million_output_tokens: None,
+        cost_per_million_interval: None,
+        ahead_of_next: None,
         fleet: None,
         instances_for_peak: None,
         monthly_cost: None,
@@ -222,6 +235,7 @@ fn evaluate(c: &Candidate, peak: Option<PeakPlan>) -> Result<Recommendation, Err
     if p.output_token_throughput > 0.0 {
         r.cost_per_million_output_tokens =
             Some(endpoint_price / (3600.0 * p.output_token_throughput) * 1e6);
+        r.cost_per_million_interval = certainty::cost_interval(p, endpoint_price);
     }
     r.output_tokens_per_s_per_instance =
         Some(p.output_token_throughput / f64::from(c.instance_count));
@@ -232,7 +246,8 @@ fn evaluate(c: &Candidate, peak: Option<PeakPlan>) -> Result<Recommendation, Err
             request_throughput: p.request_throughput,
             output_token_throughput: p.output_token_throughput,
         };
-        if let Ok(plan) = fleet_size(pk.peak, &capacity, pk.headroom) {
+        if let Ok(mut plan) = fleet_size(pk.peak, &capacity, pk.headroom) {
+            plan.instances_interval = certainty::instances_interval(p, pk);
             let instances = plan.instances.saturating_mul(c.instance_count);
             r.instances_for_peak = Some(instances);
             r.monthly_cost =
@@ -258,17 +273,29 @@ fn keys(r: &Recommendation, objective: Objective) -> Option<(f64, f64)> {
     }
 }
 
+fn cost_interval_text(r: &Recommendation) -> String {
+    r.cost_per_million_interval.map_or(String::new(), |[a, b]| {
+        format!(" (90 % interval {a:.3}–{b:.3})")
+    })
+}
+
 fn describe(r: &Recommendation, objective: Objective, peak: bool) -> String {
     match objective {
         Objective::Cost if peak => format!(
-            "{:.2}/month for {} instance(s) at the peak; {:.3} per million output tokens",
+            "{:.2}/month for {} instance(s) at the peak{}; {:.3} per million output tokens{}",
             r.monthly_cost.unwrap_or(f64::NAN),
             r.instances_for_peak.unwrap_or(0),
-            r.cost_per_million_output_tokens.unwrap_or(f64::NAN)
+            match r.fleet.as_ref().and_then(|f| f.instances_interval) {
+                Some([a, b]) if a != b => format!(" (90 % interval {a}–{b} endpoints)"),
+                _ => String::new(),
+            },
+            r.cost_per_million_output_tokens.unwrap_or(f64::NAN),
+            cost_interval_text(r)
         ),
         Objective::Cost => format!(
-            "{:.3} per million output tokens at concurrency {}",
+            "{:.3} per million output tokens{} at concurrency {}",
             r.cost_per_million_output_tokens.unwrap_or(f64::NAN),
+            cost_interval_text(r),
             r.point.as_ref().map_or(0, |p| p.concurrency)
         ),
         Objective::Latency => format!(
@@ -348,10 +375,20 @@ pub fn recommend(
             score
         });
         let what = describe(r, objective, with_peak);
+        let next = all[i + 1..]
+            .iter()
+            .zip(&scored[i + 1..])
+            .find_map(|(n, s)| s.map(|_| n));
+        let ahead = next.and_then(|n| certainty::ahead(&all[i], n, objective));
+        let r = &mut all[i];
+        r.ahead_of_next = ahead;
+        let sure = ahead.map_or(String::new(), |p| {
+            format!(" (ahead with probability {:.0} %)", (p * 100.0).min(99.9))
+        });
         let versus = match (i + 1 < scored.len()).then(|| scored[i + 1]).flatten() {
             Some((next, _)) if next != 0.0 && score != next => {
                 let gain = ((next - score) / next.abs() * 100.0).abs();
-                format!("; {gain:.0} % better than #{}", rank + 1)
+                format!("; {gain:.0} % better than #{}{sure}", rank + 1)
             }
             Some(_) => format!(
                 "; tied with #{} on the objective, ahead on the tie-break",
@@ -365,5 +402,6 @@ pub fn recommend(
     Ok(all)
 }
 
+mod certainty;
 #[cfg(test)]
 mod tests;

@@ -21,6 +21,7 @@ fn cand(name: &str, price: f64, tput: f64, conc: u32, p99: f64) -> Candidate {
             e2e_p90_ms: None,
             e2e_p99_ms: Some(p99),
             error_rate: 0.0,
+            output_token_throughput_interval: None,
         }),
         curve: vec![
             CurvePoint {
@@ -202,4 +203,57 @@ fn fleets_from_requests_or_tokens_per_second() {
     };
     let r = &recommend(&[c], Objective::Cost, Some(toks)).unwrap()[0];
     assert_eq!(r.instances_for_peak, Some(8));
+}
+
+#[test]
+fn costs_carry_intervals_and_rankings_say_how_sure_they_are() {
+    let with = |mut c: Candidate, low: f64, high: f64| {
+        if let Some(p) = c.point.as_mut() {
+            p.output_token_throughput_interval = Some([low, high]);
+        }
+        c
+    };
+    // a: 1000 tok/s (950–1050) at 2/h; b: 980 tok/s (930–1030) at 2/h (a near tie); c: 500
+    let cands = [
+        with(cand("a", 2.0, 1000.0, 64, 900.0), 950.0, 1050.0),
+        with(cand("b", 2.0, 980.0, 64, 900.0), 930.0, 1030.0),
+        with(cand("c", 2.0, 500.0, 64, 900.0), 480.0, 520.0),
+    ];
+    let peak = PeakPlan {
+        peak: PeakTraffic::OutputTokensPerSecond(9_500.0),
+        headroom: 0.0,
+    };
+    let recs = recommend(&cands, Objective::Cost, None).unwrap();
+    assert_eq!(order(&recs), ["a", "b", "c"]);
+    let [lo, hi] = recs[0].cost_per_million_interval.unwrap();
+    let cost = recs[0].cost_per_million_output_tokens.unwrap();
+    assert!(lo < cost && cost < hi, "{lo} {cost} {hi}");
+    let near_tie = recs[0].ahead_of_next.unwrap();
+    let clear = recs[1].ahead_of_next.unwrap();
+    assert!((0.5..0.8).contains(&near_tie), "{near_tie}");
+    assert!(clear > 0.999, "{clear}");
+    assert!(recs[2].ahead_of_next.is_none());
+    assert!(
+        recs[0].explanation.contains("ahead with probability"),
+        "{}",
+        recs[0].explanation
+    );
+    assert!(
+        recs[0].explanation.contains("90 % interval"),
+        "{}",
+        recs[0].explanation
+    );
+    // the fleet for the peak: 9.5k tok/s over 950–1050 per endpoint
+    let recs = recommend(&cands, Objective::Cost, Some(peak)).unwrap();
+    let f = recs[0].fleet.as_ref().unwrap();
+    assert_eq!(f.instances, 10);
+    assert_eq!(f.instances_interval, Some([10, 10]));
+    let fc = recs
+        .iter()
+        .find(|r| r.name == "c")
+        .unwrap()
+        .fleet
+        .clone()
+        .unwrap();
+    assert_eq!(fc.instances_interval, Some([19, 20]), "{fc:?}");
 }

@@ -80,7 +80,9 @@ impl Evidence {
         let mut margins: BTreeMap<u32, (f64, u32, bool)> = BTreeMap::new();
         for r in history {
             let c = r.probe.concurrency;
-            let obs = levels.entry(c).or_insert_with(|| vec![Vec::new(); slas.len()]);
+            let obs = levels
+                .entry(c)
+                .or_insert_with(|| vec![Vec::new(); slas.len()]);
             for (i, s) in slas.iter().enumerate() {
                 let check = r.checks.iter().find(|k| k.sla == s.name);
                 let y = check
@@ -153,7 +155,10 @@ impl Evidence {
             .filter(|(_, (x, y))| x.mean.is_finite() && y.mean.is_finite() && y.mean > 0.0)
             .map(|(i, (x, y))| {
                 let rise = y.mean - x.mean;
-                let noise = self.sigma(i, x).unwrap_or(0.0).max(self.sigma(i, y).unwrap_or(0.0));
+                let noise = self
+                    .sigma(i, x)
+                    .unwrap_or(0.0)
+                    .max(self.sigma(i, y).unwrap_or(0.0));
                 (rise / span, rise - 3.0 * noise * std::f64::consts::SQRT_2)
             })
             .max_by(|p, q| p.0.total_cmp(&q.0))
@@ -161,9 +166,11 @@ impl Evidence {
 
     /// True when some SLA's noise is estimated at some level.
     pub fn noisy(&self) -> bool {
-        self.levels
-            .values()
-            .any(|l| l.iter().enumerate().any(|(i, e)| self.sigma(i, e).is_some()))
+        self.levels.values().any(|l| {
+            l.iter()
+                .enumerate()
+                .any(|(i, e)| self.sigma(i, e).is_some())
+        })
     }
 
     /// The largest noise estimate over the SLAs and levels (relative), for reports.

@@ -120,7 +120,6 @@ pub struct Outcome {
     pub explanation: String,
 }
 
-
 /// The search state machine.
 #[derive(Debug, Clone)]
 pub struct SearchPlanner {
@@ -330,10 +329,10 @@ impl SearchPlanner {
                 // within its margin (noise of that size would have shown).
                 let close = !noisy
                     && v.get(&l).is_some_and(|x| {
-                    x.observations == 1
-                        && x.min_margin < c.confirm_margin
-                        && (non_monotone || !self.clear_of_noise(l))
-                });
+                        x.observations == 1
+                            && x.min_margin < c.confirm_margin
+                            && (non_monotone || !self.clear_of_noise(l))
+                    });
                 if close && (self.history.len() as u32) < c.max_iterations {
                     return self.probe(l, ProbePhase::Confirm, Some(true));
                 }
@@ -504,7 +503,9 @@ impl SearchPlanner {
         let cliff = lo.zip(hi).is_some_and(|(l, h)| {
             self.evidence()
                 .jump(l, h)
-                .is_some_and(|(exponent, beyond_noise)| exponent > CLIFF_EXPONENT && beyond_noise > 0.0)
+                .is_some_and(|(exponent, beyond_noise)| {
+                    exponent > CLIFF_EXPONENT && beyond_noise > 0.0
+                })
         });
         let interval = (!self.history.is_empty()).then(|| self.interval(hi));
         let explanation = explain(

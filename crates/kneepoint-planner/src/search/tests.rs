@@ -127,7 +127,8 @@ fn observing_a_probe_returns_its_verdict() {
 
 /// Runs a search on `p99(c)` (ms) against a 50 s e2e SLA, each reading reporting `spread`.
 fn run(p99: impl Fn(u32, u32) -> f64, spread: Option<f64>) -> SearchPlanner {
-    let mut s = SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()])).unwrap();
+    let mut s =
+        SearchPlanner::new(SearchConfig::new(vec![Sla::e2e_ms(50_000.0).unwrap()])).unwrap();
     let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
     while let Some(p) = s.next_probe() {
         let k = seen.entry(p.concurrency).or_default();
@@ -166,7 +167,9 @@ fn a_close_call_under_reported_noise_is_measured_again_and_the_interval_widens()
     let s = run(wobble, Some(0.04));
     let o = s.outcome();
     assert!(
-        s.history().iter().any(|r| r.probe.phase == ProbePhase::Confirm),
+        s.history()
+            .iter()
+            .any(|r| r.probe.phase == ProbePhase::Confirm),
         "{:?}",
         s.history()
     );
@@ -191,11 +194,21 @@ fn a_close_call_under_reported_noise_is_measured_again_and_the_interval_widens()
 #[test]
 fn a_cliff_is_named() {
     // flat at 30 s, 4x past 300
-    let s = run(|c, _| if c > 300 { 120_000.0 } else { 30_000.0 }, Some(0.03));
+    let s = run(
+        |c, _| if c > 300 { 120_000.0 } else { 30_000.0 },
+        Some(0.03),
+    );
     let o = s.outcome();
     assert!(o.cliff, "{o:?}");
     assert!(o.explanation.contains("cliff"), "{}", o.explanation);
-    assert!(o.feasible_max.unwrap() <= 300 && o.feasible_max.unwrap() >= 285, "{o:?}");
-    let smooth = run(|c, _| 50_000.0 * (f64::from(c) / 330.0).powf(1.5), Some(0.03)).outcome();
+    assert!(
+        o.feasible_max.unwrap() <= 300 && o.feasible_max.unwrap() >= 285,
+        "{o:?}"
+    );
+    let smooth = run(
+        |c, _| 50_000.0 * (f64::from(c) / 330.0).powf(1.5),
+        Some(0.03),
+    )
+    .outcome();
     assert!(!smooth.cliff, "{smooth:?}");
 }
