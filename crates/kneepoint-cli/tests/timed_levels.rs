@@ -146,3 +146,70 @@ fn a_precise_level_stops_early_and_says_why() {
     let e = sweep(&["--early-stop-min-requests", "5"], tmp.path()).unwrap_err();
     assert!(format!("{e:#}").contains("needs early_stop_width"));
 }
+
+/// `--target-precision`: a level ends once its chosen statistic's interval is within the
+/// target (the request count is the cap), and says so; a looser target stops sooner.
+#[test]
+fn a_level_stops_at_its_target_precision() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let run = |target: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = sweep(
+            &[
+                "--concurrency",
+                "8",
+                "--request-count",
+                "4000",
+                "--target-precision",
+                target,
+                "--precision-statistic",
+                "request_latency:p90",
+            ],
+            tmp.path(),
+        )
+        .unwrap();
+        let out = rt.block_on(run_sweep(&s, false)).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(tmp.path().join("concurrency_8/profile_export_aiperf.json")).unwrap(),
+        )
+        .unwrap();
+        let why = doc["input_config"]["level"]["stopped_early"]
+            .as_str()
+            .map(str::to_owned);
+        (out.summaries[0].request_count, why)
+    };
+    let (n, why) = run("0.2");
+    let why = why.expect("stopped at the target");
+    assert!((200..4000).contains(&n), "{n}");
+    assert!(
+        why.starts_with("stopped at the target precision after"),
+        "{why}"
+    );
+    assert!(why.contains("request_latency p90"), "{why}");
+    // refusals
+    let tmp = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (
+            &[
+                "--target-precision",
+                "0.05",
+                "--precision-statistic",
+                "error_rate:avg",
+            ][..],
+            "precision_statistic watches",
+        ),
+        (
+            &[
+                "--target-precision",
+                "0.05",
+                "--precision-statistic",
+                "request_latency:max",
+            ][..],
+            "avg or a percentile",
+        ),
+        (&["--target-precision", "2"][..], "target_precision must be"),
+    ] {
+        let e = sweep(args, tmp.path()).unwrap_err();
+        assert!(format!("{e:#}").contains(want), "{args:?}: {e:#}");
+    }
+}

@@ -85,6 +85,10 @@ pub struct LoadSection {
     pub early_stop_width: Option<f64>,
     /// Requests before early stopping is considered.
     pub early_stop_min_requests: Option<u32>,
+    /// End a level once the 90 % interval of `precision_statistic` is within ± this fraction.
+    pub target_precision: Option<f64>,
+    /// The statistic `target_precision` watches (`request_latency:p99` by default).
+    pub precision_statistic: Option<String>,
 }
 
 /// `[runs]`: repeated runs of each level (the `--num-runs` family of flags).

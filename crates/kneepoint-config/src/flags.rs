@@ -423,10 +423,19 @@ pub struct LoadArgs {
     /// (e.g. 0.05); requests in flight finish. Batch means of one wave of requests each.
     #[arg(long, value_name = "FRACTION")]
     pub early_stop_width: Option<f64>,
-    /// With --early-stop-width: requests recorded before stopping early is considered
-    /// (default 200).
+    /// With --early-stop-width or --target-precision: requests recorded before stopping early
+    /// is considered (default 200).
     #[arg(long, value_name = "N")]
     pub early_stop_min_requests: Option<u32>,
+    /// End a level as soon as the 90 % interval of one statistic (--precision-statistic) is
+    /// within ± this fraction of it (0.02 = ±2 %), the request count being the cap; requests in
+    /// flight finish. The cheap way to get every answer's error bars to a set width.
+    #[arg(long, value_name = "FRACTION", conflicts_with = "early_stop_width")]
+    pub target_precision: Option<f64>,
+    /// The statistic --target-precision watches: request_latency, time_to_first_token or
+    /// inter_token_latency, with avg or a percentile (default request_latency:p99).
+    #[arg(long, value_name = "METRIC:STAT", requires = "target_precision")]
+    pub precision_statistic: Option<String>,
     /// Open loop: replay a trace dataset (`--dataset`, trace format) at its recorded send
     /// times, sped up by this factor (2 = twice as fast). Sends up to `--request-count` records.
     #[arg(long, value_name = "FACTOR")]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kneepoint_engine::{OpenLoopSettings, RunsSettings};
 use kneepoint_metrics::{ConvergenceRule, Criterion};
-use kneepoint_runner::{Arrival, EarlyStop, LevelDuration};
+use kneepoint_runner::{Arrival, EarlyStop, LevelDuration, PrecisionTarget};
 
 use crate::error::bail;
 use crate::file::{LoadSection, RunsSection};
@@ -189,6 +189,28 @@ pub(crate) fn early_stop(
             .load
             .early_stop_min_requests
             .or(load.early_stop_min_requests);
+        let target = args.load.target_precision.or(load.target_precision);
+        if let Some(t) = target {
+            if width.is_some() {
+                bail!("give early_stop_width or target_precision, not both");
+            }
+            if !(t.is_finite() && t > 0.0 && t < 1.0) {
+                bail!("target_precision must be a fraction above 0 (e.g. 0.02 for ±2 %), not {t}");
+            }
+            let spec = args
+                .load
+                .precision_statistic
+                .clone()
+                .or(load.precision_statistic.clone())
+                .unwrap_or_else(|| "request_latency:p99".into());
+            return Ok(Some(EarlyStop {
+                min_requests: min.unwrap_or(200).max(20) as usize,
+                max_relative_width: t,
+                confidence: 0.9,
+                batch: 1,
+                target: Some(precision_target(&spec)?),
+            }));
+        }
         match width {
             None if min.is_some() => {
                 bail!("early_stop_min_requests needs early_stop_width")
@@ -208,7 +230,31 @@ pub(crate) fn early_stop(
                     .or(runs.and_then(|r| r.confidence_level))
                     .unwrap_or(0.95),
                 batch: 1,
+                target: None,
             }),
         }
     })
+}
+
+/// `metric:stat` for `--precision-statistic`.
+fn precision_target(spec: &str) -> Result<PrecisionTarget> {
+    use kneepoint_core::{Metric, Stat};
+    let Some((m, s)) = spec.split_once(':') else {
+        bail!("precision_statistic is metric:stat, e.g. request_latency:p99 (got {spec:?})");
+    };
+    let metric: Metric = match m.parse() {
+        Ok(x) => x,
+        Err(e) => bail!("precision_statistic: {e}"),
+    };
+    let stat: Stat = match s.parse() {
+        Ok(x) => x,
+        Err(e) => bail!("precision_statistic: {e}"),
+    };
+    if !PrecisionTarget::METRICS.contains(&metric) {
+        bail!("precision_statistic watches request_latency, time_to_first_token or inter_token_latency, not {m}");
+    }
+    if stat != Stat::Avg && stat.quantile().is_none() {
+        bail!("precision_statistic takes avg or a percentile (p50, p90, p95, p99...), not {s}");
+    }
+    Ok(PrecisionTarget { metric, stat })
 }

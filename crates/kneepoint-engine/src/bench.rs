@@ -375,6 +375,21 @@ impl Bench {
             None => LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default()),
         };
         crate::server::attach(&mut summary, server);
+        summary.client = run.health.clone().map(|h| {
+            h.judge(summary.value(
+                kneepoint_core::Metric::RequestLatency,
+                kneepoint_core::Stat::P50,
+            ))
+        });
+        if let Some(why) = summary
+            .client
+            .as_ref()
+            .and_then(|c| c.client_limited.as_ref())
+        {
+            self.observer.warning(&format!(
+                "concurrency {concurrency}: client-limited ({why}); the level is left out of the knee, the zone and the search's answer"
+            ));
+        }
         let mut input_config = self.description.clone();
         input_config["level"] = level;
         if streamed.is_some() {

@@ -141,6 +141,7 @@ impl Bench {
             unsent: request_count as usize,
             early_stop: None,
             sent_turns: Vec::new(),
+            health: None,
         };
         let level = json!({"concurrency": concurrency, "request_count": request_count});
         self.finish_level(dir, concurrency, level, &run, None, None)

@@ -36,6 +36,15 @@ fn point(s: &LevelSummary) -> OperatingPoint {
     }
 }
 
+/// Why a level cannot be a ranking's basis: the client, not the server, may have shaped it.
+fn client_limited(s: &LevelSummary) -> Option<String> {
+    let why = s.client.as_ref()?.client_limited.as_ref()?;
+    Some(format!(
+        "the client was the bottleneck at concurrency {} ({why}); measure it again with more client capacity",
+        s.concurrency
+    ))
+}
+
 fn curve(summaries: &[LevelSummary]) -> Vec<CurvePoint> {
     let mut by_c: BTreeMap<u32, f64> = BTreeMap::new();
     for s in summaries {
@@ -71,17 +80,20 @@ pub(crate) async fn measure(
         CandidateRun::Search(s) => {
             let top = s.search_config().concurrency_max;
             let o = s.run(cancel).await?;
-            let at = o.outcome.feasible_max.and_then(|c| {
+            let answer = o.outcome.feasible_max.and_then(|c| {
                 o.history
                     .iter()
                     .zip(&o.summaries)
                     .rev()
                     .find(|(r, _)| r.probe.concurrency == c && r.pass)
-                    .map(|(_, s)| point(s))
+                    .map(|(_, s)| s)
             });
+            let at = answer.map(point);
             Ok(Measured {
                 reason: at.is_none().then(|| o.outcome.explanation.clone()),
-                lower_bound: kneepoint_planner::search_lower_bound(&o.outcome, top, bound),
+                lower_bound: answer
+                    .and_then(client_limited)
+                    .or_else(|| kneepoint_planner::search_lower_bound(&o.outcome, top, bound)),
                 ran: true,
                 point: at,
                 curve: curve(&o.summaries),
@@ -96,9 +108,11 @@ pub(crate) async fn measure(
                 .and_then(|c| o.summaries.iter().find(|s| s.concurrency == c))
                 .map(point);
             let highest = o.summaries.iter().map(|s| s.concurrency).max();
+            let limited = o.summaries.iter().find_map(client_limited);
             Ok(Measured {
                 reason: at.is_none().then(|| o.zone.summary.clone()),
-                lower_bound: kneepoint_planner::sweep_lower_bound(&o.zone, highest, bound),
+                lower_bound: kneepoint_planner::sweep_lower_bound(&o.zone, highest, bound)
+                    .or(limited),
                 ran: true,
                 point: at,
                 curve: curve(&o.summaries),

@@ -244,6 +244,8 @@ pub fn pessimistic(
             Op::Ge | Op::Gt => s.ci_low,
         };
         m = m.with(key.metric(), key.stat(), bound.unwrap_or(s.mean));
+        // the value is already the interval's pessimistic end: its spread is spent
+        m.spread.remove(&format!("{}:{}", key.metric(), key.stat()));
     }
     m
 }

@@ -99,7 +99,8 @@ fn zone_of(rows: &[LevelRow]) -> Result<OperatingZone, Error> {
                 crate::work_throughput(r.output_token_throughput, r.request_throughput),
                 r.e2e_p99_ms.unwrap_or(0.0),
             );
-            let p = ZonePoint::new(point, r.meets_slas, r.error_rate);
+            let p = ZonePoint::new(point, r.meets_slas, r.error_rate)
+                .client_limited(r.client_limited.is_some());
             let throughput = if r.output_token_throughput > 0.0 {
                 "output_token_throughput:avg"
             } else {

@@ -267,6 +267,7 @@ impl<C: Column> Accumulator<C> {
             warnings,
             server: None,
             intervals: BTreeMap::new(),
+            client: None,
         }
     }
 

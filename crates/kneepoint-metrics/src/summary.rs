@@ -121,6 +121,9 @@ pub struct LevelSummary {
     /// a level summarised in bounded memory or with fewer than 20 requests.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub intervals: BTreeMap<String, crate::StatInterval>,
+    /// How the client fared during the level, and whether it could have shaped the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<kneepoint_core::ClientHealth>,
 }
 
 /// Failures with the same kind, code and message.

@@ -36,6 +36,7 @@ mod explain;
 mod fleet;
 mod key;
 mod knee;
+mod pass;
 mod predict;
 mod probe;
 mod recommend;
@@ -46,6 +47,7 @@ mod sla;
 mod sweep;
 mod zone;
 mod zone_interval;
+mod zone_range;
 
 pub use capacity::{search_lower_bound, sweep_lower_bound};
 pub use cost::{BaselineCost, ProbeSpend, SearchCost};
@@ -55,6 +57,7 @@ pub use fleet::{fleet_size, FleetPlan, InstanceCapacity, PeakTraffic};
 pub use key::StatKey;
 pub use knee::{find_knee, KneeEstimate, KneeRule, LevelPoint, Step};
 pub use kneepoint_core::{Metric, Percentile, Stat};
+pub use pass::pass_probability;
 pub use recommend::{
     latency_at, recommend, Candidate, CurvePoint, Objective, OperatingPoint, PeakPlan,
     Recommendation, HOURS_PER_MONTH,
@@ -64,10 +67,8 @@ pub use search::{
     SearchConfig, SearchPlanner, StopReason, INTERVAL_LEVEL, MAX_JUMP,
 };
 pub use shard::Shard;
-pub use sla::{
-    check_all, pass_probability, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS,
-    STATS,
-};
+pub use sla::{check_all, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS, STATS};
 pub use sweep::{SweepLevel, SweepPlan, MAX_CONCURRENCY};
 pub use zone::{operating_zone, OperatingZone, PointUncertainty, ZonePoint};
-pub use zone_interval::{zone_intervals, LevelRange, ZoneDraw, ZoneIntervals, ZONE_DRAWS};
+pub use zone_interval::{zone_intervals, ZONE_DRAWS};
+pub use zone_range::{LevelRange, ZoneDraw, ZoneIntervals};

@@ -69,4 +69,7 @@ pub struct ProbeRecord {
     /// `|ln(observed / predicted)|` over the SLAs); the search's estimate of measurement noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prediction_error: Option<f64>,
+    /// Why the client, not the server, may have shaped this probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_limited: Option<String>,
 }

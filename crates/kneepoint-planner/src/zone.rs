@@ -30,6 +30,10 @@ pub struct ZonePoint {
     /// How precisely the level was measured, when known ([`ZonePoint::with_uncertainty`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncertainty: Option<PointUncertainty>,
+    /// The client, not the server, may have shaped this level ([`ZonePoint::client_limited`]):
+    /// it is left out of the knee's curve and is never the operating level.
+    #[serde(default)]
+    pub client_limited: bool,
 }
 
 /// How precisely one level was measured: what [`crate::zone_intervals`] redraws.
@@ -53,7 +57,14 @@ impl ZonePoint {
             meets_slas,
             error_rate,
             uncertainty: None,
+            client_limited: false,
         }
+    }
+
+    /// The same point, marked as measured by a client that could not keep up (builder style).
+    pub fn client_limited(mut self, limited: bool) -> Self {
+        self.client_limited = limited;
+        self
     }
 
     /// The same point with the relative standard errors of its throughput and p99 latency and
@@ -104,12 +115,21 @@ pub struct OperatingZone {
     /// How sure the knee, the ideal balance and the safe zone are, when the levels carried
     /// their uncertainty ([`crate::zone_intervals`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub intervals: Option<crate::ZoneIntervals>,
+    pub intervals: Option<crate::zone_range::ZoneIntervals>,
 }
 
 /// Computes the zone of `points` (any order).
 pub fn operating_zone(points: &[ZonePoint], rule: &KneeRule) -> Result<OperatingZone, Error> {
-    let mut pts = points.to_vec();
+    let limited: Vec<u32> = points
+        .iter()
+        .filter(|p| p.client_limited)
+        .map(|p| p.point.concurrency)
+        .collect();
+    let mut pts: Vec<ZonePoint> = points
+        .iter()
+        .filter(|p| !p.client_limited)
+        .copied()
+        .collect();
     pts.sort_by_key(|p| p.point.concurrency);
     let healthy: Vec<LevelPoint> = pts
         .iter()
@@ -173,6 +193,17 @@ pub fn operating_zone(points: &[ZonePoint], rule: &KneeRule) -> Result<Operating
         summary.push_str(&format!(
             "; errors exceed {} % at {e}",
             rule.max_error_rate * 100.0
+        ));
+    }
+    if !limited.is_empty() {
+        let list: Vec<String> = limited.iter().map(u32::to_string).collect();
+        summary.push_str(&format!(
+            "; left out, the client was the bottleneck: {}",
+            list.join(", ")
+        ));
+        knee.reason.push_str(&format!(
+            " (client-limited levels left out: {})",
+            list.join(", ")
         ));
     }
     Ok(OperatingZone {

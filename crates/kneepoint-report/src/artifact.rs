@@ -189,10 +189,14 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
             .unwrap_or(summary.warnings.len());
         summary.warnings.splice(at..at, saved_isl);
     }
-    // The server's view is not in the records: it is kept from the saved summary.
+    // The server's view and the client's health are not in the records: they are kept from
+    // the saved summary.
     summary.server = doc
         .as_ref()
         .and_then(kneepoint_metrics::export::server_summary_from_aiperf_json);
+    summary.client = doc
+        .as_ref()
+        .and_then(kneepoint_metrics::export::client_health_from_aiperf_json);
     // A merged shard level counts its rates over the shards' common window (`kneepoint
     // merge`): the records alone would give the union of their runs.
     if let Some(d) = info

@@ -69,6 +69,10 @@ pub struct LevelRow {
     /// 90 % intervals of the level's statistics, keyed `metric:stat` (from the summary).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub intervals: std::collections::BTreeMap<String, kneepoint_metrics::StatInterval>,
+    /// Why the client, not the server, may have shaped this level (it is then left out of the
+    /// knee and the zone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_limited: Option<String>,
 }
 
 impl LevelRow {
@@ -112,6 +116,7 @@ impl LevelRow {
             server_metrics: s.server.as_ref().map(|v| v.concepts.clone()),
             sla_pass_probability: None,
             intervals: s.intervals.clone(),
+            client_limited: s.client.as_ref().and_then(|c| c.client_limited.clone()),
         }
     }
 

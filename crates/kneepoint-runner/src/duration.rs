@@ -62,7 +62,7 @@ pub async fn run_level_for(
         timed_loop(
             &transport,
             config,
-            Phase::Warmup,
+            (Phase::Warmup, None),
             (time.warmup, time.grace),
             source.clone(),
             tx,
@@ -83,22 +83,25 @@ pub async fn run_level_for(
     let sink_task =
         tokio::task::spawn_blocking(move || drain(rx, sinks, observer, (early, keep), stop));
     let start_unix_ns = unix_ns();
+    let watch = crate::health::Watch::start();
     let result = timed_loop(
         &transport,
         config,
-        Phase::Profiling,
+        (Phase::Profiling, Some(watch.probe())),
         (time.measure, time.grace),
         source,
         tx,
         &stop_sending,
     )
     .await;
+    let health = watch.finish().await;
     let (records, records_seen, sink_errors, early_stop) =
         sink_task.await.map_err(|e| Error::Worker {
             message: e.to_string(),
         })?;
     result?;
     Ok(LevelRun {
+        health: Some(health),
         early_stop,
         records_seen,
         unsent: 0,
@@ -117,7 +120,7 @@ pub async fn run_level_for(
 async fn timed_loop(
     transport: &Arc<dyn Transport>,
     config: &LevelConfig,
-    phase: Phase,
+    (phase, health): (Phase, Option<Arc<crate::health::HealthProbe>>),
     (length, grace): (Duration, Duration),
     source: Arc<Mutex<RequestSource>>,
     tx: mpsc::Sender<RequestRecord>,
@@ -125,13 +128,16 @@ async fn timed_loop(
 ) -> Result<(), Error> {
     let in_flight = CancelToken::new();
     let origin = std::time::Instant::now();
-    let ctx = Arc::new(Ctx::new(
-        transport.clone(),
-        config,
-        phase,
-        (origin, unix_ns()),
-        in_flight.clone(),
-    ));
+    let ctx = Arc::new(
+        Ctx::new(
+            transport.clone(),
+            config,
+            phase,
+            (origin, unix_ns()),
+            in_flight.clone(),
+        )
+        .watched(health),
+    );
     let stop_at = Instant::from_std(origin) + length;
     // Cancels what is in flight at the end of the grace period, or at once on Ctrl-C.
     let watcher = {

@@ -41,6 +41,9 @@ pub struct LevelRun {
     /// Multi-turn: every measured turn as it was sent (its prompt carrying the conversation
     /// so far), ordered by request id; empty for single-turn requests.
     pub sent_turns: Vec<Request>,
+    /// How the client fared during the measured phase (not yet judged against the level's
+    /// latencies: [`ClientHealth::judge`](kneepoint_core::ClientHealth::judge)).
+    pub health: Option<kneepoint_core::ClientHealth>,
 }
 
 pub(crate) fn unix_ns() -> u64 {
@@ -139,7 +142,8 @@ pub async fn run_level(
         tokio::task::spawn_blocking(move || drain(rx, sinks, observer, (early, keep), stop));
     let origin = Instant::now();
     let start_unix_ns = unix_ns();
-    let ctx = ctx(Phase::Profiling, origin, start_unix_ns);
+    let watch = crate::health::Watch::start();
+    let ctx = ctx(Phase::Profiling, origin, start_unix_ns).watched(Some(watch.probe()));
     let mut sent_turns = Vec::new();
     let result = match &config.open_loop {
         Some(o) => {
@@ -168,12 +172,14 @@ pub async fn run_level(
             closed_loop(ctx, slots, requests, tx, &stop_sending).await
         }
     };
+    let health = watch.finish().await;
     let (records, records_seen, sink_errors, early_stop) =
         sink_task.await.map_err(|e| Error::Worker {
             message: e.to_string(),
         })?;
     let sent = result?;
     Ok(LevelRun {
+        health: Some(health),
         early_stop,
         records_seen,
         unsent: total - sent,

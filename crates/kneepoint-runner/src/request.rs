@@ -149,6 +149,9 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
                 // (or the previous chunk) and the moment the chunk was yielded.
                 let floor = p.chunks.last().copied().unwrap_or(start);
                 let at = c.received.map_or(now, |t| t.clamp(floor.min(now), now));
+                if let (Some(h), Some(t)) = (&ctx.health, c.received) {
+                    h.delivered(now.saturating_duration_since(t));
+                }
                 p.chunks.push(at);
                 if !c.text.is_empty() && p.first_content.is_none() {
                     p.first_content = Some(at);
@@ -205,6 +208,8 @@ pub(crate) struct Ctx {
     pub in_flight: Option<Arc<std::sync::atomic::AtomicU64>>,
     /// Keep the generated text in the records.
     pub keep_outputs: bool,
+    /// The client's health watch (measured phase only).
+    pub health: Option<Arc<crate::health::HealthProbe>>,
 }
 
 impl Ctx {
@@ -232,7 +237,14 @@ impl Ctx {
                 .then(|| config.in_flight.clone())
                 .flatten(),
             keep_outputs: config.keep_outputs,
+            health: None,
         }
+    }
+
+    /// The same context reporting to `health`.
+    pub(crate) fn watched(mut self, health: Option<Arc<crate::health::HealthProbe>>) -> Ctx {
+        self.health = health;
+        self
     }
 }
 
@@ -333,6 +345,7 @@ pub(crate) async fn run_turn(
     worker: u32,
 ) -> (RequestRecord, Option<String>) {
     let in_flight = ctx.in_flight.as_deref().map(InFlight::enter);
+    let _watched = ctx.health.as_deref().map(crate::health::HealthProbe::enter);
     let (origin, origin_unix_ns, phase) = (ctx.origin, ctx.origin_unix_ns, ctx.phase);
     let counter = &ctx.counter;
     let start = Instant::now();

@@ -121,10 +121,18 @@ pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
             "end_unix_ns": info.end_unix_ns,
         }),
     );
+    if let Some(client) = &s.client {
+        root.insert("client_health".into(), json!(client));
+    }
     if let Some(server) = &s.server {
         root.insert("server_metrics".into(), json!(server));
     }
     Value::Object(root)
+}
+
+/// The client's health saved in a `profile_export_aiperf.json`.
+pub fn client_health_from_aiperf_json(v: &Value) -> Option<kneepoint_core::ClientHealth> {
+    serde_json::from_value(v.get("client_health")?.clone()).ok()
 }
 
 /// The server summary saved in a `profile_export_aiperf.json` (when the level was scraped).

@@ -31,6 +31,7 @@ pub use crate::search_config::SearchConfig;
 use crate::sla::{check_all, Measurement};
 use crate::Error;
 
+mod doubt;
 mod evidence;
 mod explain;
 mod interval;
@@ -109,6 +110,10 @@ pub struct Outcome {
     pub cliff: bool,
     /// How far to trust the answer.
     pub confidence: Confidence,
+    /// Levels the client may have shaped (its own CPU or scheduling lag): their verdicts are
+    /// kept, but an answer resting on one is of low confidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_limited: Vec<u32>,
     /// Where the true boundary lies ([`INTERVAL_LEVEL`]); `None` before any probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<BoundaryInterval>,
@@ -231,6 +236,7 @@ impl SearchPlanner {
             checks,
             pass,
             prediction_error: None,
+            client_limited: m.client_limited.clone(),
         };
         record.prediction_error =
             crate::predict::prediction_error(&self.config.slas, &self.history, &record);
@@ -361,39 +367,6 @@ impl SearchPlanner {
         }
     }
 
-    /// Once the bracket is decided on noisy readings: the end of it whose verdict is not yet
-    /// certain (its mean load within [`evidence::Z`] standard errors of a threshold), the
-    /// closer call first, measured again (at most [`MAX_OBSERVATIONS`] times in all); then,
-    /// when no level has failed with certainty, one level above the lowest fail.
-    fn repeat_doubtful(&self, lo: Option<u32>, hi: Option<u32>) -> Option<Probe> {
-        let v = self.verdicts();
-        let doubt = |c: Option<u32>, certain: fn(&Verdict) -> bool| {
-            let c = c?;
-            let x = v.get(&c)?;
-            (!certain(x) && x.observations < MAX_OBSERVATIONS).then_some((x.doubt, c, x.pass))
-        };
-        let pick = [doubt(lo, |x| x.certain_pass), doubt(hi, |x| x.certain_fail)]
-            .into_iter()
-            .flatten()
-            .min_by(|a, b| a.0.total_cmp(&b.0));
-        if let Some(pick) = pick {
-            return self.probe(pick.1, ProbePhase::Confirm, Some(pick.2));
-        }
-        // Nothing failed with certainty, and the lowest fail is measured as often as it may
-        // be: a level far enough above it (three noise widths, at least the precision) to
-        // close the interval from above.
-        let h = hi?;
-        if v.values().any(|x| x.certain_fail) || h >= self.config.concurrency_max {
-            return None;
-        }
-        let noise = self.evidence().noise().unwrap_or(0.0);
-        let step = (3.0 * noise).max(self.config.precision);
-        let a = (f64::from(h) * (1.0 + step)).ceil() as u32;
-        let b = (f64::from(h) * (1.0 + 2.0 * step)).floor() as u32;
-        let c = roundest_in(a.max(h + 1), b.min(self.config.concurrency_max))?;
-        (!v.contains_key(&c)).then(|| self.probe(c, ProbePhase::Confirm, Some(false)))?
-    }
-
     /// The next probe above the highest pass `lo` while nothing has failed: aimed just below
     /// the predicted crossing (at most [`MAX_JUMP`] times `lo`), or just above it when a fail
     /// there would already close the search; doubling when nothing predicts a crossing.
@@ -508,6 +481,30 @@ impl SearchPlanner {
                 })
         });
         let interval = (!self.history.is_empty()).then(|| self.interval(hi));
+        let mut client_limited: Vec<u32> = self
+            .history
+            .iter()
+            .filter(|r| r.client_limited.is_some())
+            .map(|r| r.probe.concurrency)
+            .collect();
+        client_limited.dedup();
+        let shaky = [lo, hi]
+            .iter()
+            .flatten()
+            .any(|c| client_limited.contains(c));
+        let confidence = if shaky { Confidence::Low } else { confidence };
+        let limited_note = if shaky {
+            format!(
+                "; the client itself was the bottleneck at {} (its CPU or scheduling lag), so the verdict there may be the client's: rerun with more client capacity",
+                client_limited
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            String::new()
+        };
         let explanation = explain(
             self.stop,
             lo,
@@ -516,7 +513,8 @@ impl SearchPlanner {
             (non_monotone, cliff),
             confirmed,
             close,
-        ) + &interval.map_or(String::new(), |i| format!("; boundary: {i}"));
+        ) + &interval.map_or(String::new(), |i| format!("; boundary: {i}"))
+            + &limited_note;
         Outcome {
             feasible_max: lo,
             infeasible_min: hi,
@@ -530,33 +528,11 @@ impl SearchPlanner {
             non_monotone,
             confidence,
             cliff,
+            client_limited,
             interval,
             noise: self.evidence().noise(),
             explanation,
         }
-    }
-}
-
-impl SearchPlanner {
-    /// The interval on the boundary. Where the measurements reported no noise and no level was
-    /// repeated, the readings' noise is taken to be the median error of the search's own
-    /// predictions inside the bracket (model misfit included, so the interval errs wide).
-    fn interval(&self, lowest_fail: Option<u32>) -> BoundaryInterval {
-        let evidence = self.evidence();
-        let evidence = if evidence.noisy() {
-            evidence
-        } else {
-            let mut errors: Vec<f64> = self
-                .history
-                .iter()
-                .filter(|r| r.probe.phase != ProbePhase::Bracket)
-                .filter_map(|r| r.prediction_error)
-                .filter(|e| e.is_finite())
-                .collect();
-            errors.sort_by(f64::total_cmp);
-            evidence.assume_noise(errors.get(errors.len() / 2).copied())
-        };
-        BoundaryInterval::of(&evidence.verdicts(), lowest_fail)
     }
 }
 
