@@ -205,6 +205,12 @@ pub enum SimCommand {
         /// `max_num_seqs`, vLLM's `--max-num-seqs`); requests past it wait in its queue.
         #[arg(long, value_name = "N")]
         max_num_seqs: Option<u32>,
+        /// Relative standard deviation of each engine step (the calibrated profile has 0.03).
+        #[arg(long, value_name = "SD")]
+        jitter: Option<f64>,
+        /// A slowly wandering slowdown, as noisy neighbours cause (see `sweep --sim-drift`).
+        #[arg(long, value_name = "SD")]
+        drift: Option<f64>,
     },
 }
 

@@ -25,6 +25,8 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             stall_ms,
             prompt_tokens,
             max_num_seqs,
+            jitter,
+            drift,
         } => {
             let sigv4 = match sigv4_access_key_id {
                 Some(id) => {
@@ -68,8 +70,14 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             }
             if let Some(n) = max_num_seqs {
                 p.max_num_seqs = n;
-                p.validate()?;
             }
+            if let Some(j) = jitter {
+                p.jitter = j;
+            }
+            if let Some(d) = drift {
+                p.drift = d;
+            }
+            p.validate()?;
             let server = SimServer::start_with_options(
                 p.clone(),
                 SocketAddr::from(([127, 0, 0, 1], port)),

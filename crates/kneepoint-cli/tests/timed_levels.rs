@@ -180,6 +180,7 @@ fn a_level_stops_at_its_target_precision() {
     };
     let (n, why) = run("0.2");
     let why = why.expect("stopped at the target");
+    println!("{why}");
     assert!((200..4000).contains(&n), "{n}");
     assert!(
         why.starts_with("stopped at the target precision after"),
