@@ -48,7 +48,8 @@ impl ClientHealth {
             .then(|| cpu / (self.wall_seconds * f64::from(self.cores)))
     }
 
-    /// Judges the level against its median request latency (ms): client-limited when the
+    /// Judges the level against its median latency (ms; the engine passes the smaller of the
+    /// TTFT and request-latency medians): client-limited when the
     /// client's timers or its reads of arrived tokens ran late by at least [`LAG_FLOOR_MS`] and
     /// [`LAG_SHARE`] of that latency at the 90th percentile, or when the process kept every
     /// core it may use busy ([`CPU_SATURATED`]).

@@ -375,19 +375,22 @@ impl Bench {
             None => LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default()),
         };
         crate::server::attach(&mut summary, server);
-        summary.client = run.health.clone().map(|h| {
-            h.judge(summary.value(
-                kneepoint_core::Metric::RequestLatency,
-                kneepoint_core::Stat::P50,
-            ))
-        });
+        // judged against the level's smallest median latency (TTFT when streaming)
+        let median = [
+            kneepoint_core::Metric::TimeToFirstToken,
+            kneepoint_core::Metric::RequestLatency,
+        ]
+        .iter()
+        .filter_map(|m| summary.value(*m, kneepoint_core::Stat::P50))
+        .reduce(f64::min);
+        summary.client = run.health.clone().map(|h| h.judge(median));
         if let Some(why) = summary
             .client
             .as_ref()
             .and_then(|c| c.client_limited.as_ref())
         {
             self.observer.warning(&format!(
-                "concurrency {concurrency}: client-limited ({why}); the level is left out of the knee, the zone and the search's answer"
+                "concurrency {concurrency}: client-limited ({why}); the level is left out of the knee and the zone, and a search or ranking resting on it is marked"
             ));
         }
         let mut input_config = self.description.clone();

@@ -93,6 +93,15 @@ pub(crate) async fn measure(
                 reason: at.is_none().then(|| o.outcome.explanation.clone()),
                 lower_bound: answer
                     .and_then(client_limited)
+                    .or_else(|| {
+                        // the lowest failing probe, when the client shaped it
+                        let h = o.outcome.infeasible_min?;
+                        o.history
+                            .iter()
+                            .zip(&o.summaries)
+                            .filter(|(r, _)| r.probe.concurrency == h)
+                            .find_map(|(_, s)| client_limited(s))
+                    })
                     .or_else(|| kneepoint_planner::search_lower_bound(&o.outcome, top, bound)),
                 ran: true,
                 point: at,
@@ -108,7 +117,20 @@ pub(crate) async fn measure(
                 .and_then(|c| o.summaries.iter().find(|s| s.concurrency == c))
                 .map(point);
             let highest = o.summaries.iter().map(|s| s.concurrency).max();
-            let limited = o.summaries.iter().find_map(client_limited);
+            // a client-limited level counts against the ranking when the operating point rests
+            // on it: at or below the ideal balance, or the first level above it
+            let ideal = o.zone.ideal_balance.unwrap_or(0);
+            let next_above = o
+                .summaries
+                .iter()
+                .map(|s| s.concurrency)
+                .filter(|c| *c > ideal)
+                .min();
+            let limited = o
+                .summaries
+                .iter()
+                .filter(|s| s.concurrency <= ideal || Some(s.concurrency) == next_above)
+                .find_map(client_limited);
             Ok(Measured {
                 reason: at.is_none().then(|| o.zone.summary.clone()),
                 lower_bound: kneepoint_planner::sweep_lower_bound(&o.zone, highest, bound)

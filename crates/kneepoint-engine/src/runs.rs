@@ -175,6 +175,7 @@ impl Bench {
             std::fs::File::create(&pooled).map_err(|e| Error::io("create", &pooled, e))?,
         );
         let mut records = Vec::new();
+        let mut client: Option<kneepoint_core::ClientHealth> = None;
         let (mut start, mut end) = (u64::MAX, 0u64);
         for run in runs {
             let run_dir = dir.join(folder::RUNS_DIR).join(run);
@@ -196,9 +197,17 @@ impl Bench {
                 start = start.min(i.start_unix_ns);
                 end = end.max(i.end_unix_ns);
             }
+            // the pooled level is client-limited when any of its runs was (the first such
+            // run's health is kept; otherwise the last run's)
+            if let Some(h) = kneepoint_metrics::export::client_health_from_aiperf_json(&doc) {
+                if client.as_ref().is_none_or(|c| c.client_limited.is_none()) {
+                    client = Some(h);
+                }
+            }
         }
         out.flush().map_err(|e| Error::io("write", &pooled, e))?;
         let mut summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
+        summary.client = client;
         let server = self.server.pooled(self.observer.as_ref(), dir);
         crate::server::attach(&mut summary, server);
         let mut input_config = self.description.clone();

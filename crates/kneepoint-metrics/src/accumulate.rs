@@ -329,17 +329,12 @@ impl LevelSummary {
         let mut acc = Accumulator::<Vec<f64>>::new(slo);
         records.iter().for_each(|r| acc.push(r));
         let mut s = acc.finish(concurrency, |_, c| Stats::of(c));
-        let measured: Vec<RequestRecord> = records
-            .iter()
-            .filter(|r| r.phase == Phase::Profiling)
-            .cloned()
-            .collect();
         let level = [
             s.error_rate,
             s.output_token_throughput,
             s.request_throughput,
         ];
-        s.intervals = crate::level_intervals(concurrency, &measured, level);
+        s.intervals = crate::level_intervals(concurrency, records, level);
         s
     }
 }

@@ -69,18 +69,21 @@ struct Row {
     latency_s: f64,
 }
 
-/// The `k`-th smallest (0-based) of a multiset given as counts over sorted values, for
-/// ascending `k`s in one scan.
+/// The `k`-th smallest (0-based) of a multiset given as counts over sorted values, for each
+/// `k` of `ks` (in any order), in one scan.
 fn order_statistics(sorted: &[f64], counts: &[u32], ks: &[usize], out: &mut Vec<f64>) {
+    let mut order: Vec<usize> = (0..ks.len()).collect();
+    order.sort_by_key(|&i| ks[i]);
+    let start = out.len();
+    out.extend(std::iter::repeat_n(f64::NAN, ks.len()));
     let (mut seen, mut j) = (0usize, 0usize);
     for (v, c) in sorted.iter().zip(counts) {
         seen += *c as usize;
-        while j < ks.len() && ks[j] < seen {
-            out.push(*v);
+        while j < order.len() && ks[order[j]] < seen {
+            out[start + order[j]] = *v;
             j += 1;
         }
     }
-    out.extend(std::iter::repeat_n(f64::NAN, ks.len() - j));
 }
 
 /// The statistics of one sample, given as how often each row was drawn. Quantiles are
@@ -143,7 +146,7 @@ fn statistics(
     });
 }
 
-/// The 90 % interval of each statistic of a level's measured records (keyed `metric:stat`,
+/// The 90 % interval of each statistic of a level's measured (profiling-phase) records (keyed `metric:stat`,
 /// e.g. `request_latency:p99`, `output_token_throughput:avg`), with the level's measured
 /// `values` for the level-wide ones (`error_rate`, `output_token_throughput`,
 /// `request_throughput`, read from `level`). Empty for fewer than 20 or more than 200,000
@@ -154,11 +157,16 @@ pub fn level_intervals(
     level: [f64; 3],
 ) -> BTreeMap<String, StatInterval> {
     let mut out = BTreeMap::new();
-    if records.len() < MIN_RECORDS || records.len() > MAX_RECORDS {
+    // the measured records only, by when they started (runs pooled into one level each count
+    // from their own origin: the wall clock orders them)
+    let mut sorted: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.phase == kneepoint_core::Phase::Profiling)
+        .collect();
+    if sorted.len() < MIN_RECORDS || sorted.len() > MAX_RECORDS {
         return out;
     }
-    let mut sorted: Vec<&RequestRecord> = records.iter().collect();
-    sorted.sort_by_key(|r| r.start_ns);
+    sorted.sort_by_key(|r| r.origin_unix_ns.saturating_add(r.start_ns));
     let metrics: Vec<Option<RequestMetrics>> = sorted
         .iter()
         .map(|r| r.error.is_none().then(|| RequestMetrics::of(r)))
@@ -288,6 +296,42 @@ mod tests {
                 r
             })
             .collect()
+    }
+
+    #[test]
+    fn the_point_values_are_numpy_s_even_for_a_few_values() {
+        // 21 records: the quantiles' neighbouring ranks overlap (p95 and p99 share a floor)
+        for n in [20u64, 21, 25, 64] {
+            let rs = records(n, 1.0);
+            let mut latencies: Vec<f64> = rs
+                .iter()
+                .filter_map(|r| RequestMetrics::of(r).request_latency_ms)
+                .collect();
+            latencies.sort_by(f64::total_cmp);
+            let rows: Vec<Row> = latencies
+                .iter()
+                .enumerate()
+                .map(|(k, _)| Row {
+                    failed: false,
+                    ranks: [None, None, Some(k as u32), None],
+                    tokens: 0.0,
+                    latency_s: 1.0,
+                })
+                .collect();
+            let columns = vec![Vec::new(), Vec::new(), latencies.clone(), Vec::new()];
+            let mut counts: Vec<Vec<u32>> = columns.iter().map(|c| vec![0; c.len()]).collect();
+            let mut out = Vec::new();
+            statistics(&rows, &vec![1; rows.len()], &columns, &mut counts, &mut out);
+            // numpy's linear quantiles and the mean, as the summary computes them
+            for (j, (label, q)) in STATS.iter().enumerate() {
+                let want = match q {
+                    None => latencies.iter().sum::<f64>() / latencies.len() as f64,
+                    Some(q) => quantile_sorted(&latencies, *q).unwrap(),
+                };
+                let got = out[2 * STATS.len() + j];
+                assert!((got - want).abs() < 1e-6, "n {n} {label}: {got} vs {want}");
+            }
+        }
     }
 
     #[test]

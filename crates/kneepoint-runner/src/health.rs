@@ -53,7 +53,8 @@ impl HealthProbe {
         self.delivery[b].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The 90th percentile of the delivery lags, ms (the upper edge of its bucket).
+    /// The 90th percentile of the delivery lags, ms (interpolated geometrically inside its
+    /// power-of-two bucket).
     fn delivery_p90_ms(&self) -> Option<f64> {
         let counts: Vec<u64> = self
             .delivery
@@ -64,12 +65,14 @@ impl HealthProbe {
         if total == 0 {
             return None;
         }
-        let mut seen = 0;
+        let target = 0.9 * total as f64;
+        let mut seen = 0u64;
         for (b, c) in counts.iter().enumerate() {
-            seen += c;
-            if seen as f64 >= 0.9 * total as f64 {
-                return Some((1u64 << (b + 1)) as f64 / 1000.0);
+            if *c > 0 && (seen + c) as f64 >= target {
+                let within = ((target - seen as f64) / *c as f64).clamp(0.0, 1.0);
+                return Some((1u64 << b) as f64 * 2f64.powf(within) / 1000.0);
             }
+            seen += c;
         }
         None
     }

@@ -62,8 +62,15 @@ pub(super) fn ahead(a: &Recommendation, b: &Recommendation, objective: Objective
         }
         Objective::Latency => return None,
     };
-    if se == 0.0 {
-        return Some(if gap > 0.0 { 1.0 } else { 0.5 });
+    if !gap.is_finite() {
+        return None;
     }
-    gap.is_finite().then(|| Normal::standard().cdf(gap / se))
+    if se == 0.0 {
+        return Some(match gap.partial_cmp(&0.0) {
+            Some(std::cmp::Ordering::Greater) => 1.0,
+            Some(std::cmp::Ordering::Less) => 0.0,
+            _ => 0.5,
+        });
+    }
+    Some(Normal::standard().cdf(gap / se))
 }

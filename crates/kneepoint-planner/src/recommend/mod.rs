@@ -379,7 +379,12 @@ pub fn recommend(
             .iter()
             .zip(&scored[i + 1..])
             .find_map(|(n, s)| s.map(|_| n));
-        let ahead = next.and_then(|n| certainty::ahead(&all[i], n, objective));
+        // with a peak, cost ranks on whole instances (a step function of the throughput):
+        // the continuous comparison would not be the ranking's own
+        let comparable = !(with_peak && objective == Objective::Cost);
+        let ahead = next
+            .filter(|_| comparable)
+            .and_then(|n| certainty::ahead(&all[i], n, objective));
         let r = &mut all[i];
         r.ahead_of_next = ahead;
         let sure = ahead.map_or(String::new(), |p| {

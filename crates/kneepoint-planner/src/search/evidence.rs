@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::predict::load;
 use crate::probe::ProbeRecord;
-use crate::sla::Sla;
+use crate::sla::{Op, Sla};
 
 /// The one-sided normal quantile behind certain verdicts and the boundary interval (5 % on
 /// each side: a 90 % interval).
@@ -29,6 +29,13 @@ const LOAD_FLOOR: f64 = 1e-6;
 pub(super) struct SlaEvidence {
     /// Mean `ln(load)` over the observations (+∞ when one measured nothing).
     pub mean: f64,
+    /// Some reading has no load (a threshold of 0 or below): the verdict is the checks'.
+    exact: bool,
+    /// Some reading was at the load floor (an error rate of zero): kept out of the noise and
+    /// cliff estimates, whose logarithms it would swamp.
+    floored: bool,
+    /// The SLA's comparison is strict (`<`, `>`): a mean load of exactly 1 fails.
+    strict: bool,
     /// Observations.
     pub n: u32,
     /// Every observation held the SLA.
@@ -49,6 +56,8 @@ pub(super) struct Verdict {
     pub pass: bool,
     /// Some observation passed every SLA.
     pub any_pass: bool,
+    /// Every observation passed every SLA.
+    pub all_pass: bool,
     /// Every SLA passes with [`Z`] standard errors to spare.
     pub certain_pass: bool,
     /// Some SLA fails with [`Z`] standard errors to spare (or measured nothing).
@@ -66,7 +75,8 @@ pub(super) struct Verdict {
 #[derive(Debug, Clone)]
 pub(super) struct Evidence {
     levels: BTreeMap<u32, Vec<SlaEvidence>>,
-    margins: BTreeMap<u32, (f64, u32, bool)>,
+    /// Per level: the smallest margin, observations, some passed, all passed.
+    margins: BTreeMap<u32, (f64, u32, bool, bool)>,
     /// Per SLA: the spread between repeats of a level (relative), once it has 2 degrees of
     /// freedom.
     repeat_sigma: Vec<Option<f64>>,
@@ -77,7 +87,7 @@ pub(super) struct Evidence {
 impl Evidence {
     pub fn new(slas: &[Sla], history: &[ProbeRecord]) -> Evidence {
         let mut levels: BTreeMap<u32, Vec<Vec<Observation>>> = BTreeMap::new();
-        let mut margins: BTreeMap<u32, (f64, u32, bool)> = BTreeMap::new();
+        let mut margins: BTreeMap<u32, (f64, u32, bool, bool)> = BTreeMap::new();
         for r in history {
             let c = r.probe.concurrency;
             let obs = levels
@@ -85,33 +95,48 @@ impl Evidence {
                 .or_insert_with(|| vec![Vec::new(); slas.len()]);
             for (i, s) in slas.iter().enumerate() {
                 let check = r.checks.iter().find(|k| k.sla == s.name);
-                let y = check
-                    .and_then(|k| k.value)
-                    .and_then(|v| load(s, v))
-                    .map_or(f64::INFINITY, |l| l.max(LOAD_FLOOR).ln());
-                let holds = check.is_some_and(|k| k.holds);
-                obs[i].push((y, holds, check.and_then(|k| k.spread)));
+                let value = check.and_then(|k| k.value);
+                let l = value.and_then(|v| load(s, v));
+                obs[i].push(Observation {
+                    // nothing measured: a breach; a value with no load: compared as it is
+                    y: match (value, l) {
+                        (None, _) => f64::INFINITY,
+                        (Some(_), None) => f64::NAN,
+                        (Some(_), Some(l)) => l.max(LOAD_FLOOR).ln(),
+                    },
+                    floored: l.is_some_and(|l| l < LOAD_FLOOR * 10.0),
+                    holds: check.is_some_and(|k| k.holds),
+                    spread: check.and_then(|k| k.spread),
+                });
             }
             let margin = r
                 .checks
                 .iter()
                 .map(|k| k.margin.unwrap_or(f64::NEG_INFINITY))
                 .fold(f64::INFINITY, f64::min);
-            let m = margins.entry(c).or_insert((f64::INFINITY, 0, false));
+            let m = margins.entry(c).or_insert((f64::INFINITY, 0, false, true));
             m.0 = m.0.min(margin);
             m.1 += 1;
             m.2 |= r.pass;
+            m.3 &= r.pass;
         }
         let levels: BTreeMap<u32, Vec<SlaEvidence>> = levels
             .into_iter()
-            .map(|(c, per_sla)| (c, per_sla.iter().map(|o| summarise(o)).collect()))
+            .map(|(c, per_sla)| {
+                let e = per_sla
+                    .iter()
+                    .zip(slas)
+                    .map(|(o, s)| summarise(o, matches!(s.op, Op::Lt | Op::Gt)))
+                    .collect();
+                (c, e)
+            })
             .collect();
         let repeat_sigma = (0..slas.len())
             .map(|i| {
                 let (ss, df) = levels
                     .values()
                     .map(|l| &l[i])
-                    .filter(|e| e.n > 1 && e.ss.is_finite())
+                    .filter(|e| e.n > 1 && e.ss.is_finite() && !e.floored && !e.exact)
                     .fold((0.0, 0u32), |(ss, df), e| (ss + e.ss, df + e.n - 1));
                 (df >= 2).then(|| (ss / f64::from(df)).sqrt())
             })
@@ -152,7 +177,9 @@ impl Evidence {
         a.iter()
             .zip(b)
             .enumerate()
-            .filter(|(_, (x, y))| x.mean.is_finite() && y.mean.is_finite() && y.mean > 0.0)
+            .filter(|(_, (x, y))| {
+                x.mean.is_finite() && y.mean.is_finite() && y.mean > 0.0 && !x.floored
+            })
             .map(|(i, (x, y))| {
                 let rise = y.mean - x.mean;
                 let noise = self
@@ -185,11 +212,15 @@ impl Evidence {
         self.levels
             .iter()
             .map(|(c, l)| {
-                let (min_margin, observations, any_pass) =
-                    self.margins.get(c).copied().unwrap_or((0.0, 0, false));
+                let (min_margin, observations, any_pass, all_pass) = self
+                    .margins
+                    .get(c)
+                    .copied()
+                    .unwrap_or((0.0, 0, false, false));
                 let mut v = Verdict {
                     pass: true,
                     any_pass,
+                    all_pass,
                     certain_pass: true,
                     certain_fail: false,
                     doubt: f64::INFINITY,
@@ -197,13 +228,25 @@ impl Evidence {
                     min_margin,
                 };
                 for (i, e) in l.iter().enumerate() {
+                    // exact readings (no noise estimate, or no load to compare: a threshold of
+                    // 0 or below): every observation must hold
+                    let exact = |e: &SlaEvidence| match (e.all_hold, e.any_hold) {
+                        (true, _) => (true, f64::NEG_INFINITY),
+                        (false, true) => (false, 0.0),
+                        (false, false) => (false, f64::INFINITY),
+                    };
                     let (pass, z) = match self.sigma(i, e) {
+                        _ if e.exact => exact(e),
                         _ if !e.mean.is_finite() => (e.mean < 0.0, e.mean),
-                        Some(s) => (e.mean <= 0.0, e.mean / (s / f64::from(e.n).sqrt())),
-                        // exact readings: every observation must hold
-                        None if e.all_hold => (true, f64::NEG_INFINITY),
-                        None if e.any_hold => (false, 0.0),
-                        None => (false, f64::INFINITY),
+                        Some(s) => (
+                            if e.strict {
+                                e.mean < 0.0
+                            } else {
+                                e.mean <= 0.0
+                            },
+                            e.mean / (s / f64::from(e.n).sqrt()),
+                        ),
+                        None => exact(e),
                     };
                     v.pass &= pass;
                     v.certain_pass &= z <= -Z;
@@ -218,23 +261,41 @@ impl Evidence {
     }
 }
 
-/// One observation of one SLA: `ln(load)`, whether it held, the reported relative error.
-type Observation = (f64, bool, Option<f64>);
+/// One observation of one SLA.
+#[derive(Debug, Clone, Copy)]
+struct Observation {
+    /// `ln(load)`: +∞ when nothing was measured, NaN when the value has no load.
+    y: f64,
+    /// The load was at the floor.
+    floored: bool,
+    /// The SLA held.
+    holds: bool,
+    /// The reported relative error.
+    spread: Option<f64>,
+}
 
-fn summarise(obs: &[Observation]) -> SlaEvidence {
+fn summarise(obs: &[Observation], strict: bool) -> SlaEvidence {
     let n = obs.len() as u32;
-    let mean = obs.iter().map(|o| o.0).sum::<f64>() / f64::from(n.max(1));
+    let exact = obs.iter().any(|o| o.y.is_nan());
+    let mean = if exact {
+        f64::NAN
+    } else {
+        obs.iter().map(|o| o.y).sum::<f64>() / f64::from(n.max(1))
+    };
     let ss = if mean.is_finite() {
-        obs.iter().map(|o| (o.0 - mean).powi(2)).sum()
+        obs.iter().map(|o| (o.y - mean).powi(2)).sum()
     } else {
         f64::INFINITY
     };
     SlaEvidence {
         mean,
+        exact,
+        floored: obs.iter().any(|o| o.floored),
+        strict,
         n,
-        all_hold: obs.iter().all(|o| o.1),
-        any_hold: obs.iter().any(|o| o.1),
-        reported: obs.iter().filter_map(|o| o.2).reduce(f64::max),
+        all_hold: obs.iter().all(|o| o.holds),
+        any_hold: obs.iter().any(|o| o.holds),
+        reported: obs.iter().filter_map(|o| o.spread).reduce(f64::max),
         ss,
     }
 }

@@ -262,7 +262,9 @@ impl SearchPlanner {
             .filter(|(c, l)| l.pass && hi.is_none_or(|h| **c < h))
             .map(|(c, _)| *c)
             .next_back();
-        let non_monotone = v.values().any(|l| l.any_pass && !l.pass)
+        // verdicts that disagree: a level both passing and failing across its observations
+        // (whichever way its pooled reading went), or a pass above the lowest fail
+        let non_monotone = v.values().any(|l| l.any_pass != l.all_pass)
             || hi.is_some_and(|h| v.iter().any(|(c, l)| *c > h && l.pass));
         (lo, hi, non_monotone)
     }
@@ -463,7 +465,7 @@ impl SearchPlanner {
                 .and_then(|r| r.first_breach.clone())
         });
         let bracket_width = lo.zip(hi).map(|(l, h)| f64::from(h - l) / f64::from(h));
-        let confirmed = answer.is_some_and(|a| a.observations > 1 && a.pass);
+        let confirmed = answer.is_some_and(|a| a.observations > 1 && a.all_pass);
         let margin_at_answer = answer.map(|a| a.min_margin);
         let close = margin_at_answer.is_some_and(|m| m < self.config.confirm_margin);
         let confidence = match self.stop {
@@ -487,6 +489,7 @@ impl SearchPlanner {
             .filter(|r| r.client_limited.is_some())
             .map(|r| r.probe.concurrency)
             .collect();
+        client_limited.sort_unstable();
         client_limited.dedup();
         let shaky = [lo, hi]
             .iter()

@@ -212,3 +212,21 @@ fn a_cliff_is_named() {
     .outcome();
     assert!(!smooth.cliff, "{smooth:?}");
 }
+
+#[test]
+fn a_threshold_of_zero_is_compared_as_written_even_with_reported_noise() {
+    // no errors at all up to 300, then some: `error_rate <= 0` holds below
+    let sla = Sla::parse("error_rate:avg:le:0").unwrap();
+    let mut s = SearchPlanner::new(SearchConfig::new(vec![sla])).unwrap();
+    while let Some(p) = s.next_probe() {
+        let e = if p.concurrency > 300 { 0.02 } else { 0.0 };
+        let m = Measurement::new(1.0)
+            .with(Metric::ErrorRate, Stat::Avg, e)
+            .with_spread(Metric::ErrorRate, Stat::Avg, 0.1);
+        s.observe(p.concurrency, &m).unwrap();
+    }
+    let o = s.outcome();
+    let a = o.feasible_max.unwrap();
+    assert!((285..=300).contains(&a), "{o:?}");
+    assert!(o.interval.unwrap().covers(300), "{o:?}");
+}
