@@ -48,7 +48,7 @@ pub use engine::{Emission, EngineModel, Rejection, SeqSpec, Step, DRIFT_STEPS};
 pub use error::Error;
 pub use fault::{Fault, FaultPlan};
 pub use metrics::LoadSample;
-pub use predict::{predict_closed_loop, Prediction};
+pub use predict::{predict_closed_loop, predict_closed_loop_with, Prediction};
 pub use profile::{ExpertReads, FixedTiming, SimProfile};
 pub use server::{default_counter, SimServer};
 pub use state::{SigV4TestKey, SimOptions};

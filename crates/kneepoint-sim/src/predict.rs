@@ -32,6 +32,17 @@ pub fn predict_closed_loop(
     requests: u32,
     spec: SeqSpec,
 ) -> Prediction {
+    predict_closed_loop_with(profile, concurrency, requests, |_| spec)
+}
+
+/// [`predict_closed_loop`] with each request's lengths from `spec(i)` (request `i`, 0-based, in
+/// the order sent): a workload whose output lengths vary.
+pub fn predict_closed_loop_with(
+    profile: &SimProfile,
+    concurrency: u32,
+    requests: u32,
+    spec: impl Fn(u32) -> SeqSpec,
+) -> Prediction {
     let mut engine = EngineModel::new(profile.clone());
     let mut now = 0.0f64;
     let mut arrival = Vec::with_capacity(requests as usize);
@@ -42,7 +53,10 @@ pub fn predict_closed_loop(
     let mut submitted = 0u32;
     let mut tokens = 0u64;
     while submitted < concurrency.min(requests) {
-        if engine.submit(u64::from(submitted), spec).is_err() {
+        if engine
+            .submit(u64::from(submitted), spec(submitted))
+            .is_err()
+        {
             break;
         }
         arrival.push(now);
@@ -60,7 +74,9 @@ pub fn predict_closed_loop(
             if e.finished {
                 latency.push(now - arrival[i]);
                 timeline.push([arrival[i], first[i], now]);
-                if submitted < requests && engine.submit(u64::from(submitted), spec).is_ok() {
+                if submitted < requests
+                    && engine.submit(u64::from(submitted), spec(submitted)).is_ok()
+                {
                     arrival.push(now);
                     submitted += 1;
                 }
