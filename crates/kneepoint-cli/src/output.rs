@@ -153,6 +153,9 @@ pub(crate) fn print_sweep(o: &SweepOutcome) {
     if let Some(e) = &o.knee_explanation {
         let _ = writeln!(text, "why: {}", e.summary);
     }
+    if let Some(p) = &o.pareto {
+        let _ = writeln!(text, "{}", p.sentence());
+    }
     if let Some(f) = &o.fleet {
         let _ = writeln!(text, "fleet: {}", f.explanation);
         match f.instances_interval {

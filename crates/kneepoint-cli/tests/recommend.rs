@@ -79,6 +79,51 @@ fn order(o: &kneepoint_cli::RecommendOutcome) -> Vec<&str> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pareto_objective_lists_every_trade_off_fastest_per_user_first() {
+    // By construction each candidate is the best at one thing per dollar or per user: fast
+    // (steps x1, 10/h) is the fastest per user, slow-cheap (x4, 1/h) carries the most tokens per
+    // dollar (1/4 against 1/6 and 1/10), balanced (x2, 3/h) sits between on both: all three are
+    // non-dominated, ranked fastest per user first.
+    let tmp = tempfile::tempdir().unwrap();
+    let o = recommend(tmp.path(), CONFIG, "pareto").await;
+    assert_eq!(o.objective, Objective::Pareto);
+    assert_eq!(order(&o), ["fast-expensive", "balanced", "slow-cheap"]);
+    for r in &o.recommendations {
+        let s = r.pareto.as_ref().unwrap();
+        assert!(!s.on_front.is_empty(), "{}: {:?}", r.name, s);
+        assert!(
+            r.explanation.contains("on the Pareto front at concurrency"),
+            "{}",
+            r.explanation
+        );
+    }
+    let doc: Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("out-pareto/recommendations.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(doc["pareto"]["basis"], "dollar");
+    // the front recorded is the one recomputed from its points (per user, tokens per dollar)
+    let pts = doc["pareto"]["points"].as_array().unwrap();
+    let xy: Vec<(f64, f64, bool)> = pts
+        .iter()
+        .map(|p| {
+            (
+                p["per_user"].as_f64().unwrap(),
+                p["per_dollar"].as_f64().unwrap(),
+                p["meets_slas"] != false,
+            )
+        })
+        .collect();
+    for (p, &(u, d, ok)) in pts.iter().zip(&xy) {
+        let beaten = xy
+            .iter()
+            .any(|&(u2, d2, ok2)| ok2 && u2 >= u && d2 >= d && (u2 > u || d2 > d));
+        assert_eq!(p["on_front"] == true, ok && !beaten, "{p}");
+    }
+    assert!(tmp.path().join("out-pareto/plots/pareto.svg").is_file());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_objective_ranks_the_known_winner_first_and_costs_follow_the_formula() {
     let tmp = tempfile::tempdir().unwrap();
 
@@ -204,7 +249,7 @@ fn bad_recommend_configs_are_clear_errors() {
     };
     assert!(run("", None).contains("no [[candidates]]"));
     let one = "[[candidates]]\nname = \"a\"\nprice_per_hour = 1.0\n";
-    assert!(run(one, Some("speed")).contains("cost, latency or throughput"));
+    assert!(run(one, Some("speed")).contains("cost, latency, throughput or pareto"));
     let unpriced = "[[candidates]]\nname = \"a\"\ninstance_type = \"x\"\n";
     assert!(run(unpriced, None).contains("no price"));
     let twice = format!("{one}{one}");

@@ -333,3 +333,83 @@ async fn a_sweep_with_injected_faults_counts_them() {
     );
     assert!(e.contains("unknown simulator fault"), "{e}");
 }
+
+/// The front recomputed by hand from the rows: a level is on it when no other level is at least
+/// as fast per user and carries at least as much, one of them strictly.
+fn front_by_hand(levels: &[serde_json::Value]) -> Vec<u64> {
+    let xy: Vec<(u64, f64, f64)> = levels
+        .iter()
+        .map(|l| {
+            (
+                l["concurrency"].as_u64().unwrap(),
+                l["output_token_throughput_per_user"].as_f64().unwrap(),
+                l["output_token_throughput"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    xy.iter()
+        .filter(|(_, u, t)| {
+            !xy.iter()
+                .any(|(_, u2, t2)| u2 >= u && t2 >= t && (u2 > u || t2 > t))
+        })
+        .map(|(c, _, _)| *c)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_s_pareto_front_is_the_one_computed_by_hand_and_is_plotted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = settings(
+        &[
+            "--concurrency",
+            "1,4,16,64",
+            "--request-count",
+            "48",
+            "--isl",
+            "32",
+            "--osl",
+            "16",
+            "--tpot-sla-ms",
+            "50",
+        ],
+        tmp.path(),
+    );
+    let out = run_sweep(&s, false).await.unwrap();
+    let sweep: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("sweep_summary.json")).unwrap())
+            .unwrap();
+    let levels = sweep["levels"].as_array().unwrap();
+    let points = sweep["pareto"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    assert_eq!(sweep["pareto"]["basis"], "instance");
+    assert_eq!(sweep["pareto"]["per_user"], "per_request");
+    let marked: Vec<u64> = points
+        .iter()
+        .filter(|p| p["on_front"] == true)
+        .map(|p| p["concurrency"].as_u64().unwrap())
+        .collect();
+    assert_eq!(marked, front_by_hand(levels));
+    // concurrency 1 is the fastest per user, so it is always on the front; so is the level
+    // that carries the most
+    assert!(marked.contains(&1), "{marked:?}");
+    let most = levels
+        .iter()
+        .max_by(|a, b| {
+            let t = |l: &serde_json::Value| l["output_token_throughput"].as_f64().unwrap();
+            t(a).total_cmp(&t(b))
+        })
+        .unwrap()["concurrency"]
+        .as_u64()
+        .unwrap();
+    assert!(marked.contains(&most), "{marked:?} lacks {most}");
+    // every point carries its redraw share, and the outcome has the same front
+    assert!(points.iter().all(|p| p["front_probability"].is_f64()));
+    assert_eq!(out.pareto.as_ref().unwrap().front().len(), marked.len());
+    let svg = std::fs::read_to_string(tmp.path().join("plots/pareto.svg")).unwrap();
+    assert!(
+        svg.contains("TPOT SLA: at least 20 tokens/s per user"),
+        "no SLA line"
+    );
+    let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    assert!(html.contains("Pareto front (output tokens/s per instance"));
+}

@@ -216,6 +216,12 @@ impl CommonSettings {
         levels.open_loop = open_loop;
         levels.duration = level_duration(args, &load)?;
         levels.early_stop = early_stop(args, &load, file.runs.as_ref())?;
+        levels.slice_s = args.load.slice_s.or(load.slice_s);
+        if let Some(s) = levels.slice_s {
+            if !(s.is_finite() && s > 0.0) {
+                bail!("slice_s must be a positive number of seconds, not {s}");
+            }
+        }
         levels.seed = args.workload.seed.or(wl.seed).unwrap_or(0);
         let shard = args
             .load

@@ -89,6 +89,8 @@ pub struct LoadSection {
     pub target_precision: Option<f64>,
     /// The statistic `target_precision` watches (`request_latency:p99` by default).
     pub precision_statistic: Option<String>,
+    /// Time slices of each level, seconds (see `--slice-s`).
+    pub slice_s: Option<f64>,
 }
 
 /// `[runs]`: repeated runs of each level (the `--num-runs` family of flags).
@@ -348,6 +350,8 @@ pub struct SimulatorSection {
     pub jitter: Option<f64>,
     /// A slowly wandering slowdown (noisy neighbours): see `--sim-drift`.
     pub drift: Option<f64>,
+    /// A server that slows as it runs: see `--sim-degrade`.
+    pub degrade: Option<f64>,
     /// `openai` (default) or `sagemaker`: the protocol the simulator speaks.
     pub protocol: Option<String>,
     /// Share of each chat response streamed as reasoning (a reasoning model).

@@ -293,6 +293,10 @@ pub struct SimulatorArgs {
     /// steps; 0 = none): levels then differ from run to run beyond their own requests' spread.
     #[arg(long, value_name = "SD")]
     pub sim_drift: Option<f64>,
+    /// Built-in simulator: a server that slows as it runs (each step costs `1 + degrade × t`
+    /// more, `t` the model seconds it has spent stepping; 0 = none): its levels are not steady.
+    #[arg(long, value_name = "PER_S")]
+    pub sim_degrade: Option<f64>,
 }
 
 /// What is sent: synthetic lengths, shared prefixes, conversations, images, pooling batches, or a dataset.
@@ -438,6 +442,12 @@ pub struct LoadArgs {
     /// inter_token_latency, with avg or a percentile (default request_latency:p99).
     #[arg(long, value_name = "METRIC:STAT", requires = "target_precision")]
     pub precision_statistic: Option<String>,
+    /// Cut each level into slices of this many seconds: per-slice aggregates in
+    /// profile_export_aiperf_timeslices.json/.csv (AIPerf's shapes), throughput and latency per
+    /// slice in report.html, and a level whose first and last slices differ beyond noise
+    /// flagged not_steady.
+    #[arg(long, value_name = "SECONDS")]
+    pub slice_s: Option<f64>,
     /// Open loop: replay a trace dataset (`--dataset`, trace format) at its recorded send
     /// times, sped up by this factor (2 = twice as fast). Sends up to `--request-count` records.
     #[arg(long, value_name = "FACTOR")]

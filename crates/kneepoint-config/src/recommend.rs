@@ -288,7 +288,7 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .or(file.objective.clone())
         .unwrap_or_else(|| "cost".into());
     let Some(objective) = Objective::parse(&objective_name) else {
-        bail!("objective must be cost, latency or throughput, not {objective_name:?}");
+        bail!("objective must be cost, latency, throughput or pareto, not {objective_name:?}");
     };
     let base = args.config.parent().unwrap_or(Path::new("."));
     let table_path = args
@@ -329,8 +329,18 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
             fit.as_ref().map(|f| &f.catalog),
         )?;
         let count = c.instance_count.unwrap_or(1);
-        let mut spec = CandidateSpec::new(&c.name, c.instance_type.clone().unwrap_or_default(), p)
-            .with_instance_count(count);
+        let instance_type = c.instance_type.clone().unwrap_or_default();
+        // GPUs per instance from the catalog in use (the user's over the built-in one)
+        let gpus = match &fit {
+            Some(f) => f.catalog.get(&instance_type).ok().map(|t| t.gpu_count),
+            None => kneepoint_fit::Catalog::builtin()
+                .get(&instance_type)
+                .ok()
+                .map(|t| t.gpu_count),
+        };
+        let mut spec = CandidateSpec::new(&c.name, instance_type, p)
+            .with_instance_count(count)
+            .with_gpus(gpus);
         if let Some(fit) = &fit {
             spec = stage_one(spec, c, fit, &levels, observer.as_ref())?;
         }

@@ -64,6 +64,12 @@ pub(crate) fn profile(
         }
         p.drift = d;
     }
+    if let Some(d) = args.simulator.sim_degrade.or(sim.degrade) {
+        if !d.is_finite() || d < 0.0 {
+            bail!("the simulator's degrade rate must be 0 or more (got {d})");
+        }
+        p.degrade = d;
+    }
     if let Some(r) = args.simulator.sim_reasoning_share.or(sim.reasoning_share) {
         if !(0.0..=1.0).contains(&r) {
             bail!("the simulator's reasoning share must be between 0 and 1 (got {r})");

@@ -34,6 +34,10 @@ pub const RECORDS_ZSTD: &str = "profile_export.jsonl.zst";
 pub const AIPERF_JSON: &str = "profile_export_aiperf.json";
 /// A level's aggregates, AIPerf's CSV shape.
 pub const AIPERF_CSV: &str = "profile_export_aiperf.csv";
+/// A level's aggregates per time slice, AIPerf's JSON shape (`--slice-s`).
+pub const TIMESLICES_JSON: &str = "profile_export_aiperf_timeslices.json";
+/// A level's aggregates per time slice, AIPerf's long CSV shape (`--slice-s`).
+pub const TIMESLICES_CSV: &str = "profile_export_aiperf_timeslices.csv";
 /// A level's summary as text.
 pub const SUMMARY_TEXT: &str = "benchmark_summary.txt";
 /// The payloads a level sent.

@@ -403,12 +403,42 @@ impl Bench {
             self.observer
                 .note(&format!("concurrency {concurrency}: {why}"));
         }
+        let slices = match self.settings.slice_s {
+            Some(s) if streamed.is_none() => {
+                let t = kneepoint_metrics::time_slices(concurrency, &run.records, s);
+                if t.is_none() && run.records.len() > 1 {
+                    self.observer.warning(&format!(
+                        "concurrency {concurrency}: no time slices of {s} s (more than {} slices; use longer ones)",
+                        kneepoint_metrics::MAX_SLICES
+                    ));
+                }
+                t
+            }
+            Some(_) => {
+                self.observer.warning(&format!(
+                    "concurrency {concurrency}: no time slices (the level was summarised in bounded memory)"
+                ));
+                None
+            }
+            None => None,
+        };
+        if let Some(t) = &slices {
+            if let Some(why) = t.steadiness.not_steady() {
+                summary
+                    .warnings
+                    .push(format!("{why} (time slices of {} s)", t.slice_s));
+            }
+            summary.steadiness = Some(t.steadiness.clone());
+        }
         let info = LevelInfo {
             start_unix_ns: run.start_unix_ns,
             end_unix_ns: run.end_unix_ns,
             input_config,
             partial: run.cancelled,
         };
+        if let Some(t) = &slices {
+            kneepoint_metrics::export::write_timeslices(dir, t, &info.input_config)?;
+        }
         self.log.level(dir, &summary, run.cancelled);
         kneepoint_metrics::export::write_level_summary(dir, &summary, &info)?;
         if self.settings.export_outputs {

@@ -29,6 +29,8 @@ pub struct CandidateSpec {
     pub unfit: Option<String>,
     /// The first-order prediction for this candidate, shown beside the measurement.
     pub prediction: Option<kneepoint_fit::Prediction>,
+    /// GPUs per instance, when known (throughput per GPU on the Pareto front).
+    pub gpus_per_instance: Option<u32>,
 }
 
 impl CandidateSpec {
@@ -42,7 +44,14 @@ impl CandidateSpec {
             max_concurrency: None,
             unfit: None,
             prediction: None,
+            gpus_per_instance: None,
         }
+    }
+
+    /// GPUs per instance (see [`CandidateSpec::gpus_per_instance`]).
+    pub fn with_gpus(mut self, gpus: Option<u32>) -> Self {
+        self.gpus_per_instance = gpus.filter(|g| *g >= 1);
+        self
     }
 
     /// The stage-1 bound on concurrency (see [`CandidateSpec::max_concurrency`]).

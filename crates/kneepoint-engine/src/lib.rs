@@ -100,7 +100,7 @@ pub use settings::{
     LevelSettings, OpenLoopSettings, RunsSettings, INPUTS_LIMIT, RECORDS_IN_MEMORY,
 };
 pub use sweep::{Sweep, SweepBuilder, MAX_EXTENSIONS};
-pub use sweep_doc::{conclude, knee_explanation, level_row, SweepReport};
+pub use sweep_doc::{conclude, knee_explanation, level_row, sweep_pareto, SweepReport};
 
 pub use kneepoint_core::{TokenCounter, Transport};
 pub use kneepoint_planner::{SearchConfig, Sla, SweepPlan};

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use kneepoint_core::{Metric, Stat};
 use kneepoint_metrics::LevelSummary;
-use kneepoint_planner::{CurvePoint, OperatingPoint};
+use kneepoint_planner::{CurvePoint, OperatingPoint, ParetoPoint};
 use kneepoint_runner::CancelToken;
 
 use std::path::Path;
@@ -60,10 +60,39 @@ fn curve(summaries: &[LevelSummary]) -> Vec<CurvePoint> {
         .collect()
 }
 
+/// Each level on the per-user speed / throughput plane with its SLA verdict (`verdicts` in the
+/// summaries' order), for the Pareto front: the last reading of a concurrency counts. A level
+/// without a per-request speed (no streaming) is read as throughput ÷ concurrency.
+fn levels(summaries: &[LevelSummary], verdicts: &[Option<bool>]) -> Vec<ParetoPoint> {
+    let mut by_c: BTreeMap<u32, ParetoPoint> = BTreeMap::new();
+    for (s, ok) in summaries.iter().zip(verdicts) {
+        if s.output_token_throughput <= 0.0 || s.concurrency == 0 {
+            continue;
+        }
+        let se = |k: &str| s.intervals.get(k).map(|i| i.relative_se);
+        let p = match s.stat("output_token_throughput_per_user", "p50") {
+            Some(u) => ParetoPoint::new(s.concurrency, u, s.output_token_throughput),
+            None => ParetoPoint::without_per_request(s.concurrency, s.output_token_throughput),
+        }
+        .meets_slas(*ok)
+        .client_limited(client_limited(s));
+        let p = match (
+            se("output_token_throughput_per_user:p50"),
+            se("output_token_throughput:avg"),
+        ) {
+            (Some(u), Some(t)) => p.with_spread(u, t),
+            _ => p,
+        };
+        by_c.insert(s.concurrency, p);
+    }
+    by_c.into_values().collect()
+}
+
 /// What one candidate's run found.
 pub(crate) struct Measured {
     pub(crate) point: Option<OperatingPoint>,
     pub(crate) curve: Vec<CurvePoint>,
+    pub(crate) levels: Vec<ParetoPoint>,
     pub(crate) reason: Option<String>,
     pub(crate) lower_bound: Option<String>,
     pub(crate) interrupted: bool,
@@ -106,6 +135,10 @@ pub(crate) async fn measure(
                 ran: true,
                 point: at,
                 curve: curve(&o.summaries),
+                levels: levels(
+                    &o.summaries,
+                    &o.history.iter().map(|r| Some(r.pass)).collect::<Vec<_>>(),
+                ),
                 interrupted: o.interrupted,
             })
         }
@@ -138,6 +171,10 @@ pub(crate) async fn measure(
                 ran: true,
                 point: at,
                 curve: curve(&o.summaries),
+                levels: levels(
+                    &o.summaries,
+                    &o.rows.iter().map(|r| r.meets_slas).collect::<Vec<_>>(),
+                ),
                 interrupted: o.interrupted,
             })
         }
@@ -167,6 +204,7 @@ pub(crate) async fn measure_candidate(
             let m = Measured {
                 point: None,
                 curve: Vec::new(),
+                levels: Vec::new(),
                 reason: Some(format!("not measured: {e}")),
                 lower_bound: None,
                 interrupted: false,

@@ -28,6 +28,7 @@ fn write(
         load: Some("open_loop".into()),
         settings: bench.description.clone(),
         levels_planned: None,
+        pareto: None,
         request_rates: Some(rates.to_vec()),
         slas: slas.to_vec(),
         levels: rows.to_vec(),
@@ -127,5 +128,6 @@ pub(crate) async fn run(
         request_rates: rates,
         extended: Vec::new(),
         knee_explanation: None,
+        pareto: None,
     })
 }

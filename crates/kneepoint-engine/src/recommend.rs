@@ -209,6 +209,8 @@ impl Recommend {
             curve: Vec::new(),
             unmet_reason: Some(reason),
             lower_bound: None,
+            levels: Vec::new(),
+            gpus_per_instance: c.gpus_per_instance,
         };
         if let Some(why) = &c.unfit {
             self.observer.note(&format!(
@@ -244,6 +246,7 @@ impl Recommend {
         let candidate = Candidate {
             point: m.point,
             curve: m.curve,
+            levels: m.levels,
             unmet_reason: m.reason,
             lower_bound: m.lower_bound,
             ..unmeasured(String::new())
@@ -386,6 +389,7 @@ impl Recommend {
                 .map(|c| c.name.clone())
                 .collect(),
             proposals: self.proposals.clone(),
+            pareto: kneepoint_planner::candidates_front(&candidates),
         };
         write_document(&self.artifact_dir.join(folder::RECOMMENDATIONS), &doc)?;
         let ranked = doc.candidates;

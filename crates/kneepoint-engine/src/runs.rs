@@ -176,6 +176,7 @@ impl Bench {
         );
         let mut records = Vec::new();
         let mut client: Option<kneepoint_core::ClientHealth> = None;
+        let mut steadiness: Option<kneepoint_metrics::Steadiness> = None;
         let (mut start, mut end) = (u64::MAX, 0u64);
         for run in runs {
             let run_dir = dir.join(folder::RUNS_DIR).join(run);
@@ -204,10 +205,22 @@ impl Bench {
                     client = Some(h);
                 }
             }
+            // likewise not steady when any run drifted (that run's verdict is kept)
+            if let Some(t) = kneepoint_metrics::export::steadiness_from_aiperf_json(&doc) {
+                if steadiness.as_ref().is_none_or(|s| s.steady != Some(false)) {
+                    steadiness = Some(t);
+                }
+            }
         }
         out.flush().map_err(|e| Error::io("write", &pooled, e))?;
         let mut summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
         summary.client = client;
+        if let Some(why) = steadiness.as_ref().and_then(|s| s.not_steady()) {
+            summary
+                .warnings
+                .push(format!("{why} (in one of the level's runs)"));
+        }
+        summary.steadiness = steadiness;
         let server = self.server.pooled(self.observer.as_ref(), dir);
         crate::server::attach(&mut summary, server);
         let mut input_config = self.description.clone();

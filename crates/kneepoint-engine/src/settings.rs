@@ -54,6 +54,10 @@ pub struct LevelSettings {
     /// Requests a level lists in `inputs.json` (the rest are counted, and the seed
     /// regenerates them). Default [`INPUTS_LIMIT`].
     pub inputs_limit: usize,
+    /// Cut each level into time slices of this many seconds: per-slice aggregates in
+    /// `profile_export_aiperf_timeslices.json/.csv` and a steadiness verdict
+    /// ([`kneepoint_metrics::time_slices`]); levels summarised in bounded memory have none.
+    pub slice_s: Option<f64>,
 }
 
 /// Default [`LevelSettings::records_in_memory`]: about 300 MB of records at 256 output
@@ -85,6 +89,7 @@ impl Default for LevelSettings {
             records_in_memory: RECORDS_IN_MEMORY,
             exact_percentiles: false,
             inputs_limit: INPUTS_LIMIT,
+            slice_s: None,
         }
     }
 }
@@ -97,6 +102,11 @@ impl LevelSettings {
         }
         if self.runs.num_runs == 0 {
             return Err(crate::Error::invalid("num_runs must be at least 1"));
+        }
+        if self.slice_s.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+            return Err(crate::Error::invalid(
+                "the time slice must be a positive number of seconds",
+            ));
         }
         if !(self.runs.confidence > 0.0 && self.runs.confidence < 1.0) {
             return Err(crate::Error::invalid(

@@ -250,6 +250,7 @@ impl Sweep {
         crate::render::render_quietly(&dir, self.bench.observer.as_ref());
         Ok(SweepReport {
             knee_explanation,
+            pareto: crate::sweep_doc::sweep_pareto(&rows),
             rows,
             summaries,
             zone,

@@ -9,7 +9,7 @@ use kneepoint_metrics::LevelSummary;
 use kneepoint_planner::{
     check_all, explain_knee, fleet_size, operating_zone, pass_probability, zone_intervals,
     FleetPlan, InstanceCapacity, KneeEstimate, KneeExplanation, KneeRule, LevelPoint, Measurement,
-    OperatingZone, PeakTraffic, Sla, ZonePoint,
+    OperatingZone, ParetoBasis, ParetoFront, ParetoPoint, PeakTraffic, Sla, ZonePoint,
 };
 use kneepoint_report::schema::{write_document, LevelRow, SweepSummary, SCHEMA_VERSION};
 use serde_json::Value;
@@ -41,6 +41,43 @@ pub struct SweepReport {
     pub request_rates: Vec<f64>,
     /// Why the knee is where it is, from the server's metrics (when they were scraped).
     pub knee_explanation: Option<KneeExplanation>,
+    /// The Pareto front of per-user speed against output tokens/s per instance over the levels
+    /// (`None` without output tokens, or in an open loop).
+    pub pareto: Option<ParetoFront>,
+}
+
+/// The Pareto front over a closed-loop sweep's levels (per instance; every level eligible, its
+/// SLA verdict kept for the plot). Per-user speed is each level's median per-request speed
+/// (streaming); a level without it puts every level on output tokens/s ÷ concurrency (see
+/// [`kneepoint_planner::pareto_front`]). `None` when no level produced output tokens.
+pub fn sweep_pareto(rows: &[LevelRow]) -> Option<ParetoFront> {
+    let points: Vec<ParetoPoint> = rows
+        .iter()
+        .filter(|r| r.output_token_throughput > 0.0 && r.concurrency > 0)
+        .map(|r| {
+            let p = match r.output_token_throughput_per_user {
+                Some(u) => ParetoPoint::new(r.concurrency, u, r.output_token_throughput),
+                None => ParetoPoint::without_per_request(r.concurrency, r.output_token_throughput),
+            }
+            .meets_slas(r.meets_slas)
+            .client_limited(r.client_limited.clone());
+            match (
+                r.relative_se("output_token_throughput_per_user:p50"),
+                r.relative_se("output_token_throughput:avg"),
+            ) {
+                (Some(u), Some(t)) => p.with_spread(u, t),
+                _ => p,
+            }
+        })
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    Some(kneepoint_planner::pareto_front(
+        points,
+        ParetoBasis::Instance,
+        false,
+    ))
 }
 
 /// The knee's explanation from the rows' server metrics; `None` when no level was scraped.
@@ -207,6 +244,7 @@ pub(crate) fn write_sweep_summary(
     state: RunState,
 ) -> Result<Option<KneeExplanation>, Error> {
     let explanation = knee_explanation(&rows, zone);
+    let pareto = sweep_pareto(&rows);
     let summary = SweepSummary {
         schema_version: SCHEMA_VERSION,
         kneepoint_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -223,6 +261,7 @@ pub(crate) fn write_sweep_summary(
         zone: zone.clone(),
         peak: doc.peak,
         fleet: fleet.cloned(),
+        pareto,
     };
     write_document(&dir.join(folder::SWEEP_SUMMARY), &summary)?;
     Ok(explanation)

@@ -268,6 +268,7 @@ impl<C: Column> Accumulator<C> {
             server: None,
             intervals: BTreeMap::new(),
             client: None,
+            steadiness: None,
         }
     }
 

@@ -35,8 +35,12 @@ mod prompt_counts;
 pub use prompt_counts::ISL_WARNING;
 mod request_metrics;
 mod stats;
+mod steadiness;
 mod stream;
 mod summary;
+mod timeslice;
+pub use steadiness::{SliceChange, Steadiness};
+pub use timeslice::{time_slices, TimeSlice, TimeSlices, MAX_SLICES, STEADY_TOLERANCE};
 
 pub use accumulate::{SecondPass, StreamingSummary};
 pub use compare::{

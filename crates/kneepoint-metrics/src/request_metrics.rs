@@ -95,7 +95,7 @@ impl RequestMetrics {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use kneepoint_core::{Phase, TokenSource};
 

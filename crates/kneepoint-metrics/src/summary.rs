@@ -124,6 +124,10 @@ pub struct LevelSummary {
     /// How the client fared during the level, and whether it could have shaped the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<kneepoint_core::ClientHealth>,
+    /// Whether the level was steady over its time slices (`--slice-s`; see
+    /// [`crate::time_slices`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steadiness: Option<crate::Steadiness>,
 }
 
 /// Failures with the same kind, code and message.

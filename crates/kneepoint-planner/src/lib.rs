@@ -36,6 +36,7 @@ mod explain;
 mod fleet;
 mod key;
 mod knee;
+mod pareto;
 mod pass;
 mod predict;
 mod probe;
@@ -57,10 +58,11 @@ pub use fleet::{fleet_size, FleetPlan, InstanceCapacity, PeakTraffic};
 pub use key::StatKey;
 pub use knee::{find_knee, KneeEstimate, KneeRule, LevelPoint, Step};
 pub use kneepoint_core::{Metric, Percentile, Stat};
+pub use pareto::{pareto_front, ParetoBasis, ParetoFront, ParetoPoint, PARETO_DRAWS};
 pub use pass::pass_probability;
 pub use recommend::{
-    latency_at, recommend, Candidate, CurvePoint, Objective, OperatingPoint, PeakPlan,
-    Recommendation, HOURS_PER_MONTH,
+    candidates_front, latency_at, recommend, Candidate, CurvePoint, Objective, OperatingPoint,
+    ParetoStanding, PeakPlan, Recommendation, HOURS_PER_MONTH,
 };
 pub use search::{
     roundest_in, BoundaryInterval, Confidence, Outcome, Probe, ProbePhase, ProbeRecord,

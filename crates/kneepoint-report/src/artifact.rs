@@ -197,6 +197,9 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
     summary.client = doc
         .as_ref()
         .and_then(kneepoint_metrics::export::client_health_from_aiperf_json);
+    summary.steadiness = doc
+        .as_ref()
+        .and_then(kneepoint_metrics::export::steadiness_from_aiperf_json);
     // A merged shard level counts its rates over the shards' common window (`kneepoint
     // merge`): the records alone would give the union of their runs.
     if let Some(d) = info

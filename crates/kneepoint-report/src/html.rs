@@ -89,6 +89,18 @@ fn level_plots(root: &std::path::Path, l: &Level) -> Result<Vec<Plot>, Error> {
     let points = doc
         .map(|d| server_plots::read_timeline(&d))
         .unwrap_or_default();
+    let slices = std::fs::read(root.join(&l.dir).join(folder::TIMESLICES_JSON))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .map(|d| plots::read_slices(&d))
+        .unwrap_or_default();
+    if !slices.is_empty() {
+        out.push(Plot {
+            file: format!("slices_{}.svg", l.dir),
+            title: format!("Throughput and latency per time slice, {title}"),
+            svg: plots::slices_plot(&slices, &title)?,
+        });
+    }
     if !points.is_empty() {
         out.push(Plot {
             file: format!("server_{}.svg", l.dir),
@@ -452,6 +464,13 @@ pub fn render(a: &Artifact) -> Result<Rendered, Error> {
             file: "latency_percentiles.svg".into(),
             title: "Request latency percentiles vs concurrency".into(),
             svg: plots::latency_percentiles(&curves[0])?,
+        });
+    }
+    if let Some((title, svg)) = plots::pareto_of(a)? {
+        plots_out.push(Plot {
+            file: "pareto.svg".into(),
+            title,
+            svg,
         });
     }
     let mut per_level = Vec::new();

@@ -73,6 +73,14 @@ pub struct LevelRow {
     /// knee and the zone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_limited: Option<String>,
+    /// Output tokens/s each user sees: the median over requests of 1000 / the request's mean
+    /// inter-token latency (streaming only; the median, because a request whose tokens were
+    /// read in one burst has a near-zero ITL and would swamp a mean).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_token_throughput_per_user: Option<f64>,
+    /// Why the level was not steady over its time slices (`--slice-s`), when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_steady: Option<String>,
 }
 
 impl LevelRow {
@@ -117,6 +125,11 @@ impl LevelRow {
             sla_pass_probability: None,
             intervals: s.intervals.clone(),
             client_limited: s.client.as_ref().and_then(|c| c.client_limited.clone()),
+            output_token_throughput_per_user: st("output_token_throughput_per_user", "p50"),
+            not_steady: s
+                .steadiness
+                .as_ref()
+                .and_then(|t| t.not_steady().map(str::to_owned)),
         }
     }
 
@@ -173,6 +186,10 @@ pub struct SweepSummary {
     /// Instances for the peak.
     #[serde(default)]
     pub fleet: Option<FleetPlan>,
+    /// The Pareto front of per-user speed against output tokens/s per instance over the levels
+    /// (closed loop, levels with output tokens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pareto: Option<kneepoint_planner::ParetoFront>,
 }
 
 /// One probe of `search_history.json`: the planner's record and the probe's folder.
@@ -319,6 +336,10 @@ pub struct Recommendations {
     /// Which engine settings the objective proposed for launched candidates, and why (stage 2).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proposals: Vec<String>,
+    /// The Pareto front over every candidate's levels that met the SLAs (per-user speed
+    /// against throughput per dollar, per GPU or per instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pareto: Option<kneepoint_planner::ParetoFront>,
 }
 
 /// Writes `doc` as pretty JSON to `path`, atomically.

@@ -103,6 +103,8 @@ pub struct EngineModel {
     rng: StdRng,
     /// The drift's current standard normal (see [`SimProfile::drift`]).
     drift_x: f64,
+    /// Model seconds the engine has stepped (see [`SimProfile::degrade`]).
+    elapsed_s: f64,
 }
 
 /// The drift's correlation time, in engine steps (about 14 s of the calibrated profile).
@@ -119,6 +121,7 @@ impl EngineModel {
             kv_used: 0,
             rng,
             drift_x: 0.0,
+            elapsed_s: 0.0,
         }
     }
 
@@ -235,6 +238,10 @@ impl EngineModel {
             self.drift_x = rho * self.drift_x + (1.0 - rho * rho).sqrt() * z;
             duration *= (p.drift * self.drift_x).exp();
         }
+        if p.degrade > 0.0 {
+            duration *= 1.0 + p.degrade * self.elapsed_s;
+        }
+        self.elapsed_s += duration / 1000.0;
         step.duration_ms = duration;
         // 4. emit: decoding sequences and those whose prefill completed this step
         let mut i = 0;

@@ -37,6 +37,11 @@ pub struct SimProfile {
     /// a correlation time of [`DRIFT_STEPS`](crate::DRIFT_STEPS) steps (0 = none).
     /// Unlike `jitter`, which averages out over a request, it moves whole stretches of a level.
     pub drift: f64,
+    /// A server that slows as it runs (a leak, a filling cache, thermal throttling): each step
+    /// costs `1 + degrade × t` times more, `t` the model seconds the engine has spent stepping
+    /// (its busy time; 0 = none). A level on such a server is not steady: its last time slice is slower than
+    /// its first.
+    pub degrade: f64,
     /// Wall seconds slept per model second (0.1 runs ten times faster than the modelled GPU).
     pub time_scale: f64,
     /// Seed for output lengths and jitter.
@@ -126,6 +131,7 @@ impl SimProfile {
             prefill_per_token_us: 15.0,
             jitter: 0.03,
             drift: 0.0,
+            degrade: 0.0,
             time_scale: 1.0,
             seed: 0,
             default_max_tokens: 256,
@@ -153,6 +159,7 @@ impl SimProfile {
             prefill_per_token_us: 5.0,
             jitter: 0.0,
             drift: 0.0,
+            degrade: 0.0,
             time_scale: 1.0,
             seed: 0,
             default_max_tokens: 64,
@@ -244,6 +251,7 @@ impl SimProfile {
             ("prefill_per_token_us", self.prefill_per_token_us),
             ("jitter", self.jitter),
             ("drift", self.drift),
+            ("degrade", self.degrade),
         ] {
             if !v.is_finite() || v < 0.0 {
                 return bad(field, "must be a finite number ≥ 0");

@@ -124,10 +124,18 @@ pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
     if let Some(client) = &s.client {
         root.insert("client_health".into(), json!(client));
     }
+    if let Some(steady) = &s.steadiness {
+        root.insert("steadiness".into(), json!(steady));
+    }
     if let Some(server) = &s.server {
         root.insert("server_metrics".into(), json!(server));
     }
     Value::Object(root)
+}
+
+/// The level's steadiness saved in a `profile_export_aiperf.json` (`--slice-s`).
+pub fn steadiness_from_aiperf_json(v: &Value) -> Option<crate::Steadiness> {
+    serde_json::from_value(v.get("steadiness")?.clone()).ok()
 }
 
 /// The client's health saved in a `profile_export_aiperf.json`.

@@ -14,12 +14,13 @@ mod record_line;
 mod routes;
 mod text;
 mod time;
+mod timeslices;
 mod turns;
 
 pub use aggregate::{aggregate_csv, aggregate_json, write_aggregate, AggregateInfo};
 pub use aiperf::{
     aiperf_csv, aiperf_json, client_health_from_aiperf_json, server_summary_from_aiperf_json,
-    write_aiperf_csv, write_aiperf_json, LevelInfo,
+    steadiness_from_aiperf_json, write_aiperf_csv, write_aiperf_json, LevelInfo,
 };
 pub use groups::summaries_by;
 pub use inputs::{
@@ -35,6 +36,7 @@ pub use read::{read_jsonl, read_jsonl_each, record_from_json};
 pub use routes::{route_summaries, route_summary_json, write_route_summary, RouteSummary};
 pub use text::{summary_text, write_summary_text};
 pub use time::{parse_rfc3339, rfc3339};
+pub use timeslices::{timeslices_csv, timeslices_json, write_timeslices};
 pub use turns::{turn_summaries, turn_summary_json, write_turn_summary, TurnSummary};
 
 use std::path::Path;

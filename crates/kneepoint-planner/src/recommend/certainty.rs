@@ -60,7 +60,7 @@ pub(super) fn ahead(a: &Recommendation, b: &Recommendation, objective: Objective
         Objective::Throughput => {
             (a.output_tokens_per_s_per_instance? / b.output_tokens_per_s_per_instance?).ln()
         }
-        Objective::Latency => return None,
+        Objective::Latency | Objective::Pareto => return None,
     };
     if !gap.is_finite() {
         return None;

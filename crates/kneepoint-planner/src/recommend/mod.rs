@@ -8,7 +8,9 @@ use std::cmp::Ordering;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{fleet_size, Error, FleetPlan, InstanceCapacity, PeakTraffic};
+use crate::{
+    fleet_size, Error, FleetPlan, InstanceCapacity, ParetoFront, ParetoPoint, PeakTraffic,
+};
 
 /// Hours in an average month (365 × 24 / 12).
 pub const HOURS_PER_MONTH: f64 = 730.0;
@@ -25,15 +27,20 @@ pub enum Objective {
     Latency,
     /// Highest output tokens per second per instance at the operating point.
     Throughput,
+    /// The non-dominated configurations on per-user speed against throughput per dollar (per
+    /// GPU, or per instance, when prices or GPU counts are missing), over every measured level
+    /// that met the SLAs; ranked fastest per user first.
+    Pareto,
 }
 
 impl Objective {
-    /// Parses `cost`, `latency` or `throughput`.
+    /// Parses `cost`, `latency`, `throughput` or `pareto`.
     pub fn parse(s: &str) -> Option<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
             "cost" | "lowest-cost" | "lowest_cost" => Some(Self::Cost),
             "latency" | "lowest-latency" | "lowest_latency" => Some(Self::Latency),
             "throughput" | "highest-throughput" | "highest_throughput" => Some(Self::Throughput),
+            "pareto" | "pareto-front" | "pareto_front" => Some(Self::Pareto),
             _ => None,
         }
     }
@@ -102,6 +109,13 @@ pub struct Candidate {
     /// such a candidate is not ranked.
     #[serde(default)]
     pub lower_bound: Option<String>,
+    /// Every measured level on the per-user speed / throughput plane (per endpoint), with its
+    /// SLA verdict, for the Pareto front.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<ParetoPoint>,
+    /// GPUs per instance, when known (for throughput per GPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_instance: Option<u32>,
 }
 
 /// The peak to size fleets for.
@@ -154,6 +168,9 @@ pub struct Recommendation {
     /// bound, so its cost and fleet are upper bounds (see [`Candidate::lower_bound`]).
     #[serde(default)]
     pub provisional: Option<String>,
+    /// Where it stands on the Pareto front (the Pareto objective).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pareto: Option<front::ParetoStanding>,
     /// One line on why it ranks where it does.
     pub explanation: String,
 }
@@ -224,6 +241,7 @@ fn evaluate(c: &Candidate, peak: Option<PeakPlan>) -> Result<Recommendation, Err
         latency_at_load_ms: None,
         score: None,
         provisional: c.point.as_ref().and(c.lower_bound.clone()),
+        pareto: None,
         explanation: c
             .unmet_reason
             .clone()
@@ -270,6 +288,10 @@ fn keys(r: &Recommendation, objective: Objective) -> Option<(f64, f64)> {
         Objective::Cost => Some((cost?, latency.unwrap_or(f64::INFINITY))),
         Objective::Latency => Some((latency?, cost.unwrap_or(f64::INFINITY))),
         Objective::Throughput => Some((-tput?, cost.unwrap_or(f64::INFINITY))),
+        Objective::Pareto => Some((
+            -r.pareto.as_ref()?.fastest_per_user?,
+            cost.unwrap_or(f64::INFINITY),
+        )),
     }
 }
 
@@ -312,6 +334,10 @@ fn describe(r: &Recommendation, objective: Objective, peak: bool) -> String {
             r.output_tokens_per_s_per_instance.unwrap_or(f64::NAN),
             r.point.as_ref().map_or(0, |p| p.concurrency)
         ),
+        Objective::Pareto => r
+            .pareto
+            .as_ref()
+            .map_or_else(String::new, front::ParetoStanding::sentence),
     }
 }
 
@@ -329,6 +355,9 @@ pub fn recommend(
         .iter()
         .map(|c| evaluate(c, peak))
         .collect::<Result<Vec<_>, _>>()?;
+    if objective == Objective::Pareto {
+        front::stand(candidates, &mut all);
+    }
     // Ranked candidates first, then provisional ones (in the objective's order), then those
     // without an operating point.
     let group = |r: &Recommendation| match (keys(r, objective), &r.provisional) {
@@ -369,11 +398,13 @@ pub fn recommend(
         rank += 1;
         let r = &mut all[i];
         r.rank = Some(rank);
-        r.score = Some(if objective == Objective::Throughput {
-            -score
-        } else {
-            score
-        });
+        r.score = Some(
+            if matches!(objective, Objective::Throughput | Objective::Pareto) {
+                -score
+            } else {
+                score
+            },
+        );
         let what = describe(r, objective, with_peak);
         let next = all[i + 1..]
             .iter()
@@ -402,11 +433,33 @@ pub fn recommend(
             None if rank == 1 => String::new(),
             None => "; last of the ranked candidates".into(),
         };
-        r.explanation = format!("{what}{versus}");
+        r.explanation = if objective == Objective::Pareto {
+            what
+        } else {
+            format!("{what}{versus}")
+        };
+    }
+    if objective == Objective::Pareto {
+        for r in all
+            .iter_mut()
+            .filter(|r| r.rank.is_none() && r.provisional.is_none())
+        {
+            if let Some(why) = r.pareto.as_ref().and_then(|s| s.dominated_by.as_ref()) {
+                r.explanation = format!("not on the Pareto front: {why}");
+            }
+        }
     }
     Ok(all)
 }
 
+/// The Pareto front over every candidate's measured levels that met the SLAs (see
+/// [`Objective::Pareto`]); `None` when no candidate has levels with output tokens.
+pub fn candidates_front(candidates: &[Candidate]) -> Option<ParetoFront> {
+    front::candidates_front(candidates)
+}
+
 mod certainty;
+mod front;
+pub use front::ParetoStanding;
 #[cfg(test)]
 mod tests;

@@ -35,6 +35,8 @@ fn cand(name: &str, price: f64, tput: f64, conc: u32, p99: f64) -> Candidate {
         ],
         unmet_reason: None,
         lower_bound: None,
+        levels: Vec::new(),
+        gpus_per_instance: None,
     }
 }
 
@@ -256,4 +258,44 @@ fn costs_carry_intervals_and_rankings_say_how_sure_they_are() {
         .clone()
         .unwrap();
     assert_eq!(fc.instances_interval, Some([19, 20]), "{fc:?}");
+}
+
+#[test]
+fn the_pareto_objective_lists_the_non_dominated_candidates_fastest_per_user_first() {
+    // per endpoint: (concurrency, tok/s per user, tok/s, meets SLAs). By hand, per dollar
+    // (tok/s × 3600 / price): fast@1 = 100×3600/4 = 90,000 at 100/user; fast@16 =
+    // 1,200×900 = 1,080,000 at 75/user; cheap@16 = 800×3600/1 = 2,880,000 at 50/user;
+    // cheap@64 = 1,000×3600 = 3,600,000 at 15/user but fails the SLAs; slow@16 = 700×3600/1 =
+    // 2,520,000 at 45/user: beaten by cheap@16 on both. Front: fast@1, fast@16, cheap@16.
+    let level = |c: u32, u: f64, t: f64, ok: bool| ParetoPoint::new(c, u, t).meets_slas(Some(ok));
+    let mut fast = cand("fast", 4.0, 1200.0, 16, 900.0);
+    fast.levels = vec![level(1, 100.0, 100.0, true), level(16, 75.0, 1200.0, true)];
+    let mut cheap = cand("cheap", 1.0, 800.0, 16, 1500.0);
+    cheap.levels = vec![level(16, 50.0, 800.0, true), level(64, 15.0, 1000.0, false)];
+    let mut slow = cand("slow", 1.0, 700.0, 16, 2000.0);
+    slow.levels = vec![level(16, 45.0, 700.0, true)];
+    let front = candidates_front(&[fast.clone(), cheap.clone(), slow.clone()]).unwrap();
+    assert_eq!(front.basis, crate::ParetoBasis::Dollar);
+    let labels: Vec<String> = front.front().iter().map(|p| p.label()).collect();
+    assert_eq!(labels, ["fast@1", "fast@16", "cheap@16"]);
+    let out = recommend(&[slow, cheap, fast], Objective::Pareto, None).unwrap();
+    let names: Vec<(&str, Option<u32>)> = out.iter().map(|r| (r.name.as_str(), r.rank)).collect();
+    assert_eq!(
+        names,
+        [("fast", Some(1)), ("cheap", Some(2)), ("slow", None)]
+    );
+    assert_eq!(out[0].pareto.as_ref().unwrap().on_front, [1, 16]);
+    assert!(
+        out[0]
+            .explanation
+            .contains("on the Pareto front at concurrency 1, 16"),
+        "{}",
+        out[0].explanation
+    );
+    assert!(
+        out[2].explanation.contains("cheap@16"),
+        "{}",
+        out[2].explanation
+    );
+    assert_eq!(Objective::parse("pareto"), Some(Objective::Pareto));
 }

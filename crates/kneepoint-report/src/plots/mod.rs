@@ -22,6 +22,12 @@ pub(crate) const GREY: RGBColor = RGBColor(120, 120, 120);
 
 pub use crate::curve::{Curve, CurvePoint};
 
+mod pareto;
+mod slices;
+pub(crate) use pareto::pareto_of;
+pub use pareto::{pareto_plot, ParetoMarks};
+pub use slices::{read_slices, slices_plot, SlicePoint};
+
 pub(crate) fn err<E: std::fmt::Display>(plot: &'static str) -> impl Fn(E) -> Error {
     move |e| Error::Plot {
         plot,
