@@ -10,7 +10,7 @@ use kneepoint_runner::CancelToken;
 use std::path::Path;
 use std::time::Instant;
 
-use kneepoint_report::schema::DeploymentRecord;
+use kneepoint_report::schema::{DeploymentRecord, LevelRow};
 
 use crate::candidate::{CandidateRun, CandidateSource, CandidateSpec};
 use crate::{Error, Observer};
@@ -61,29 +61,16 @@ fn curve(summaries: &[LevelSummary]) -> Vec<CurvePoint> {
 }
 
 /// Each level on the per-user speed / throughput plane with its SLA verdict (`verdicts` in the
-/// summaries' order), for the Pareto front: the last reading of a concurrency counts. A level
-/// without a per-request speed (no streaming) is read as throughput ÷ concurrency.
+/// summaries' order), for the Pareto front: the last reading of a concurrency counts.
 fn levels(summaries: &[LevelSummary], verdicts: &[Option<bool>]) -> Vec<ParetoPoint> {
+    let rows: Vec<LevelRow> = summaries
+        .iter()
+        .zip(verdicts)
+        .map(|(s, ok)| LevelRow::new(s, String::new(), *ok, None))
+        .collect();
     let mut by_c: BTreeMap<u32, ParetoPoint> = BTreeMap::new();
-    for (s, ok) in summaries.iter().zip(verdicts) {
-        if s.output_token_throughput <= 0.0 || s.concurrency == 0 {
-            continue;
-        }
-        let se = |k: &str| s.intervals.get(k).map(|i| i.relative_se);
-        let p = match s.stat("output_token_throughput_per_user", "p50") {
-            Some(u) => ParetoPoint::new(s.concurrency, u, s.output_token_throughput),
-            None => ParetoPoint::without_per_request(s.concurrency, s.output_token_throughput),
-        }
-        .meets_slas(*ok)
-        .client_limited(client_limited(s));
-        let p = match (
-            se("output_token_throughput_per_user:p50"),
-            se("output_token_throughput:avg"),
-        ) {
-            (Some(u), Some(t)) => p.with_spread(u, t),
-            _ => p,
-        };
-        by_c.insert(s.concurrency, p);
+    for p in crate::sweep_doc::pareto_points(&rows) {
+        by_c.insert(p.concurrency, p);
     }
     by_c.into_values().collect()
 }

@@ -235,7 +235,7 @@ impl Sweep {
         } else {
             RunState::Complete
         };
-        let knee_explanation =
+        let (knee_explanation, pareto) =
             write_sweep_summary(&dir, &doc, rows.clone(), &zone, fleet.as_ref(), state)?;
         let log = &self.bench.log;
         log.info(&format!(
@@ -250,7 +250,7 @@ impl Sweep {
         crate::render::render_quietly(&dir, self.bench.observer.as_ref());
         Ok(SweepReport {
             knee_explanation,
-            pareto: crate::sweep_doc::sweep_pareto(&rows),
+            pareto,
             rows,
             summaries,
             zone,

@@ -51,8 +51,21 @@ pub struct SweepReport {
 /// (streaming); a level without it puts every level on output tokens/s ÷ concurrency (see
 /// [`kneepoint_planner::pareto_front`]). `None` when no level produced output tokens.
 pub fn sweep_pareto(rows: &[LevelRow]) -> Option<ParetoFront> {
-    let points: Vec<ParetoPoint> = rows
-        .iter()
+    let points = pareto_points(rows);
+    if points.is_empty() {
+        return None;
+    }
+    Some(kneepoint_planner::pareto_front(
+        points,
+        ParetoBasis::Instance,
+        false,
+    ))
+}
+
+/// Each level with output tokens on the per-user speed / throughput plane, with its SLA
+/// verdict, client limit and spreads (a sweep's front, and a candidate's levels).
+pub(crate) fn pareto_points(rows: &[LevelRow]) -> Vec<ParetoPoint> {
+    rows.iter()
         .filter(|r| r.output_token_throughput > 0.0 && r.concurrency > 0)
         .map(|r| {
             let p = match r.output_token_throughput_per_user {
@@ -69,15 +82,7 @@ pub fn sweep_pareto(rows: &[LevelRow]) -> Option<ParetoFront> {
                 _ => p,
             }
         })
-        .collect();
-    if points.is_empty() {
-        return None;
-    }
-    Some(kneepoint_planner::pareto_front(
-        points,
-        ParetoBasis::Instance,
-        false,
-    ))
+        .collect()
 }
 
 /// The knee's explanation from the rows' server metrics; `None` when no level was scraped.
@@ -242,7 +247,7 @@ pub(crate) fn write_sweep_summary(
     zone: &OperatingZone,
     fleet: Option<&FleetPlan>,
     state: RunState,
-) -> Result<Option<KneeExplanation>, Error> {
+) -> Result<(Option<KneeExplanation>, Option<ParetoFront>), Error> {
     let explanation = knee_explanation(&rows, zone);
     let pareto = sweep_pareto(&rows);
     let summary = SweepSummary {
@@ -261,10 +266,10 @@ pub(crate) fn write_sweep_summary(
         zone: zone.clone(),
         peak: doc.peak,
         fleet: fleet.cloned(),
-        pareto,
+        pareto: pareto.clone(),
     };
     write_document(&dir.join(folder::SWEEP_SUMMARY), &summary)?;
-    Ok(explanation)
+    Ok((explanation, pareto))
 }
 
 /// The zone of an open-loop sweep: request rates have no knee.

@@ -85,33 +85,37 @@ pub fn time_slices(
     if !(slice_s.is_finite() && slice_s > 0.0) {
         return None;
     }
-    let mut measured: Vec<&RequestRecord> = records
+    // one sorted copy: each slice, and its full-loop part, is a run of it
+    let mut measured: Vec<RequestRecord> = records
         .iter()
         .filter(|r| r.phase == Phase::Profiling)
+        .cloned()
         .collect();
-    measured.sort_by_key(|r| start(r));
+    measured.sort_by_key(start);
     let t0 = start(measured.first()?);
-    let last_start = measured.last().map_or(t0, |r| start(r));
+    let last_start = measured.last().map_or(t0, start);
     let width = (slice_s * 1e9).round().clamp(1.0, u64::MAX as f64 / 4.0) as u64;
     let n = (last_start - t0) / width + 1;
     if n > MAX_SLICES {
         return None;
     }
-    let n_slices = n as usize;
-    let mut buckets: Vec<Vec<RequestRecord>> = vec![Vec::new(); n_slices];
-    let inner_range = full_loop(concurrency, &measured);
-    let mut inner: Vec<Vec<RequestRecord>> = vec![Vec::new(); n_slices];
-    for (i, r) in measured.iter().enumerate() {
-        let k = ((start(r) - t0) / width) as usize;
-        if let Some(b) = buckets.get_mut(k) {
-            b.push((*r).clone());
-        }
-        if inner_range.contains(&i) {
-            if let Some(b) = inner.get_mut(k) {
-                b.push((*r).clone());
-            }
-        }
-    }
+    let bounds: Vec<std::ops::Range<usize>> = (0..n)
+        .map(|k| {
+            let from = t0.saturating_add(k.saturating_mul(width));
+            let to = from.saturating_add(width);
+            measured.partition_point(|r| start(r) < from)
+                ..measured.partition_point(|r| start(r) < to)
+        })
+        .collect();
+    let full = full_loop(concurrency, &measured);
+    let buckets: Vec<&[RequestRecord]> = bounds.iter().map(|r| &measured[r.clone()]).collect();
+    let inner: Vec<&[RequestRecord]> = bounds
+        .iter()
+        .map(|r| {
+            let (a, b) = (r.start.max(full.start), r.end.min(full.end));
+            &measured[a..b.max(a)]
+        })
+        .collect();
     let slo = GoodputSlo::default();
     let slices: Vec<TimeSlice> = buckets
         .iter()
@@ -147,7 +151,7 @@ pub fn time_slices(
     })
 }
 
-fn judge(concurrency: u32, slices: &[TimeSlice], inner: &[Vec<RequestRecord>]) -> Steadiness {
+fn judge(concurrency: u32, slices: &[TimeSlice], inner: &[&[RequestRecord]]) -> Steadiness {
     let least = MIN_SLICE_REQUESTS.max(MIN_SLICE_WAVES * concurrency.max(1) as usize);
     let usable: Vec<usize> = slices
         .iter()
@@ -161,8 +165,8 @@ fn judge(concurrency: u32, slices: &[TimeSlice], inner: &[Vec<RequestRecord>]) -
         return unjudged(slices.len());
     }
     let slo = GoodputSlo::default();
-    let first = LevelSummary::from_records(concurrency, &inner[a], &slo);
-    let last = LevelSummary::from_records(concurrency, &inner[b], &slo);
+    let first = LevelSummary::from_records(concurrency, inner[a], &slo);
+    let last = LevelSummary::from_records(concurrency, inner[b], &slo);
     let mut changes = Vec::new();
     for m in COMPARED {
         let key = format!("{m}:avg");
@@ -232,7 +236,7 @@ fn judge(concurrency: u32, slices: &[TimeSlice], inner: &[Vec<RequestRecord>]) -
 /// The positions (in start order) of the requests sent while the loop was full: after every
 /// slot had started its first request (a ramp included) and before any slot started its last
 /// (the drain). Without slot numbers, past the first and before the last `concurrency`.
-fn full_loop(concurrency: u32, measured: &[&RequestRecord]) -> std::ops::Range<usize> {
+fn full_loop(concurrency: u32, measured: &[RequestRecord]) -> std::ops::Range<usize> {
     use std::collections::BTreeMap;
     let mut slots: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     for r in measured {

@@ -6,7 +6,7 @@
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::plots::{err, linear_chart, render, span, tick, GREY, PALETTE, RED};
+use crate::plots::{err, legend, linear_chart, render, span, tick, PALETTE, RED};
 use crate::Error;
 
 /// The server's state at one scrape.
@@ -114,13 +114,7 @@ fn chart_over_time(
             }
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(GREY)
-        .draw()
-        .map_err(err(plot))
+    legend(&mut chart, SeriesLabelPosition::UpperRight, plot)
 }
 
 /// Running and waiting requests (top), KV-cache usage and preemptions (bottom) over a level.
@@ -209,13 +203,7 @@ pub fn client_vs_server_ttft(levels: &[TtftPair]) -> Result<String, Error> {
                 )
                 .map_err(err(PLOT))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GREY)
-            .draw()
-            .map_err(err(PLOT))
+        legend(&mut chart, SeriesLabelPosition::UpperLeft, PLOT)
     })
 }
 

@@ -138,6 +138,21 @@ pub(crate) fn linear_chart<'a, 'b>(
     Ok(chart)
 }
 
+/// Draws `chart`'s series labels at `at`, in the report's style (a light box, grey border).
+pub(crate) fn legend<'a, 'b: 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, CT>,
+    at: SeriesLabelPosition,
+    plot: &'static str,
+) -> Result<(), Error> {
+    chart
+        .configure_series_labels()
+        .position(at)
+        .background_style(WHITE.mix(0.85))
+        .border_style(GREY)
+        .draw()
+        .map_err(err(plot))
+}
+
 pub(crate) fn render(
     plot: &'static str,
     draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Error>,
@@ -241,13 +256,7 @@ pub fn throughput_vs_latency(curves: &[Curve], sla_e2e_ms: Option<f64>) -> Resul
                 }))
                 .map_err(err(PLOT))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GREY)
-            .draw()
-            .map_err(err(PLOT))?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight, PLOT)?;
         Ok(())
     })
 }
@@ -321,13 +330,7 @@ pub fn latency_percentiles(curve: &Curve) -> Result<String, Error> {
                         )
                         .map_err(err(PLOT))?;
                 }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(GREY)
-                    .draw()
-                    .map_err(err(PLOT))?;
+                legend(&mut chart, SeriesLabelPosition::UpperLeft, PLOT)?;
             }};
         }
         if c1 / c0 > 4.0 {
@@ -406,13 +409,7 @@ pub fn ttft_timeline(records: &[RequestRecord], title: &str) -> Result<String, E
                 .label(format!("failed ({failed})"))
                 .legend(|(x, y)| Cross::new((x + 8, y), 4, RED.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GREY)
-            .draw()
-            .map_err(err(PLOT))?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, PLOT)?;
         Ok(())
     })
 }
@@ -471,13 +468,7 @@ pub fn ttft_histogram(records: &[RequestRecord], title: &str) -> Result<String, 
                     });
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GREY)
-            .draw()
-            .map_err(err(PLOT))?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight, PLOT)?;
         Ok(())
     })
 }

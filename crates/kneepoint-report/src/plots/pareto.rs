@@ -9,7 +9,7 @@ use plotters::prelude::*;
 
 use serde_json::Value;
 
-use super::{err, linear_chart, render, span, tick, GREY, PALETTE, RED};
+use super::{err, legend, linear_chart, render, span, tick, GREY, PALETTE, RED};
 use crate::artifact::{Artifact, RunKind};
 use crate::Error;
 
@@ -161,13 +161,7 @@ pub fn pareto_plot(f: &ParetoFront, marks: &ParetoMarks) -> Result<String, Error
                 .label(format!("knee ({k})"))
                 .legend(|(x, y)| Circle::new((x + 9, y), 6, BLACK.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GREY)
-            .draw()
-            .map_err(err(PLOT))?;
+        legend(&mut chart, SeriesLabelPosition::LowerLeft, PLOT)?;
         Ok(())
     })
 }
@@ -203,8 +197,21 @@ mod tests {
         ] {
             assert!(svg.contains(text), "{text} missing");
         }
-        // the dominated level (128) is a faded grey dot, the failing one (64) a red cross
+        // the dominated level (128) is a faded grey dot, the failing one (64) a red cross: red
+        // strokes stay with the SLA line left out, and none without a failing level
         assert_eq!(svg.matches("opacity=\"0.5\" fill=\"#787878\"").count(), 1);
-        assert!(svg.contains("stroke=\"#D62728\""), "no red cross");
+        let red = "stroke=\"#D62728\"";
+        let plain = pareto_plot(&f, &ParetoMarks::default()).unwrap();
+        assert!(plain.contains(red), "no red cross");
+        let passing: Vec<ParetoPoint> = f
+            .points
+            .iter()
+            .cloned()
+            .map(|p| p.meets_slas(None))
+            .collect();
+        let g = pareto_front(passing, ParetoBasis::Instance, false);
+        assert!(!pareto_plot(&g, &ParetoMarks::default())
+            .unwrap()
+            .contains(red));
     }
 }

@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 use serde_json::Value;
 
-use super::{err, linear_chart, render, span, PALETTE};
+use super::{err, legend, linear_chart, render, span, PALETTE};
 use crate::Error;
 
 /// One slice's figures, read from `profile_export_aiperf_timeslices.json`.
@@ -98,11 +98,7 @@ pub fn slices_plot(points: &[SlicePoint], title: &str) -> Result<String, Error> 
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
         }
-        down.configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .draw()
-            .map_err(err(PLOT))?;
+        legend(&mut down, SeriesLabelPosition::UpperLeft, PLOT)?;
         Ok(())
     })
 }
