@@ -15,10 +15,13 @@ pub(crate) fn ms(v: Option<f64>) -> String {
 
 fn value(c: &SlaCheck) -> String {
     let v = match c.value {
-        Some(v) if c.metric == kneepoint_planner::Metric::ErrorRate => {
-            format!("{:.2} %", v * 100.0)
+        // the goodput objective's miss rate, said as the attainment it is judged for
+        Some(v) if c.metric == kneepoint_planner::Metric::SloMissRate => {
+            return format!("{:.2} % met every SLO", (1.0 - v) * 100.0);
         }
-        Some(v) => ms(Some(v)),
+        Some(v) if c.metric.unit() == "ratio" => format!("{:.2} %", v * 100.0),
+        Some(v) if c.metric.unit() == "ms" => ms(Some(v)),
+        Some(v) => format!("{v:.2} {}", c.metric.unit()),
         None => "not measured".into(),
     };
     format!("{} {} {}", c.metric, c.stat, v)

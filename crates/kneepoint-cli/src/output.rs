@@ -16,8 +16,10 @@ pub(crate) fn table(rows: &[LevelRow]) -> String {
     // A pooling endpoint generates nothing: its work is the input it reads.
     let pooling = rows.iter().any(|r| r.input_token_throughput > 0.0)
         && rows.iter().all(|r| r.output_token_throughput == 0.0);
+    // with per-request SLOs: goodput and the share of requests that met them
+    let goodput = rows.iter().any(|r| r.goodput.is_some());
     let mut out = format!(
-        "{:>11} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7}\n",
+        "{:>11} {:>8} {:>11} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7}{}\n",
         "concurrency",
         "req/s",
         if pooling { "in tok/s" } else { "out tok/s" },
@@ -27,7 +29,12 @@ pub(crate) fn table(rows: &[LevelRow]) -> String {
         "e2e p50",
         "e2e p99",
         "p99-p50",
-        "err %"
+        "err %",
+        if goodput {
+            format!(" {:>9} {:>8}", "goodput/s", "SLO met%")
+        } else {
+            String::new()
+        }
     );
     for r in rows {
         let mut marks = Vec::new();
@@ -37,9 +44,19 @@ pub(crate) fn table(rows: &[LevelRow]) -> String {
         if let Some(b) = &r.first_breach {
             marks.push(format!("fails {b}"));
         }
+        let slo = if goodput {
+            let num = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.2}"));
+            format!(
+                " {:>9} {:>8}",
+                num(r.goodput),
+                num(r.slo_miss_rate.map(|m| (1.0 - m) * 100.0))
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "{:>11} {:>8.2} {:>11.1} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7.2}{}",
+            "{:>11} {:>8.2} {:>11.1} {:>9} {:>9} {:>8} {:>9} {:>9} {:>9} {:>7.2}{slo}{}",
             r.concurrency,
             r.request_throughput,
             if pooling {
@@ -196,7 +213,10 @@ pub(crate) fn print_search(o: &SearchOutcome) {
                 format!(
                     "{}={}",
                     c.sla,
-                    c.value.map_or("-".into(), |v| format!("{v:.4}"))
+                    c.value.map_or("-".into(), |v| match c.metric {
+                        Metric::SloMissRate => format!("{:.2}%met", (1.0 - v) * 100.0),
+                        _ => format!("{v:.4}"),
+                    })
                 )
             })
             .collect();
@@ -221,6 +241,7 @@ pub(crate) fn print_search(o: &SearchOutcome) {
                 b.interval
                     .map_or(String::new(), |i| format!("; true boundary: {i}"))
             );
+            text.push_str(&goodput_at(o, c));
         }
         None => {
             let _ = writeln!(text, "answer: no concurrency in range meets every SLA");
@@ -248,6 +269,24 @@ pub(crate) fn print_search(o: &SearchOutcome) {
     }
     let _ = writeln!(text, "artifacts: {}", o.artifact_dir.display());
     emit(&text);
+}
+
+/// The goodput measured at the answer, when the search judged requests against SLOs (the last
+/// probe of that level).
+fn goodput_at(o: &SearchOutcome, c: u32) -> String {
+    let at = o
+        .history
+        .iter()
+        .zip(&o.summaries)
+        .rfind(|(r, _)| r.probe.concurrency == c)
+        .map(|(_, s)| s);
+    match at.and_then(|s| Some((s.goodput?, s.slo_miss_rate?, s.goodput_slo?))) {
+        Some((g, miss, slo)) => format!(
+            "goodput at the answer: {g:.2} requests/s; {:.2} % of requests met every SLO ({slo})\n",
+            (1.0 - miss) * 100.0
+        ),
+        None => String::new(),
+    }
 }
 
 /// Prints the ranked recommendations and where the files are.

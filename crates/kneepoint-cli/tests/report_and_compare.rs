@@ -136,7 +136,15 @@ fn report_reproduces_a_sweep_and_a_search_byte_for_byte() {
 async fn report_reproduces() {
     let tmp = tempfile::tempdir().unwrap();
     let sweep_dir = tmp.path().join("sweep");
-    let mut args = vec!["sweep", "--concurrency", "1,4,16", "--e2e-sla-ms", "60"];
+    let mut args = vec![
+        "sweep",
+        "--concurrency",
+        "1,4,16",
+        "--e2e-sla-ms",
+        "60",
+        "--goodput",
+        "request_latency:60",
+    ];
     args.extend_from_slice(&SMALL);
     args.extend_from_slice(&["--artifact-dir", sweep_dir.to_str().unwrap()]);
     let Command::Sweep(a) = cli(&args) else {

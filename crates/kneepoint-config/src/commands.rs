@@ -76,6 +76,26 @@ fn slas(args: &SlaArgs, file: &SearchSection) -> Result<Vec<Sla>> {
     Ok(out)
 }
 
+/// The goodput objective as an SLA: the share of requests missing an SLO at most
+/// `1 - attainment` (a miss rate, so that the search's margins and predictions read it as they
+/// read an error rate).
+fn goodput_sla(common: &CommonSettings, attainment: f64) -> Result<Sla> {
+    if common.levels.goodput.is_empty() {
+        bail!("the goodput objective needs per-request SLOs: --goodput \"time_to_first_token:500 inter_token_latency:50\" (or goodput in [load])");
+    }
+    if !(attainment > 0.0 && attainment <= 1.0) {
+        bail!("attainment is the share of requests that must meet every SLO: more than 0 and at most 1, not {attainment}");
+    }
+    let threshold = ((1.0 - attainment) * 1e9).round() / 1e9;
+    Ok(Sla::new(
+        &format!("slo_attainment_{attainment}"),
+        kneepoint_planner::Metric::SloMissRate,
+        kneepoint_planner::Stat::Avg,
+        kneepoint_planner::Op::Le,
+        threshold,
+    )?)
+}
+
 /// Everything a sweep needs.
 #[derive(Debug, Clone)]
 pub struct SweepSettings {
@@ -139,6 +159,7 @@ impl SweepSettings {
         };
         let slas = slas(&args.sla, &file.search_params.clone().unwrap_or_default())?;
         common.check_server_slas(&slas)?;
+        common.check_goodput(&slas)?;
         if !common.target.protocol().streaming() {
             if let Some(s) = slas.iter().find(|s| s.requires_streaming()) {
                 bail!("{} needs streaming responses", s.name);
@@ -194,11 +215,11 @@ impl SearchSettings {
     /// [`SearchSettings::resolve`] with the file already read.
     pub fn resolve_with(args: &SearchArgs, file: &FileConfig) -> Result<Self> {
         let sp = file.search_params.clone().unwrap_or_default();
-        if let Some(r) = &sp.search_recipe {
-            if r != "max-concurrency-under-sla" {
-                bail!("search_recipe {r:?} is not known (only max-concurrency-under-sla)");
-            }
-        }
+        let recipe_goodput = match sp.search_recipe.as_deref() {
+            None | Some("max-concurrency-under-sla") => false,
+            Some("max-goodput-under-slo") => true,
+            Some(r) => bail!("search_recipe {r:?} is not known (max-concurrency-under-sla or max-goodput-under-slo)"),
+        };
         let common = CommonSettings::resolve(&args.common, file, sp.request_count)?;
         if common.shard.is_some() {
             bail!("--shard splits a sweep's levels; a search decides each probe from the last one, so it runs in one process");
@@ -206,8 +227,23 @@ impl SearchSettings {
         if common.levels.open_loop.is_some() {
             bail!("the search finds the highest concurrency under the SLAs in a closed loop; request_rate (open loop) applies to `kneepoint sweep`");
         }
-        let mut search = SearchConfig::new(slas(&args.sla, &sp)?);
+        let mut slas = slas(&args.sla, &sp)?;
+        let objective = args.objective.as_deref().or(sp.objective.as_deref());
+        let goodput = match objective {
+            None => recipe_goodput,
+            Some("sla") if !recipe_goodput => false,
+            Some("goodput") => true,
+            Some(o) => bail!("objective {o:?} is not known: sla or goodput (a search_recipe of max-goodput-under-slo means goodput)"),
+        };
+        let attainment = args.attainment.or(sp.attainment);
+        if goodput {
+            slas.push(goodput_sla(&common, attainment.unwrap_or(0.99))?);
+        } else if attainment.is_some() {
+            bail!("attainment applies to --objective goodput");
+        }
+        let mut search = SearchConfig::new(slas);
         common.check_server_slas(&search.slas)?;
+        common.check_goodput(&search.slas)?;
         search.request_count = common.levels.request_count;
         search.streaming = common.target.protocol().streaming();
         if let Some(v) = args.concurrency_min.or(sp.concurrency_min) {

@@ -139,6 +139,25 @@ impl CommonSettings {
         Ok(())
     }
 
+    /// Refuses goodput that could not be measured: an SLA on `goodput` or `slo_miss_rate`
+    /// without per-request SLOs, or a token-timing SLO (TTFT, ITL) without streaming.
+    pub fn check_goodput(&self, slas: &[kneepoint_planner::Sla]) -> Result<()> {
+        use kneepoint_core::Metric;
+        let slo = &self.levels.goodput;
+        if let Some(s) = slas
+            .iter()
+            .find(|s| matches!(s.metric, Metric::Goodput | Metric::SloMissRate))
+        {
+            if slo.is_empty() {
+                bail!("{} judges each request against per-request SLOs: give them with --goodput \"time_to_first_token:500 request_latency:8000\"", s.name);
+            }
+        }
+        if (slo.ttft_ms.is_some() || slo.itl_ms.is_some()) && !self.target.protocol().streaming() {
+            bail!("the goodput SLOs {slo} need streaming responses (TTFT and ITL are measured per token): stream (drop --streaming false) or hold requests to request_latency only");
+        }
+        Ok(())
+    }
+
     /// Merges `file` with the flags and validates the result. `request_count` is the file's
     /// count for this command (sweep or search).
     pub fn resolve(
@@ -221,6 +240,9 @@ impl CommonSettings {
             if !(s.is_finite() && s > 0.0) {
                 bail!("slice_s must be a positive number of seconds, not {s}");
             }
+        }
+        if let Some(spec) = args.load.goodput.as_deref().or(load.goodput.as_deref()) {
+            levels.goodput = kneepoint_metrics::GoodputSlo::parse(spec)?;
         }
         levels.seed = args.workload.seed.or(wl.seed).unwrap_or(0);
         let shard = args

@@ -91,6 +91,8 @@ pub struct LoadSection {
     pub precision_statistic: Option<String>,
     /// Time slices of each level, seconds (see `--slice-s`).
     pub slice_s: Option<f64>,
+    /// Per-request SLOs for goodput, `metric:limit_ms` pairs (see `--goodput`).
+    pub goodput: Option<String>,
 }
 
 /// `[runs]`: repeated runs of each level (the `--num-runs` family of flags).
@@ -140,7 +142,8 @@ pub struct CandidateSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchSection {
-    /// Only `max-concurrency-under-sla` is known.
+    /// `max-concurrency-under-sla` (default) or `max-goodput-under-slo` (the goodput
+    /// objective).
     pub search_recipe: Option<String>,
     /// p95 TTFT limit, ms.
     pub ttft_sla_ms: Option<f64>,
@@ -169,6 +172,10 @@ pub struct SearchSection {
     pub sla_by_confidence: Option<bool>,
     /// Close-call margin.
     pub confirm_margin: Option<f64>,
+    /// `sla` (default) or `goodput` (see `--objective`).
+    pub objective: Option<String>,
+    /// The share of requests that must meet every goodput SLO (see `--attainment`).
+    pub attainment: Option<f64>,
 }
 
 /// `[fleet]`.

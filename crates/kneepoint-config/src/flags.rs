@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+pub use crate::sla_flags::SlaArgs;
+
 /// `kneepoint sweep`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SweepArgs {
@@ -70,26 +72,15 @@ pub struct SearchArgs {
     /// lower end for a floor), not just at the pooled value.
     #[arg(long, help_heading = "Search")]
     pub sla_by_confidence: bool,
-}
-
-/// SLA thresholds (SageMaker's names).
-#[derive(Debug, Clone, Default, Args)]
-pub struct SlaArgs {
-    /// Maximum p95 time to first token, ms (needs streaming).
-    #[arg(long, value_name = "MS")]
-    pub ttft_sla_ms: Option<f64>,
-    /// Maximum p95 time per output token (ITL), ms (needs streaming).
-    #[arg(long, value_name = "MS")]
-    pub tpot_sla_ms: Option<f64>,
-    /// Maximum p99 end-to-end latency, ms.
-    #[arg(long, value_name = "MS")]
-    pub e2e_sla_ms: Option<f64>,
-    /// Maximum fraction of failed requests (0.01 = 1 %).
-    #[arg(long, value_name = "FRACTION")]
-    pub error_rate_sla: Option<f64>,
-    /// Any SLA as metric:stat:op:threshold, e.g. time_to_first_token:p99:le:800 (repeatable).
-    #[arg(long = "sla", value_name = "SPEC")]
-    pub slas: Vec<String>,
+    /// What the answer maximises under: `sla` (default: every SLA holds at its statistic) or
+    /// `goodput` (AIPerf's max-goodput-under-slo: the share of requests meeting every
+    /// per-request SLO of --goodput is at least --attainment; any SLAs given must hold too).
+    #[arg(long, help_heading = "Search", value_name = "sla|goodput")]
+    pub objective: Option<String>,
+    /// With --objective goodput: the share of requests, failures included, that must meet
+    /// every SLO of --goodput (default 0.99).
+    #[arg(long, help_heading = "Search", value_name = "FRACTION")]
+    pub attainment: Option<f64>,
 }
 
 /// Options shared by every command that sends load, grouped by concern (each group is its own
@@ -448,6 +439,12 @@ pub struct LoadArgs {
     /// flagged not_steady.
     #[arg(long, value_name = "SECONDS")]
     pub slice_s: Option<f64>,
+    /// Per-request SLOs, AIPerf's form: `metric:limit_ms` pairs, e.g.
+    /// "time_to_first_token:500 inter_token_latency:50" (time_to_first_token,
+    /// inter_token_latency, request_latency). Each level reports goodput (requests/s meeting
+    /// them all) and slo_miss_rate (the share, failures included, that did not).
+    #[arg(long, value_name = "SLOS")]
+    pub goodput: Option<String>,
     /// Open loop: replay a trace dataset (`--dataset`, trace format) at its recorded send
     /// times, sped up by this factor (2 = twice as fast). Sends up to `--request-count` records.
     #[arg(long, value_name = "FACTOR")]

@@ -55,6 +55,7 @@ mod recommend;
 #[cfg(feature = "sagemaker")]
 mod sagemaker;
 mod simulator;
+mod sla_flags;
 mod stage_two;
 mod target;
 mod workload;

@@ -50,6 +50,12 @@ pub enum Metric {
     RequestThroughput,
     /// Output tokens per second, per level.
     OutputTokenThroughput,
+    /// Requests per second that met every per-request SLO (goodput), per level; measured only
+    /// when SLOs are set.
+    Goodput,
+    /// Share of a level's requests (failed ones included) that missed at least one per-request
+    /// SLO: one minus the SLO attainment; measured only when SLOs are set.
+    SloMissRate,
     /// A quantity the server publishes (one of [`crate::CONCEPTS`], by name).
     Server(&'static str),
 }
@@ -75,10 +81,12 @@ impl Metric {
     ];
 
     /// The level-wide metrics: one value per level, read as [`Stat::Avg`].
-    pub const PER_LEVEL: [Metric; 3] = [
+    pub const PER_LEVEL: [Metric; 5] = [
         Metric::ErrorRate,
         Metric::RequestThroughput,
         Metric::OutputTokenThroughput,
+        Metric::Goodput,
+        Metric::SloMissRate,
     ];
 
     /// The name in files, SLAs and flags (`time_to_first_token`).
@@ -102,6 +110,8 @@ impl Metric {
             Metric::ErrorRate => "error_rate",
             Metric::RequestThroughput => "request_throughput",
             Metric::OutputTokenThroughput => "output_token_throughput",
+            Metric::Goodput => "goodput",
+            Metric::SloMissRate => "slo_miss_rate",
             Metric::Server(name) => name,
         }
     }
@@ -127,6 +137,8 @@ impl Metric {
             Metric::ErrorRate => "Error Rate",
             Metric::RequestThroughput => "Request Throughput",
             Metric::OutputTokenThroughput => "Output Token Throughput",
+            Metric::Goodput => "Goodput",
+            Metric::SloMissRate => "SLO Miss Rate",
             Metric::Server(name) => name,
         }
     }
@@ -147,8 +159,8 @@ impl Metric {
             | Metric::ReasoningTokenCount
             | Metric::OutputTokenCount
             | Metric::InputSequenceLength => "tokens",
-            Metric::ErrorRate => "ratio",
-            Metric::RequestThroughput => "requests/sec",
+            Metric::ErrorRate | Metric::SloMissRate => "ratio",
+            Metric::RequestThroughput | Metric::Goodput => "requests/sec",
             Metric::OutputTokenThroughput => "tokens/sec",
             Metric::Server(_) => "",
             _ => "ms",
@@ -172,7 +184,11 @@ impl Metric {
     pub const fn per_level(self) -> bool {
         matches!(
             self,
-            Metric::ErrorRate | Metric::RequestThroughput | Metric::OutputTokenThroughput
+            Metric::ErrorRate
+                | Metric::RequestThroughput
+                | Metric::OutputTokenThroughput
+                | Metric::Goodput
+                | Metric::SloMissRate
         )
     }
 
@@ -557,7 +573,9 @@ mod tests {
             [
                 "error_rate",
                 "request_throughput",
-                "output_token_throughput"
+                "output_token_throughput",
+                "goodput",
+                "slo_miss_rate"
             ]
         );
     }

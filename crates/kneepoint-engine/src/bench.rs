@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use kneepoint_core::{ApproxTokenCounter, RequestRecord, TokenCounter, Transport};
 use kneepoint_metrics::export::LevelInfo;
-use kneepoint_metrics::{GoodputSlo, LevelSummary};
+use kneepoint_metrics::LevelSummary;
 use kneepoint_runner::{CancelToken, EarlyStop, LevelConfig, LevelRun, RecordObserver};
 use kneepoint_workload::Workload;
 use serde_json::Value;
@@ -372,7 +372,7 @@ impl Bench {
         let exact = self.settings.exact_percentiles;
         let mut summary = match &streamed {
             Some(s) => s.summary(concurrency, exact, dir)?,
-            None => LevelSummary::from_records(concurrency, &run.records, &GoodputSlo::default()),
+            None => LevelSummary::from_records(concurrency, &run.records, &self.settings.goodput),
         };
         crate::server::attach(&mut summary, server);
         // judged against the level's smallest median latency (TTFT when streaming)

@@ -221,7 +221,7 @@ impl Bench {
             })
             .collect();
         self.write_inputs(dir, &inputs, requests.len())?;
-        let streamed = Arc::new(Mutex::new(Streamed::default()));
+        let streamed = Arc::new(Mutex::new(Streamed::new(self.settings.goodput)));
         let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(JsonlSink::in_dir(
             dir,
             self.settings.compress_records,

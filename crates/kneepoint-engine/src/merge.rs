@@ -58,6 +58,12 @@ struct ShardRun {
     doc: SweepSummary,
 }
 
+/// A shard's saved level summary, if it can be read (only its goodput SLOs are taken from it).
+fn first_dir_json(level_dir: &Path) -> Option<Value> {
+    let bytes = std::fs::read(level_dir.join(folder::AIPERF_JSON)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
 fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
     let path = dir.join(folder::SWEEP_SUMMARY);
     let text = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
@@ -185,7 +191,11 @@ struct MergedRecords {
 /// rebased on the earliest origin, summarised together, with every per-second figure over the
 /// common window (the latest shard start to the earliest shard end). `None` when a time
 /// overflows.
-fn merge_records(mut per_shard: Vec<Vec<RequestRecord>>, total: u32) -> Option<MergedRecords> {
+fn merge_records(
+    mut per_shard: Vec<Vec<RequestRecord>>,
+    total: u32,
+    slo: &GoodputSlo,
+) -> Option<MergedRecords> {
     let origin = per_shard
         .iter()
         .flatten()
@@ -209,7 +219,7 @@ fn merge_records(mut per_shard: Vec<Vec<RequestRecord>>, total: u32) -> Option<M
         }
         all.append(recs);
     }
-    let mut summary = LevelSummary::from_records(total, &all, &GoodputSlo::default());
+    let mut summary = LevelSummary::from_records(total, &all, slo);
     let from = windows.iter().map(|w| w.0).max().unwrap_or(0);
     let to = windows.iter().map(|w| w.1).min().unwrap_or(0);
     let first = windows.iter().map(|w| w.0).min().unwrap_or(0);
@@ -330,7 +340,14 @@ pub fn merge(
             per_shard.push(read_jsonl(&path)?);
         }
         let name = folder::concurrency_dir(total);
-        let Some(m) = merge_records(per_shard, total) else {
+        // goodput judged against the SLOs the shards were given
+        let (first, _, first_dir) = parts[0];
+        let saved = first_dir_json(&first.dir.join(first_dir));
+        let slo = saved
+            .as_ref()
+            .and_then(kneepoint_metrics::export::goodput_slo_from_aiperf_json)
+            .unwrap_or_default();
+        let Some(m) = merge_records(per_shard, total, &slo) else {
             return Err(Error::invalid(format!(
                 "level {}: a record's times overflow when put on one clock (a damaged file)",
                 i + 1
@@ -472,7 +489,12 @@ mod tests {
                 .map(|k| record(origin, k * 1000, 96))
                 .collect::<Vec<_>>()
         };
-        let m = merge_records(vec![shard(t0), shard(t0 + 1_000_000_000)], 2).unwrap();
+        let m = merge_records(
+            vec![shard(t0), shard(t0 + 1_000_000_000)],
+            2,
+            &GoodputSlo::default(),
+        )
+        .unwrap();
         assert_eq!(m.all.len(), 10);
         assert!(m.all.iter().all(|r| r.origin_unix_ns == t0));
         // Every time of shard 1's records moved by the second between the origins.
@@ -496,12 +518,17 @@ mod tests {
     fn overflowing_times_are_refused_and_lone_shards_have_no_window() {
         let mut r = record(5_000_000_000, 0, 4);
         r.end_ns = u64::MAX;
-        assert!(merge_records(vec![vec![record(1, 0, 4)], vec![r]], 2).is_none());
+        assert!(merge_records(
+            vec![vec![record(1, 0, 4)], vec![r]],
+            2,
+            &GoodputSlo::default()
+        )
+        .is_none());
         let a = (0..3).map(|k| record(1, k * 1000, 8)).collect::<Vec<_>>();
         let b = (0..3)
             .map(|k| record(1 + 60_000_000_000, k * 1000, 8))
             .collect::<Vec<_>>();
-        let m = merge_records(vec![a, b], 2).unwrap();
+        let m = merge_records(vec![a, b], 2, &GoodputSlo::default()).unwrap();
         assert!(!m.windowed && m.window_s == 0.0);
     }
 }

@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use kneepoint_metrics::export::{read_jsonl, write_aggregate, AggregateInfo, LevelInfo};
-use kneepoint_metrics::{summary_values, Convergence, GoodputSlo, LevelSummary, RunAggregate};
+use kneepoint_metrics::{summary_values, Convergence, LevelSummary, RunAggregate};
 use kneepoint_runner::CancelToken;
 use serde_json::json;
 
@@ -213,7 +213,7 @@ impl Bench {
             }
         }
         out.flush().map_err(|e| Error::io("write", &pooled, e))?;
-        let mut summary = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
+        let mut summary = LevelSummary::from_records(concurrency, &records, &self.settings.goodput);
         summary.client = client;
         if let Some(why) = steadiness.as_ref().and_then(|s| s.not_steady()) {
             summary

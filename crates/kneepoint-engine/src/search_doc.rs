@@ -85,6 +85,16 @@ pub fn probe_dir(p: &Probe) -> String {
     folder::probe_dir(p.iteration, p.concurrency)
 }
 
+/// AIPerf's name for what the search answered: `max-goodput-under-slo` when the share of
+/// requests meeting their SLOs is judged, else `max-concurrency-under-sla`.
+pub(crate) fn recipe(config: &kneepoint_planner::SearchConfig) -> &'static str {
+    if config.slas.iter().any(|s| s.metric == Metric::SloMissRate) {
+        "max-goodput-under-slo"
+    } else {
+        "max-concurrency-under-sla"
+    }
+}
+
 /// Writes `search_history.json`: every probe with its folder, the boundary and the zone.
 pub(crate) fn write_search_history(
     dir: &Path,
@@ -96,7 +106,7 @@ pub(crate) fn write_search_history(
     let doc = SearchHistory {
         schema_version: SCHEMA_VERSION,
         kneepoint_version: env!("CARGO_PKG_VERSION").to_owned(),
-        recipe: "max-concurrency-under-sla".into(),
+        recipe: recipe(search.config()).into(),
         complete: state == RunState::Complete,
         interrupted: state == RunState::Interrupted,
         settings: description.clone(),

@@ -58,6 +58,9 @@ pub struct LevelSettings {
     /// `profile_export_aiperf_timeslices.json/.csv` and a steadiness verdict
     /// ([`kneepoint_metrics::time_slices`]); levels summarised in bounded memory have none.
     pub slice_s: Option<f64>,
+    /// Per-request SLOs (`--goodput`): each level reports `goodput` (requests/s that met them
+    /// all) and `slo_miss_rate` (the share, failures included, that did not). None by default.
+    pub goodput: kneepoint_metrics::GoodputSlo,
 }
 
 /// Default [`LevelSettings::records_in_memory`]: about 300 MB of records at 256 output
@@ -90,6 +93,7 @@ impl Default for LevelSettings {
             exact_percentiles: false,
             inputs_limit: INPUTS_LIMIT,
             slice_s: None,
+            goodput: kneepoint_metrics::GoodputSlo::default(),
         }
     }
 }

@@ -20,13 +20,16 @@ use crate::Error;
 pub(crate) struct Streamed {
     total: StreamingSummary,
     routes: BTreeMap<(String, String), StreamingSummary>,
+    slo: GoodputSlo,
 }
 
-impl Default for Streamed {
-    fn default() -> Self {
+impl Streamed {
+    /// Empty summaries judging goodput against `slo`.
+    pub(crate) fn new(slo: GoodputSlo) -> Self {
         Streamed {
-            total: StreamingSummary::new(&GoodputSlo::default()),
+            total: StreamingSummary::new(&slo),
             routes: BTreeMap::new(),
+            slo,
         }
     }
 }
@@ -40,9 +43,10 @@ impl RecordSink for StreamedSink {
             s.total.push(r);
             if let Some(model) = &r.model {
                 let key = (model.clone(), r.url.clone().unwrap_or_default());
+                let slo = s.slo;
                 s.routes
                     .entry(key)
-                    .or_insert_with(|| StreamingSummary::new(&GoodputSlo::default()))
+                    .or_insert_with(|| StreamingSummary::new(&slo))
                     .push(r);
             }
         }

@@ -143,7 +143,7 @@ impl Bench {
                 Some(request)
             })
         };
-        let streamed = Arc::new(Mutex::new(Streamed::default()));
+        let streamed = Arc::new(Mutex::new(Streamed::new(self.settings.goodput)));
         let sinks: Vec<Box<dyn RecordSink>> = vec![
             Box::new(JsonlSink::in_dir(dir, self.settings.compress_records)?),
             Box::new(StreamedSink(streamed.clone())),

@@ -258,6 +258,9 @@ impl<C: Column> Accumulator<C> {
             input_token_throughput: per_s(self.in_tokens as f64),
             pooled_item_throughput: self.pooled_items.map(|n| per_s(n as f64)),
             goodput: (!self.slo.is_empty()).then(|| per_s(self.good as f64)),
+            slo_miss_rate: (!self.slo.is_empty() && n > 0)
+                .then(|| (n - self.good) as f64 / n as f64),
+            goodput_slo: (!self.slo.is_empty()).then_some(self.slo),
             metrics,
             errors_by_kind: self.errors_by_kind.clone(),
             error_summary,
@@ -335,7 +338,7 @@ impl LevelSummary {
             s.output_token_throughput,
             s.request_throughput,
         ];
-        s.intervals = crate::level_intervals(concurrency, records, level);
+        s.intervals = crate::level_intervals(concurrency, records, level, slo);
         s
     }
 }

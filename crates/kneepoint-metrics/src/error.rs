@@ -34,6 +34,15 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A goodput SLO (`--goodput`) is not `metric:limit` with a metric one can hold a request
+    /// to.
+    #[error("goodput SLO {spec:?}: {reason}")]
+    InvalidSlo {
+        /// The part given.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Encoding JSON failed.
     #[error("cannot encode {what} as JSON")]
     Json {

@@ -21,6 +21,7 @@ use kneepoint_core::RequestRecord;
 
 use crate::quantile_sorted;
 use crate::request_metrics::RequestMetrics;
+use crate::slo::GoodputSlo;
 
 /// The coverage of every level interval.
 pub const LEVEL_INTERVAL: f64 = 0.9;
@@ -63,6 +64,8 @@ pub struct StatInterval {
 /// One request's values, in start order.
 struct Row {
     failed: bool,
+    /// Failed, or missed a per-request SLO (`None`: no SLO was set).
+    missed: Option<bool>,
     /// Per metric: the rank of the request's value among the level's (None: no value).
     ranks: [Option<u32>; METRICS.len()],
     tokens: f64,
@@ -144,17 +147,31 @@ fn statistics(
     } else {
         f64::NAN
     });
+    let (mut judged, mut missed) = (0.0, 0.0);
+    for (r, d) in rows.iter().zip(draws) {
+        if let Some(m) = r.missed {
+            judged += f64::from(*d);
+            missed += if m { f64::from(*d) } else { 0.0 };
+        }
+    }
+    out.push(if judged > 0.0 {
+        missed / judged
+    } else {
+        f64::NAN
+    });
 }
 
 /// The 90 % interval of each statistic of a level's measured (profiling-phase) records (keyed `metric:stat`,
 /// e.g. `request_latency:p99`, `output_token_throughput:avg`), with the level's measured
 /// `values` for the level-wide ones (`error_rate`, `output_token_throughput`,
-/// `request_throughput`, read from `level`). Empty for fewer than 20 or more than 200,000
-/// records. Deterministic: the same records give the same intervals.
+/// `request_throughput`, read from `level`), and `slo_miss_rate:avg` when `slo` sets any
+/// objective. Empty for fewer than 20 or more than 200,000 records. Deterministic: the same
+/// records give the same intervals.
 pub fn level_intervals(
     concurrency: u32,
     records: &[RequestRecord],
     level: [f64; 3],
+    slo: &GoodputSlo,
 ) -> BTreeMap<String, StatInterval> {
     let mut out = BTreeMap::new();
     // the measured records only, by when they started (runs pooled into one level each count
@@ -199,6 +216,7 @@ pub fn level_intervals(
         .enumerate()
         .map(|(row, (r, m))| Row {
             failed: r.error.is_some(),
+            missed: (!slo.is_empty()).then(|| m.as_ref().is_none_or(|m| !slo.met_by(m))),
             ranks: std::array::from_fn(|i| ranks[i][row]),
             tokens: m.as_ref().and_then(|m| m.osl).map_or(0.0, f64::from),
             latency_s: r.end_ns.saturating_sub(r.start_ns) as f64 / 1e9,
@@ -244,6 +262,7 @@ pub fn level_intervals(
                 "error_rate",
                 "output_token_throughput",
                 "request_throughput",
+                "slo_miss_rate",
             ]
             .map(|m| format!("{m}:avg")),
         );
@@ -262,8 +281,8 @@ pub fn level_intervals(
         // the level-wide values: the resampled ratio relative to the level's own, applied to
         // the measured value
         let level_value = match i.checked_sub(METRICS.len() * STATS.len()) {
-            Some(j) => level[j],
-            None => p,
+            Some(j) if j < level.len() => level[j],
+            _ => p,
         };
         let scale = level_value / p;
         out.insert(
@@ -313,6 +332,7 @@ mod tests {
                 .enumerate()
                 .map(|(k, _)| Row {
                     failed: false,
+                    missed: None,
                     ranks: [None, None, Some(k as u32), None],
                     tokens: 0.0,
                     latency_s: 1.0,
@@ -336,8 +356,18 @@ mod tests {
 
     #[test]
     fn intervals_cover_the_point_and_widen_with_the_spread() {
-        let narrow = level_intervals(8, &records(1000, 0.1), [0.0, 10.0, 10.0]);
-        let wide = level_intervals(8, &records(1000, 1.0), [0.0, 10.0, 10.0]);
+        let narrow = level_intervals(
+            8,
+            &records(1000, 0.1),
+            [0.0, 10.0, 10.0],
+            &GoodputSlo::default(),
+        );
+        let wide = level_intervals(
+            8,
+            &records(1000, 1.0),
+            [0.0, 10.0, 10.0],
+            &GoodputSlo::default(),
+        );
         let k = "request_latency:p99";
         let (n, w) = (narrow[k], wide[k]);
         assert!(n.low <= n.high && n.relative_se > 0.0, "{n:?}");
@@ -345,13 +375,42 @@ mod tests {
         assert!(w.high - w.low > n.high - n.low);
         // deterministic
         assert_eq!(
-            level_intervals(8, &records(1000, 1.0), [0.0, 10.0, 10.0]),
+            level_intervals(
+                8,
+                &records(1000, 1.0),
+                [0.0, 10.0, 10.0],
+                &GoodputSlo::default()
+            ),
             wide
         );
         // the level-wide throughput is scaled to the measured value
         let t = wide["request_throughput:avg"];
         assert!(t.low < 10.0 && t.high > 10.0, "{t:?}");
+        // no SLO, no miss rate; with one, the miss rate's interval surrounds the level's share
+        assert!(!wide.contains_key("slo_miss_rate:avg"));
+        let recs = records(1000, 1.0);
+        let mut e2e: Vec<f64> = recs
+            .iter()
+            .filter_map(|r| RequestMetrics::of(r).request_latency_ms)
+            .collect();
+        e2e.sort_by(f64::total_cmp);
+        let slo = GoodputSlo {
+            request_latency_ms: Some(e2e[e2e.len() / 2]),
+            ..GoodputSlo::default()
+        };
+        let share = e2e.iter().filter(|v| **v > e2e[e2e.len() / 2]).count() as f64 / 1000.0;
+        let m = level_intervals(8, &recs, [0.0, 10.0, 10.0], &slo)["slo_miss_rate:avg"];
+        assert!(
+            m.low < share && share < m.high && m.relative_se > 0.0,
+            "{m:?} {share}"
+        );
         // too few records: nothing
-        assert!(level_intervals(8, &records(10, 1.0), [0.0, 1.0, 1.0]).is_empty());
+        assert!(level_intervals(
+            8,
+            &records(10, 1.0),
+            [0.0, 1.0, 1.0],
+            &GoodputSlo::default()
+        )
+        .is_empty());
     }
 }

@@ -34,6 +34,7 @@ mod measurement;
 mod prompt_counts;
 pub use prompt_counts::ISL_WARNING;
 mod request_metrics;
+mod slo;
 mod stats;
 mod steadiness;
 mod stream;

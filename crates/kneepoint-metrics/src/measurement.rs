@@ -40,6 +40,11 @@ impl From<&LevelSummary> for Measurement {
                 m = m.with_spread(metric, stat, i.relative_se);
             }
         }
+        if let (Some(g), Some(miss)) = (s.goodput, s.slo_miss_rate) {
+            m = m
+                .with(Metric::Goodput, Stat::Avg, g)
+                .with(Metric::SloMissRate, Stat::Avg, miss);
+        }
         m.client_limited = s.client.as_ref().and_then(|c| c.client_limited.clone());
         m.with(Metric::ErrorRate, Stat::Avg, s.error_rate)
             .with(Metric::RequestThroughput, Stat::Avg, s.request_throughput)

@@ -5,36 +5,8 @@ use std::collections::BTreeMap;
 use kneepoint_core::TokenSource;
 use serde::{Deserialize, Serialize};
 
-use crate::request_metrics::RequestMetrics;
+pub use crate::slo::GoodputSlo;
 use crate::stats::Stats;
-
-/// Service-level objectives a request must meet to count towards goodput.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct GoodputSlo {
-    /// Maximum TTFT, ms.
-    pub ttft_ms: Option<f64>,
-    /// Maximum ITL, ms.
-    pub itl_ms: Option<f64>,
-    /// Maximum request latency, ms.
-    pub request_latency_ms: Option<f64>,
-}
-
-impl GoodputSlo {
-    /// True when no objective is set.
-    pub fn is_empty(&self) -> bool {
-        self.ttft_ms.is_none() && self.itl_ms.is_none() && self.request_latency_ms.is_none()
-    }
-
-    pub(crate) fn met_by(&self, m: &RequestMetrics) -> bool {
-        let ok = |limit: Option<f64>, v: Option<f64>| match limit {
-            None => true,
-            Some(l) => v.is_some_and(|v| v <= l),
-        };
-        ok(self.ttft_ms, m.ttft_ms)
-            && ok(self.itl_ms, m.itl_ms)
-            && ok(self.request_latency_ms, m.request_latency_ms)
-    }
-}
 
 /// One metric's statistics and unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,6 +71,13 @@ pub struct LevelSummary {
     pub pooled_item_throughput: Option<f64>,
     /// Requests meeting every SLO / duration (only when SLOs were given).
     pub goodput: Option<f64>,
+    /// Share of the measured requests, failed ones included, that missed at least one SLO
+    /// (one minus the attainment; only when SLOs were given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_miss_rate: Option<f64>,
+    /// The per-request SLOs `goodput` and `slo_miss_rate` were judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput_slo: Option<GoodputSlo>,
     /// Statistics per metric name.
     pub metrics: BTreeMap<String, MetricSummary>,
     /// Failures per error kind.
@@ -319,11 +298,22 @@ pub(crate) mod tests {
             ttft_ms: Some(500.0),
             ..GoodputSlo::default()
         };
-        let s = LevelSummary::from_records(1, &[a, b], &slo);
+        let mut failed = rec(2, 0, 50, 10, 10);
+        failed.error = Some(kneepoint_core::ErrorRecord::from(
+            &kneepoint_core::Error::Cancelled,
+        ));
+        let s = LevelSummary::from_records(1, &[a.clone(), b.clone()], &slo);
         // duration 0..990 ms; one good request
         assert!((s.goodput.unwrap() - 1.0 / 0.99).abs() < 1e-9);
+        assert_eq!(s.slo_miss_rate, Some(0.5));
+        assert_eq!(s.goodput_slo, Some(slo));
         assert_eq!(s.osl_mismatches, 1);
         assert_eq!(s.warnings.len(), 1);
+        // a failed request is never good: 1 of 3 met the SLO
+        let s = LevelSummary::from_records(1, &[a, b, failed], &slo);
+        assert!((s.slo_miss_rate.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        let none = LevelSummary::from_records(1, &[rec(0, 0, 1, 1, 1)], &GoodputSlo::default());
+        assert_eq!((none.slo_miss_rate, none.goodput_slo), (None, None));
     }
 
     #[test]

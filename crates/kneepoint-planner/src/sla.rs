@@ -50,7 +50,7 @@ pub const REQUEST_METRICS: [&str; 15] = names(Metric::PER_REQUEST);
 
 /// Level-wide metrics an SLA can name: one value per level, read as `avg` (from
 /// [`Metric::PER_LEVEL`]).
-pub const LEVEL_METRICS: [&str; 3] = names(Metric::PER_LEVEL);
+pub const LEVEL_METRICS: [&str; 5] = names(Metric::PER_LEVEL);
 
 /// The statistics measured for every per-request metric (from [`Stat::DISTRIBUTION`]).
 pub const STATS: [&str; 13] = labels(Stat::DISTRIBUTION);

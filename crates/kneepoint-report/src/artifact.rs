@@ -129,8 +129,9 @@ fn streamed_level(
     path: &Path,
     concurrency: u32,
     exact: bool,
+    slo: &GoodputSlo,
 ) -> Result<(LevelSummary, Vec<RequestRecord>), Error> {
-    let mut summary = kneepoint_metrics::StreamingSummary::new(&GoodputSlo::default());
+    let mut summary = kneepoint_metrics::StreamingSummary::new(slo);
     let mut sample = Sample::default();
     read_jsonl_each(path, |r| {
         summary.push(&r);
@@ -152,11 +153,16 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
     let doc = aiperf.is_file().then(|| read_json(&aiperf)).transpose()?;
     let info = doc.as_ref().and_then(LevelInfo::from_aiperf_json);
     let path = kneepoint_metrics::export::records_path(&folder);
+    // goodput is judged again against the SLOs the run was given
+    let slo = doc
+        .as_ref()
+        .and_then(kneepoint_metrics::export::goodput_slo_from_aiperf_json)
+        .unwrap_or_default();
     let (mut summary, records) = match streamed(info.as_ref()) {
-        Some(exact) => streamed_level(&path, concurrency, exact)?,
+        Some(exact) => streamed_level(&path, concurrency, exact, &slo)?,
         None => {
             let records = read_jsonl(&path)?;
-            let s = LevelSummary::from_records(concurrency, &records, &GoodputSlo::default());
+            let s = LevelSummary::from_records(concurrency, &records, &slo);
             (s, records)
         }
     };

@@ -147,7 +147,9 @@ fn levels_table(a: &Artifact, out: &mut String) {
     } else {
         (1.0, "ms", 1)
     };
-    let _ = write!(out, "<table><thead><tr><th>level</th><th>concurrency</th><th>requests</th><th>errors</th><th>output tok/s</th><th>req/s</th><th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>ITL p50 ms</th><th>ITL p99 ms</th><th>latency p50 {unit}</th><th>p90 {unit}</th><th>p99 {unit}</th><th>SLAs</th></tr></thead><tbody>");
+    // with per-request SLOs (`--goodput`): goodput and the share of requests that met them
+    let goodput = a.levels.iter().any(|l| l.summary.goodput.is_some());
+    let _ = write!(out, "<table><thead><tr><th>level</th><th>concurrency</th><th>requests</th><th>errors</th><th>output tok/s</th><th>req/s</th><th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>ITL p50 ms</th><th>ITL p99 ms</th><th>latency p50 {unit}</th><th>p90 {unit}</th><th>p99 {unit}</th>{}<th>SLAs</th></tr></thead><tbody>", if goodput { "<th>goodput req/s</th><th>met SLOs</th>" } else { "" });
     for l in &a.levels {
         let s = &l.summary;
         let st = |m: &str, q: &str| s.stat(m, q);
@@ -159,7 +161,7 @@ fn levels_table(a: &Artifact, out: &mut String) {
         };
         let _ = write!(
             out,
-            "<tr{class}><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{class}><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>",
             esc(&l.dir),
             if Some(l.concurrency) == knee { " (knee)" } else { "" },
             l.concurrency,
@@ -174,6 +176,16 @@ fn levels_table(a: &Artifact, out: &mut String) {
             num(sec("p50"), digits),
             num(sec("p90"), digits),
             num(sec("p99"), digits),
+            if goodput {
+                format!(
+                    "<td>{}</td><td>{}</td>",
+                    num(s.goodput, 2),
+                    s.slo_miss_rate
+                        .map_or("—".into(), |m| format!("{:.2} %", (1.0 - m) * 100.0))
+                )
+            } else {
+                String::new()
+            },
             match l.meets_slas {
                 Some(true) => "pass",
                 Some(false) => "fail",
@@ -243,6 +255,9 @@ fn capitalise(s: &str) -> String {
 fn title(a: &Artifact) -> &'static str {
     match a.kind {
         RunKind::Sweep => "Concurrency sweep",
+        RunKind::Search if a.doc["recipe"] == "max-goodput-under-slo" => {
+            "Max concurrency under goodput SLOs"
+        }
         RunKind::Search => "Max concurrency under SLA",
         RunKind::Recommend => "Recommendations",
     }

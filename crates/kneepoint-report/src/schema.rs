@@ -81,6 +81,12 @@ pub struct LevelRow {
     /// Why the level was not steady over its time slices (`--slice-s`), when it was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_steady: Option<String>,
+    /// Requests/s that met every per-request SLO (`--goodput`), when SLOs were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<f64>,
+    /// The share of requests, failures included, that missed an SLO (one minus attainment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_miss_rate: Option<f64>,
 }
 
 impl LevelRow {
@@ -130,6 +136,8 @@ impl LevelRow {
                 .steadiness
                 .as_ref()
                 .and_then(|t| t.not_steady().map(str::to_owned)),
+            goodput: s.goodput,
+            slo_miss_rate: s.slo_miss_rate,
         }
     }
 
@@ -218,7 +226,8 @@ pub struct SearchHistory {
     pub schema_version: u32,
     /// The writer's version.
     pub kneepoint_version: String,
-    /// The recipe (`max-concurrency-under-sla`).
+    /// The recipe (`max-concurrency-under-sla`, or `max-goodput-under-slo` when the search
+    /// judged the share of requests meeting per-request SLOs).
     pub recipe: String,
     /// The search finished.
     pub complete: bool,

@@ -67,6 +67,9 @@ pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
     if let Some(g) = s.goodput {
         root.insert("goodput".into(), scalar("requests/sec", g));
     }
+    if let Some(m) = s.slo_miss_rate {
+        root.insert("slo_miss_rate".into(), scalar("ratio", m));
+    }
     root.insert(
         "benchmark_duration".into(),
         scalar("sec", s.benchmark_duration_s),
@@ -121,6 +124,9 @@ pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
             "end_unix_ns": info.end_unix_ns,
         }),
     );
+    if let (Some(slo), Some(kp)) = (&s.goodput_slo, root.get_mut("kneepoint")) {
+        kp["goodput_slo"] = json!(slo);
+    }
     if let Some(client) = &s.client {
         root.insert("client_health".into(), json!(client));
     }
@@ -141,6 +147,11 @@ pub fn steadiness_from_aiperf_json(v: &Value) -> Option<crate::Steadiness> {
 /// The client's health saved in a `profile_export_aiperf.json`.
 pub fn client_health_from_aiperf_json(v: &Value) -> Option<kneepoint_core::ClientHealth> {
     serde_json::from_value(v.get("client_health")?.clone()).ok()
+}
+
+/// The goodput SLOs a saved level was judged against (`kneepoint.goodput_slo`), if any.
+pub fn goodput_slo_from_aiperf_json(v: &Value) -> Option<crate::GoodputSlo> {
+    serde_json::from_value(v.pointer("/kneepoint/goodput_slo")?.clone()).ok()
 }
 
 /// The server summary saved in a `profile_export_aiperf.json` (when the level was scraped).
@@ -192,6 +203,9 @@ pub fn aiperf_csv(s: &LevelSummary) -> String {
     );
     if let Some(g) = s.goodput {
         row("Goodput (requests/sec)", g);
+    }
+    if let Some(m) = s.slo_miss_rate {
+        row("SLO Miss Rate", m);
     }
     row("Benchmark Duration (sec)", s.benchmark_duration_s);
     row("Request Count (requests)", s.ok_count as f64);

@@ -19,8 +19,9 @@ mod turns;
 
 pub use aggregate::{aggregate_csv, aggregate_json, write_aggregate, AggregateInfo};
 pub use aiperf::{
-    aiperf_csv, aiperf_json, client_health_from_aiperf_json, server_summary_from_aiperf_json,
-    steadiness_from_aiperf_json, write_aiperf_csv, write_aiperf_json, LevelInfo,
+    aiperf_csv, aiperf_json, client_health_from_aiperf_json, goodput_slo_from_aiperf_json,
+    server_summary_from_aiperf_json, steadiness_from_aiperf_json, write_aiperf_csv,
+    write_aiperf_json, LevelInfo,
 };
 pub use groups::summaries_by;
 pub use inputs::{

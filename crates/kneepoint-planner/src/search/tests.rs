@@ -230,3 +230,38 @@ fn a_threshold_of_zero_is_compared_as_written_even_with_reported_noise() {
     assert!((285..=300).contains(&a), "{o:?}");
     assert!(o.interval.unwrap().covers(300), "{o:?}");
 }
+
+/// The goodput objective (issue 31): the share of requests missing an SLO, at most 1 % (99 %
+/// attainment), on a curve whose boundary is known: request latencies lognormal with median
+/// 20 ms per concurrent request and σ 0.5, SLO 8 s. The miss rate at `c` is
+/// `1 − Φ((ln 8000 − ln 20c) / 0.5)`, 1 % where `20c = 8000·e^(−0.5·z₀.₉₉)`: c* = 124.997.
+#[test]
+fn the_goodput_objective_finds_the_highest_concurrency_whose_attainment_holds() {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let n = Normal::standard();
+    let miss = |c: u32| 1.0 - n.cdf(((8000.0f64).ln() - (20.0 * f64::from(c)).ln()) / 0.5);
+    let truth = 8000.0 * (-0.5 * n.inverse_cdf(0.99)).exp() / 20.0;
+    assert!((truth - 124.997).abs() < 0.001, "{truth}");
+    let sla = Sla::new(
+        "goodput_attainment_0.99",
+        Metric::SloMissRate,
+        Stat::Avg,
+        crate::Op::Le,
+        0.01,
+    )
+    .unwrap();
+    let mut s = SearchPlanner::new(SearchConfig::new(vec![sla])).unwrap();
+    while let Some(p) = s.next_probe() {
+        let m = Measurement::new(1.0).with(Metric::SloMissRate, Stat::Avg, miss(p.concurrency));
+        s.observe(p.concurrency, &m).unwrap();
+    }
+    let o = s.outcome();
+    let answer = o.feasible_max.unwrap();
+    // never above the boundary, within the search's 5 % precision below it
+    assert!(f64::from(answer) <= truth, "{o:?}");
+    assert!(f64::from(answer) >= 0.95 * truth, "{o:?}");
+    assert!(o.interval.unwrap().covers(124), "{o:?}");
+    assert!(o.probes <= 10, "{o:?}");
+    // the answer's own reading holds and the first failure's does not
+    assert!(miss(answer) <= 0.01 && miss(o.infeasible_min.unwrap()) > 0.01);
+}
