@@ -79,6 +79,9 @@ def check(folder, browser):
         dom = subprocess.run([browser] + common + ["--dump-dom", url],
                              capture_output=True, text=True, timeout=120).stdout
         svgs = dom.count("<svg")
+        if os.path.isfile(os.path.join(folder, "length_sweep.json")) and (
+                "TTFT against the prompt" not in dom or "Prefill:" not in dom):
+            problems.append("a length sweep's page lacks its curves or its prefill rate")
         if svgs < 1 or "Answer." not in dom:
             problems.append(f"the DOM lacks the plots or the answer ({svgs} svg)")
         print(f"{html}: {svgs} inline SVG plots, {len(console)} console messages, "
@@ -120,7 +123,11 @@ simulator = { profile = "fast", slowdown = 2.0, time_scale = 1.0 }
 """)
         rec = os.path.join(work, "recommend")
         run_kneepoint(["recommend", "--config", config, "--quiet", "--artifact-dir", rec])
-        folders = [sweep, rec, os.path.join(rec, "candidate_slow-cheap")]
+        lengths = os.path.join(work, "lengths")
+        run_kneepoint(["sweep", "--sim-profile", "fast", "--sim-time-scale", "2",
+                       "--isl", "128,1024,4000", "--osl", "8", "--request-count", "8", "--quiet",
+                       "--artifact-dir", lengths])
+        folders = [sweep, rec, os.path.join(rec, "candidate_slow-cheap"), lengths]
     problems = []
     for folder in folders:
         problems += [f"{folder}: {p}" for p in check(folder, browser)]

@@ -188,3 +188,35 @@ def test_multi_turn_conversations_fill_the_prefix_cache_turn_by_turn(vllm, tmp_p
     assert hits[1] < hits[2] < hits[3], hits
     # vLLM caches whole blocks of the repeated prefix: most of the history is a hit
     assert hits[3] - hits[1] >= 0.3 * repeated[3], (hits, repeated)
+
+
+def test_length_sweep_measures_the_prefill_curve(vllm, tmp_path):
+    """Issue 31 against real vLLM: a length sweep at concurrency 1 sends prompts of exactly the
+    lengths asked for (the server's usage agrees), TTFT grows with the prompt, the fitted
+    prefill rate is positive, and each length's prompts are new text (prefix caching is on by
+    default, and a longer prompt must not start with a shorter one's)."""
+    out = tmp_path / "lengths"
+    before = scrape(vllm.url)
+    kneepoint("sweep", "--url", vllm.url, "--endpoint-type", "completions",
+              "--isl", "64,512,2048", "--osl", "4", "--concurrency", "1", "--request-count", "6",
+              "--tokenizer", str(vllm.tokenizer), "--no-server-metrics", "--quiet",
+              "--artifact-dir", str(out))
+    after = scrape(vllm.url)
+    doc = json.loads((out / "length_sweep.json").read_text())
+    rows = doc["rows"]
+    assert [r["isl"] for r in rows] == [64, 512, 2048]
+    for r in rows:
+        recs = records(out / r["dir"])
+        check_all_ok([recs], 6)
+        for x in recs:
+            assert x["metadata"]["server_input_tokens"] == r["isl"] == metric(
+                x, "input_sequence_length"), x["metadata"]
+    ttft = [r["ttft_p50_ms"] for r in rows]
+    fit = doc["prefill"]
+    print(json.dumps({"ttft_p50_ms": ttft, "prefill": fit}))
+    assert ttft[0] < ttft[2], ttft
+    assert fit["rate_tokens_per_s"] > 0 and fit["lengths"] == 3, fit
+    hits = after.get("vllm:prefix_cache_hits_total", 0.0) - before.get(
+        "vllm:prefix_cache_hits_total", 0.0)
+    assert hits < 0.25 * 6 * (64 + 512 + 2048), hits
+    assert "Input-length sweep" in (out / "report.html").read_text()

@@ -17,6 +17,7 @@
 mod args;
 mod cleanup_cmd;
 mod k8s_cmd;
+mod lengths_cmd;
 mod lines;
 mod output;
 mod plan_cmd;
@@ -43,6 +44,7 @@ pub use kneepoint_config::{
     Protocol, RunsSection, RunsSettings, SearchSettings, SweepSettings, Target,
 };
 pub use kneepoint_engine::schema::LevelRow;
+pub use lengths_cmd::{run_length_sweep_with, LengthOutcome};
 pub use plan_cmd::{plan, table as plan_table, PlanArgs};
 pub use report_cmd::{run_report, ReportOutcome};
 pub use search_cmd::{run_search, run_search_with, Interrupted, SearchOutcome};
@@ -231,6 +233,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         match cli.command {
+            Command::Sweep(args)
+                if args.common.workload.isl.len() > 1 || args.common.workload.osl.len() > 1 =>
+            {
+                let settings = SweepSettings::resolve(&args)?;
+                let cancel = on_signals();
+                let outcome =
+                    run_length_sweep_with(&settings, !args.common.output.quiet, &cancel).await?;
+                lengths_cmd::print_lengths(&outcome);
+                publish(&settings.common.publish, &outcome.artifact_dir).await?;
+                if outcome.interrupted {
+                    return Err(Interrupted.into());
+                }
+                failed_run(&outcome.summaries)
+            }
             Command::Sweep(args) => {
                 let settings = SweepSettings::resolve(&args)?;
                 let cancel = on_signals();

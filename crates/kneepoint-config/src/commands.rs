@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use kneepoint_engine::{Observer, Search, Sweep};
-
-use kneepoint_planner::{PeakTraffic, SearchConfig, Sla, SweepLevel, SweepPlan};
+use kneepoint_engine::{LengthSweep, Observer, Search, Sweep, Workload};
+use kneepoint_planner::{LengthPoint, PeakTraffic, SearchConfig, Sla, SweepLevel, SweepPlan};
+use kneepoint_workload::LengthDist;
 
 use crate::error::bail;
 use crate::file::{FileConfig, SearchSection};
@@ -76,6 +76,41 @@ fn slas(args: &SlaArgs, file: &SearchSection) -> Result<Vec<Sla>> {
     Ok(out)
 }
 
+/// Refuses a length sweep (`--isl`/`--osl` lists) that could not run as one: several
+/// concurrency levels, a dataset, a mixture, conversations, pooling, several open-loop rates or
+/// shards.
+fn check_length_sweep(common: &CommonSettings, concurrency: &[u32]) -> Result<()> {
+    if concurrency.len() != 1 {
+        bail!("a length sweep runs every length at one concurrency: give one --concurrency (default 1), not {concurrency:?}");
+    }
+    if !common.target.protocol().streaming() {
+        bail!("a length sweep measures TTFT against the prompt's length: it needs streaming responses (drop --streaming false)");
+    }
+    let other = [
+        (common.dataset.is_some(), "a dataset"),
+        (common.mixture.is_some(), "a length mixture (--mix)"),
+        (common.conversations.is_some(), "conversations"),
+        (common.pooling.is_some(), "a pooling endpoint"),
+        (
+            common.prefix.is_some(),
+            "a shared prefix (a server's prefix cache would prefill only the rest)",
+        ),
+        (common.shard.is_some(), "--shard"),
+        (
+            common
+                .levels
+                .open_loop
+                .as_ref()
+                .is_some_and(|o| o.rates.len() != 1 || o.replay_speedup.is_some()),
+            "several request rates or a trace replay",
+        ),
+    ];
+    if let Some((_, what)) = other.iter().find(|(given, _)| *given) {
+        bail!("a length sweep (--isl/--osl lists) makes synthetic prompts of each length and cannot take {what}");
+    }
+    Ok(())
+}
+
 /// The goodput objective as an SLA: the share of requests missing an SLO at most
 /// `1 - attainment` (a miss rate, so that the search's margins and predictions read it as they
 /// read an error rate).
@@ -124,10 +159,19 @@ impl SweepSettings {
         let concurrency = if !args.concurrency.is_empty() {
             args.concurrency.clone()
         } else {
-            sw.concurrency
-                .clone()
-                .unwrap_or_else(|| DEFAULT_CONCURRENCY.to_vec())
+            sw.concurrency.clone().unwrap_or_else(|| {
+                // a length sweep holds the load low and fixed: the prefill curve
+                let default: &[u32] = if common.lengths.is_some() {
+                    &[1]
+                } else {
+                    &DEFAULT_CONCURRENCY
+                };
+                default.to_vec()
+            })
         };
+        if common.lengths.is_some() {
+            check_length_sweep(&common, &concurrency)?;
+        }
         // Without a request count, each level sends at least four requests per slot, so
         // that ramp-up and drain do not dominate its figures (the default 1,024 would give
         // one per slot at concurrency 1,024).
@@ -139,6 +183,10 @@ impl SweepSettings {
             .is_some();
         let plan = if given {
             SweepPlan::uniform(&concurrency, common.levels.request_count)?
+        } else if common.lengths.is_some() {
+            // each length measured by at least 32 requests (at concurrency 1, one after another)
+            let c = concurrency[0];
+            SweepPlan::uniform(&concurrency, c.saturating_mul(4).max(32))?
         } else {
             let levels = concurrency
                 .iter()
@@ -185,6 +233,15 @@ impl SweepSettings {
         if !(0.0..1.0).contains(&headroom) {
             bail!("--headroom must be at least 0 and below 1");
         }
+        if common.lengths.is_some() {
+            // nothing of these would be used: a length sweep has no knee, zone or fleet
+            if let Some(s) = slas.first() {
+                bail!("a length sweep judges no SLA ({} was given): it reports TTFT and ITL against the prompt's length; use --goodput to count the requests meeting per-request SLOs", s.name);
+            }
+            if !given.is_empty() || args.headroom.is_some() || fleet.headroom.is_some() {
+                bail!("a length sweep sizes no fleet: drop the peak and the headroom");
+            }
+        }
         Ok(SweepSettings {
             common,
             plan,
@@ -221,6 +278,9 @@ impl SearchSettings {
             Some(r) => bail!("search_recipe {r:?} is not known (max-concurrency-under-sla or max-goodput-under-slo)"),
         };
         let common = CommonSettings::resolve(&args.common, file, sp.request_count)?;
+        if common.lengths.is_some() {
+            bail!("a list of lengths makes a length sweep (kneepoint sweep --isl A,B,...); a search runs one workload: give one --isl and one --osl");
+        }
         if common.shard.is_some() {
             bail!("--shard splits a sweep's levels; a search decides each probe from the last one, so it runs in one process");
         }
@@ -231,7 +291,8 @@ impl SearchSettings {
         let objective = args.objective.as_deref().or(sp.objective.as_deref());
         let goodput = match objective {
             None => recipe_goodput,
-            Some("sla") if !recipe_goodput => false,
+            Some("sla") if recipe_goodput => bail!("--objective sla contradicts search_recipe = \"max-goodput-under-slo\" in the config file: drop one of them"),
+            Some("sla") => false,
             Some("goodput") => true,
             Some(o) => bail!("objective {o:?} is not known: sla or goodput (a search_recipe of max-goodput-under-slo means goodput)"),
         };
@@ -278,6 +339,9 @@ impl SearchSettings {
 impl SweepSettings {
     /// Starts the target and returns the engine's sweep, ready to run, reporting to `observer`.
     pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Sweep> {
+        if self.common.lengths.is_some() {
+            bail!("these settings describe a length sweep (--isl/--osl lists): prepare it with prepare_lengths");
+        }
         let widest = self.plan.levels().iter().map(|l| l.concurrency).max();
         warn_if_fds_short(widest, observer.as_ref());
         let bench = crate::prepare::prepare(&self.common, observer).await?;
@@ -286,6 +350,40 @@ impl SweepSettings {
             .slas(self.slas.clone())
             .peak(self.peak)
             .headroom(self.headroom)
+            .build()?)
+    }
+}
+
+impl SweepSettings {
+    /// Starts the target and returns the engine's length sweep (`--isl`/`--osl` lists), ready
+    /// to run, reporting to `observer`: each length's prompts are made from the same settings
+    /// and seed, with the length's mean and the stddev given.
+    pub async fn prepare_lengths(&self, observer: Arc<dyn Observer>) -> Result<LengthSweep> {
+        let Some(points) = self.common.lengths.clone() else {
+            bail!("not a length sweep: give --isl or --osl a list of lengths");
+        };
+        let level = self.plan.levels()[0];
+        warn_if_fds_short(Some(level.concurrency), observer.as_ref());
+        let bench = crate::prepare::prepare(&self.common, observer).await?;
+        let tokenizer = kneepoint_workload::load_tokenizer(&self.common.tokenizer)?;
+        let stddev = |d: &LengthDist| match d {
+            LengthDist::Normal { stddev, .. } => *stddev,
+            _ => 0.0,
+        };
+        let (isl_sd, osl_sd) = (stddev(&self.common.isl), stddev(&self.common.osl));
+        let common = self.common.clone();
+        let make = move |p: LengthPoint| -> std::result::Result<Box<dyn Workload>, kneepoint_engine::Error> {
+            let isl = LengthDist::mean_stddev(f64::from(p.isl), isl_sd);
+            let osl = LengthDist::mean_stddev(f64::from(p.osl), osl_sd);
+            let mut own = common.clone();
+            own.levels.seed = crate::workload::length_seed(common.levels.seed, p);
+            Ok(crate::prepare::synthetic(&own, tokenizer.clone(), isl, osl)?)
+        };
+        Ok(LengthSweep::on(bench)
+            .points(points)
+            .concurrency(level.concurrency)
+            .request_count(level.request_count)
+            .workloads(make)
             .build()?)
     }
 }

@@ -38,6 +38,9 @@ pub struct CommonSettings {
     pub isl: LengthDist,
     /// Output lengths.
     pub osl: LengthDist,
+    /// A length sweep's (isl, osl) pairs (`--isl`/`--osl` lists); `isl`/`osl` are then the
+    /// first pair's.
+    pub lengths: Option<Vec<kneepoint_planner::LengthPoint>>,
     /// A weighted mixture of (isl, osl) pairs that replaces `isl`/`osl`.
     pub mixture: Option<Lengths>,
     /// Shared prefixes.
@@ -328,6 +331,7 @@ impl CommonSettings {
                 .clone()
                 .or(wl.tokenizer.clone())
                 .unwrap_or_else(|| "builtin".into()),
+            lengths: crate::workload::length_points(args, &wl)?,
             mixture: mixture(args, &wl)?,
             prefix: prefix(args, &wl),
             conversations,

@@ -77,6 +77,12 @@ impl CommonSettings {
                 "dataset": self.dataset,
                 "output_control": self.output_control,
                 "seed": self.levels.seed,
+                // a length sweep: each length's pair and the seed its prompts were drawn with
+                "lengths": self.lengths.as_ref().map(|ps| ps.iter().map(|p| serde_json::json!({
+                    "isl": p.isl,
+                    "osl": p.osl,
+                    "seed": crate::workload::length_seed(self.levels.seed, *p),
+                })).collect::<Vec<_>>()),
                 "prompts": "built-in corpus, exact token counts",
             },
             "requests": {

@@ -359,15 +359,18 @@ pub struct WorkloadArgs {
     /// Tokens per trace block (hash_ids), default 512.
     #[arg(long, value_name = "TOKENS")]
     pub trace_block_tokens: Option<u32>,
-    /// Mean input tokens.
-    #[arg(long, value_name = "TOKENS")]
-    pub isl: Option<f64>,
+    /// Mean input tokens. A list (`--isl 128,1024,4096`) makes `sweep` a length sweep: one
+    /// level per length at one concurrency (default 1), TTFT and ITL against the length, and
+    /// the fitted prefill rate.
+    #[arg(long, value_name = "TOKENS", value_delimiter = ',')]
+    pub isl: Vec<f64>,
     /// Standard deviation of input tokens.
     #[arg(long, value_name = "TOKENS")]
     pub isl_stddev: Option<f64>,
-    /// Mean output tokens.
-    #[arg(long, value_name = "TOKENS")]
-    pub osl: Option<f64>,
+    /// Mean output tokens; a list sweeps output lengths (with an `--isl` list of the same
+    /// length, the two pair up in order).
+    #[arg(long, value_name = "TOKENS", value_delimiter = ',')]
+    pub osl: Vec<f64>,
     /// Standard deviation of output tokens.
     #[arg(long, value_name = "TOKENS")]
     pub osl_stddev: Option<f64>,

@@ -184,6 +184,27 @@ async fn connect(
     Ok((Arc::new(routed), server))
 }
 
+/// The synthetic prompts of `settings` with the lengths `isl` and `osl` (a length sweep makes
+/// one per length, from the same settings and seed).
+pub(crate) fn synthetic(
+    settings: &CommonSettings,
+    tokenizer: Arc<dyn kneepoint_workload::Tokenizer>,
+    isl: kneepoint_workload::LengthDist,
+    osl: kneepoint_workload::LengthDist,
+) -> std::result::Result<Box<dyn Workload>, kneepoint_workload::Error> {
+    let mut config = SyntheticConfig::new(isl, osl, settings.levels.seed);
+    if let Some(m) = &settings.mixture {
+        config.lengths = m.clone();
+    }
+    config.prefix = settings.prefix;
+    config.conversations = settings.conversations;
+    config.images = settings.images;
+    config.pooling = settings.pooling;
+    config.ignore_eos = settings.output_control;
+    config.min_tokens = settings.output_control;
+    Ok(Box::new(SyntheticWorkload::from_config(tokenizer, config)?))
+}
+
 /// Starts the target (the built-in simulator when there is no URL), builds the transport and
 /// the workload, and returns the engine's bench for them, reporting to `observer`. The bench
 /// keeps a started simulator alive.
@@ -233,19 +254,7 @@ pub async fn prepare(
             Box::new(w)
         }
         None if replaying => bail!("replay_speedup needs --dataset with a trace"),
-        None => {
-            let mut config = SyntheticConfig::new(settings.isl, settings.osl, settings.levels.seed);
-            if let Some(m) = &settings.mixture {
-                config.lengths = m.clone();
-            }
-            config.prefix = settings.prefix;
-            config.conversations = settings.conversations;
-            config.images = settings.images;
-            config.pooling = settings.pooling;
-            config.ignore_eos = settings.output_control;
-            config.min_tokens = settings.output_control;
-            Box::new(SyntheticWorkload::from_config(tokenizer, config)?)
-        }
+        None => synthetic(settings, tokenizer, settings.isl, settings.osl)?,
     };
     let mut bench = Bench::builder(transport)
         .boxed_workload(workload)

@@ -16,10 +16,55 @@ pub(crate) fn mean_lengths(args: &CommonArgs, wl: &WorkloadSection) -> (f64, f64
     (
         args.workload
             .isl
+            .first()
+            .copied()
             .or(wl.prompt_input_tokens_mean)
             .unwrap_or(1024.0),
-        args.workload.osl.or(wl.output_tokens_mean).unwrap_or(256.0),
+        args.workload
+            .osl
+            .first()
+            .copied()
+            .or(wl.output_tokens_mean)
+            .unwrap_or(256.0),
     )
+}
+
+/// The seed of one length's prompts in a length sweep: each length draws its own text (with
+/// one seed, a longer prompt would start with a shorter one's text, and a server's prefix cache
+/// would prefill only the difference).
+pub(crate) fn length_seed(seed: u64, p: kneepoint_planner::LengthPoint) -> u64 {
+    seed ^ (u64::from(p.isl) << 32 | u64::from(p.osl))
+}
+
+/// The length pairs of a length sweep: `None` unless `--isl` or `--osl` lists several lengths
+/// (a single one of either comes from the flags, `[workload]` or the default).
+pub(crate) fn length_points(
+    args: &CommonArgs,
+    wl: &WorkloadSection,
+) -> Result<Option<Vec<kneepoint_planner::LengthPoint>>> {
+    let (isl, osl) = (&args.workload.isl, &args.workload.osl);
+    if isl.len() <= 1 && osl.len() <= 1 {
+        return Ok(None);
+    }
+    let (isl_mean, osl_mean) = mean_lengths(args, wl);
+    let whole = |v: f64, what: &str| -> Result<u32> {
+        dist(v, 0.0, what)?;
+        if v.fract() != 0.0 {
+            bail!("{what} {v} is not a whole number of tokens");
+        }
+        Ok(v as u32)
+    };
+    let list = |given: &[f64], fallback: f64, what: &str| -> Result<Vec<u32>> {
+        if given.is_empty() {
+            return Ok(vec![whole(fallback.round(), what)?]);
+        }
+        given.iter().map(|&v| whole(v, what)).collect()
+    };
+    let points = kneepoint_planner::length_points(
+        &list(isl, isl_mean, "input length")?,
+        &list(osl, osl_mean, "output length")?,
+    )?;
+    Ok(Some(points))
 }
 
 /// Input and output length distributions.

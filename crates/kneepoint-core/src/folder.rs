@@ -4,9 +4,11 @@
 //! per-request lines and the AIPerf-style exports in `kneepoint-metrics`' `export`.
 //!
 //! ```text
-//! <run>/                      sweep_summary.json | search_history.json | recommendations.json
+//! <run>/                      sweep_summary.json | search_history.json | length_sweep.json
+//!                             | recommendations.json
 //!   report.html  plots/  logs/kneepoint.log
 //!   concurrency_<N>/ | probe_<II>_concurrency_<N>/ | request_rate_<R>/ | trace_replay_x<F>/
+//!   | isl_<I>_osl_<O>/
 //!     profile_export.jsonl[.zst]  profile_export_aiperf.json  profile_export_aiperf.csv
 //!     benchmark_summary.txt  inputs.json  [outputs.json  route_summary.json  turn_summary.json
 //!     server_metrics_export.{json,csv,jsonl}  profile_runs/<run>/  aggregate/]
@@ -17,6 +19,8 @@
 pub const SWEEP_SUMMARY: &str = "sweep_summary.json";
 /// A search's history document (probes, boundary, cost).
 pub const SEARCH_HISTORY: &str = "search_history.json";
+/// A length sweep's document (lengths, TTFT and ITL against length, the prefill fit).
+pub const LENGTH_SWEEP: &str = "length_sweep.json";
 /// A recommendation's ranking document.
 pub const RECOMMENDATIONS: &str = "recommendations.json";
 /// The self-contained page.
@@ -64,8 +68,9 @@ pub const AGGREGATE_JSON: &str = "profile_export_aiperf_aggregate.json";
 pub const AGGREGATE_CSV: &str = "profile_export_aiperf_aggregate.csv";
 
 /// The prefixes of the level and candidate folders a run writes.
-pub const RUN_DIR_PREFIXES: [&str; 5] = [
+pub const RUN_DIR_PREFIXES: [&str; 6] = [
     "concurrency_",
+    "isl_",
     "probe_",
     "request_rate_",
     "trace_replay_",
@@ -105,7 +110,14 @@ pub fn is_written_by_a_run(name: &str, is_dir: bool) -> bool {
             || name == AGGREGATE_DIR
             || RUN_DIR_PREFIXES.iter().any(|p| name.starts_with(p))
     } else {
-        [SWEEP_SUMMARY, SEARCH_HISTORY, RECOMMENDATIONS, REPORT_HTML].contains(&name)
+        [
+            SWEEP_SUMMARY,
+            SEARCH_HISTORY,
+            LENGTH_SWEEP,
+            RECOMMENDATIONS,
+            REPORT_HTML,
+        ]
+        .contains(&name)
     }
 }
 

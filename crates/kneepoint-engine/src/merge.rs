@@ -59,7 +59,7 @@ struct ShardRun {
 }
 
 /// A shard's saved level summary, if it can be read (only its goodput SLOs are taken from it).
-fn first_dir_json(level_dir: &Path) -> Option<Value> {
+fn saved_level_json(level_dir: &Path) -> Option<Value> {
     let bytes = std::fs::read(level_dir.join(folder::AIPERF_JSON)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
@@ -340,12 +340,12 @@ pub fn merge(
             per_shard.push(read_jsonl(&path)?);
         }
         let name = folder::concurrency_dir(total);
-        // goodput judged against the SLOs the shards were given
-        let (first, _, first_dir) = parts[0];
-        let saved = first_dir_json(&first.dir.join(first_dir));
-        let slo = saved
-            .as_ref()
-            .and_then(kneepoint_metrics::export::goodput_slo_from_aiperf_json)
+        // goodput judged against the SLOs the shards were given (the first shard whose saved
+        // summary names them: a damaged summary of one shard does not drop them)
+        let slo = parts
+            .iter()
+            .filter_map(|(r, _, dir)| saved_level_json(&r.dir.join(dir)))
+            .find_map(|v| kneepoint_metrics::export::goodput_slo_from_aiperf_json(&v))
             .unwrap_or_default();
         let Some(m) = merge_records(per_shard, total, &slo) else {
             return Err(Error::invalid(format!(

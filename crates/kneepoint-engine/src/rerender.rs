@@ -117,6 +117,7 @@ fn resummarise(a: &Artifact) -> Result<Vec<PathBuf>, Error> {
         RunKind::Sweep if a.doc.get("load").and_then(Value::as_str) == Some("open_loop") => {}
         RunKind::Sweep => files.push(resummarise_sweep(a)?),
         RunKind::Search => files.push(resummarise_search(a)?),
+        RunKind::Lengths => files.push(crate::length_sweep::resummarise(a)?),
         // The ranking is kept as saved: it also holds prices that only the config knew.
         _ => {}
     }

@@ -129,6 +129,9 @@ pub fn summary_values(s: &LevelSummary) -> BTreeMap<String, (f64, String)> {
     if let Some(g) = s.goodput {
         scalar("goodput", g, "requests/sec");
     }
+    if let Some(m) = s.slo_miss_rate {
+        scalar("slo_miss_rate", m, "ratio");
+    }
     out
 }
 
@@ -255,6 +258,17 @@ impl ConvergenceRule {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn repeated_runs_carry_goodput_and_the_miss_rate() {
+        let mut s = crate::summary::tests::sample_summary();
+        assert!(!summary_values(&s).contains_key("slo_miss_rate_avg"));
+        s.goodput = Some(2.0);
+        s.slo_miss_rate = Some(0.25);
+        let values = summary_values(&s);
+        assert_eq!(values["slo_miss_rate_avg"], (0.25, "ratio".to_owned()));
+        assert_eq!(values["goodput_avg"].0, 2.0);
+    }
 
     #[test]
     fn matches_published_t_values_and_the_aiperf_example() {

@@ -70,13 +70,16 @@ impl GoodputSlo {
         Ok(slo)
     }
 
+    /// Whether a successful request met every objective. A TTFT or latency that was not
+    /// measured misses its objective; an ITL that does not exist (one output token, or the
+    /// whole answer in one chunk: no gap between tokens) cannot be too long and meets it.
     pub(crate) fn met_by(&self, m: &RequestMetrics) -> bool {
         let ok = |limit: Option<f64>, v: Option<f64>| match limit {
             None => true,
             Some(l) => v.is_some_and(|v| v <= l),
         };
         ok(self.ttft_ms, m.ttft_ms)
-            && ok(self.itl_ms, m.itl_ms)
+            && (m.itl_ms.is_none() || ok(self.itl_ms, m.itl_ms))
             && ok(self.request_latency_ms, m.request_latency_ms)
     }
 }
@@ -103,6 +106,23 @@ impl std::fmt::Display for GoodputSlo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_itl_meets_its_objective_and_a_missing_ttft_does_not() {
+        let slo = GoodputSlo::parse("ttft:100 itl:10").unwrap();
+        let m = |ttft: Option<f64>, itl: Option<f64>| RequestMetrics {
+            ttft_ms: ttft,
+            itl_ms: itl,
+            request_latency_ms: Some(50.0),
+            ..RequestMetrics::default()
+        };
+        assert!(slo.met_by(&m(Some(50.0), Some(5.0))));
+        // one output token, or the whole answer in one chunk: no gap to be too long
+        assert!(slo.met_by(&m(Some(50.0), None)));
+        assert!(!slo.met_by(&m(Some(50.0), Some(11.0))));
+        assert!(!slo.met_by(&m(None, Some(5.0))));
+        assert!(!slo.met_by(&m(Some(150.0), None)));
+    }
 
     #[test]
     fn goodput_slos_read_aiperf_s_form_and_refuse_what_no_request_can_meet() {

@@ -49,6 +49,12 @@ pub enum Error {
         /// Why it was rejected.
         reason: String,
     },
+    /// A length sweep's lengths cannot be paired or run.
+    #[error("invalid length sweep: {reason}")]
+    InvalidLengths {
+        /// What is wrong.
+        reason: String,
+    },
     /// A search parameter is out of range or inconsistent.
     #[error("invalid search parameter {field}: {reason}")]
     InvalidSearch {

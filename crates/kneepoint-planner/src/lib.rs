@@ -39,6 +39,7 @@ mod knee;
 mod pareto;
 mod pass;
 mod predict;
+mod prefill;
 mod probe;
 mod recommend;
 mod search;
@@ -60,6 +61,9 @@ pub use knee::{find_knee, KneeEstimate, KneeRule, LevelPoint, Step};
 pub use kneepoint_core::{Metric, Percentile, Stat};
 pub use pareto::{pareto_front, ParetoBasis, ParetoFront, ParetoPoint, PARETO_DRAWS};
 pub use pass::pass_probability;
+pub use prefill::{
+    fit_prefill, length_points, LengthPoint, LengthSample, PrefillFit, PREFILL_DRAWS,
+};
 pub use recommend::{
     candidates_front, latency_at, recommend, Candidate, CurvePoint, Objective, OperatingPoint,
     ParetoStanding, PeakPlan, Recommendation, HOURS_PER_MONTH,

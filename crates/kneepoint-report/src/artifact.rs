@@ -24,6 +24,8 @@ pub enum RunKind {
     Search,
     /// `kneepoint recommend` (`recommendations.json`).
     Recommend,
+    /// `kneepoint sweep --isl A,B,...` (`length_sweep.json`).
+    Lengths,
 }
 
 impl RunKind {
@@ -33,6 +35,7 @@ impl RunKind {
             RunKind::Sweep => folder::SWEEP_SUMMARY,
             RunKind::Search => folder::SEARCH_HISTORY,
             RunKind::Recommend => folder::RECOMMENDATIONS,
+            RunKind::Lengths => folder::LENGTH_SWEEP,
         }
     }
 }
@@ -237,22 +240,33 @@ fn entries<'a>(doc: &'a Value, key: &str, path: &Path) -> Result<&'a Vec<Value>,
 impl Artifact {
     /// Reads the run in `root`.
     pub fn load(root: &Path) -> Result<Artifact, Error> {
-        let kind = [RunKind::Recommend, RunKind::Search, RunKind::Sweep]
-            .into_iter()
-            .find(|k| root.join(k.file()).is_file())
-            .ok_or_else(|| Error::NotAnArtifact {
-                path: root.to_owned(),
-            })?;
+        let kind = [
+            RunKind::Recommend,
+            RunKind::Search,
+            RunKind::Lengths,
+            RunKind::Sweep,
+        ]
+        .into_iter()
+        .find(|k| root.join(k.file()).is_file())
+        .ok_or_else(|| Error::NotAnArtifact {
+            path: root.to_owned(),
+        })?;
         let path = root.join(kind.file());
         let doc = read_json(&path)?;
         let mut levels = Vec::new();
         let mut candidates = Vec::new();
         match kind {
-            RunKind::Sweep => {
-                for row in entries(&doc, "levels", &path)? {
+            RunKind::Sweep | RunKind::Lengths => {
+                let (list, concurrency) = match kind {
+                    RunKind::Lengths => ("rows", doc.get("concurrency").and_then(Value::as_u64)),
+                    _ => ("levels", None),
+                };
+                for row in entries(&doc, list, &path)? {
                     let (Some(dir), Some(c)) = (
                         row.get("dir").and_then(Value::as_str),
-                        row.get("concurrency").and_then(Value::as_u64),
+                        row.get("concurrency")
+                            .and_then(Value::as_u64)
+                            .or(concurrency),
                     ) else {
                         continue;
                     };

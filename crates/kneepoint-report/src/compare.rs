@@ -318,6 +318,12 @@ pub fn compare_runs(
             reason: "compare the candidates' own run folders, not a recommendation".into(),
         });
     }
+    if a.kind == RunKind::Lengths || b.kind == RunKind::Lengths {
+        // every length runs at one concurrency: matched by concurrency, they would collapse
+        return Err(Error::Compare {
+            reason: "compare matches levels by concurrency, and a length sweep's levels all share one: comparing length sweeps level by level is not supported yet (their length_sweep.json rows line up by isl and osl)".into(),
+        });
+    }
     let (la, lb) = (by_concurrency(a), by_concurrency(b));
     let levels: Vec<LevelComparison> = la
         .iter()

@@ -37,6 +37,12 @@ mod error;
 #[cfg(feature = "render")]
 mod html;
 #[cfg(feature = "render")]
+mod html_lengths;
+#[cfg(feature = "render")]
+mod html_recommend;
+#[cfg(feature = "render")]
+mod html_text;
+#[cfg(feature = "render")]
 pub mod plots;
 pub mod schema;
 #[cfg(feature = "render")]

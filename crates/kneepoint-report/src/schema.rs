@@ -361,3 +361,112 @@ pub fn write_document<T: Serialize>(path: &std::path::Path, doc: &T) -> Result<(
     kneepoint_metrics::export::write_atomic(path, &bytes)?;
     Ok(())
 }
+
+/// One level of a length sweep (a row of `length_sweep.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LengthRow {
+    /// Input tokens asked for.
+    pub isl: u32,
+    /// Output tokens asked for.
+    pub osl: u32,
+    /// Input tokens measured (the mean over successful requests).
+    pub input_tokens_mean: Option<f64>,
+    /// Output tokens measured (the mean over successful requests).
+    pub output_tokens_mean: Option<f64>,
+    /// Measured requests recorded.
+    pub request_count: usize,
+    /// failed / recorded.
+    pub error_rate: f64,
+    /// TTFT p50, ms.
+    pub ttft_p50_ms: Option<f64>,
+    /// The 90 % interval of TTFT p50, ms (the level's bootstrap), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p50_interval: Option<[f64; 2]>,
+    /// TTFT p95, ms.
+    pub ttft_p95_ms: Option<f64>,
+    /// TTFT p99, ms.
+    pub ttft_p99_ms: Option<f64>,
+    /// ITL p50, ms.
+    pub itl_p50_ms: Option<f64>,
+    /// ITL p95, ms.
+    pub itl_p95_ms: Option<f64>,
+    /// Request latency p50, ms.
+    pub e2e_p50_ms: Option<f64>,
+    /// Request latency p99, ms.
+    pub e2e_p99_ms: Option<f64>,
+    /// Output tokens / s.
+    pub output_token_throughput: f64,
+    /// Input tokens / s.
+    pub input_token_throughput: f64,
+    /// Requests/s that met every per-request SLO (`--goodput`), when SLOs were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<f64>,
+    /// The share of requests, failures included, that missed an SLO (with `--goodput`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_miss_rate: Option<f64>,
+    /// This level's folder, relative to the sweep's (`isl_1024_osl_128`).
+    pub dir: String,
+}
+
+impl LengthRow {
+    /// The row of the level summarised as `s`, asked for `point`, in folder `dir`.
+    pub fn new(
+        s: &kneepoint_metrics::LevelSummary,
+        point: kneepoint_planner::LengthPoint,
+        dir: String,
+    ) -> Self {
+        let st = |m: &str, q: &str| s.stat(m, q);
+        LengthRow {
+            isl: point.isl,
+            osl: point.osl,
+            input_tokens_mean: st("input_sequence_length", "avg"),
+            output_tokens_mean: st("output_sequence_length", "avg"),
+            request_count: s.request_count,
+            error_rate: s.error_rate,
+            ttft_p50_ms: st("time_to_first_token", "p50"),
+            ttft_p50_interval: s
+                .intervals
+                .get("time_to_first_token:p50")
+                .map(|i| [i.low, i.high]),
+            ttft_p95_ms: st("time_to_first_token", "p95"),
+            ttft_p99_ms: st("time_to_first_token", "p99"),
+            itl_p50_ms: st("inter_token_latency", "p50"),
+            itl_p95_ms: st("inter_token_latency", "p95"),
+            e2e_p50_ms: st("request_latency", "p50"),
+            e2e_p99_ms: st("request_latency", "p99"),
+            output_token_throughput: s.output_token_throughput,
+            input_token_throughput: s.input_token_throughput,
+            goodput: s.goodput,
+            slo_miss_rate: s.slo_miss_rate,
+            dir,
+        }
+    }
+}
+
+/// `length_sweep.json`: a sweep over prompt (and output) lengths at one concurrency or rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LengthSweepDoc {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The kneepoint version that wrote it.
+    pub kneepoint_version: String,
+    /// `length-sweep`.
+    pub recipe: String,
+    /// Every length ran.
+    pub complete: bool,
+    /// Stopped by Ctrl-C or SIGTERM.
+    pub interrupted: bool,
+    /// The resolved settings.
+    pub settings: Value,
+    /// Requests in flight at every length (the cap on them in an open loop; 0 for none).
+    pub concurrency: u32,
+    /// The open-loop request rate, requests/s (absent in a closed loop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_rate: Option<f64>,
+    /// One row per length, in the order run.
+    pub rows: Vec<LengthRow>,
+    /// The prefill rate fitted to TTFT against the measured input lengths (absent with fewer
+    /// than two lengths).
+    pub prefill: Option<kneepoint_planner::PrefillFit>,
+}

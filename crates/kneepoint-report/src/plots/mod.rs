@@ -22,11 +22,24 @@ pub(crate) const GREY: RGBColor = RGBColor(120, 120, 120);
 
 pub use crate::curve::{Curve, CurvePoint};
 
+mod lengths;
 mod pareto;
 mod slices;
+pub use lengths::{lengths_plot, LengthCurvePoint};
 pub(crate) use pareto::pareto_of;
 pub use pareto::{pareto_plot, ParetoMarks};
 pub use slices::{read_slices, slices_plot, SlicePoint};
+
+/// A plot file: its name under `plots/` and its SVG.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    /// File name (under `plots/`).
+    pub file: String,
+    /// A caption for people.
+    pub title: String,
+    /// The SVG document.
+    pub svg: String,
+}
 
 pub(crate) fn err<E: std::fmt::Display>(plot: &'static str) -> impl Fn(E) -> Error {
     move |e| Error::Plot {
@@ -157,9 +170,18 @@ pub(crate) fn render(
     plot: &'static str,
     draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Error>,
 ) -> Result<String, Error> {
+    render_sized(plot, SIZE, draw)
+}
+
+/// [`render`] on a canvas of `size` pixels (two charts stacked need more height).
+pub(crate) fn render_sized(
+    plot: &'static str,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Error>,
+) -> Result<String, Error> {
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
         root.fill(&WHITE).map_err(err(plot))?;
         draw(&root)?;
         root.present().map_err(err(plot))?;
