@@ -110,7 +110,9 @@ def start_vllm(python: Path, name: str = "vllm", extra: tuple[str, ...] = ()) ->
          "--load-format", "dummy", "--served-model-name", "tiny", "--host", "127.0.0.1",
          "--port", str(port), "--max-model-len", "4096", "--max-num-seqs", "64", *extra],
         port,
-        {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING"},
+        # development mode adds POST /reset_prefix_cache (kneepoint's --reset-prefix-cache)
+        {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING",
+         "VLLM_SERVER_DEV_MODE": "1"},
         "/v1/models",
         start_timeout_s=600,
     )

@@ -220,3 +220,27 @@ def test_length_sweep_measures_the_prefill_curve(vllm, tmp_path):
         "vllm:prefix_cache_hits_total", 0.0)
     assert hits < 0.25 * 6 * (64 + 512 + 2048), hits
     assert "Input-length sweep" in (out / "report.html").read_text()
+
+
+def test_reset_prefix_cache_empties_vllms_cache_before_each_level(vllm, tmp_path):
+    """Issue 31 against real vLLM (started with VLLM_SERVER_DEV_MODE=1): the same prompts sent
+    again are served from vLLM's prefix cache, unless --reset-prefix-cache empties it before the
+    level; vllm:prefix_cache_hits_total read before and after each run."""
+    def hits(name, *extra):
+        before = scrape(vllm.url)
+        levels = sweep_levels(vllm, tmp_path / name, 512, 4, "1", 4, "--seed", "4242",
+                              "--endpoint-type", "completions", "--no-server-metrics", *extra)
+        check_all_ok(levels, 4)
+        after = scrape(vllm.url)
+        return after.get("vllm:prefix_cache_hits_total", 0.0) - before.get(
+            "vllm:prefix_cache_hits_total", 0.0)
+
+    hits("fill")  # the prompts enter the cache
+    warm = hits("again")
+    cold = hits("reset", "--reset-prefix-cache")
+    print(json.dumps({"prompt_tokens": 4 * 512, "hits_warm": warm, "hits_after_reset": cold}))
+    assert warm >= 0.5 * 4 * 512, warm
+    assert cold < 0.1 * 4 * 512, cold
+    level = json.loads((tmp_path / "reset" / "concurrency_1" /
+                        "profile_export_aiperf.json").read_text())
+    assert level["input_config"]["prefix_cache_reset"]["status"] == 200

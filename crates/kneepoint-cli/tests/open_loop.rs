@@ -204,3 +204,45 @@ fn a_trace_replays_at_its_recorded_times_sped_up() {
         assert!(format!("{e:#}").contains(want), "{args:?}: {e:#}");
     }
 }
+
+/// BurstGPT's CSV (issue 31) replays like a trace: seconds become milliseconds, each prompt has
+/// the row's request tokens, the rows the original service failed are left out.
+#[test]
+fn a_burstgpt_csv_replays_at_its_recorded_times() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("burst.csv");
+    let mut text =
+        String::from("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n");
+    for i in 0..8u32 {
+        // every fourth row failed in the original service: no response tokens
+        let out = if i % 4 == 3 { 0 } else { 4 + i };
+        text.push_str(&format!(
+            "{}.5,ChatGPT,{},{out},0,Conversation log\n",
+            i / 4,
+            40 + i
+        ));
+    }
+    std::fs::write(&csv, text).unwrap();
+    let out_dir = tmp.path().join("out");
+    let s = sweep(
+        &["--dataset", csv.to_str().unwrap(), "--replay-speedup", "4"],
+        &out_dir,
+    )
+    .unwrap();
+    let out = rt.block_on(run_sweep(&s, false)).unwrap();
+    assert_eq!(
+        out.summaries[0].request_count, 6,
+        "two failed rows left out"
+    );
+    let mut records = read_jsonl(&out_dir.join("trace_replay_x4/profile_export.jsonl")).unwrap();
+    records.sort_by_key(|r| r.intended_start_ns);
+    let kept: Vec<u32> = (0..8).filter(|i| i % 4 != 3).collect();
+    for (r, i) in records.iter().zip(&kept) {
+        // rows 0..2 at 0.5 s, rows 4..6 at 1.5 s: one second apart, four times as fast
+        let want_ms = if *i < 4 { 0 } else { 250 };
+        assert_eq!(r.intended_start_ns.unwrap(), want_ms * 1_000_000, "row {i}");
+        assert_eq!(r.input_tokens, Some(40 + i), "row {i}");
+        assert_eq!(r.requested_output_tokens, Some(4 + i), "row {i}");
+    }
+}

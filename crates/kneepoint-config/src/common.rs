@@ -57,6 +57,8 @@ pub struct CommonSettings {
     pub output_control: bool,
     /// Replace a run already in the artifact folder.
     pub overwrite: bool,
+    /// `--reset-prefix-cache`: `auto` (the server's `/reset_prefix_cache`) or a URL.
+    pub reset_prefix_cache: Option<String>,
     /// Which Prometheus endpoints to scrape during every level.
     pub server_metrics: ServerMetricsPlan,
     /// Output directory.
@@ -345,6 +347,7 @@ impl CommonSettings {
             osl,
             output_control,
             overwrite: args.output.overwrite,
+            reset_prefix_cache: args.load.reset_prefix_cache.clone(),
             server_metrics: ServerMetricsPlan::from_args(args)?,
             artifact_dir,
         })

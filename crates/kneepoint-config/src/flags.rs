@@ -350,7 +350,8 @@ pub struct WorkloadArgs {
     /// or a trace JSONL (timestamp, input_length, output_length, hash_ids).
     #[arg(long, value_name = "FILE")]
     pub dataset: Option<PathBuf>,
-    /// The dataset's format: jsonl, sharegpt or trace (default: detected).
+    /// The dataset's format: jsonl, sharegpt, trace (Mooncake's) or burstgpt (BurstGPT's CSV)
+    /// (default: detected; .csv is BurstGPT).
     #[arg(long, value_name = "FORMAT")]
     pub dataset_format: Option<kneepoint_workload::DatasetFormat>,
     /// Order of dataset records: sequential, random or shuffle.
@@ -442,6 +443,11 @@ pub struct LoadArgs {
     /// flagged not_steady.
     #[arg(long, value_name = "SECONDS")]
     pub slice_s: Option<f64>,
+    /// Empty the server's prefix cache before every level (and every run of one) so that one
+    /// level does not warm the next: `POST <server>/reset_prefix_cache` (vLLM started with
+    /// VLLM_SERVER_DEV_MODE=1), or the URL given (SGLang: http://host:port/flush_cache).
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "auto")]
+    pub reset_prefix_cache: Option<String>,
     /// Per-request SLOs, AIPerf's form: `metric:limit_ms` pairs, e.g.
     /// "time_to_first_token:500 inter_token_latency:50" (time_to_first_token,
     /// inter_token_latency, request_latency). Each level reports goodput (requests/s meeting

@@ -184,6 +184,34 @@ async fn connect(
     Ok((Arc::new(routed), server))
 }
 
+/// The prefix-cache reset's URL: the one given, or (`auto`) the OpenAI-compatible server's
+/// `/reset_prefix_cache` at the root of its base URL.
+fn reset_url(given: &str, target: &crate::Target) -> Result<String> {
+    if given != "auto" {
+        if !(given.starts_with("http://") || given.starts_with("https://")) {
+            bail!("--reset-prefix-cache takes an http(s) URL, not {given:?}");
+        }
+        return Ok(given.to_owned());
+    }
+    match target.protocol() {
+        Protocol::OpenAi { config, .. } => {
+            let base = config.base_url.as_str();
+            let origin = match base.find("://") {
+                Some(i) => match base[i + 3..].find('/') {
+                    Some(j) => &base[..i + 3 + j],
+                    None => base,
+                },
+                None => base,
+            };
+            Ok(format!("{origin}/reset_prefix_cache"))
+        }
+        #[cfg(feature = "sagemaker")]
+        Protocol::SageMaker(_) => bail!(
+            "a SageMaker endpoint offers no prefix-cache reset: --reset-prefix-cache applies to a server kneepoint can reach directly"
+        ),
+    }
+}
+
 /// The synthetic prompts of `settings` with the lengths `isl` and `osl` (a length sweep makes
 /// one per length, from the same settings and seed).
 pub(crate) fn synthetic(
@@ -267,6 +295,14 @@ pub async fn prepare(
         .server_metrics(scrape);
     if let Some(times) = replay {
         bench = bench.trace(times);
+    }
+    if let Some(given) = &settings.reset_prefix_cache {
+        let url = reset_url(given, &resolved.target)?;
+        let fetch = kneepoint_transport::Fetcher::new(resolved.target.protocol().connect())?;
+        bench = bench.reset_prefix_cache(Some(kneepoint_engine::PrefixCacheReset::new(
+            url,
+            Arc::new(fetch),
+        )));
     }
     if let Some(server) = server {
         bench = bench.keep_alive(server);

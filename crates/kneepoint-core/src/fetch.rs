@@ -1,5 +1,5 @@
-//! A plain `GET` for side channels such as a server's Prometheus `/metrics` page, never for
-//! timed requests: the trait the scraper takes, so that a crate reading such pages needs no
+//! A plain `GET` (and `POST`) for side channels such as a server's Prometheus `/metrics` page
+//! or its prefix-cache reset, never for timed requests: the trait the scraper takes, so that a crate reading such pages needs no
 //! HTTP or TLS crate of its own. `kneepoint-transport`'s `Fetcher` implements it with the
 //! transports' client, TLS options and proxies; a test or an embedding program may bring its
 //! own (a file, a mock, another client).
@@ -44,4 +44,12 @@ pub trait Fetch: Send + Sync + std::fmt::Debug {
     /// error is a readable sentence (refused, timed out, too large) that never carries
     /// credentials.
     async fn get(&self, url: &str, timeout: Duration, max_bytes: usize) -> Result<Fetched, String>;
+
+    /// `POST url` with a JSON `body` (empty for none), bounded by `timeout`, for side-channel
+    /// commands such as a server's prefix-cache reset; the answer's body is read up to 64 KiB.
+    /// A fetcher that cannot post says so (the default).
+    async fn post(&self, url: &str, body: Vec<u8>, timeout: Duration) -> Result<Fetched, String> {
+        let _ = (url, body, timeout);
+        Err("this fetcher cannot send a POST".into())
+    }
 }

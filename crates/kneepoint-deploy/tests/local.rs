@@ -314,7 +314,19 @@ async fn leftovers_of_a_launcher_that_is_gone_are_found_and_removed() {
         .spawn()
         .unwrap();
     let pid = child.id() as i32;
-    let found = find_leftovers();
+    // The child may still be between fork and exec (its command line then reads empty): look
+    // again until it runs `sleep`, for at most 10 s (a busy machine takes milliseconds).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let found = loop {
+        let found = find_leftovers();
+        let running = found
+            .iter()
+            .any(|l| l.pgid == pid && l.command.contains("sleep 300"));
+        if running || std::time::Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     let mine: Vec<_> = found.iter().filter(|l| l.pgid == pid).collect();
     assert_eq!(mine.len(), 1, "{found:?}");
     assert_eq!(mine[0].candidate, "orphaned-candidate");

@@ -41,6 +41,10 @@ pub struct Bench {
     pub(crate) replay: Option<(Vec<u64>, usize)>,
     /// The server's own metrics around each level, when asked.
     pub(crate) server: crate::server::ServerView,
+    /// Empties the server's prefix cache before every run of a level, when asked.
+    pub(crate) prefix_reset: Option<crate::PrefixCacheReset>,
+    /// Prefix-cache resets that succeeded so far.
+    pub(crate) prefix_resets: u64,
     _keep: Vec<Box<dyn Any + Send + Sync>>,
 }
 
@@ -70,6 +74,7 @@ pub struct BenchBuilder {
     keep: Vec<Box<dyn Any + Send + Sync>>,
     overwrite: bool,
     server_metrics: Option<kneepoint_scrape::ScrapeSettings>,
+    prefix_reset: Option<crate::PrefixCacheReset>,
 }
 
 /// Prepares `dir` for a new run: refuses a folder that holds a kneepoint run (a new run would
@@ -120,6 +125,14 @@ impl BenchBuilder {
     /// Replace a previous run in the artifact folder (by default such a folder is refused).
     pub fn overwrite(mut self, yes: bool) -> Self {
         self.overwrite = yes;
+        self
+    }
+
+    /// Empty the server's prefix cache before every level (and every run of one), so that one
+    /// level's prompts do not warm the next (`None`, the default: never). A failed first reset
+    /// stops the run; a later one is a warning.
+    pub fn reset_prefix_cache(mut self, reset: Option<crate::PrefixCacheReset>) -> Self {
+        self.prefix_reset = reset;
         self
     }
 
@@ -265,6 +278,8 @@ impl BenchBuilder {
             levels_run: 0,
             replay,
             server: crate::server::ServerView::new(scraper),
+            prefix_reset: self.prefix_reset,
+            prefix_resets: 0,
             _keep: self.keep,
         })
     }
@@ -287,6 +302,7 @@ impl Bench {
             keep: Vec::new(),
             overwrite: false,
             server_metrics: None,
+            prefix_reset: None,
         }
     }
 
@@ -538,6 +554,12 @@ macro_rules! bench_methods {
         /// Keeps `value` alive as long as the run (an in-process server, say).
         pub fn keep_alive(mut self, value: impl std::any::Any + Send + Sync) -> Self {
             self.bench = self.bench.keep_alive(value);
+            self
+        }
+
+        /// Empty the server's prefix cache before every level (default: never).
+        pub fn reset_prefix_cache(mut self, reset: Option<$crate::PrefixCacheReset>) -> Self {
+            self.bench = self.bench.reset_prefix_cache(reset);
             self
         }
     };

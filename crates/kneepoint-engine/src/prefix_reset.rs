@@ -35,7 +35,10 @@ impl PrefixCacheReset {
 
     /// Empties the cache: the server's status, or why it did not.
     pub(crate) async fn reset(&self) -> Result<u16, String> {
-        let answer = self.fetch.post(&self.url, Vec::new(), RESET_TIMEOUT).await?;
+        let answer = self
+            .fetch
+            .post(&self.url, Vec::new(), RESET_TIMEOUT)
+            .await?;
         if (200..300).contains(&answer.status) {
             return Ok(answer.status);
         }
@@ -85,10 +88,17 @@ mod tests {
     async fn a_reset_succeeds_on_2xx_and_says_why_otherwise() {
         let ok = PrefixCacheReset::new("http://x/reset_prefix_cache", Arc::new(Answers(200, "")));
         assert_eq!(ok.reset().await, Ok(200));
-        let missing = PrefixCacheReset::new("http://x/r", Arc::new(Answers(404, "{\"detail\":\"Not Found\"}")));
+        let missing = PrefixCacheReset::new(
+            "http://x/r",
+            Arc::new(Answers(404, "{\"detail\":\"Not Found\"}")),
+        );
         let e = missing.reset().await.unwrap_err();
         assert!(e.contains("404") && e.contains("Not Found"), "{e}");
         let cannot = PrefixCacheReset::new("http://x/r", Arc::new(GetOnly));
-        assert!(cannot.reset().await.unwrap_err().contains("cannot send a POST"));
+        assert!(cannot
+            .reset()
+            .await
+            .unwrap_err()
+            .contains("cannot send a POST"));
     }
 }

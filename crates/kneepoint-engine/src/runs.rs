@@ -54,6 +54,38 @@ impl Bench {
     /// Runs a level as many times as the settings say (once: exactly one run).
     /// Returns the level's summary (pooled over the runs), whether it was interrupted, and,
     /// with several runs, how the repetition ended.
+    /// Empties the server's prefix cache before a run (`--reset-prefix-cache`) and notes the
+    /// outcome in the level's `input_config.prefix_cache_reset`; the first reset failing stops
+    /// the run (the server does not offer it), a later one is a warning.
+    async fn reset_prefix_cache(&mut self, label: &str) -> Result<(), Error> {
+        let Some(reset) = self.prefix_reset.clone() else {
+            return Ok(());
+        };
+        let url = kneepoint_core::redact_url(reset.url());
+        match reset.reset().await {
+            Ok(status) => {
+                self.prefix_resets += 1;
+                self.description["prefix_cache_reset"] =
+                    serde_json::json!({"url": url, "status": status});
+                self.log
+                    .info(&format!("{label}: prefix cache reset (POST {url}: {status})"));
+            }
+            Err(why) if self.prefix_resets == 0 => {
+                return Err(Error::invalid(format!(
+                    "--reset-prefix-cache: POST {url} failed: {why}. vLLM offers it only when started with VLLM_SERVER_DEV_MODE=1; give the server's own route with --reset-prefix-cache URL (SGLang: http://host:port/flush_cache)"
+                )))
+            }
+            Err(why) => {
+                self.observer.warning(&format!(
+                    "{label}: the prefix cache was not reset ({why}): this level may start warm"
+                ));
+                self.description["prefix_cache_reset"] =
+                    serde_json::json!({"url": url, "error": why});
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) async fn run_level(
         &mut self,
         dir: &Path,
@@ -69,6 +101,7 @@ impl Bench {
         let runs = self.settings.runs.clone();
         self.server.clear();
         if runs.num_runs <= 1 {
+            self.reset_prefix_cache(label).await?;
             let (s, cancelled) = self
                 .run_once(dir, concurrency, request_count, label, true, cancel)
                 .await?;
@@ -83,6 +116,7 @@ impl Bench {
         for k in 1..=runs.num_runs {
             let run = format!("run_{k:04}");
             let run_label = format!("{label} run {k}/{}", runs.num_runs);
+            self.reset_prefix_cache(&run_label).await?;
             let (s, stopped) = self
                 .run_once(
                     &dir.join(folder::RUNS_DIR).join(&run),

@@ -83,6 +83,7 @@ pub(crate) struct EngineMetrics {
     prompt_tokens: u64,
     generation_tokens: u64,
     finished: u64,
+    prefix_cache_resets: u64,
     ttft: Histogram,
     itl: Histogram,
     e2e: Histogram,
@@ -105,6 +106,7 @@ impl EngineMetrics {
             prompt_tokens: 0,
             generation_tokens: 0,
             finished: 0,
+            prefix_cache_resets: 0,
             ttft: Histogram::new(&TTFT_BUCKETS),
             itl: Histogram::new(&ITL_BUCKETS),
             e2e: Histogram::new(&LATENCY_BUCKETS),
@@ -158,6 +160,11 @@ impl EngineMetrics {
     }
 
     /// The page, in the Prometheus text format vLLM's server writes.
+    /// Counts a `POST /reset_prefix_cache`.
+    pub(crate) fn prefix_cache_reset(&mut self) {
+        self.prefix_cache_resets += 1;
+    }
+
     pub(crate) fn render(&self, model: &str) -> String {
         let model = model.replace('\\', "\\\\").replace('"', "\\\"");
         let labels = format!("engine=\"0\",model_name=\"{model}\"");
@@ -216,6 +223,12 @@ impl EngineMetrics {
             "vllm:request_success",
             "Count of successfully processed requests.",
             self.finished,
+        );
+        counter(
+            &mut out,
+            "kneepoint_sim:prefix_cache_resets",
+            "POST /reset_prefix_cache calls (the simulator has no prefix cache to empty).",
+            self.prefix_cache_resets,
         );
         self.ttft.render(
             &mut out,

@@ -251,6 +251,14 @@ async fn respond(
             );
             return r;
         }
+        // vLLM's development-mode route (VLLM_SERVER_DEV_MODE=1); the simulator has no prefix
+        // cache, and counts the resets in /metrics
+        (&Method::POST, "/reset_prefix_cache") => {
+            if let Ok(mut m) = state.metrics.lock() {
+                m.prefix_cache_reset();
+            }
+            return Response::new(full(Bytes::new()));
+        }
         (&Method::DELETE, "/truth") => {
             if let Ok(mut t) = state.truth.lock() {
                 t.clear();

@@ -1,5 +1,6 @@
-//! Plain `GET`s through the same client, TLS options and proxies as the transports: for
-//! side channels such as a server's Prometheus `/metrics`, never for timed requests.
+//! Plain `GET`s and `POST`s through the same client, TLS options and proxies as the transports:
+//! for side channels such as a server's Prometheus `/metrics` or its prefix-cache reset, never
+//! for timed requests.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -49,12 +50,35 @@ impl Fetcher {
             .header(http::header::ACCEPT, "text/plain;version=0.0.4, */*;q=0.1")
             .body(Full::new(Bytes::new()))
             .map_err(|e| format!("bad request: {e}"))?;
+        self.exchange(request, timeout, max_bytes).await
+    }
+
+    /// `POST url` with a JSON `body`, bounded like [`Fetcher::get`].
+    pub async fn post(
+        &self,
+        url: &http::Uri,
+        body: Vec<u8>,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<Fetched, String> {
+        let request = http::Request::post(url.clone())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| format!("bad request: {e}"))?;
+        self.exchange(request, timeout, max_bytes).await
+    }
+
+    async fn exchange(
+        &self,
+        request: http::Request<Full<Bytes>>,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<Fetched, String> {
         let exchange = async {
             let sent_unix_ns = unix_ns();
-            let response =
-                self.client.request(request).await.map_err(|e| {
-                    crate::client::send_error("the metrics endpoint", e).to_string()
-                })?;
+            let response = self.client.request(request).await.map_err(|e| {
+                crate::client::send_error("the server's side channel", e).to_string()
+            })?;
             let first_byte_unix_ns = unix_ns();
             let status = response.status().as_u16();
             let body = Limited::new(response.into_body(), max_bytes)
@@ -85,5 +109,10 @@ impl kneepoint_core::Fetch for Fetcher {
             // The URL is not echoed: one that does not parse may hide credentials anywhere.
             .map_err(|e| format!("invalid URL: {e}"))?;
         Fetcher::get(self, &uri, timeout, max_bytes).await
+    }
+
+    async fn post(&self, url: &str, body: Vec<u8>, timeout: Duration) -> Result<Fetched, String> {
+        let uri: http::Uri = url.parse().map_err(|e| format!("invalid URL: {e}"))?;
+        Fetcher::post(self, &uri, body, timeout, 64 * 1024).await
     }
 }

@@ -1,6 +1,7 @@
 //! Datasets: single-turn JSONL, ShareGPT JSON, and timestamped trace JSONL (lengths and shared
 //! blocks, prompts generated to match), sampled sequentially, at random or shuffled under a seed.
 
+mod burstgpt;
 mod parse;
 mod trace;
 
@@ -13,6 +14,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+pub use burstgpt::parse_burstgpt;
 pub use parse::{parse_jsonl, parse_sharegpt, parse_trace, DatasetEntry, TraceEntry};
 
 use crate::prompt::PromptBuilder;
@@ -30,22 +32,33 @@ pub enum DatasetFormat {
     /// One JSON object per line: `timestamp` (ms), `input_length`, `output_length`, optional
     /// `hash_ids` (blocks shared by every request that lists the same id).
     Trace,
+    /// BurstGPT's CSV (`Timestamp` in seconds, `Model`, `Request tokens`, `Response tokens`,
+    /// `Total tokens`, `Log Type`): read as a trace without shared blocks; rows the original
+    /// service failed (no response tokens) are left out.
+    BurstGpt,
 }
 
 impl DatasetFormat {
-    /// Parses `jsonl`, `sharegpt` or `trace`.
+    /// Parses `jsonl`, `sharegpt`, `trace` (`mooncake_trace`) or `burstgpt`.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "jsonl" | "single_turn" | "single-turn" => DatasetFormat::Jsonl,
             "sharegpt" | "share_gpt" => DatasetFormat::ShareGpt,
             "trace" | "mooncake_trace" => DatasetFormat::Trace,
+            "burstgpt" | "burst_gpt" => DatasetFormat::BurstGpt,
             _ => return None,
         })
     }
 
-    /// A guess from the file: `.json` is ShareGPT; a JSONL whose first record has
-    /// `input_length` is a trace; other JSONL is single-turn.
+    /// A guess from the file: `.json` is ShareGPT, `.csv` BurstGPT; a JSONL whose first record
+    /// has `input_length` is a trace; other JSONL is single-turn.
     pub fn detect(path: &Path) -> Result<Self, Error> {
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+        {
+            return Ok(DatasetFormat::BurstGpt);
+        }
         if path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("json"))
@@ -105,13 +118,13 @@ impl std::str::FromStr for Sampling {
 impl std::str::FromStr for DatasetFormat {
     type Err = kneepoint_core::UnknownName;
 
-    /// `jsonl`, `sharegpt` or `trace` (see [`DatasetFormat::parse`]).
+    /// `jsonl`, `sharegpt`, `trace` or `burstgpt` (see [`DatasetFormat::parse`]).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::parse(s).ok_or_else(|| {
             kneepoint_core::UnknownName::new(
                 "the dataset format",
                 s,
-                &["jsonl", "sharegpt", "trace"],
+                &["jsonl", "sharegpt", "trace", "burstgpt"],
             )
         })
     }
@@ -246,15 +259,18 @@ impl DatasetWorkload {
                     })
                     .collect::<Result<_, Error>>()?
             }
-            DatasetFormat::Trace if config.conversations.is_some() => {
+            DatasetFormat::Trace | DatasetFormat::BurstGpt if config.conversations.is_some() => {
                 return Err(Error::Dataset {
                     path: config.path.clone(),
                     line: None,
                     reason: "multi-turn conversations are read from ShareGPT files (every human turn); traces are single requests".into(),
                 })
             }
-            DatasetFormat::Trace => {
-                let raw = parse_trace(&config.path, &text)?;
+            DatasetFormat::Trace | DatasetFormat::BurstGpt => {
+                let raw = match format {
+                    DatasetFormat::BurstGpt => parse_burstgpt(&config.path, &text)?,
+                    _ => parse_trace(&config.path, &text)?,
+                };
                 let mut builder = PromptBuilder::new(tokenizer.clone())?;
                 trace::prompts(&mut builder, &raw, config.trace_block_tokens, config.seed)?
                     .into_iter()
