@@ -236,7 +236,8 @@ fn a_burstgpt_csv_replays_at_its_recorded_times() {
         "two failed rows left out"
     );
     let mut records = read_jsonl(&out_dir.join("trace_replay_x4/profile_export.jsonl")).unwrap();
-    records.sort_by_key(|r| r.intended_start_ns);
+    // rows of one second start together: ordered by their (distinct) prompt lengths
+    records.sort_by_key(|r| (r.intended_start_ns, r.input_tokens));
     let kept: Vec<u32> = (0..8).filter(|i| i % 4 != 3).collect();
     for (r, i) in records.iter().zip(&kept) {
         // rows 0..2 at 0.5 s, rows 4..6 at 1.5 s: one second apart, four times as fast

@@ -10,14 +10,14 @@ use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
 use kneepoint_sim::{SimProfile, SimServer};
 use serde_json::Value;
 
-fn settings(url: &str, dir: &std::path::Path, extra: &[&str]) -> SweepSettings {
+fn settings(url: &str, dir: &std::path::Path, levels: &str, extra: &[&str]) -> SweepSettings {
     let mut args = vec![
         "kneepoint",
         "sweep",
         "--url",
         url,
         "--concurrency",
-        "1,2",
+        levels,
         "--request-count",
         "4",
         "--isl",
@@ -60,12 +60,14 @@ async fn the_cache_is_reset_before_every_level_and_every_run() {
     let s = settings(
         &server.base_url(),
         tmp.path(),
+        "1,2",
         &["--num-runs", "2", "--reset-prefix-cache"],
     );
     let out = run_sweep(&s, false).await.unwrap();
     assert_eq!(out.rows.len(), 2);
-    // two levels, two runs each: four resets, at the server's root (the URL's /v1 is the API's)
-    assert_eq!(resets(&server).await, 4.0);
+    // one tried while the run is prepared, then one before each of two levels × two runs, at
+    // the server's root (the URL's /v1 is the API's)
+    assert_eq!(resets(&server).await, 5.0);
     for dir in ["concurrency_1", "concurrency_2/profile_runs/run_0002"] {
         let doc: Value = serde_json::from_slice(
             &std::fs::read(tmp.path().join(dir).join("profile_export_aiperf.json")).unwrap(),
@@ -79,9 +81,9 @@ async fn the_cache_is_reset_before_every_level_and_every_run() {
             .ends_with("/reset_prefix_cache"));
     }
     // without the flag, nothing is reset
-    let again = settings(&server.base_url(), &tmp.path().join("plain"), &[]);
+    let again = settings(&server.base_url(), &tmp.path().join("plain"), "1,2", &[]);
     run_sweep(&again, false).await.unwrap();
-    assert_eq!(resets(&server).await, 4.0);
+    assert_eq!(resets(&server).await, 5.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,6 +94,7 @@ async fn a_server_without_the_route_is_refused_before_any_level_runs() {
     let s = settings(
         &server.base_url(),
         tmp.path(),
+        "1,2",
         &["--reset-prefix-cache", &missing],
     );
     let e = format!("{:#}", run_sweep(&s, false).await.unwrap_err());
@@ -99,9 +102,20 @@ async fn a_server_without_the_route_is_refused_before_any_level_runs() {
         e.contains("404") && e.contains("VLLM_SERVER_DEV_MODE"),
         "{e}"
     );
+    // tried before anything is made: no level, no run log
     assert!(!tmp
         .path()
         .join("concurrency_1/profile_export.jsonl")
         .exists());
+    assert!(!tmp.path().join("logs/kneepoint.log").exists());
     assert!(server.truth().is_empty(), "no request was measured");
+    // a shard would empty the cache in the middle of the other shards' levels
+    let s = settings(
+        &server.base_url(),
+        &tmp.path().join("shard"),
+        "2,4",
+        &["--reset-prefix-cache", "--shard", "0/2"],
+    );
+    let e = format!("{:#}", run_sweep(&s, false).await.unwrap_err());
+    assert!(e.contains("--shard"), "{e}");
 }

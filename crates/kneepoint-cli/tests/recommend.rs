@@ -57,6 +57,11 @@ source = "test prices"
 "sim.large" = 1.0
 "#;
 
+/// The recommendations measure three simulated candidates each, and their rankings rest on
+/// measured latencies: run one at a time, as a busy 2-core machine running two of them at once
+/// once reordered the latency ranking.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn recommend(dir: &Path, config: &str, objective: &str) -> kneepoint_cli::RecommendOutcome {
     std::fs::write(dir.join("rec.toml"), config).unwrap();
     std::fs::write(dir.join("prices.toml"), PRICES).unwrap();
@@ -80,6 +85,7 @@ fn order(o: &kneepoint_cli::RecommendOutcome) -> Vec<&str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pareto_objective_lists_every_trade_off_fastest_per_user_first() {
+    let _serial = SERIAL.lock().await;
     // By construction each candidate is the best at one thing per dollar or per user: fast
     // (steps x1, 10/h) is the fastest per user, slow-cheap (x4, 1/h) carries the most tokens per
     // dollar (1/4 against 1/6 and 1/10), balanced (x2, 3/h) sits between on both: all three are
@@ -125,6 +131,7 @@ async fn the_pareto_objective_lists_every_trade_off_fastest_per_user_first() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_objective_ranks_the_known_winner_first_and_costs_follow_the_formula() {
+    let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
 
     let cost = recommend(tmp.path(), CONFIG, "cost").await;
@@ -181,6 +188,7 @@ async fn each_objective_ranks_the_known_winner_first_and_costs_follow_the_formul
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_candidate_that_meets_no_sla_is_listed_unranked() {
+    let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     // p99 request latency ≤ 400 ms: 16 tokens at 5 ms steps take ~90 ms; at ×8 (40 ms steps)
     // even one request alone takes ~650 ms.
@@ -301,6 +309,7 @@ simulator = { profile = "fast", slowdown = 4.0, time_scale = 1.0 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn candidates_that_have_not_saturated_are_not_ranked_on_a_lower_bound() {
+    let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     let o = recommend(tmp.path(), UNSATURATED, "cost").await;
     for r in &o.recommendations {
@@ -351,6 +360,7 @@ bf16_tflops = 10
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_model_config_the_sweep_extends_to_the_kv_bound_and_ranks() {
+    let _serial = SERIAL.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("config.json"), TINY_MODEL).unwrap();
     std::fs::write(tmp.path().join("catalog.toml"), CATALOG).unwrap();

@@ -86,6 +86,7 @@ impl CommonSettings {
                 "prompts": "built-in corpus, exact token counts",
             },
             "requests": {
+                "reset_prefix_cache": self.reset_prefix_cache.as_deref().map(kneepoint_transport::redact_url),
                 "request_count": self.levels.request_count,
                 "warmup_request_count": self.levels.warmup_requests,
                 "open_loop": self.levels.open_loop.as_ref().map(|o| serde_json::json!({

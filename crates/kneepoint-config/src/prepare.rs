@@ -185,25 +185,27 @@ async fn connect(
 }
 
 /// The prefix-cache reset's URL: the one given, or (`auto`) the OpenAI-compatible server's
-/// `/reset_prefix_cache` at the root of its base URL.
+/// `/reset_prefix_cache` beside its `/v1` (where the scraper finds `/metrics`).
 fn reset_url(given: &str, target: &crate::Target) -> Result<String> {
+    if target.protocol().routes().is_some_and(|r| r.urls.len() > 1) {
+        bail!("--reset-prefix-cache empties one server's cache, and requests go to several URLs: run against one server, or reset the others yourself");
+    }
     if given != "auto" {
-        if !(given.starts_with("http://") || given.starts_with("https://")) {
-            bail!("--reset-prefix-cache takes an http(s) URL, not {given:?}");
+        let scheme = given.split("://").next().unwrap_or("").to_ascii_lowercase();
+        if !given.contains("://") || !(scheme == "http" || scheme == "https") {
+            bail!(
+                "--reset-prefix-cache takes an http(s) URL, not {:?}",
+                kneepoint_transport::redact_url(given)
+            );
         }
         return Ok(given.to_owned());
     }
     match target.protocol() {
         Protocol::OpenAi { config, .. } => {
-            let base = config.base_url.as_str();
-            let origin = match base.find("://") {
-                Some(i) => match base[i + 3..].find('/') {
-                    Some(j) => &base[..i + 3 + j],
-                    None => base,
-                },
-                None => base,
-            };
-            Ok(format!("{origin}/reset_prefix_cache"))
+            // the server's root, found as the scraper finds /metrics: the base URL without /v1
+            let base = config.base_url.trim_end_matches('/');
+            let base = base.strip_suffix("/v1").unwrap_or(base);
+            Ok(format!("{base}/reset_prefix_cache"))
         }
         #[cfg(feature = "sagemaker")]
         Protocol::SageMaker(_) => bail!(
@@ -249,6 +251,26 @@ pub async fn prepare(
     let mut resolved = settings.clone();
     let (transport, server) =
         connect(&mut resolved.target, counter.clone(), observer.as_ref()).await?;
+    // the prefix-cache reset is tried once now: a server without the route is refused before
+    // a dataset loads or anything is created
+    let reset = match &settings.reset_prefix_cache {
+        Some(_) if settings.shard.is_some() => bail!(
+            "--reset-prefix-cache with --shard: every shard would empty the cache in the middle of the others' levels; reset once before the sharded sweep instead"
+        ),
+        Some(given) => {
+            let url = reset_url(given, &resolved.target)?;
+            let fetch = kneepoint_transport::Fetcher::new(resolved.target.protocol().connect())?;
+            let reset = kneepoint_engine::PrefixCacheReset::new(url, Arc::new(fetch));
+            if let Err(why) = reset.reset().await {
+                bail!(
+                    "--reset-prefix-cache: POST {} failed: {why}. vLLM offers it only when started with VLLM_SERVER_DEV_MODE=1; give the server's own route with --reset-prefix-cache URL (SGLang: http://host:port/flush_cache)",
+                    kneepoint_transport::redact_url(reset.url())
+                );
+            }
+            Some(reset)
+        }
+        None => None,
+    };
     let scrape_base = match resolved.target.protocol() {
         Protocol::OpenAi { config, .. } => Some(config.base_url.as_str()),
         #[cfg(feature = "sagemaker")]
@@ -296,14 +318,7 @@ pub async fn prepare(
     if let Some(times) = replay {
         bench = bench.trace(times);
     }
-    if let Some(given) = &settings.reset_prefix_cache {
-        let url = reset_url(given, &resolved.target)?;
-        let fetch = kneepoint_transport::Fetcher::new(resolved.target.protocol().connect())?;
-        bench = bench.reset_prefix_cache(Some(kneepoint_engine::PrefixCacheReset::new(
-            url,
-            Arc::new(fetch),
-        )));
-    }
+    bench = bench.reset_prefix_cache(reset);
     if let Some(server) = server {
         bench = bench.keep_alive(server);
     }

@@ -45,6 +45,8 @@ pub struct Bench {
     pub(crate) prefix_reset: Option<crate::PrefixCacheReset>,
     /// Prefix-cache resets that succeeded so far.
     pub(crate) prefix_resets: u64,
+    /// The last reset's outcome (`url` and `status` or `error`), for the level's input_config.
+    pub(crate) reset_outcome: Option<Value>,
     _keep: Vec<Box<dyn Any + Send + Sync>>,
 }
 
@@ -280,6 +282,7 @@ impl BenchBuilder {
             server: crate::server::ServerView::new(scraper),
             prefix_reset: self.prefix_reset,
             prefix_resets: 0,
+            reset_outcome: None,
             _keep: self.keep,
         })
     }
@@ -410,6 +413,10 @@ impl Bench {
             ));
         }
         let mut input_config = self.description.clone();
+        // what the prefix-cache reset before this run did (the run's settings stay as given)
+        if let Some(r) = &self.reset_outcome {
+            input_config["prefix_cache_reset"] = r.clone();
+        }
         input_config["level"] = level;
         if streamed.is_some() {
             input_config["level"]["summary"] = crate::streamed::note(run.records_seen, exact);

@@ -33,8 +33,9 @@ impl PrefixCacheReset {
         &self.url
     }
 
-    /// Empties the cache: the server's status, or why it did not.
-    pub(crate) async fn reset(&self) -> Result<u16, String> {
+    /// Empties the cache: the server's HTTP status (a 2xx says the server took the command; vLLM
+    /// does not say whether blocks still in use were kept), or why it did not.
+    pub async fn reset(&self) -> Result<u16, String> {
         let answer = self
             .fetch
             .post(&self.url, Vec::new(), RESET_TIMEOUT)

@@ -51,9 +51,6 @@ impl Bench {
         }
     }
 
-    /// Runs a level as many times as the settings say (once: exactly one run).
-    /// Returns the level's summary (pooled over the runs), whether it was interrupted, and,
-    /// with several runs, how the repetition ended.
     /// Empties the server's prefix cache before a run (`--reset-prefix-cache`) and notes the
     /// outcome in the level's `input_config.prefix_cache_reset`; the first reset failing stops
     /// the run (the server does not offer it), a later one is a warning.
@@ -65,8 +62,7 @@ impl Bench {
         match reset.reset().await {
             Ok(status) => {
                 self.prefix_resets += 1;
-                self.description["prefix_cache_reset"] =
-                    serde_json::json!({"url": url, "status": status});
+                self.reset_outcome = Some(serde_json::json!({"url": url, "status": status}));
                 self.log
                     .info(&format!("{label}: prefix cache reset (POST {url}: {status})"));
             }
@@ -79,13 +75,15 @@ impl Bench {
                 self.observer.warning(&format!(
                     "{label}: the prefix cache was not reset ({why}): this level may start warm"
                 ));
-                self.description["prefix_cache_reset"] =
-                    serde_json::json!({"url": url, "error": why});
+                self.reset_outcome = Some(serde_json::json!({"url": url, "error": why}));
             }
         }
         Ok(())
     }
 
+    /// Runs a level as many times as the settings say (once: exactly one run).
+    /// Returns the level's summary (pooled over the runs), whether it was interrupted, and,
+    /// with several runs, how the repetition ended.
     pub(crate) async fn run_level(
         &mut self,
         dir: &Path,
@@ -258,6 +256,9 @@ impl Bench {
         let server = self.server.pooled(self.observer.as_ref(), dir);
         crate::server::attach(&mut summary, server);
         let mut input_config = self.description.clone();
+        if let Some(r) = &self.reset_outcome {
+            input_config["prefix_cache_reset"] = r.clone();
+        }
         input_config["level"] = json!({
             "concurrency": concurrency,
             "request_count": request_count,

@@ -159,12 +159,12 @@ impl EngineMetrics {
         self.history.iter().copied().collect()
     }
 
-    /// The page, in the Prometheus text format vLLM's server writes.
     /// Counts a `POST /reset_prefix_cache`.
     pub(crate) fn prefix_cache_reset(&mut self) {
         self.prefix_cache_resets += 1;
     }
 
+    /// The page, in the Prometheus text format vLLM's server writes.
     pub(crate) fn render(&self, model: &str) -> String {
         let model = model.replace('\\', "\\\\").replace('"', "\\\"");
         let labels = format!("engine=\"0\",model_name=\"{model}\"");

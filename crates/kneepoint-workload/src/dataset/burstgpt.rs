@@ -27,6 +27,8 @@ pub fn parse_burstgpt(path: &Path, text: &str) -> Result<Vec<TraceEntry>, Error>
     let Some((h, header)) = lines.next() else {
         return Ok(Vec::new());
     };
+    // a file saved by a spreadsheet may start with a byte-order mark
+    let header = header.trim_start_matches('\u{feff}');
     let names: Vec<&str> = header.split(',').map(str::trim).collect();
     let column = |name: &str| {
         names
@@ -105,7 +107,8 @@ mod tests {
 
     #[test]
     fn rows_become_trace_entries_and_failed_ones_are_left_out() {
-        let csv = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
+        let csv =
+            "\u{feff}Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\r\n\
                    5,ChatGPT,472,18,490,Conversation log\n\
                    45.5,GPT-4,1087,0,1087,Conversation log\n\
                    \n\
