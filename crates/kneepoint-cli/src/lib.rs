@@ -233,30 +233,25 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async move {
         match cli.command {
-            Command::Sweep(args)
-                if args.common.workload.isl.len() > 1 || args.common.workload.osl.len() > 1 =>
-            {
-                let settings = SweepSettings::resolve(&args)?;
-                let cancel = on_signals();
-                let outcome =
-                    run_length_sweep_with(&settings, !args.common.output.quiet, &cancel).await?;
-                lengths_cmd::print_lengths(&outcome);
-                publish(&settings.common.publish, &outcome.artifact_dir).await?;
-                if outcome.interrupted {
-                    return Err(Interrupted.into());
-                }
-                failed_run(&outcome.summaries)
-            }
             Command::Sweep(args) => {
                 let settings = SweepSettings::resolve(&args)?;
                 let cancel = on_signals();
-                let outcome = run_sweep_with(&settings, !args.common.output.quiet, &cancel).await?;
-                output::print_sweep(&outcome);
-                publish(&settings.common.publish, &outcome.artifact_dir).await?;
-                if outcome.interrupted {
+                let progress = !args.common.output.quiet;
+                // `--isl`/`--osl` lists make a length sweep; its outcome prints its own table
+                let (dir, interrupted, summaries) = if settings.common.lengths.is_some() {
+                    let o = run_length_sweep_with(&settings, progress, &cancel).await?;
+                    lengths_cmd::print_lengths(&o);
+                    (o.artifact_dir, o.interrupted, o.summaries)
+                } else {
+                    let o = run_sweep_with(&settings, progress, &cancel).await?;
+                    output::print_sweep(&o);
+                    (o.artifact_dir, o.interrupted, o.summaries)
+                };
+                publish(&settings.common.publish, &dir).await?;
+                if interrupted {
                     return Err(Interrupted.into());
                 }
-                failed_run(&outcome.summaries)
+                failed_run(&summaries)
             }
             Command::Search(args) => {
                 let settings = SearchSettings::resolve(&args)?;

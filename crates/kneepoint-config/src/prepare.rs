@@ -262,10 +262,7 @@ pub async fn prepare(
             let fetch = kneepoint_transport::Fetcher::new(resolved.target.protocol().connect())?;
             let reset = kneepoint_engine::PrefixCacheReset::new(url, Arc::new(fetch));
             if let Err(why) = reset.reset().await {
-                bail!(
-                    "--reset-prefix-cache: POST {} failed: {why}. vLLM offers it only when started with VLLM_SERVER_DEV_MODE=1; give the server's own route with --reset-prefix-cache URL (SGLang: http://host:port/flush_cache)",
-                    kneepoint_transport::redact_url(reset.url())
-                );
+                bail!("{}", reset.refused(&why));
             }
             Some(reset)
         }

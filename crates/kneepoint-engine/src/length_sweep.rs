@@ -187,6 +187,7 @@ impl LengthSweep {
         let request_count = self.bench.settings.request_count;
         let settings = self.bench.description.clone();
         let (mut rows, mut summaries, mut samples) = (Vec::new(), Vec::new(), Vec::new());
+        let mut prefill: Option<PrefillFit> = None;
         for (i, p) in self.points.iter().enumerate() {
             if i > 0 {
                 let Some(next) = self.workloads.pop_front() else {
@@ -224,7 +225,7 @@ impl LengthSweep {
             samples.push(sample(&summary, ttft));
             rows.push(LengthRow::new(&summary, *p, name));
             summaries.push(summary);
-            let prefill = fit_prefill(&samples);
+            prefill = fit_prefill(&samples);
             write(
                 &self.bench,
                 &settings,
@@ -238,8 +239,8 @@ impl LengthSweep {
                 break;
             }
         }
+        // the fit of every measured length, as written after the last one
         let interrupted = cancel.is_cancelled();
-        let prefill = fit_prefill(&samples);
         write(
             &self.bench,
             &settings,

@@ -33,6 +33,15 @@ impl PrefixCacheReset {
         &self.url
     }
 
+    /// Why a run stops when the server refused a reset (`why`, from [`PrefixCacheReset::reset`]),
+    /// with what usually fixes it.
+    pub fn refused(&self, why: &str) -> String {
+        format!(
+            "--reset-prefix-cache: POST {} failed: {why}. vLLM offers it only when started with VLLM_SERVER_DEV_MODE=1; give the server's own route with --reset-prefix-cache URL (SGLang: http://host:port/flush_cache)",
+            kneepoint_core::redact_url(&self.url)
+        )
+    }
+
     /// Empties the cache: the server's HTTP status (a 2xx says the server took the command; vLLM
     /// does not say whether blocks still in use were kept), or why it did not.
     pub async fn reset(&self) -> Result<u16, String> {

@@ -63,14 +63,11 @@ impl Bench {
             Ok(status) => {
                 self.prefix_resets += 1;
                 self.reset_outcome = Some(serde_json::json!({"url": url, "status": status}));
-                self.log
-                    .info(&format!("{label}: prefix cache reset (POST {url}: {status})"));
+                self.log.info(&format!(
+                    "{label}: prefix cache reset (POST {url}: {status})"
+                ));
             }
-            Err(why) if self.prefix_resets == 0 => {
-                return Err(Error::invalid(format!(
-                    "--reset-prefix-cache: POST {url} failed: {why}. vLLM offers it only when started with VLLM_SERVER_DEV_MODE=1; give the server's own route with --reset-prefix-cache URL (SGLang: http://host:port/flush_cache)"
-                )))
-            }
+            Err(why) if self.prefix_resets == 0 => return Err(Error::invalid(reset.refused(&why))),
             Err(why) => {
                 self.observer.warning(&format!(
                     "{label}: the prefix cache was not reset ({why}): this level may start warm"

@@ -3,7 +3,7 @@
 
 use plotters::prelude::*;
 
-use super::{err, legend, linear_chart, render_sized, span, PALETTE};
+use super::{err, labelled_line, legend, linear_chart, render_sized, span, PALETTE};
 use crate::Error;
 
 /// One length's figures.
@@ -60,15 +60,8 @@ pub fn lengths_plot(
         ];
         for (i, (name, get)) in ttft.into_iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            up.draw_series(LineSeries::new(
-                pts.iter().filter_map(|p| Some((p.input_tokens, get(p)?))),
-                color.stroke_width(2),
-            ))
-            .map_err(err(PLOT))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+            let line = pts.iter().filter_map(|p| Some((p.input_tokens, get(p)?)));
+            labelled_line(&mut up, line, color, name, PLOT)?;
             up.draw_series(
                 pts.iter().filter_map(|p| {
                     Some(Circle::new((p.input_tokens, get(p)?), 3, color.filled()))
@@ -97,15 +90,8 @@ pub fn lengths_plot(
         let itl: [(&str, Get); 2] = [("ITL p50", |p| p.itl_p50_ms), ("ITL p95", |p| p.itl_p95_ms)];
         for (i, (name, get)) in itl.into_iter().enumerate() {
             let color = PALETTE[(i + 3) % PALETTE.len()];
-            down.draw_series(LineSeries::new(
-                pts.iter().filter_map(|p| Some((p.input_tokens, get(p)?))),
-                color.stroke_width(2),
-            ))
-            .map_err(err(PLOT))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+            let line = pts.iter().filter_map(|p| Some((p.input_tokens, get(p)?)));
+            labelled_line(&mut down, line, color, name, PLOT)?;
         }
         legend(&mut down, SeriesLabelPosition::UpperLeft, PLOT)?;
         Ok(())

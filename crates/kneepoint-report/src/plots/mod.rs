@@ -166,6 +166,26 @@ pub(crate) fn legend<'a, 'b: 'a, CT: plotters::coord::CoordTranslate>(
         .map_err(err(plot))
 }
 
+/// Draws `points` as a line of `color`, with `name` and a swatch in the chart's legend.
+pub(crate) fn labelled_line<'a, 'b: 'a>(
+    chart: &mut ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    points: impl IntoIterator<Item = (f64, f64)>,
+    color: RGBColor,
+    name: &str,
+    plot: &'static str,
+) -> Result<(), Error> {
+    chart
+        .draw_series(LineSeries::new(points, color.stroke_width(2)))
+        .map_err(err(plot))?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+    Ok(())
+}
+
 pub(crate) fn render(
     plot: &'static str,
     draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), Error>,

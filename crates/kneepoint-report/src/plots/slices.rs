@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 use serde_json::Value;
 
-use super::{err, legend, linear_chart, render, span, PALETTE};
+use super::{err, labelled_line, legend, linear_chart, render, span, PALETTE};
 use crate::Error;
 
 /// One slice's figures, read from `profile_export_aiperf_timeslices.json`.
@@ -88,15 +88,8 @@ pub fn slices_plot(points: &[SlicePoint], title: &str) -> Result<String, Error> 
         ];
         for (i, (name, get)) in series.into_iter().enumerate() {
             let color = PALETTE[(i + 1) % PALETTE.len()];
-            down.draw_series(LineSeries::new(
-                points.iter().filter_map(|p| Some((p.t_s, get(p)?))),
-                color.stroke_width(2),
-            ))
-            .map_err(err(PLOT))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+            let line = points.iter().filter_map(|p| Some((p.t_s, get(p)?)));
+            labelled_line(&mut down, line, color, name, PLOT)?;
         }
         legend(&mut down, SeriesLabelPosition::UpperLeft, PLOT)?;
         Ok(())
