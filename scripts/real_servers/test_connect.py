@@ -6,13 +6,14 @@ Certificates come from the openssl command line; nginx and tinyproxy run as proc
 own on loopback ports (config and logs under the test's temporary folder).
 """
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import BIN, LOGS, Server, free_port, kneepoint, records
+from conftest import BIN, LOGS, Server, free_port, kneepoint, metric, records
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 TINYPROXY = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
@@ -149,6 +150,31 @@ def test_private_ca_is_trusted_only_when_given(front, pki, tmp_path):
     assert "certificate" in (p.stderr + p.stdout).lower(), p.stderr
     sweep(url, tmp_path / "trusted", "--ca-bundle", str(pki / "ca.pem"))
     assert set(front.protocols(front.tls)) == {"HTTP/1.1"}
+
+
+def test_connection_timings_show_the_tls_handshake(front, pki, tmp_path):
+    """Each request's connection setup through nginx's TLS: a request that waited for a new
+    connection reports DNS (localhost), TCP connect and a TLS handshake; the others report the
+    connection reused, with zeros; the level's aggregates carry them under AIPerf's names."""
+    out = tmp_path / "timings"
+    sweep(f"https://localhost:{front.tls}", out, "--ca-bundle", str(pki / "ca.pem"))
+    recs = records(out / "concurrency_1") + records(out / "concurrency_4")
+    fresh = [r for r in recs if metric(r, "http_req_connection_reused") == 0]
+    reused = [r for r in recs if metric(r, "http_req_connection_reused") == 1]
+    assert len(fresh) + len(reused) == len(recs) == 16
+    assert fresh and len(reused) >= 8, (len(fresh), len(reused))
+    for r in fresh:
+        dns, tcp, tls = (metric(r, f"http_req_{k}") for k in
+                         ("dns_lookup", "connecting", "tls_handshaking"))
+        assert dns > 0 and tcp > 0 and tls > 0, r["metrics"]
+        assert abs(metric(r, "http_req_connection_overhead") - (dns + tcp + tls)) < 1e-6
+        assert metric(r, "http_req_connection_overhead") < metric(r, "time_to_first_token")
+    for r in reused:
+        assert metric(r, "http_req_connection_overhead") == 0
+    summary = json.loads((out / "concurrency_4" / "profile_export_aiperf.json").read_text())
+    assert summary["http_req_tls_handshaking"]["unit"] == "ms"
+    handshakes = [metric(r, "http_req_tls_handshaking") for r in fresh]
+    print(f"TLS handshakes through nginx (ms): {sorted(round(h, 2) for h in handshakes)}")
 
 
 def test_insecure_skips_verification_with_a_warning(front, tmp_path):

@@ -49,6 +49,8 @@ pub struct CommonSettings {
     pub conversations: Option<Conversations>,
     /// Images attached to each request (chat, synthetic prompts).
     pub images: Option<kneepoint_workload::Images>,
+    /// Audio clips attached to each request (chat, synthetic prompts).
+    pub audio: Option<kneepoint_workload::AudioClips>,
     /// Requests for an embeddings, rerank or score endpoint.
     pub pooling: Option<kneepoint_workload::Pooling>,
     /// A dataset instead of synthetic prompts (lengths then come from the records).
@@ -310,6 +312,10 @@ impl CommonSettings {
         if images.is_some() && conversations.is_some() {
             bail!("images go with single requests for now: a conversation's history would send them without their images");
         }
+        let audio = crate::workload::audio(args, &wl, transport.api, sm_name.is_some())?;
+        if audio.is_some() && conversations.is_some() {
+            bail!("audio goes with single requests for now: a conversation's history would send it without its audio");
+        }
         let pooling = pooling(
             args,
             &wl,
@@ -338,6 +344,7 @@ impl CommonSettings {
             prefix: prefix(args, &wl),
             conversations,
             images,
+            audio,
             pooling,
             dataset: dataset(args, &wl, &osl)?.map(|mut d| {
                 d.conversations = conversations;

@@ -68,6 +68,7 @@ impl CommonSettings {
                 "shared_prefix": self.prefix,
                 "conversations": self.conversations,
                 "images": self.images,
+                "audio": self.audio,
                 "pooling": self.pooling,
                 "routes": protocol.routes().map(|r| serde_json::json!({
                     "urls": r.urls.iter().map(|u| kneepoint_transport::redact_url(u)).collect::<Vec<_>>(),

@@ -290,6 +290,16 @@ pub struct WorkloadSection {
     pub image_height: Option<u32>,
     /// Distinct images made.
     pub image_pool: Option<u32>,
+    /// Audio clips attached to each request.
+    pub audio_per_request: Option<u32>,
+    /// Mean clip length, seconds.
+    pub audio_length_mean: Option<f64>,
+    /// Its standard deviation, seconds.
+    pub audio_length_stddev: Option<f64>,
+    /// Samples per second.
+    pub audio_sample_rate: Option<u32>,
+    /// Distinct clips made.
+    pub audio_pool: Option<u32>,
     /// Every human turn of a ShareGPT dataset, as conversations.
     pub dataset_multi_turn: Option<bool>,
     /// Multi-turn: mean turns per conversation.
@@ -310,6 +320,8 @@ pub struct WorkloadSection {
     pub sampling: Option<String>,
     /// Tokens per trace block.
     pub trace_block_tokens: Option<u32>,
+    /// A trace with session_ids: `turn` or `context` (what a turn's input_length counts).
+    pub session_input_length: Option<String>,
     /// Stream responses.
     pub streaming: Option<bool>,
     /// Mean input tokens.

@@ -59,6 +59,7 @@ mod sla_flags;
 mod stage_two;
 mod target;
 mod workload;
+mod workload_flags;
 
 pub use commands::{SearchSettings, SweepSettings};
 pub use common::{parse_start_at, CommonSettings, ServerMetricsPlan, MAX_START_AHEAD_S};

@@ -229,6 +229,7 @@ pub(crate) fn synthetic(
     config.prefix = settings.prefix;
     config.conversations = settings.conversations;
     config.images = settings.images;
+    config.audio = settings.audio;
     config.pooling = settings.pooling;
     config.ignore_eos = settings.output_control;
     config.min_tokens = settings.output_control;
@@ -286,10 +287,23 @@ pub async fn prepare(
         Some(d) => {
             let w = DatasetWorkload::load(tokenizer, d.clone())
                 .with_context(|| format!("loading dataset {}", d.path.display()))?;
+            let sessions = w.multi_turn_conversations();
+            if sessions > 0 && settings.levels.open_loop.is_some() {
+                bail!(
+                    "{} holds {sessions} conversations of several turns, which run in a closed loop (concurrency counts conversations, each turn after the previous reply): give a concurrency, not a request rate or a replay",
+                    d.path.display()
+                );
+            }
+            if sessions > 0 && settings.levels.duration.is_some() {
+                bail!(
+                    "{} holds {sessions} conversations of several turns, which run in count-bound levels for now: drop the level duration",
+                    d.path.display()
+                );
+            }
             if replaying {
                 let Some(times) = w.timestamps_ms() else {
                     bail!(
-                            "replay_speedup needs a trace dataset (timestamp, input_length, output_length); {} is not one",
+                            "replay_speedup needs a trace dataset with a timestamp on every record (timestamp, input_length, output_length); {} is not one",
                             d.path.display()
                         );
                 };

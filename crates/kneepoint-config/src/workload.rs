@@ -209,6 +209,13 @@ pub(crate) fn dataset(
             if let Some(b) = args.workload.trace_block_tokens.or(wl.trace_block_tokens) {
                 d.trace_block_tokens = b;
             }
+            let file_session = wl
+                .session_input_length
+                .as_deref()
+                .map(str::parse::<kneepoint_workload::dataset::SessionLength>);
+            if let Some(l) = args.workload.session_input_length.map(Ok).or(file_session) {
+                d.session_length = l.context("[workload] session_input_length")?;
+            }
             d.seed = args.workload.seed.or(wl.seed).unwrap_or(0);
             d.default_output_tokens = osl.mean().round().max(1.0) as u32;
             d.output_control =
@@ -216,4 +223,41 @@ pub(crate) fn dataset(
             Some(d)
         }
     })
+}
+
+/// Audio clips per request, where they can be sent: chat requests of synthetic prompts.
+pub(crate) fn audio(
+    args: &CommonArgs,
+    wl: &WorkloadSection,
+    api: kneepoint_transport::Api,
+    sagemaker: bool,
+) -> Result<Option<kneepoint_workload::AudioClips>> {
+    let a = &args.workload;
+    let count = a.audio_per_request.or(wl.audio_per_request).unwrap_or(0);
+    if count == 0 {
+        return Ok(None);
+    }
+    if api != kneepoint_transport::Api::Chat || sagemaker {
+        bail!(
+            "audio goes in chat requests to an OpenAI-compatible endpoint (--endpoint-type chat)"
+        );
+    }
+    if a.dataset.is_some() || wl.dataset.is_some() {
+        bail!("audio is added to synthetic prompts: drop --dataset or --audio-per-request");
+    }
+    let clips = kneepoint_workload::AudioClips {
+        count,
+        length_s_mean: a.audio_length_mean.or(wl.audio_length_mean).unwrap_or(5.0),
+        length_s_stddev: a
+            .audio_length_stddev
+            .or(wl.audio_length_stddev)
+            .unwrap_or(0.0),
+        sample_rate: a
+            .audio_sample_rate
+            .or(wl.audio_sample_rate)
+            .unwrap_or(16_000),
+        pool: a.audio_pool.or(wl.audio_pool).unwrap_or(16),
+    };
+    clips.validate()?;
+    Ok(Some(clips))
 }

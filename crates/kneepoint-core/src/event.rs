@@ -23,6 +23,53 @@ pub enum ResponseEvent {
         /// The finish reason, when given.
         reason: Option<String>,
     },
+    /// How the response's connection was set up, from transports that know: yielded once,
+    /// before any other event.
+    Connection(ConnectionTimings),
+}
+
+/// The setup of the connection a request went on (k6's and AIPerf's `http_req_*` phases). A
+/// request on a connection an earlier request opened reports `reused` and zeros, as k6 does:
+/// the setup was paid once, by the request that waited for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ConnectionTimings {
+    /// The connection was open already.
+    pub reused: bool,
+    /// Resolving the host name, ns (0 for an IP address).
+    pub dns_ns: u64,
+    /// The TCP connect (to the proxy, through one), ns.
+    pub connect_ns: u64,
+    /// The TLS handshake (with an HTTPS proxy's `CONNECT` exchange before it), ns; 0 for
+    /// plain HTTP.
+    pub tls_ns: u64,
+}
+
+impl ConnectionTimings {
+    /// A connection opened for this request, with its phases.
+    pub fn opened(dns_ns: u64, connect_ns: u64, tls_ns: u64) -> Self {
+        ConnectionTimings {
+            reused: false,
+            dns_ns,
+            connect_ns,
+            tls_ns,
+        }
+    }
+
+    /// A connection an earlier request opened.
+    pub fn reused() -> Self {
+        ConnectionTimings {
+            reused: true,
+            ..ConnectionTimings::default()
+        }
+    }
+
+    /// Setup in all, ns (AIPerf's `http_req_connection_overhead` without the pool wait).
+    pub fn total_ns(&self) -> u64 {
+        self.dns_ns
+            .saturating_add(self.connect_ns)
+            .saturating_add(self.tls_ns)
+    }
 }
 
 /// A token-bearing piece of a response: [`Chunk::content`] or [`Chunk::reasoning`], then

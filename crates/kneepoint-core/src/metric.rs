@@ -10,6 +10,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::percentile::Percentile;
+
 /// A measured quantity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
@@ -44,6 +46,19 @@ pub enum Metric {
     RequestLatencyFromSchedule,
     /// How late a request started against its schedule (open loop), ms.
     ScheduleLag,
+    /// Resolving the host name for a new connection, ms (0 on a reused one).
+    HttpReqDnsLookup,
+    /// The TCP connect of a new connection, ms (0 on a reused one).
+    HttpReqConnecting,
+    /// The TLS handshake of a new connection, ms (0 for plain HTTP or a reused one).
+    HttpReqTlsHandshaking,
+    /// DNS, connect and TLS together, ms.
+    HttpReqConnectionOverhead,
+    /// 1 when the request went on an open connection, 0 when it waited for a new one (the
+    /// mean is the share reused).
+    HttpReqConnectionReused,
+    /// From the request's start to its response headers, less the connection's setup, ms.
+    HttpReqWaiting,
     /// Failed requests over recorded ones, per level.
     ErrorRate,
     /// Successful requests per second, per level.
@@ -62,7 +77,7 @@ pub enum Metric {
 
 impl Metric {
     /// The per-request metrics, summarised over each level's requests, in report order.
-    pub const PER_REQUEST: [Metric; 15] = [
+    pub const PER_REQUEST: [Metric; 21] = [
         Metric::TimeToFirstToken,
         Metric::TimeToFirstOutputToken,
         Metric::TimeToSecondToken,
@@ -78,6 +93,12 @@ impl Metric {
         Metric::TimeToFirstTokenFromSchedule,
         Metric::RequestLatencyFromSchedule,
         Metric::ScheduleLag,
+        Metric::HttpReqDnsLookup,
+        Metric::HttpReqConnecting,
+        Metric::HttpReqTlsHandshaking,
+        Metric::HttpReqConnectionOverhead,
+        Metric::HttpReqConnectionReused,
+        Metric::HttpReqWaiting,
     ];
 
     /// The level-wide metrics: one value per level, read as [`Stat::Avg`].
@@ -107,6 +128,12 @@ impl Metric {
             Metric::TimeToFirstTokenFromSchedule => "time_to_first_token_from_schedule",
             Metric::RequestLatencyFromSchedule => "request_latency_from_schedule",
             Metric::ScheduleLag => "schedule_lag",
+            Metric::HttpReqDnsLookup => "http_req_dns_lookup",
+            Metric::HttpReqConnecting => "http_req_connecting",
+            Metric::HttpReqTlsHandshaking => "http_req_tls_handshaking",
+            Metric::HttpReqConnectionOverhead => "http_req_connection_overhead",
+            Metric::HttpReqConnectionReused => "http_req_connection_reused",
+            Metric::HttpReqWaiting => "http_req_waiting",
             Metric::ErrorRate => "error_rate",
             Metric::RequestThroughput => "request_throughput",
             Metric::OutputTokenThroughput => "output_token_throughput",
@@ -134,6 +161,12 @@ impl Metric {
             Metric::TimeToFirstTokenFromSchedule => "Time To First Token From Intended Start",
             Metric::RequestLatencyFromSchedule => "Request Latency From Intended Start",
             Metric::ScheduleLag => "Schedule Lag",
+            Metric::HttpReqDnsLookup => "HTTP DNS Lookup",
+            Metric::HttpReqConnecting => "HTTP Connecting",
+            Metric::HttpReqTlsHandshaking => "HTTP TLS Handshaking",
+            Metric::HttpReqConnectionOverhead => "HTTP Connection Overhead",
+            Metric::HttpReqConnectionReused => "HTTP Connection Reused",
+            Metric::HttpReqWaiting => "HTTP Waiting",
             Metric::ErrorRate => "Error Rate",
             Metric::RequestThroughput => "Request Throughput",
             Metric::OutputTokenThroughput => "Output Token Throughput",
@@ -159,7 +192,7 @@ impl Metric {
             | Metric::ReasoningTokenCount
             | Metric::OutputTokenCount
             | Metric::InputSequenceLength => "tokens",
-            Metric::ErrorRate | Metric::SloMissRate => "ratio",
+            Metric::ErrorRate | Metric::SloMissRate | Metric::HttpReqConnectionReused => "ratio",
             Metric::RequestThroughput | Metric::Goodput => "requests/sec",
             Metric::OutputTokenThroughput => "tokens/sec",
             Metric::Server(_) => "",
@@ -250,75 +283,6 @@ pub struct UnknownMetric {
     pub got: String,
     /// The closest valid name (within two edits), if any.
     pub closest: Option<&'static str>,
-}
-
-/// A percentile a level reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Percentile {
-    /// 1st.
-    P1,
-    /// 5th.
-    P5,
-    /// 10th.
-    P10,
-    /// 25th.
-    P25,
-    /// 50th (the median).
-    P50,
-    /// 75th.
-    P75,
-    /// 90th.
-    P90,
-    /// 95th.
-    P95,
-    /// 99th.
-    P99,
-}
-
-impl Percentile {
-    /// Every percentile reported, ascending.
-    pub const ALL: [Percentile; 9] = [
-        Percentile::P1,
-        Percentile::P5,
-        Percentile::P10,
-        Percentile::P25,
-        Percentile::P50,
-        Percentile::P75,
-        Percentile::P90,
-        Percentile::P95,
-        Percentile::P99,
-    ];
-
-    /// The quantile, in `0..1` (`0.99` for the 99th).
-    pub const fn fraction(self) -> f64 {
-        match self {
-            Percentile::P1 => 0.01,
-            Percentile::P5 => 0.05,
-            Percentile::P10 => 0.10,
-            Percentile::P25 => 0.25,
-            Percentile::P50 => 0.50,
-            Percentile::P75 => 0.75,
-            Percentile::P90 => 0.90,
-            Percentile::P95 => 0.95,
-            Percentile::P99 => 0.99,
-        }
-    }
-
-    /// Its label in files and SLAs (`p99`).
-    pub const fn label(self) -> &'static str {
-        match self {
-            Percentile::P1 => "p1",
-            Percentile::P5 => "p5",
-            Percentile::P10 => "p10",
-            Percentile::P25 => "p25",
-            Percentile::P50 => "p50",
-            Percentile::P75 => "p75",
-            Percentile::P90 => "p90",
-            Percentile::P95 => "p95",
-            Percentile::P99 => "p99",
-        }
-    }
 }
 
 /// A statistic of a metric over a level.

@@ -128,6 +128,15 @@ pub struct RequestRecord {
     /// Images the request carried (none: `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_count: Option<u32>,
+    /// How the request's connection was set up, when the transport says (`None`: not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<crate::ConnectionTimings>,
+    /// Audio clips the request carried (none: `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_count: Option<u32>,
+    /// Their total length in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio_ms: Option<u64>,
     /// The model the request was sent to, when the transport spreads requests over several
     /// models or endpoints ([`crate::Transport::route`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,6 +197,9 @@ impl RequestRecord {
             reasoning_text: None,
             pooled_items: None,
             image_count: None,
+            connection: None,
+            audio_count: None,
+            audio_ms: None,
             model: None,
             url: None,
             conversation_id: None,

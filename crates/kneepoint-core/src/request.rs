@@ -113,6 +113,21 @@ pub struct Request {
     /// Images sent with the (last) user message, as OpenAI content parts (chat only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Image>,
+    /// Audio clips sent with the (last) user message, as OpenAI `input_audio` content parts
+    /// (chat only), after any images.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audio: Vec<Audio>,
+}
+
+/// An audio clip for a chat request (OpenAI's `input_audio` part).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Audio {
+    /// The container, as the `input_audio.format` field names it (`wav`).
+    pub format: std::sync::Arc<str>,
+    /// Length in milliseconds.
+    pub duration_ms: u32,
+    /// The file's bytes, base64-encoded (`input_audio.data`).
+    pub data: std::sync::Arc<str>,
 }
 
 /// An image for a chat request.
@@ -138,6 +153,12 @@ pub struct Turn {
     /// sent (zero for the first turn).
     #[serde(default, with = "millis")]
     pub delay: std::time::Duration,
+    /// None: the turn's prompt is its new message only, and the runner sends it after the
+    /// conversation so far (earlier turns and the server's replies). Some(n): the prompt
+    /// already holds the whole context, `n` tokens of it repeated from the conversation so far
+    /// (a trace read with its lengths counting the history); it is sent as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_in_prompt: Option<u32>,
 }
 
 /// A duration as (fractional) milliseconds, the unit traces and AIPerf use.
@@ -168,6 +189,7 @@ impl Request {
             extra_body: serde_json::Map::new(),
             turn: None,
             images: Vec::new(),
+            audio: Vec::new(),
         }
     }
 }

@@ -61,6 +61,16 @@ fn metric_values(m: &RequestMetrics, mut f: impl FnMut(&'static str, f64)) {
     for v in &m.inter_chunk_ms {
         f("inter_chunk_latency", *v);
     }
+    if let Some(c) = &m.connection {
+        f("http_req_dns_lookup", c.dns_ms);
+        f("http_req_connecting", c.connecting_ms);
+        f("http_req_tls_handshaking", c.tls_ms);
+        f("http_req_connection_overhead", c.overhead_ms);
+        f("http_req_connection_reused", c.reused);
+        if let Some(w) = c.waiting_ms {
+            f("http_req_waiting", w);
+        }
+    }
 }
 
 /// Every value a measured record contributes, failed ones included (their schedule lag).
@@ -169,13 +179,14 @@ impl<C: Column> Accumulator<C> {
                 self.mismatches += 1;
             }
         }
-        // Single-turn text prompts only: a conversation's history and images add tokens on the
-        // server that vary with the turn and the image, not with the tokenizer.
-        if let (Some(client), Some(server), None, None) = (
+        // Single-turn text prompts only: a conversation's history, images and audio add tokens
+        // on the server that vary with the turn and the media, not with the tokenizer.
+        if let (Some(client), Some(server), None, None, None) = (
             r.input_tokens,
             r.server_input_tokens,
             r.history_tokens,
             r.image_count,
+            r.audio_count,
         ) {
             self.prompts.push(client, server);
         }

@@ -52,7 +52,7 @@ pub use confidence::{
     summary_values, t_critical, Convergence, ConvergenceRule, Criterion, RunAggregate, RunStatistic,
 };
 pub use error::Error;
-pub use request_metrics::RequestMetrics;
+pub use request_metrics::{ConnectionMetrics, RequestMetrics};
 pub use stats::{quantile_sorted, Stats, PERCENTILES};
 pub use stream::{Bracket, StreamColumn};
 pub use summary::{

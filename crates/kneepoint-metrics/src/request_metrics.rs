@@ -39,6 +39,25 @@ pub struct RequestMetrics {
     pub ttft_from_schedule_ms: Option<f64>,
     /// Open loop: request latency counted from the intended start.
     pub request_latency_from_schedule_ms: Option<f64>,
+    /// The connection's setup, when the transport reported it.
+    pub connection: Option<ConnectionMetrics>,
+}
+
+/// A request's connection phases (k6's and AIPerf's `http_req_*`), ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ConnectionMetrics {
+    /// Resolving the host name.
+    pub dns_ms: f64,
+    /// The TCP connect.
+    pub connecting_ms: f64,
+    /// The TLS handshake.
+    pub tls_ms: f64,
+    /// The three together.
+    pub overhead_ms: f64,
+    /// 1 on a connection open already, else 0.
+    pub reused: f64,
+    /// Start to response headers, less the setup; `None` without response headers.
+    pub waiting_ms: Option<f64>,
 }
 
 impl RequestMetrics {
@@ -90,6 +109,16 @@ impl RequestMetrics {
             schedule_lag_ms: lag,
             ttft_from_schedule_ms: lag.zip(ttft).map(|(a, b)| a + b),
             request_latency_from_schedule_ms: lag.zip(latency).map(|(a, b)| a + b),
+            connection: r.connection.map(|c| ConnectionMetrics {
+                dns_ms: c.dns_ns as f64 / NS_PER_MS,
+                connecting_ms: c.connect_ns as f64 / NS_PER_MS,
+                tls_ms: c.tls_ns as f64 / NS_PER_MS,
+                overhead_ms: c.total_ns() as f64 / NS_PER_MS,
+                reused: if c.reused { 1.0 } else { 0.0 },
+                waiting_ms: r.response_ns.map(|t| {
+                    t.saturating_sub(r.start_ns).saturating_sub(c.total_ns()) as f64 / NS_PER_MS
+                }),
+            }),
         }
     }
 }

@@ -20,10 +20,12 @@ pub struct MetricSummary {
 
 /// The per-request metrics summarised, with their AIPerf names and units, in report order
 /// (from [`kneepoint_core::Metric::PER_REQUEST`]).
-pub const RECORD_METRICS: [(&str, &str, &str); 15] = record_metrics();
+pub const RECORD_METRICS: [(&str, &str, &str); N_RECORD] = record_metrics();
 
-const fn record_metrics() -> [(&'static str, &'static str, &'static str); 15] {
-    let mut out = [("", "", ""); 15];
+const N_RECORD: usize = kneepoint_core::Metric::PER_REQUEST.len();
+
+const fn record_metrics() -> [(&'static str, &'static str, &'static str); N_RECORD] {
+    let mut out = [("", "", ""); N_RECORD];
     let mut i = 0;
     while i < out.len() {
         let m = kneepoint_core::Metric::PER_REQUEST[i];

@@ -46,7 +46,7 @@ impl Op {
 
 /// Per-request metrics an SLA can name (their distribution statistics are measured), in the
 /// names of `profile_export_aiperf.json` (from [`Metric::PER_REQUEST`]).
-pub const REQUEST_METRICS: [&str; 15] = names(Metric::PER_REQUEST);
+pub const REQUEST_METRICS: [&str; Metric::PER_REQUEST.len()] = names(Metric::PER_REQUEST);
 
 /// Level-wide metrics an SLA can name: one value per level, read as `avg` (from
 /// [`Metric::PER_LEVEL`]).

@@ -23,6 +23,7 @@ struct Progress {
     reasoning: String,
     chunk_tokens: Option<u32>,
     prompt_usage: Option<u32>,
+    connection: Option<kneepoint_core::ConnectionTimings>,
     completion_usage: Option<u32>,
     reasoning_usage: Option<u32>,
     /// A pooling answer's items (embeddings, ranked documents, scores).
@@ -182,6 +183,7 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
             }
             Ok(ResponseEvent::Finish { reason }) => p.finish = reason.or(p.finish.take()),
             Ok(ResponseEvent::Pooled { items }) => p.pooled = Some(items),
+            Ok(ResponseEvent::Connection(c)) => p.connection = Some(c),
             Ok(_) => {}
             Err(e) => {
                 p.error = Some(e);
@@ -284,6 +286,7 @@ async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
         reasoning: String::new(),
         chunk_tokens: None,
         prompt_usage: None,
+        connection: None,
         completion_usage: None,
         reasoning_usage: None,
         pooled: None,
@@ -417,6 +420,10 @@ pub(crate) async fn run_turn(
     let mut r = RequestRecord::new(request.id, phase);
     r.x_request_id = ctx.transport.request_id(request);
     r.image_count = (!request.images.is_empty()).then_some(request.images.len() as u32);
+    if !request.audio.is_empty() {
+        r.audio_count = Some(request.audio.len() as u32);
+        r.audio_ms = Some(request.audio.iter().map(|a| u64::from(a.duration_ms)).sum());
+    }
     if let Some(route) = ctx.transport.route(request) {
         r.model = Some(route.model);
         r.url = Some(route.url);
@@ -435,6 +442,7 @@ pub(crate) async fn run_turn(
     r.end_ns = ns(end);
     r.input_tokens = request.input_tokens;
     r.server_input_tokens = p.prompt_usage;
+    r.connection = p.connection;
     r.output_tokens = if pooled { None } else { output_tokens };
     r.output_tokens_source = if pooled { None } else { source };
     r.pooled_items = p.pooled;

@@ -2,7 +2,9 @@
 //! conversations, not requests. Each slot carries one conversation at a time, turn after turn:
 //! it waits the user's think time after a reply (keeping its slot), then sends the next turn's
 //! messages after the conversation so far — every earlier turn and the server's actual replies
-//! — so the prompt grows turn by turn and repeats the prefix a server can cache. A turn that
+//! — so the prompt grows turn by turn and repeats the prefix a server can cache. A turn whose
+//! prompt already holds its history (`Turn::history_in_prompt`, a trace whose lengths count
+//! it) is sent as it is, after the same think time. A turn that
 //! fails ends its conversation (its later turns are not sent: the user would not go on from a
 //! failed reply); the others go on.
 
@@ -118,7 +120,8 @@ async fn converse(
             return false;
         }
         let mut request = turn.clone();
-        if !history.is_empty() {
+        let in_prompt = turn.turn.as_ref().and_then(|t| t.history_in_prompt);
+        if in_prompt.is_none() && !history.is_empty() {
             let mut messages = history.clone();
             messages.extend(turn.prompt.messages());
             request.prompt = Prompt::Messages(messages);
@@ -126,7 +129,7 @@ async fn converse(
         }
         let (mut record, answer) = run_turn(ctx, &request, worker).await;
         if turn.turn.is_some() {
-            record.history_tokens = Some(history_tokens);
+            record.history_tokens = Some(in_prompt.unwrap_or(history_tokens));
             record.think_time_ns = (k > 0).then_some(delay.as_nanos() as u64);
         }
         let ok = record.is_ok();
@@ -137,6 +140,10 @@ async fn converse(
         if !ok {
             // the conversation cannot go on from a failed reply
             return true;
+        }
+        if in_prompt.is_some() {
+            // the next turn's prompt holds its own history
+            continue;
         }
         let answer = answer.unwrap_or_default();
         let answer_tokens = u32::try_from(ctx.counter.count(&answer)).unwrap_or(u32::MAX);
@@ -163,6 +170,7 @@ mod tests {
             conversation_id: conv.into(),
             turn_index: k,
             delay: Duration::ZERO,
+            history_in_prompt: None,
         });
         r
     }

@@ -70,6 +70,7 @@ fn conversation(first_id: u64, conv: &str, turns: u32, delay_ms: u64) -> Vec<Req
                 conversation_id: conv.into(),
                 turn_index: k,
                 delay: Duration::from_millis(if k == 0 { 0 } else { delay_ms }),
+                history_in_prompt: None,
             });
             r
         })

@@ -29,6 +29,7 @@ mod fault;
 mod fixed;
 mod generate;
 mod live;
+mod media;
 mod metrics;
 mod modes;
 mod predict;

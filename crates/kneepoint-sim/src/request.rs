@@ -212,7 +212,8 @@ fn message_tokens(m: &Value, counter: &dyn TokenCounter) -> Result<usize, String
         Some(Value::Array(parts)) => parts
             .iter()
             .map(|p| match p.get("type").and_then(Value::as_str) {
-                Some("image_url") => image_tokens(p),
+                Some("image_url") => crate::media::image_tokens(p),
+                Some("input_audio") => crate::media::audio_tokens(p),
                 _ => Ok(p
                     .get("text")
                     .and_then(Value::as_str)
@@ -224,48 +225,14 @@ fn message_tokens(m: &Value, counter: &dyn TokenCounter) -> Result<usize, String
     }
 }
 
-/// Prompt tokens of an image: one per 28 × 28 patch of a PNG `data:` URL (as vision models
-/// that cut images into patches count them), 256 for a URL the simulator does not fetch. An
-/// image that is not a PNG is refused, as servers refuse an image they cannot decode.
-pub(crate) const PATCH: u32 = 28;
-/// The tokens of an image the simulator does not fetch.
-pub(crate) const REMOTE_IMAGE_TOKENS: usize = 256;
-
-fn image_tokens(part: &Value) -> Result<usize, String> {
-    use base64::Engine as _;
-    let url = part
-        .get("image_url")
-        .and_then(|u| u.get("url").or(Some(u)))
-        .and_then(Value::as_str)
-        .ok_or("an `image_url` part needs `image_url.url`")?;
-    let Some(data) = url.strip_prefix("data:") else {
-        return Ok(REMOTE_IMAGE_TOKENS);
-    };
-    let b64 = data
-        .split_once(";base64,")
-        .map(|(_, b)| b)
-        .ok_or("an image data URL must be base64")?;
-    // The PNG signature and IHDR chunk: width and height at bytes 16..24.
-    let head: String = b64.chars().take(32).collect();
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(head)
-        .map_err(|_| "invalid base64 in an image data URL".to_owned())?;
-    if bytes.len() < 24 || &bytes[..8] != b"\x89PNG\r\n\x1a\n" {
-        return Err("the image is not a PNG".into());
-    }
-    let dim = |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
-    let (w, h) = (dim(16), dim(20));
-    Ok((w.div_ceil(PATCH) as usize * h.div_ceil(PATCH) as usize).max(1))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
     use kneepoint_core::ApproxTokenCounter;
 
     #[test]
     fn images_cost_a_token_per_patch() {
-        use base64::Engine as _;
         // a 56 x 30 PNG header: 2 x 2 patches
         let mut png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
         png.extend_from_slice(&56u32.to_be_bytes());
@@ -287,6 +254,48 @@ mod tests {
         ]}]});
         let e = parse_request(Api::Chat, bad.to_string().as_bytes(), &ApproxTokenCounter);
         assert!(e.unwrap_err().contains("not a PNG"));
+    }
+
+    /// A canonical 44-byte header of a mono 16-bit WAV of `ms` at 16 kHz, with its samples.
+    fn wav(ms: u32) -> String {
+        let data = ms * 32;
+        let mut b = b"RIFF".to_vec();
+        b.extend_from_slice(&(36 + data).to_le_bytes());
+        b.extend_from_slice(b"WAVEfmt ");
+        b.extend_from_slice(&16u32.to_le_bytes());
+        b.extend_from_slice(&[1, 0, 1, 0]);
+        b.extend_from_slice(&16_000u32.to_le_bytes());
+        b.extend_from_slice(&32_000u32.to_le_bytes());
+        b.extend_from_slice(&[2, 0, 16, 0]);
+        b.extend_from_slice(b"data");
+        b.extend_from_slice(&data.to_le_bytes());
+        b.resize(44 + data as usize, 7);
+        base64::engine::general_purpose::STANDARD.encode(&b)
+    }
+
+    #[test]
+    fn audio_costs_25_tokens_a_second() {
+        let part = |data: &str, format: &str| serde_json::json!({"type": "input_audio", "input_audio": {"data": data, "format": format}});
+        let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "a b"},
+            part(&wav(2000), "wav"),
+            part(&wav(1010), "wav"),
+        ]}]});
+        let r = parse_request(Api::Chat, body.to_string().as_bytes(), &ApproxTokenCounter).unwrap();
+        // 2 text tokens, 50 for two seconds, 26 for 1.01 s (rounded up)
+        assert_eq!(r.prompt_tokens, 2 + 50 + 26);
+        for (p, says) in [
+            (part(&wav(1000), "mp3"), "WAV audio only"),
+            (part("bm90IGEgd2F2IGZpbGUgYXQgYWxs", "wav"), "not a PCM WAV"),
+            (part("###", "wav"), "invalid base64"),
+            (part(&"é".repeat(3000), "wav"), "invalid base64"),
+            (serde_json::json!({"type": "input_audio"}), "needs"),
+        ] {
+            let body = serde_json::json!({"messages": [{"role": "user", "content": [p]}]});
+            let e = parse_request(Api::Chat, body.to_string().as_bytes(), &ApproxTokenCounter)
+                .unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
     }
 
     #[test]

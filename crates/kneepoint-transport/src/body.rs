@@ -28,9 +28,9 @@ pub fn request_body(config: &OpenAiConfig, request: &Request) -> Value {
     }
     // Borrowed strings and numbers: serialising them into a value cannot fail.
     let mut body = serde_json::to_value(TextBody { config, request }).unwrap_or(Value::Null);
-    if !request.images.is_empty() {
+    if !request.images.is_empty() || !request.audio.is_empty() {
         if let Some(messages) = body.get_mut("messages") {
-            attach_images(messages, &request.images);
+            attach_media(messages, request);
         }
     }
     if let Value::Object(map) = &mut body {
@@ -49,6 +49,7 @@ pub(crate) fn body_bytes(
 ) -> Result<Vec<u8>, serde_json::Error> {
     let plain = !config.api.is_pooling()
         && request.images.is_empty()
+        && request.audio.is_empty()
         && config.extra_body.is_empty()
         && request.extra_body.is_empty();
     if !plain {
@@ -155,8 +156,8 @@ fn pooling_body(api: Api, request: &Request, body: &mut Map<String, Value>) {
 }
 
 /// Turns the last user message's content into OpenAI content parts: its text, then one
-/// `image_url` part per image.
-fn attach_images(messages: &mut Value, images: &[kneepoint_core::Image]) {
+/// `image_url` part per image and one `input_audio` part per audio clip.
+fn attach_media(messages: &mut Value, request: &Request) {
     let Some(list) = messages.as_array_mut() else {
         return;
     };
@@ -166,10 +167,14 @@ fn attach_images(messages: &mut Value, images: &[kneepoint_core::Image]) {
     let text = user["content"].take();
     let mut parts = vec![json!({"type": "text", "text": text})];
     parts.extend(
-        images
+        request
+            .images
             .iter()
             .map(|i| json!({"type": "image_url", "image_url": {"url": &*i.url}})),
     );
+    parts.extend(request.audio.iter().map(
+        |a| json!({"type": "input_audio", "input_audio": {"data": &*a.data, "format": &*a.format}}),
+    ));
     user["content"] = Value::Array(parts);
 }
 
@@ -218,6 +223,35 @@ mod tests {
         assert_eq!(parts.len(), 3);
         assert_eq!(parts[0], json!({"type": "text", "text": "describe"}));
         assert_eq!(parts[2]["image_url"]["url"], "data:image/png;base64,AAAA");
+    }
+
+    #[test]
+    fn audio_follows_the_images_as_input_audio_parts() {
+        let c = OpenAiConfig::new("http://x", "m1");
+        let mut r = Request::text(3, "transcribe");
+        r.images = vec![kneepoint_core::Image {
+            width: 2,
+            height: 2,
+            url: "data:image/png;base64,AAAA".into(),
+        }];
+        r.audio = vec![kneepoint_core::Audio {
+            format: "wav".into(),
+            duration_ms: 1000,
+            data: "UklGRg==".into(),
+        }];
+        let b = request_body(&c, &r);
+        let parts = b["messages"][0]["content"].as_array().unwrap();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[1]["type"], "image_url");
+        assert_eq!(
+            parts[2],
+            json!({"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}})
+        );
+        // the fast path is not taken with audio alone
+        r.images.clear();
+        let bytes = body_bytes(&c, &r).unwrap();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["messages"][0]["content"][1]["type"], "input_audio");
     }
 
     #[test]

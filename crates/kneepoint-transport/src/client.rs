@@ -7,16 +7,17 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::conn_setup::{TimedResolver, TimingConnector};
 use crate::connect::{client_config, ConnectOptions};
-use crate::connector::StampingConnector;
+use crate::connector::{HttpConnector, StampingConnector};
 use crate::Error;
 
 /// The client type.
-pub(crate) type HttpClient = Client<HttpsConnector<StampingConnector>, Full<Bytes>>;
+pub(crate) type HttpClient =
+    Client<TimingConnector<HttpsConnector<StampingConnector>>, Full<Bytes>>;
 
 /// How long an idle connection stays in the pool. Below the keep-alive timeout of uvicorn
 /// (5 s by default), which serves vLLM, SGLang and most Python servers: a connection idle
@@ -38,7 +39,7 @@ pub(crate) fn https_client(
     options: &ConnectOptions,
     endpoint: Option<&http::Uri>,
 ) -> Result<HttpClient, Error> {
-    let mut http = HttpConnector::new();
+    let mut http = HttpConnector::new_with_resolver(TimedResolver::new());
     http.enforce_http(false);
     http.set_nodelay(true);
     http.set_connect_timeout(connect_timeout);
@@ -59,7 +60,7 @@ pub(crate) fn https_client(
     Ok(Client::builder(TokioExecutor::new())
         .pool_idle_timeout(POOL_IDLE)
         .pool_max_idle_per_host(if pooled { usize::MAX } else { 0 })
-        .build(connector))
+        .build(TimingConnector(connector)))
 }
 
 /// Classifies a failure of the client: a connect failure, or a connection lost afterwards.

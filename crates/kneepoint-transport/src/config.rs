@@ -157,7 +157,8 @@ pub struct OpenAiConfig {
     pub max_body_bytes: usize,
     /// Send the workload's prompt token count as `x-kneepoint-input-tokens` (for kneepoint's
     /// own simulator, which then need not tokenize every prompt on a CPU it shares with the
-    /// client). Off by default.
+    /// client). Never for a request with images or audio, whose tokens the server counts. Off
+    /// by default.
     pub send_input_token_hint: bool,
     /// Which header names each request (`x-request-id` with a UUID by default).
     pub request_id: RequestIdHeader,

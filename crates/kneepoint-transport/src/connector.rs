@@ -1,6 +1,7 @@
 //! The TCP connector under the pooled client: hyper-util's `HttpConnector` (DNS, connect
 //! timeout, `TCP_NODELAY`) whose streams are wrapped in [`StampedTcpStream`], so that every
-//! response carries its connection's [`crate::ReceiveClock`] as an extension.
+//! response carries its connection's [`crate::ReceiveClock`] as an extension, and its setup
+//! times ([`crate::conn_setup`]).
 //!
 //! Proxies: where a [`Matcher`] (from `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`/`NO_PROXY`, or
 //! one proxy URL) intercepts a destination, an https destination is reached through an HTTP
@@ -19,12 +20,16 @@ use std::task::{Context, Poll};
 use http::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::proxy::Tunnel;
-use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioIo;
 use tower_service::Service;
 
+use crate::conn_setup::{Setup, SetupHandle, TimedResolver};
 use crate::stamped_tcp::StampedTcpStream;
+
+/// hyper-util's connector with the timed resolver.
+pub(crate) type HttpConnector = hyper_util::client::legacy::connect::HttpConnector<TimedResolver>;
 
 /// Connects like [`HttpConnector`] (through a proxy where one applies) and stamps the
 /// connection's reads.
@@ -85,6 +90,8 @@ impl StampingConnector {
 pub(crate) struct Conn {
     io: TokioIo<StampedTcpStream>,
     via_http_proxy: bool,
+    /// How it was set up, when a [`crate::conn_setup::TimingConnector`] made it.
+    setup: Option<Arc<Setup>>,
 }
 
 /// Straight to the destination.
@@ -103,10 +110,18 @@ impl Service<Uri> for Direct {
     fn call(&mut self, uri: Uri) -> Self::Future {
         let connecting = self.0.call(uri);
         Box::pin(async move {
+            let setup = Setup::current();
+            let t0 = std::time::Instant::now();
             let tcp = connecting.await?.into_inner();
+            if let Some(s) = &setup {
+                s.resolved_and_connected(
+                    u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX),
+                );
+            }
             Ok(Conn {
                 io: TokioIo::new(StampedTcpStream::new(tcp)),
                 via_http_proxy: false,
+                setup,
             })
         })
     }
@@ -205,7 +220,11 @@ impl Write for Conn {
 
 impl Connection for Conn {
     fn connected(&self) -> Connected {
-        self.io.connected().proxy(self.via_http_proxy)
+        let c = self.io.connected().proxy(self.via_http_proxy);
+        match &self.setup {
+            Some(s) => c.extra(SetupHandle(s.clone())),
+            None => c,
+        }
     }
 }
 

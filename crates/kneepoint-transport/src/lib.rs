@@ -29,6 +29,7 @@ mod body;
 mod chunk_shape;
 mod client;
 mod config;
+mod conn_setup;
 mod connect;
 mod connector;
 mod error;

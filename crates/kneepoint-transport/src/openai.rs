@@ -10,7 +10,7 @@ use crate::body::{body_bytes, request_body};
 use crate::client::{explaining_headers, https_client, send_error, HttpClient};
 use crate::config::OpenAiConfig;
 use crate::parse::parse_body;
-use crate::receive_clock::{clock_of, ReceiveClock, StampChunks};
+use crate::receive_clock::{stamps_of, StampChunks};
 use crate::request_id::RequestIds;
 use crate::sse::excerpt;
 use crate::stream::SseStream;
@@ -165,7 +165,11 @@ impl OpenAiTransport {
                     h.insert(name.clone(), v);
                 }
             }
-            if self.config.send_input_token_hint {
+            // The hint counts text only: a request with media lets the server count it all.
+            if self.config.send_input_token_hint
+                && request.images.is_empty()
+                && request.audio.is_empty()
+            {
                 if let Some(n) = request.input_tokens {
                     h.insert(
                         HeaderName::from_static("x-kneepoint-input-tokens"),
@@ -286,6 +290,7 @@ impl OpenAiTransport {
     /// Sends `request`; errors may still hold what the server echoed.
     async fn send_unredacted(&self, request: &Request) -> Result<EventStream, RequestError> {
         let req = self.http_request(request)?;
+        let sent = std::time::Instant::now();
         let resp = self.roundtrip(req).await?;
         let status = resp.status();
         if !status.is_success() {
@@ -310,23 +315,24 @@ impl OpenAiTransport {
                 .is_none_or(|v| v.starts_with("text/event-stream"));
             if !is_sse {
                 // Some servers answer a streaming request with one JSON body; accept it.
-                return whole_body(resp, self.config.max_body_bytes).await;
+                return whole_body(resp, sent, self.config.max_body_bytes).await;
             }
-            let clock = clock_of(&resp);
+            let clock = stamps_of(&resp, sent);
             return Ok(Box::pin(StampChunks::new(
                 SseStream::new(resp.into_body(), self.config.max_line_bytes),
                 clock,
             )));
         }
-        whole_body(resp, self.config.max_body_bytes).await
+        whole_body(resp, sent, self.config.max_body_bytes).await
     }
 }
 
 async fn whole_body(
     resp: http::Response<hyper::body::Incoming>,
+    sent: std::time::Instant,
     limit: usize,
 ) -> Result<EventStream, RequestError> {
-    let clock: Option<ReceiveClock> = clock_of(&resp);
+    let clock = stamps_of(&resp, sent);
     let bytes = read_limited(resp.into_body(), limit).await?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| RequestError::malformed(format!("invalid UTF-8 body: {}", excerpt(&bytes))))?;

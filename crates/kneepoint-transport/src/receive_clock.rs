@@ -57,21 +57,39 @@ impl ReceiveClock {
 }
 
 /// The clock of the connection that carried `response` (set by the client's connector).
-pub(crate) fn clock_of<B>(response: &http::Response<B>) -> Option<ReceiveClock> {
-    response.extensions().get::<ReceiveClock>().cloned()
+pub(crate) fn stamps_of<B>(response: &http::Response<B>, sent: Instant) -> Stamps {
+    Stamps {
+        clock: response.extensions().get::<ReceiveClock>().cloned(),
+        connection: response
+            .extensions()
+            .get::<crate::conn_setup::SetupHandle>()
+            .map(|h| h.claim(sent)),
+    }
+}
+
+/// What a response's connection tells: its receive clock and how it was set up.
+#[derive(Default)]
+pub(crate) struct Stamps {
+    clock: Option<ReceiveClock>,
+    connection: Option<kneepoint_core::ConnectionTimings>,
 }
 
 /// Sets each chunk's `received` time from the connection's clock as the inner stream yields it
-/// (a chunk that already has one keeps it).
+/// (a chunk that already has one keeps it), after yielding the connection's setup, when known.
 pub(crate) struct StampChunks<S> {
     inner: S,
     clock: Option<ReceiveClock>,
+    connection: Option<kneepoint_core::ConnectionTimings>,
 }
 
 impl<S> StampChunks<S> {
-    /// Stamps `inner`'s chunks with `clock`; without a clock the chunks pass unchanged.
-    pub(crate) fn new(inner: S, clock: Option<ReceiveClock>) -> Self {
-        StampChunks { inner, clock }
+    /// Stamps `inner`'s chunks with the clock; without one the chunks pass unchanged.
+    pub(crate) fn new(inner: S, stamps: Stamps) -> Self {
+        StampChunks {
+            inner,
+            clock: stamps.clock,
+            connection: stamps.connection,
+        }
     }
 }
 
@@ -83,6 +101,9 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
+        if let Some(c) = this.connection.take() {
+            return Poll::Ready(Some(Ok(ResponseEvent::Connection(c))));
+        }
         let item = std::task::ready!(Pin::new(&mut this.inner).poll_next(cx));
         Poll::Ready(match item {
             Some(Ok(ResponseEvent::Chunk(mut c))) => {

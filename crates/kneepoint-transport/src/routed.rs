@@ -223,6 +223,7 @@ mod tests {
                     conversation_id: format!("conversation_{c}"),
                     turn_index: k,
                     delay: std::time::Duration::ZERO,
+                    history_in_prompt: None,
                 });
                 r
             };

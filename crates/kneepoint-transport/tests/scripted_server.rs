@@ -339,7 +339,12 @@ async fn non_streaming_completions() {
         .collect()
         .await;
     assert_eq!(texts(&ev), " hello world");
-    assert_eq!(ev.len(), 3);
+    // the connection's setup first (a new connection), then text, usage and finish
+    assert_eq!(ev.len(), 4);
+    match &ev[0] {
+        Ok(ResponseEvent::Connection(c)) => assert!(!c.reused && c.connect_ns > 0, "{c:?}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -6,6 +6,12 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// The audio clips asked for cannot be made.
+    #[error("invalid audio: {reason}")]
+    InvalidAudio {
+        /// Why.
+        reason: String,
+    },
     /// The images asked for cannot be made.
     #[error("invalid images: {reason}")]
     InvalidImages {

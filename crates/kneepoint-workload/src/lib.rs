@@ -6,6 +6,8 @@
 //!   re-encoded the way they are sent (no special tokens) and adjusted until exact.
 //! - Input/output lengths from fixed values, truncated normals or weighted mixtures
 //!   ([`Lengths`]), optional shared prefixes ([`SharedPrefix`]), deterministic under a seed.
+//! - Images ([`Images`], PNG) and audio clips ([`AudioClips`], WAV) made locally for chat
+//!   models that take them.
 //! - Datasets ([`DatasetWorkload`]): single-turn JSONL, ShareGPT, and traces whose `hash_ids`
 //!   become shared blocks of text.
 //!
@@ -21,6 +23,7 @@
 //! assert_ne!(reqs[0].prompt, reqs[1].prompt);
 //! ```
 
+mod audio;
 mod corpus;
 pub mod dataset;
 mod dist;
@@ -30,6 +33,7 @@ mod prompt;
 mod synthetic;
 pub mod tokenizer;
 
+pub use audio::{AudioClips, MAX_CLIP_SECONDS};
 pub use corpus::corpus;
 pub use dataset::{DatasetConfig, DatasetFormat, DatasetWorkload, Sampling};
 pub use dist::{LengthDist, Lengths, MixEntry};

@@ -125,6 +125,9 @@ pub struct SyntheticConfig {
     /// Images attached to each request's user message (chat only; none by default).
     #[serde(default)]
     pub images: Option<crate::Images>,
+    /// Audio clips attached to each request's user message (chat only; none by default).
+    #[serde(default)]
+    pub audio: Option<crate::AudioClips>,
     /// Requests for an embeddings, rerank or score endpoint (none: generation).
     #[serde(default)]
     pub pooling: Option<Pooling>,
@@ -141,6 +144,7 @@ impl SyntheticConfig {
             min_tokens: true,
             conversations: None,
             images: None,
+            audio: None,
             pooling: None,
         }
     }
@@ -158,6 +162,9 @@ pub struct SyntheticWorkload {
     /// Draws images apart from the prompts, so that a workload with images sends the same
     /// prompts as one without.
     image_rng: StdRng,
+    audio: Vec<kneepoint_core::Audio>,
+    /// Draws audio clips apart from the prompts and the images.
+    audio_rng: StdRng,
 }
 
 impl std::fmt::Debug for SyntheticWorkload {
@@ -197,6 +204,14 @@ impl SyntheticWorkload {
             }
             None => Vec::new(),
         };
+        let audio_rng = StdRng::seed_from_u64(config.seed ^ 0x6175_6469_6f20_7069);
+        let audio = match &config.audio {
+            Some(a) => {
+                a.validate()?;
+                a.pool(config.seed)?
+            }
+            None => Vec::new(),
+        };
         let mut builder = PromptBuilder::new(tokenizer)?;
         let mut prefixes = Vec::new();
         if let Some(p) = config.prefix {
@@ -219,6 +234,8 @@ impl SyntheticWorkload {
             next_conversation: 0,
             images,
             image_rng,
+            audio,
+            audio_rng,
         })
     }
 
@@ -331,6 +348,12 @@ impl SyntheticWorkload {
                 r.images.push(self.images[k].clone());
             }
         }
+        if let Some(a) = self.config.audio {
+            for _ in 0..a.count {
+                let k = self.audio_rng.random_range(0..self.audio.len());
+                r.audio.push(self.audio[k].clone());
+            }
+        }
         Ok(r)
     }
 
@@ -352,6 +375,7 @@ impl SyntheticWorkload {
                     conversation_id: id.clone(),
                     turn_index: k,
                     delay,
+                    history_in_prompt: None,
                 });
                 Ok(r)
             })

@@ -125,6 +125,20 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
     let text = |k: &str| md.get(k).and_then(Value::as_str).map(str::to_owned);
     r.model = text("model_name");
     r.image_count = u32_of(md.get("image_count"));
+    r.audio_count = u32_of(md.get("audio_count"));
+    r.audio_ms = md.get("audio_ms").and_then(Value::as_u64);
+    r.connection = metric(v, "http_req_connection_reused").map(|reused| {
+        if reused >= 0.5 {
+            kneepoint_core::ConnectionTimings::reused()
+        } else {
+            let phase = |k: &str| metric(v, k).map_or(0, ms_to_ns);
+            kneepoint_core::ConnectionTimings::opened(
+                phase("http_req_dns_lookup"),
+                phase("http_req_connecting"),
+                phase("http_req_tls_handshaking"),
+            )
+        }
+    });
     r.pooled_items = u32_of(md.get("pooled_items"));
     r.url = text("endpoint_url");
     r.usage_reasoning_tokens = u32_of(md.get("usage_reasoning_tokens"));
@@ -255,9 +269,17 @@ pub(crate) mod tests {
                 built.model = Some("adapter-1".into());
                 built.url = Some("http://127.0.0.1:8000".into());
                 built.image_count = Some(2);
+                built.audio_count = Some(1);
+                built.connection = Some(kneepoint_core::ConnectionTimings::opened(
+                    1_234_567, 89_012, 3_456_789,
+                ));
+                built.audio_ms = Some(2_500);
             }
             if id == 4 {
                 built.pooled_items = Some(4);
+            }
+            if id == 1 {
+                built.connection = Some(kneepoint_core::ConnectionTimings::reused());
             }
             built
         }
@@ -319,6 +341,8 @@ pub(crate) mod tests {
                 (y.image_count, y.pooled_items),
                 (x.image_count, x.pooled_items)
             );
+            assert_eq!((y.audio_count, y.audio_ms), (x.audio_count, x.audio_ms));
+            assert_eq!(y.connection, x.connection);
         }
     }
 

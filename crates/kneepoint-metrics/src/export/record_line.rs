@@ -27,6 +27,10 @@ struct Metadata<'a> {
     x_request_id: Cow<'a, str>,
     conversation_id: &'a Option<String>,
     image_count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audio_count: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audio_ms: Option<u64>,
     pooled_items: Option<u32>,
     model_name: &'a Option<String>,
     endpoint_url: &'a Option<String>,
@@ -97,6 +101,18 @@ struct Metrics {
     inter_chunk_latency: Option<Metric<Vec<f64>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error_isl: Option<Metric<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_req_dns_lookup: Option<Metric<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_req_connecting: Option<Metric<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_req_tls_handshaking: Option<Metric<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_req_connection_overhead: Option<Metric<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_req_connection_reused: Option<Metric<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_req_waiting: Option<Metric<f64>>,
 }
 
 impl Metrics {
@@ -117,6 +133,12 @@ impl Metrics {
                 value: m.inter_chunk_ms,
                 unit: "ms",
             }),
+            http_req_dns_lookup: metric(m.connection.map(|c| c.dns_ms), "ms"),
+            http_req_connecting: metric(m.connection.map(|c| c.connecting_ms), "ms"),
+            http_req_tls_handshaking: metric(m.connection.map(|c| c.tls_ms), "ms"),
+            http_req_connection_overhead: metric(m.connection.map(|c| c.overhead_ms), "ms"),
+            http_req_connection_reused: metric(m.connection.map(|c| c.reused), "ratio"),
+            http_req_waiting: metric(m.connection.and_then(|c| c.waiting_ms), "ms"),
             ..Metrics::default()
         }
     }
@@ -157,6 +179,8 @@ impl<'a> RecordLine<'a> {
                 },
                 conversation_id: &r.conversation_id,
                 image_count: r.image_count,
+                audio_count: r.audio_count,
+                audio_ms: r.audio_ms,
                 pooled_items: r.pooled_items,
                 model_name: &r.model,
                 endpoint_url: &r.url,

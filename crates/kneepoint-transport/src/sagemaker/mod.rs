@@ -49,7 +49,7 @@ pub use errors::status_error;
 
 use crate::client::{https_client, send_error, HttpClient};
 use crate::openai::{read_limited, ERROR_EXCERPT_BYTES};
-use crate::receive_clock::{clock_of, StampChunks};
+use crate::receive_clock::{stamps_of, StampChunks};
 use crate::request_id::RequestIds;
 use crate::sse::excerpt;
 use crate::Error;
@@ -248,6 +248,7 @@ impl SageMakerTransport {
 impl Transport for SageMakerTransport {
     async fn send(&self, request: &Request) -> Result<EventStream, RequestError> {
         let req = self.http_request(request).await?;
+        let sent = std::time::Instant::now();
         let resp = self
             .client
             .request(req)
@@ -271,7 +272,7 @@ impl Transport for SageMakerTransport {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_owned();
-        let clock = clock_of(&resp);
+        let clock = stamps_of(&resp, sent);
         if self.config.streaming {
             if !content_type.starts_with("application/vnd.amazon.eventstream") {
                 return Err(RequestError::malformed(format!(

@@ -92,7 +92,9 @@ pub fn parse_burstgpt(path: &Path, text: &str) -> Result<Vec<TraceEntry>, Error>
             continue;
         }
         out.push(TraceEntry {
-            timestamp: (seconds * 1000.0).round() as u64,
+            timestamp: Some((seconds * 1000.0).round() as u64),
+            session_id: None,
+            delay: None,
             input_length: input,
             output_length: output,
             hash_ids: Vec::new(),
@@ -116,11 +118,19 @@ mod tests {
         let e = parse_burstgpt(Path::new("b.csv"), csv).unwrap();
         assert_eq!(e.len(), 2);
         assert_eq!(
-            (e[0].timestamp, e[0].input_length, e[0].output_length),
+            (
+                e[0].timestamp.unwrap(),
+                e[0].input_length,
+                e[0].output_length
+            ),
             (5000, 472, 18)
         );
         assert_eq!(
-            (e[1].timestamp, e[1].input_length, e[1].output_length),
+            (
+                e[1].timestamp.unwrap(),
+                e[1].input_length,
+                e[1].output_length
+            ),
             (118_000, 417, 218)
         );
         assert!(e.iter().all(|e| e.hash_ids.is_empty()));

@@ -3,6 +3,7 @@
 
 mod burstgpt;
 mod parse;
+mod sessions;
 mod trace;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 pub use burstgpt::parse_burstgpt;
 pub use parse::{parse_jsonl, parse_sharegpt, parse_trace, DatasetEntry, TraceEntry};
+pub use sessions::SessionLength;
 
 use crate::prompt::PromptBuilder;
 use crate::tokenizer::Tokenizer;
@@ -29,8 +31,9 @@ pub enum DatasetFormat {
     Jsonl,
     /// A JSON array of `{"conversations": [{"from": "human"|"gpt"|"system", "value"}]}`.
     ShareGpt,
-    /// One JSON object per line: `timestamp` (ms), `input_length`, `output_length`, optional
-    /// `hash_ids` (blocks shared by every request that lists the same id).
+    /// One JSON object per line (Mooncake's trace): `input_length`, `output_length`, optional
+    /// `timestamp` (ms), `hash_ids` (blocks shared by every request that lists the same id),
+    /// `session_id` and `delay` (turns of a conversation and the think time before each).
     Trace,
     /// BurstGPT's CSV (`Timestamp` in seconds, `Model`, `Request tokens`, `Response tokens`,
     /// `Total tokens`, `Log Type`): read as a trace without shared blocks; rows the original
@@ -152,6 +155,9 @@ pub struct DatasetConfig {
     /// first human turn of each conversation only.
     #[serde(default)]
     pub conversations: Option<crate::Conversations>,
+    /// A trace with `session_id`s: what a turn's `input_length` counts.
+    #[serde(default)]
+    pub session_length: SessionLength,
 }
 
 impl DatasetConfig {
@@ -166,6 +172,7 @@ impl DatasetConfig {
             trace_block_tokens: 512,
             output_control: true,
             conversations: None,
+            session_length: SessionLength::Turn,
         }
     }
 }
@@ -181,6 +188,11 @@ struct Prepared {
     timestamp_ms: Option<u64>,
     /// A turn of a conversation: the conversation's position in the file.
     conversation: Option<usize>,
+    /// A trace session's think time before this turn, ms.
+    delay_ms: Option<u64>,
+    /// A trace session read with lengths counting the history: the tokens this turn's prompt
+    /// repeats from the turn before it.
+    history_in_prompt: Option<u32>,
 }
 
 /// Requests drawn from a dataset.
@@ -255,35 +267,51 @@ impl DatasetWorkload {
                             extra: e.extra,
                             timestamp_ms: None,
                             conversation: e.turn.map(|(c, _)| c),
+                            delay_ms: None,
+                            history_in_prompt: None,
                         })
                     })
                     .collect::<Result<_, Error>>()?
-            }
-            DatasetFormat::Trace | DatasetFormat::BurstGpt if config.conversations.is_some() => {
-                return Err(Error::Dataset {
-                    path: config.path.clone(),
-                    line: None,
-                    reason: "multi-turn conversations are read from ShareGPT files (every human turn); traces are single requests".into(),
-                })
             }
             DatasetFormat::Trace | DatasetFormat::BurstGpt => {
                 let raw = match format {
                     DatasetFormat::BurstGpt => parse_burstgpt(&config.path, &text)?,
                     _ => parse_trace(&config.path, &text)?,
                 };
+                let grouped = sessions::group(raw);
+                if config.conversations.is_some() && grouped.sessions() == 0 {
+                    return Err(Error::Dataset {
+                        path: config.path.clone(),
+                        line: None,
+                        reason: "this trace has no session_id: its records are single requests (conversations come from a trace's sessions or a ShareGPT file's turns)".into(),
+                    });
+                }
+                let previous = (config.session_length == SessionLength::Context)
+                    .then_some(grouped.previous.as_slice());
                 let mut builder = PromptBuilder::new(tokenizer.clone())?;
-                trace::prompts(&mut builder, &raw, config.trace_block_tokens, config.seed)?
-                    .into_iter()
-                    .zip(raw)
-                    .map(|(text, e)| Prepared {
-                        prompt: Prompt::Text(text),
-                        input_tokens: e.input_length,
-                        output_tokens: Some(e.output_length),
-                        extra: serde_json::Map::new(),
-                        timestamp_ms: Some(e.timestamp),
-                        conversation: None,
-                    })
-                    .collect()
+                let seed = config.seed;
+                trace::prompts(
+                    &mut builder,
+                    &grouped.entries,
+                    config.trace_block_tokens,
+                    seed,
+                    previous,
+                )?
+                .into_iter()
+                .zip(grouped.entries)
+                .zip(grouped.conversation.iter().copied())
+                .map(|(((text, shared), e), conversation)| Prepared {
+                    prompt: Prompt::Text(text),
+                    input_tokens: e.input_length,
+                    output_tokens: Some(e.output_length),
+                    extra: serde_json::Map::new(),
+                    timestamp_ms: e.timestamp,
+                    conversation,
+                    delay_ms: e.delay,
+                    history_in_prompt: (conversation.is_some() && previous.is_some())
+                        .then_some(shared),
+                })
+                .collect()
             }
         };
         if entries.is_empty() {
@@ -334,10 +362,17 @@ impl DatasetWorkload {
         self.entries.is_empty()
     }
 
-    /// A trace's send times in record order, ms from its start (`None` for other formats).
-    /// Replaying them needs sequential sampling, so requests come in the same order.
+    /// A trace's send times in record order, ms from its start (`None` for other formats and
+    /// for a trace some of whose records have no `timestamp`). Replaying them needs sequential
+    /// sampling, so requests come in the same order.
     pub fn timestamps_ms(&self) -> Option<Vec<u64>> {
         self.entries.iter().map(|e| e.timestamp_ms).collect()
+    }
+
+    /// Conversations of more than one turn (ShareGPT turns or a trace's sessions): such a
+    /// dataset runs in a closed loop, concurrency counting conversations.
+    pub fn multi_turn_conversations(&self) -> usize {
+        self.groups.iter().filter(|g| g.len() > 1).count()
     }
 
     /// The format read.
@@ -390,15 +425,19 @@ impl Workload for DatasetWorkload {
                     r.min_output_tokens = e.output_tokens;
                 }
                 r.extra_body = e.extra;
-                if let (Some(_), Some(c)) = (e.conversation, self.config.conversations) {
+                if e.conversation.is_some() {
+                    // a trace's own delay, else the configured think times, else none
+                    let delay = match (k, e.delay_ms, self.config.conversations) {
+                        (0, _, _) => std::time::Duration::ZERO,
+                        (_, Some(ms), _) => std::time::Duration::from_millis(ms),
+                        (_, None, Some(c)) => c.delay(&mut self.rng),
+                        (_, None, None) => std::time::Duration::ZERO,
+                    };
                     r.turn = Some(kneepoint_core::Turn {
                         conversation_id: id.clone(),
                         turn_index: k as u32,
-                        delay: if k == 0 {
-                            std::time::Duration::ZERO
-                        } else {
-                            c.delay(&mut self.rng)
-                        },
+                        delay,
+                        history_in_prompt: e.history_in_prompt,
                     });
                 }
                 out.push(r);

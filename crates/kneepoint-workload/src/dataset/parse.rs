@@ -27,8 +27,17 @@ pub struct DatasetEntry {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TraceEntry {
-    /// When the request was sent, ms from the trace start.
-    pub timestamp: u64,
+    /// When the request was sent, ms from the trace start (needed to replay the trace's
+    /// arrival times; a session's later turns have a `delay` instead).
+    #[serde(default)]
+    pub timestamp: Option<u64>,
+    /// The session (conversation) the record is a turn of: records sharing an id are its
+    /// turns, in file order. A string or a number.
+    #[serde(default, deserialize_with = "session_id")]
+    pub session_id: Option<String>,
+    /// A session's think time before this turn: ms after the previous turn's reply ended.
+    #[serde(default)]
+    pub delay: Option<u64>,
     /// Input tokens.
     pub input_length: u32,
     /// Output tokens.
@@ -36,6 +45,20 @@ pub struct TraceEntry {
     /// Ids of the prompt's blocks; equal ids are equal content.
     #[serde(default)]
     pub hash_ids: Vec<u64>,
+}
+
+/// A session id written as a string or a number.
+fn session_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(other) => {
+            return Err(serde::de::Error::custom(format!(
+                "session_id must be a string or a number, not {other}"
+            )))
+        }
+    })
 }
 
 fn err(path: &Path, line: Option<usize>, reason: impl Into<String>) -> Error {
@@ -181,7 +204,8 @@ pub fn parse_sharegpt_turns(
     Ok(out)
 }
 
-/// Trace JSONL (`timestamp`, `input_length`, `output_length`, optional `hash_ids`).
+/// Trace JSONL (Mooncake's form, as AIPerf reads it): `input_length`, `output_length`, and
+/// optional `timestamp`, `hash_ids`, `session_id` and `delay`.
 pub fn parse_trace(path: &Path, text: &str) -> Result<Vec<TraceEntry>, Error> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -195,6 +219,13 @@ pub fn parse_trace(path: &Path, text: &str) -> Result<Vec<TraceEntry>, Error> {
                 path,
                 Some(i + 1),
                 "input_length and output_length must be at least 1",
+            ));
+        }
+        if e.delay.is_some() && e.session_id.is_none() {
+            return Err(err(
+                path,
+                Some(i + 1),
+                "`delay` is a session's think time between turns: give the record a `session_id` (or a `timestamp` to replay)",
             ));
         }
         out.push(e);
