@@ -28,7 +28,8 @@ pub enum ResponseEvent {
     Connection(ConnectionTimings),
 }
 
-/// The setup of the connection a request went on (k6's and AIPerf's `http_req_*` phases). A
+/// The setup of the connection a request went on, and the wait for the response headers (k6's
+/// and AIPerf's `http_req_*` phases). A
 /// request on a connection an earlier request opened reports `reused` and zeros, as k6 does:
 /// the setup was paid once, by the request that waited for it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +44,10 @@ pub struct ConnectionTimings {
     /// The TLS handshake (with an HTTPS proxy's `CONNECT` exchange before it), ns; 0 for
     /// plain HTTP.
     pub tls_ns: u64,
+    /// From handing the request to the HTTP client to its response headers, less the setup
+    /// above, ns: the server's time to answer (k6's `http_req_waiting`), for the attempt
+    /// that answered.
+    pub waiting_ns: u64,
 }
 
 impl ConnectionTimings {
@@ -53,7 +58,14 @@ impl ConnectionTimings {
             dns_ns,
             connect_ns,
             tls_ns,
+            waiting_ns: 0,
         }
+    }
+
+    /// Says how long the server took to answer headers (builder style).
+    pub fn with_waiting(mut self, waiting_ns: u64) -> Self {
+        self.waiting_ns = waiting_ns;
+        self
     }
 
     /// A connection an earlier request opened.

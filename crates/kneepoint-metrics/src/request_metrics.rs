@@ -56,7 +56,7 @@ pub struct ConnectionMetrics {
     pub overhead_ms: f64,
     /// 1 on a connection open already, else 0.
     pub reused: f64,
-    /// Start to response headers, less the setup; `None` without response headers.
+    /// From handing the request to the HTTP client to its response headers, less the setup.
     pub waiting_ms: Option<f64>,
 }
 
@@ -115,9 +115,7 @@ impl RequestMetrics {
                 tls_ms: c.tls_ns as f64 / NS_PER_MS,
                 overhead_ms: c.total_ns() as f64 / NS_PER_MS,
                 reused: if c.reused { 1.0 } else { 0.0 },
-                waiting_ms: r.response_ns.map(|t| {
-                    t.saturating_sub(r.start_ns).saturating_sub(c.total_ns()) as f64 / NS_PER_MS
-                }),
+                waiting_ms: Some(c.waiting_ns as f64 / NS_PER_MS),
             }),
         }
     }

@@ -69,13 +69,15 @@ pub(crate) fn audio_tokens(part: &Value) -> Result<usize, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(head)
         .map_err(|_| "invalid base64 in `input_audio.data`".to_owned())?;
-    let ms = wav_duration_ms(&bytes).ok_or("the audio is not a PCM WAV file")?;
+    // the bytes the body holds: a header's data size beyond them is not believed
+    let sent = (data.len() / 4 * 3) as u64;
+    let ms = wav_duration_ms(&bytes, sent).ok_or("the audio is not a PCM WAV file")?;
     Ok((ms * AUDIO_TOKENS_PER_SECOND).div_ceil(1000).max(1) as usize)
 }
 
-/// A WAV's length in ms from its header: the `data` chunk's size over the `fmt ` chunk's
-/// bytes per second.
-fn wav_duration_ms(b: &[u8]) -> Option<u64> {
+/// A PCM WAV's length in ms from its header: the `data` chunk's size (at most what follows it
+/// of the `sent` bytes) over the `fmt ` chunk's bytes per second. Not PCM (format 1): `None`.
+fn wav_duration_ms(b: &[u8], sent: u64) -> Option<u64> {
     if b.len() < 12 || &b[..4] != b"RIFF" || &b[8..12] != b"WAVE" {
         return None;
     }
@@ -86,9 +88,11 @@ fn wav_duration_ms(b: &[u8]) -> Option<u64> {
         let id = &b[at..at + 4];
         let size = le32(at + 4)?;
         if id == b"fmt " {
-            byte_rate = le32(at + 16).filter(|&r| r > 0);
+            let pcm = size >= 16 && b.get(at + 8..at + 10) == Some(&[1, 0][..]);
+            byte_rate = le32(at + 16).filter(|&r| r > 0 && pcm);
         } else if id == b"data" {
-            return Some(u64::from(size) * 1000 / u64::from(byte_rate?));
+            let size = u64::from(size).min(sent.saturating_sub(at as u64 + 8));
+            return Some(size * 1000 / u64::from(byte_rate?));
         }
         at += 8 + size as usize + (size as usize & 1);
     }
@@ -109,8 +113,14 @@ mod tests {
         b.extend_from_slice(&[2, 0, 16, 0]);
         b.extend_from_slice(b"data");
         b.extend_from_slice(&24_000u32.to_le_bytes());
-        assert_eq!(wav_duration_ms(&b), Some(1500));
-        assert_eq!(wav_duration_ms(&b[..30]), None);
-        assert_eq!(wav_duration_ms(b"RIFF\0\0\0\0AVI LIST"), None);
+        assert_eq!(wav_duration_ms(&b, 44 + 24_000), Some(1500));
+        // a size beyond the bytes sent counts what was sent
+        assert_eq!(wav_duration_ms(&b, 44 + 8_000), Some(500));
+        assert_eq!(wav_duration_ms(&b[..30], 44 + 24_000), None);
+        assert_eq!(wav_duration_ms(b"RIFF\0\0\0\0AVI LIST", 100), None);
+        // IEEE float (format 3) is not PCM
+        let mut float = b.clone();
+        float[20] = 3;
+        assert_eq!(wav_duration_ms(&float, 44 + 24_000), None);
     }
 }

@@ -63,7 +63,11 @@ pub(crate) fn stamps_of<B>(response: &http::Response<B>, sent: Instant) -> Stamp
         connection: response
             .extensions()
             .get::<crate::conn_setup::SetupHandle>()
-            .map(|h| h.claim(sent)),
+            .map(|h| {
+                let c = h.claim(sent);
+                let waited = u64::try_from(sent.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                c.with_waiting(waited.saturating_sub(c.total_ns()))
+            }),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::Error;
 /// How a request's target is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteRule {
-    /// Targets in turn by request id.
+    /// Targets in turn by request id (a conversation's turns by its id: they stay together).
     RoundRobin,
     /// Each target with a probability proportional to its weight (a hash of the request id,
     /// so the choice is the same every time the request is routed).
@@ -135,15 +135,17 @@ impl RoutedTransport {
             .unwrap_or(self.targets.len() - 1)
     }
 
-    /// The index of the target `request` goes to.
+    /// The index of the target `request` goes to. Whatever the rule, every turn of a
+    /// conversation goes where its conversation does (its history is that target's): the
+    /// rule spreads conversations, keyed by their id, as it spreads single requests by theirs.
     pub fn choose(&self, request: &Request) -> usize {
+        let key = request
+            .turn
+            .as_ref()
+            .map_or(request.id, |t| fnv(&t.conversation_id));
         match self.rule {
-            RouteRule::RoundRobin => (request.id % self.targets.len() as u64) as usize,
-            RouteRule::Weighted => self.weighted(unit(request.id)),
-            RouteRule::Sticky => match &request.turn {
-                Some(t) => self.weighted(unit(fnv(&t.conversation_id))),
-                None => self.weighted(unit(request.id)),
-            },
+            RouteRule::RoundRobin => (key % self.targets.len() as u64) as usize,
+            RouteRule::Weighted | RouteRule::Sticky => self.weighted(unit(key)),
         }
     }
 
@@ -214,23 +216,30 @@ mod tests {
         let r = Request::text(17, "x");
         assert_eq!(w.choose(&r), w.choose(&r));
         assert_eq!(w.route(&r).unwrap().model, format!("m{}", w.choose(&r)));
-        // sticky: every turn of a conversation to one target
-        let s = RoutedTransport::new(targets(&[1.0, 1.0]), RouteRule::Sticky).unwrap();
-        for c in 0..50 {
-            let turn = |id: u64, k: u32| {
-                let mut r = Request::text(id, "x");
-                r.turn = Some(Turn {
-                    conversation_id: format!("conversation_{c}"),
-                    turn_index: k,
-                    delay: std::time::Duration::ZERO,
-                    history_in_prompt: None,
-                });
-                r
-            };
-            let picks: Vec<usize> = (0..4)
-                .map(|k| s.choose(&turn(c * 10 + k as u64, k)))
-                .collect();
-            assert!(picks.iter().all(|p| *p == picks[0]), "{picks:?}");
+        // every rule: every turn of a conversation to one target (a trace's sessions meet the
+        // default round-robin)
+        for rule in [
+            RouteRule::Sticky,
+            RouteRule::RoundRobin,
+            RouteRule::Weighted,
+        ] {
+            let s = RoutedTransport::new(targets(&[1.0, 1.0]), rule).unwrap();
+            for c in 0..50 {
+                let turn = |id: u64, k: u32| {
+                    let mut r = Request::text(id, "x");
+                    r.turn = Some(Turn {
+                        conversation_id: format!("conversation_{c}"),
+                        turn_index: k,
+                        delay: std::time::Duration::ZERO,
+                        history_in_prompt: None,
+                    });
+                    r
+                };
+                let picks: Vec<usize> = (0..4)
+                    .map(|k| s.choose(&turn(c * 10 + k as u64, k)))
+                    .collect();
+                assert!(picks.iter().all(|p| *p == picks[0]), "{picks:?}");
+            }
         }
     }
 

@@ -23,6 +23,8 @@ use crate::Error;
 const MAX_POOL_SAMPLES: f64 = 64.0 * 1024.0 * 1024.0;
 /// The longest clip, seconds.
 pub const MAX_CLIP_SECONDS: f64 = 600.0;
+/// The most clips one request carries.
+const MAX_PER_REQUEST: u32 = 64;
 /// The shortest clip, seconds (a draw below it is raised to it).
 const MIN_CLIP_SECONDS: f64 = 0.1;
 
@@ -62,6 +64,9 @@ impl AudioClips {
         };
         if self.count == 0 || self.pool == 0 {
             return bad("count and pool must be at least 1");
+        }
+        if self.count > MAX_PER_REQUEST {
+            return bad("at most 64 clips per request");
         }
         if !(self.length_s_mean >= MIN_CLIP_SECONDS && self.length_s_mean <= MAX_CLIP_SECONDS) {
             return bad("the mean length must be between 0.1 and 600 seconds");
@@ -187,6 +192,7 @@ mod tests {
     #[test]
     fn impossible_settings_are_refused() {
         assert!(AudioClips::new(0, 1.0).validate().is_err());
+        assert!(AudioClips::new(65, 1.0).validate().is_err());
         assert!(AudioClips::new(1, 0.0).validate().is_err());
         assert!(AudioClips::new(1, f64::NAN).validate().is_err());
         assert!(AudioClips::new(1, 601.0).validate().is_err());

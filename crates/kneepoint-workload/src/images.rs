@@ -50,6 +50,9 @@ impl Images {
         if self.count == 0 || self.pool == 0 {
             return bad("count and pool must be at least 1");
         }
+        if self.count > 64 {
+            return bad("at most 64 images per request");
+        }
         if self.width == 0 || self.height == 0 || self.width > 8192 || self.height > 8192 {
             return bad("width and height must be between 1 and 8192 pixels");
         }
@@ -135,6 +138,7 @@ mod tests {
         // the same seed, the same images
         assert_eq!(imgs.pool(7).unwrap(), pool);
         assert!(Images::new(0, 4, 4).validate().is_err());
+        assert!(Images::new(65, 4, 4).validate().is_err());
         assert!(Images::new(1, 0, 4).validate().is_err());
         let huge = Images {
             pool: 1000,

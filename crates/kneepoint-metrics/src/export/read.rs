@@ -128,16 +128,17 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
     r.audio_count = u32_of(md.get("audio_count"));
     r.audio_ms = md.get("audio_ms").and_then(Value::as_u64);
     r.connection = metric(v, "http_req_connection_reused").map(|reused| {
-        if reused >= 0.5 {
+        let phase = |k: &str| metric(v, k).map_or(0, ms_to_ns);
+        let setup = if reused >= 0.5 {
             kneepoint_core::ConnectionTimings::reused()
         } else {
-            let phase = |k: &str| metric(v, k).map_or(0, ms_to_ns);
             kneepoint_core::ConnectionTimings::opened(
                 phase("http_req_dns_lookup"),
                 phase("http_req_connecting"),
                 phase("http_req_tls_handshaking"),
             )
-        }
+        };
+        setup.with_waiting(phase("http_req_waiting"))
     });
     r.pooled_items = u32_of(md.get("pooled_items"));
     r.url = text("endpoint_url");
@@ -270,9 +271,10 @@ pub(crate) mod tests {
                 built.url = Some("http://127.0.0.1:8000".into());
                 built.image_count = Some(2);
                 built.audio_count = Some(1);
-                built.connection = Some(kneepoint_core::ConnectionTimings::opened(
-                    1_234_567, 89_012, 3_456_789,
-                ));
+                built.connection = Some(
+                    kneepoint_core::ConnectionTimings::opened(1_234_567, 89_012, 3_456_789)
+                        .with_waiting(7_654_321),
+                );
                 built.audio_ms = Some(2_500);
             }
             if id == 4 {

@@ -54,14 +54,15 @@ impl std::str::FromStr for SessionLength {
 pub(crate) struct Grouped {
     /// The records.
     pub entries: Vec<TraceEntry>,
-    /// Per record: its session's number, None for a record without one.
+    /// Per record: its session's number, None for a record without one or alone in its
+    /// session (a session of one record is a single request).
     pub conversation: Vec<Option<usize>>,
     /// Per record: the turn before it in its session.
     pub previous: Vec<Option<usize>>,
 }
 
 impl Grouped {
-    /// Sessions in the trace.
+    /// Sessions of more than one record in the trace.
     pub fn sessions(&self) -> usize {
         self.conversation
             .iter()
@@ -95,6 +96,7 @@ pub(crate) fn group(raw: Vec<TraceEntry>) -> Grouped {
         }
     }
     let mut out = Grouped::default();
+    let mut numbered = 0;
     for slot in slots {
         match slot {
             Slot::Single(e) => {
@@ -103,10 +105,14 @@ pub(crate) fn group(raw: Vec<TraceEntry>) -> Grouped {
                 out.previous.push(None);
             }
             Slot::Session(n) => {
-                for (k, e) in std::mem::take(&mut sessions[n]).into_iter().enumerate() {
+                let turns = std::mem::take(&mut sessions[n]);
+                // a session of one record is a single request
+                let number = (turns.len() > 1).then_some(numbered);
+                numbered += usize::from(turns.len() > 1);
+                for (k, e) in turns.into_iter().enumerate() {
                     let here = out.entries.len();
                     out.entries.push(e);
-                    out.conversation.push(Some(n));
+                    out.conversation.push(number);
                     out.previous.push((k > 0).then(|| here - 1));
                 }
             }
@@ -139,14 +145,19 @@ mod tests {
             entry(Some("a"), 4),
             entry(Some("b"), 5),
             entry(None, 6),
+            entry(Some("c"), 7),
         ]);
         let lengths: Vec<u32> = g.entries.iter().map(|e| e.input_length).collect();
-        assert_eq!(lengths, vec![1, 4, 2, 3, 5, 6]);
+        assert_eq!(lengths, vec![1, 4, 2, 3, 5, 6, 7]);
+        // "c" has one record: a single request
         assert_eq!(
             g.conversation,
-            vec![Some(0), Some(0), None, Some(1), Some(1), None]
+            vec![Some(0), Some(0), None, Some(1), Some(1), None, None]
         );
-        assert_eq!(g.previous, vec![None, Some(0), None, None, Some(3), None]);
+        assert_eq!(
+            g.previous,
+            vec![None, Some(0), None, None, Some(3), None, None]
+        );
         assert_eq!(g.sessions(), 2);
         assert_eq!(group(vec![entry(None, 1)]).sessions(), 0);
     }
