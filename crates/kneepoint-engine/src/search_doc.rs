@@ -58,7 +58,8 @@ pub(crate) fn zone_of(
                 ),
                 Some(prev_ok && r.pass),
                 s.error_rate,
-            ),
+            )
+            .with_successes(s.request_count.saturating_sub(s.error_count) as u64),
         );
     }
     let points: Vec<ZonePoint> = by_level.into_values().collect();

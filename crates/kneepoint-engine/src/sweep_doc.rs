@@ -142,7 +142,8 @@ fn zone_of(rows: &[LevelRow]) -> Result<OperatingZone, Error> {
                 r.e2e_p99_ms.unwrap_or(0.0),
             );
             let p = ZonePoint::new(point, r.meets_slas, r.error_rate)
-                .client_limited(r.client_limited.is_some());
+                .client_limited(r.client_limited.is_some())
+                .with_successes(r.request_count.saturating_sub(r.error_count) as u64);
             let throughput = if r.output_token_throughput > 0.0 {
                 "output_token_throughput:avg"
             } else {

@@ -75,6 +75,6 @@ pub use search::{
 pub use shard::Shard;
 pub use sla::{check_all, Measurement, Op, Sla, SlaCheck, LEVEL_METRICS, REQUEST_METRICS, STATS};
 pub use sweep::{SweepLevel, SweepPlan, MAX_CONCURRENCY};
-pub use zone::{operating_zone, OperatingZone, PointUncertainty, ZonePoint};
+pub use zone::{operating_zone, OperatingZone, PointUncertainty, ZonePoint, MIN_SUCCESSES};
 pub use zone_interval::{zone_intervals, ZONE_DRAWS};
 pub use zone_range::{LevelRange, ZoneDraw, ZoneIntervals};

@@ -34,7 +34,17 @@ pub struct ZonePoint {
     /// it is left out of the knee's curve and is never the operating level.
     #[serde(default)]
     pub client_limited: bool,
+    /// Successful requests measured at the level, when known ([`ZonePoint::with_successes`]):
+    /// fewer than [`MIN_SUCCESSES`] (an interrupted or empty level) leaves it out of the knee
+    /// and the zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub successes: Option<u64>,
 }
+
+/// The fewest successful requests a level needs to count towards the knee, the zone, a fleet
+/// or a ranking: below it, its throughput and p99 say nothing (a level interrupted before it
+/// sent anything reads as zero throughput, zero errors).
+pub const MIN_SUCCESSES: u64 = 10;
 
 /// How precisely one level was measured: what [`crate::zone_intervals`] redraws.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -58,7 +68,19 @@ impl ZonePoint {
             error_rate,
             uncertainty: None,
             client_limited: false,
+            successes: None,
         }
+    }
+
+    /// The same point with its count of successful requests (builder style).
+    pub fn with_successes(mut self, successes: u64) -> Self {
+        self.successes = Some(successes);
+        self
+    }
+
+    /// Too few successful requests to stand for the level.
+    pub fn too_thin(&self) -> bool {
+        self.successes.is_some_and(|n| n < MIN_SUCCESSES)
     }
 
     /// The same point, marked as measured by a client that could not keep up (builder style).
@@ -125,9 +147,14 @@ pub fn operating_zone(points: &[ZonePoint], rule: &KneeRule) -> Result<Operating
         .filter(|p| p.client_limited)
         .map(|p| p.point.concurrency)
         .collect();
+    let thin: Vec<String> = points
+        .iter()
+        .filter(|p| p.too_thin() && !p.client_limited)
+        .map(|p| format!("{} ({})", p.point.concurrency, p.successes.unwrap_or(0)))
+        .collect();
     let mut pts: Vec<ZonePoint> = points
         .iter()
-        .filter(|p| !p.client_limited)
+        .filter(|p| !p.client_limited && !p.too_thin())
         .copied()
         .collect();
     pts.sort_by_key(|p| p.point.concurrency);
@@ -206,6 +233,18 @@ pub fn operating_zone(points: &[ZonePoint], rule: &KneeRule) -> Result<Operating
             list.join(", ")
         ));
     }
+    if !thin.is_empty() {
+        let why = format!(
+            "fewer than {MIN_SUCCESSES} successful requests (interrupted or failed): {}",
+            thin.join(", ")
+        );
+        if pts.is_empty() {
+            summary = format!("no level is usable: {why}");
+        } else {
+            summary.push_str(&format!("; left out, {why}"));
+        }
+        knee.reason.push_str(&format!(" (left out, {why})"));
+    }
     Ok(OperatingZone {
         knee,
         sla_breaking_point: breaking,
@@ -223,6 +262,51 @@ mod tests {
 
     fn z(c: u32, t: f64, l: f64, ok: Option<bool>) -> ZonePoint {
         ZonePoint::new(LevelPoint::new(c, t, l), ok, 0.0)
+    }
+
+    /// Issue 34: Ctrl-C 3 s into a level left it with no request, and the empty level (zero
+    /// throughput, zero errors) became the operating advice. A level with fewer than
+    /// `MIN_SUCCESSES` successes is left out, and the answer says so.
+    #[test]
+    fn a_level_with_too_few_successes_is_left_out_and_named() {
+        let rule = KneeRule::default();
+        let empty = z(64, 0.0, 0.0, None).with_successes(0);
+        let zone = operating_zone(&[empty], &rule).unwrap();
+        assert_eq!(
+            (zone.ideal_balance, zone.safe_max),
+            (None, None),
+            "{zone:?}"
+        );
+        assert!(
+            zone.summary
+                .starts_with("no level is usable: fewer than 10"),
+            "{}",
+            zone.summary
+        );
+        let pts = [
+            z(16, 5000.0, 800.0, None).with_successes(1024),
+            z(64, 14000.0, 1100.0, None).with_successes(1024),
+            z(256, 3.0, 40.0, None).with_successes(9),
+        ];
+        let zone = operating_zone(&pts, &rule).unwrap();
+        assert_eq!(zone.ideal_balance, Some(64), "{zone:?}");
+        assert_eq!(zone.safe_max, Some(64), "{zone:?}");
+        assert!(
+            zone.summary.contains(
+                "left out, fewer than 10 successful requests (interrupted or failed): 256 (9)"
+            ),
+            "{}",
+            zone.summary
+        );
+        assert!(zone.knee.reason.contains("256 (9)"), "{}", zone.knee.reason);
+        // ten successes are enough; an unknown count changes nothing
+        let pts = [
+            pts[0],
+            pts[1],
+            z(256, 20000.0, 2000.0, None).with_successes(10),
+        ];
+        assert_eq!(operating_zone(&pts, &rule).unwrap().safe_max, Some(256));
+        assert!(!z(1, 1.0, 1.0, None).too_thin());
     }
 
     /// A server that answers 503 beyond two streams: the levels at 97 % errors look fast (the
