@@ -213,6 +213,37 @@ impl Error {
         }
     }
 
+    /// How long the server asked the client to wait before trying again: an HTTP status's
+    /// `retry-after` header, in delta-seconds (`1`, `2.5`) or as an HTTP date (then from
+    /// `now_unix_s`); `None` without one, or when it cannot be read.
+    pub fn retry_after(&self, now_unix_s: u64) -> Option<std::time::Duration> {
+        let Error::Status { headers, .. } = self else {
+            return None;
+        };
+        let v = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("retry-after"))?
+            .1
+            .trim();
+        if let Ok(s) = v.parse::<f64>() {
+            return std::time::Duration::try_from_secs_f64(s).ok();
+        }
+        let at = http_date_unix_s(v)?;
+        Some(std::time::Duration::from_secs(
+            at.saturating_sub(now_unix_s),
+        ))
+    }
+
+    /// The code a server gave, as a number when it is one: an HTTP status, or an error
+    /// object's numeric `code` (an SSE `event: error` payload's, say).
+    pub fn numeric_code(&self) -> Option<u16> {
+        match self {
+            Error::Status { status, .. } => Some(*status),
+            Error::Server { code: Some(c), .. } => c.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
     /// True for deadline failures.
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. })
@@ -317,8 +348,75 @@ impl std::fmt::Display for TimeoutPhase {
     }
 }
 
+/// Seconds since the Unix epoch of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, the form
+/// HTTP requires senders to use); `None` for anything else.
+fn http_date_unix_s(v: &str) -> Option<u64> {
+    let mut parts = v.split_whitespace();
+    let (_, day, month, year, time, zone) = (
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+    );
+    if zone != "GMT" || parts.next().is_some() {
+        return None;
+    }
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS.iter().position(|m| *m == month)? as i64 + 1;
+    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
+    let mut hms = time.split(':').map(|x| x.parse::<i64>().ok());
+    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
+    if !(1..=31).contains(&day)
+        || !(0..24).contains(&h)
+        || !(0..60).contains(&m)
+        || !(0..61).contains(&s)
+    {
+        return None;
+    }
+    let days = crate::civil::days_from_civil(year, month, day);
+    u64::try_from(days * 86_400 + h * 3600 + m * 60 + s).ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date() {
+        let with = |v: &str| Error::Status {
+            status: 429,
+            body_excerpt: String::new(),
+            headers: vec![("retry-after".into(), v.into())],
+        };
+        let secs = std::time::Duration::from_secs;
+        assert_eq!(with("1").retry_after(0), Some(secs(1)));
+        assert_eq!(
+            with(" 2.5 ").retry_after(0),
+            Some(std::time::Duration::from_millis(2500))
+        );
+        // 784111777 is Sun, 06 Nov 1994 08:49:37 GMT
+        let date = with("Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(date.retry_after(784_111_770), Some(secs(7)));
+        assert_eq!(date.retry_after(784_111_800), Some(secs(0)));
+        assert_eq!(with("soon").retry_after(0), None);
+        assert_eq!(with("-3").retry_after(0), None);
+        assert_eq!(Error::status_code(503, "").retry_after(0), None);
+    }
+
+    #[test]
+    fn numeric_codes_from_statuses_and_error_objects() {
+        let server = |c: Option<&str>| Error::Server {
+            code: c.map(str::to_owned),
+            message: "x".into(),
+        };
+        assert_eq!(Error::status_code(503, "").numeric_code(), Some(503));
+        assert_eq!(server(Some("429")).numeric_code(), Some(429));
+        assert_eq!(server(Some("overloaded")).numeric_code(), None);
+        assert_eq!(server(None).numeric_code(), None);
+    }
+
     use super::*;
 
     #[test]

@@ -43,7 +43,7 @@ impl From<&crate::Error> for ErrorRecord {
     fn from(e: &crate::Error) -> Self {
         ErrorRecord {
             kind: e.kind(),
-            code: e.status(),
+            code: e.numeric_code(),
             message: e.to_string(),
         }
     }
@@ -212,5 +212,21 @@ impl RequestRecord {
     /// True when the request succeeded.
     pub fn is_ok(&self) -> bool {
         self.error.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_objects_numeric_code_is_the_records_code() {
+        // an `event: error` payload's code reaches the record's `error.code`
+        let e = crate::Error::Server {
+            code: Some("503".into()),
+            message: "overloaded".into(),
+        };
+        let rec = ErrorRecord::from(&e);
+        assert_eq!((rec.code, rec.kind), (Some(503), crate::ErrorKind::Server));
     }
 }

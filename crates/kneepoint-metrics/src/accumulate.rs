@@ -13,10 +13,7 @@ use crate::stream::{Bracket, StreamColumn};
 use crate::summary::{source_name, SCHEDULE_LAG_LIMIT_MS};
 use crate::summary::{ErrorGroup, GoodputSlo, LevelSummary, MetricSummary, RECORD_METRICS};
 
-/// Distinct (kind, code, message) failure groups counted apart; later new messages count as
-/// one "other" group per kind and code (servers that put a request id in every message would
-/// otherwise grow the table with the level).
-const MAX_ERROR_GROUPS: usize = 10_000;
+use crate::error_groups::{ErrorGroups, MAX_ERROR_GROUPS};
 
 /// Where an accumulator keeps one metric's values.
 pub(crate) trait Column: Default {
@@ -93,8 +90,6 @@ fn record_values(
 #[derive(Debug, Clone)]
 pub(crate) struct Accumulator<C> {
     slo: GoodputSlo,
-    /// Distinct failure groups counted apart (unbounded for the exact summary).
-    max_groups: usize,
     n: usize,
     spans: BTreeMap<u64, (u64, u64)>,
     cols: BTreeMap<&'static str, C>,
@@ -110,14 +105,13 @@ pub(crate) struct Accumulator<C> {
     rejected_count: usize,
     prompts: PromptCounts,
     errors_by_kind: BTreeMap<String, usize>,
-    groups: BTreeMap<(String, Option<u16>, String), usize>,
+    groups: ErrorGroups,
 }
 
 impl<C: Column> Accumulator<C> {
     pub(crate) fn new(slo: &GoodputSlo) -> Self {
         Accumulator {
             slo: *slo,
-            max_groups: usize::MAX,
             n: 0,
             spans: BTreeMap::new(),
             cols: BTreeMap::new(),
@@ -133,7 +127,7 @@ impl<C: Column> Accumulator<C> {
             rejected_count: 0,
             prompts: PromptCounts::default(),
             errors_by_kind: BTreeMap::new(),
-            groups: BTreeMap::new(),
+            groups: ErrorGroups::default(),
         }
     }
 
@@ -155,11 +149,7 @@ impl<C: Column> Accumulator<C> {
         let metrics = record_values(r, |name, v| cols.entry(name).or_default().push(v));
         if let Some(e) = &r.error {
             *self.errors_by_kind.entry(e.kind.to_string()).or_default() += 1;
-            let mut group = (e.kind.to_string(), e.code, e.message.clone());
-            if self.groups.len() >= self.max_groups && !self.groups.contains_key(&group) {
-                group.2 = "(other messages)".into();
-            }
-            *self.groups.entry(group).or_default() += 1;
+            self.groups.add(e);
             return;
         }
         let Some(m) = metrics else { return };
@@ -240,16 +230,7 @@ impl<C: Column> Accumulator<C> {
                 ))
             })
             .collect();
-        let mut error_summary: Vec<ErrorGroup> = self
-            .groups
-            .iter()
-            .map(|((kind, code, message), count)| ErrorGroup {
-                kind: kind.clone(),
-                code: *code,
-                message: message.clone(),
-                count: *count,
-            })
-            .collect();
+        let mut error_summary: Vec<ErrorGroup> = self.groups.summary();
         error_summary.sort_by_key(|g| std::cmp::Reverse(g.count));
         error_summary.truncate(20);
         let (n, ok) = (self.n, self.ok);
@@ -385,7 +366,7 @@ impl StreamingSummary {
     /// An empty summary judging goodput against `slo`.
     pub fn new(slo: &GoodputSlo) -> Self {
         let mut acc = Accumulator::new(slo);
-        acc.max_groups = MAX_ERROR_GROUPS;
+        acc.groups = ErrorGroups::bounded(MAX_ERROR_GROUPS);
         StreamingSummary { acc }
     }
 
@@ -581,10 +562,15 @@ mod tests {
         let mut s = StreamingSummary::new(&GoodputSlo::default());
         for i in 0..(MAX_ERROR_GROUPS as u64 + 500) {
             let mut r = RequestRecord::new(i, Phase::Profiling);
+            // distinct words, not numbers: numbers alone make one group
+            let word: String = format!("{i:x}")
+                .chars()
+                .map(|c| (b'g' + c.to_digit(16).unwrap_or(0) as u8) as char)
+                .collect();
             r.error = Some(ErrorRecord {
                 kind: ErrorKind::HttpStatus,
                 code: Some(500),
-                message: format!("request {i} failed"),
+                message: format!("request {word} failed"),
             });
             s.push(&r);
         }

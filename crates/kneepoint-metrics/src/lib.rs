@@ -27,6 +27,7 @@ mod accumulate;
 mod compare;
 mod confidence;
 mod error;
+mod error_groups;
 pub mod export;
 mod level_interval;
 pub use level_interval::{level_intervals, StatInterval, LEVEL_INTERVAL};

@@ -32,6 +32,10 @@ struct Progress {
     error: Option<Error>,
 }
 
+/// The longest `Retry-After` a retry waits for (a server asking for more is waited on for
+/// this long).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 fn timeout_error(phase: TimeoutPhase, limit: Duration) -> Error {
     Error::Timeout {
         phase,
@@ -362,10 +366,20 @@ pub(crate) async fn run_turn(
         if !retry {
             break p;
         }
+        // the backoff, or the server's Retry-After when it asks for longer (at most a minute)
+        let now_unix_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let asked = p
+            .error
+            .as_ref()
+            .and_then(|e| e.retry_after(now_unix_s))
+            .map(|d| d.min(MAX_RETRY_AFTER));
         let wait = ctx
             .retry
             .backoff
-            .saturating_mul(1 << (attempts - 1).min(16));
+            .saturating_mul(1 << (attempts - 1).min(16))
+            .max(asked.unwrap_or_default());
         tokio::select! {
             biased;
             _ = ctx.cancel.cancelled() => break p,

@@ -15,18 +15,28 @@ use kneepoint_runner::{run_level, LevelConfig};
 mod support;
 use support::{one_request, requests};
 
-/// Fails with `status` on the first `fail_first` sends, then streams two tokens.
+/// Fails with `status` (and a `Retry-After`, when set) on the first `fail_first` sends, then
+/// streams two tokens.
 struct Flaky {
     status: u16,
     fail_first: usize,
     sends: Arc<AtomicUsize>,
+    retry_after: Option<&'static str>,
 }
 
 #[async_trait]
 impl Transport for Flaky {
     async fn send(&self, _: &Request) -> Result<EventStream, Error> {
         if self.sends.fetch_add(1, Ordering::SeqCst) < self.fail_first {
-            return Err(Error::status_code(self.status, "busy"));
+            return Err(Error::Status {
+                status: self.status,
+                body_excerpt: "busy".into(),
+                headers: self
+                    .retry_after
+                    .map(|v| ("retry-after".to_owned(), v.to_owned()))
+                    .into_iter()
+                    .collect(),
+            });
         }
         Ok(Box::pin(stream::iter(vec![
             Ok(ResponseEvent::Chunk(Chunk::content(" a"))),
@@ -52,6 +62,7 @@ async fn retries_are_off_by_default_and_bounded_when_on() {
         status,
         fail_first,
         sends: Arc::default(),
+        retry_after: None,
     };
     let mut cfg = LevelConfig::new(1);
     cfg.require_finish_reason = true;
@@ -79,6 +90,40 @@ async fn retries_are_off_by_default_and_bounded_when_on() {
     // a 500 is not transient: no retry
     cfg.retry.max_retries = 3;
     assert_eq!(one(flaky(500, 1), &cfg).await.attempts, 1);
+}
+
+/// Issue 34: a 429 with `Retry-After: 1` was retried after the 50 ms backoff. The server's
+/// wait is honoured when it is longer than the backoff (sleeps never end early, so the bound
+/// holds on a busy machine).
+#[tokio::test]
+async fn a_retry_waits_as_long_as_the_server_asks() {
+    let mut cfg = LevelConfig::new(1);
+    cfg.retry = kneepoint_runner::RetryPolicy {
+        max_retries: 1,
+        backoff: Duration::from_millis(5),
+    };
+    let flaky = Flaky {
+        status: 429,
+        fail_first: 1,
+        sends: Arc::default(),
+        retry_after: Some("1"),
+    };
+    let r = one(flaky, &cfg).await;
+    assert!(r.is_ok(), "{:?}", r.error);
+    assert_eq!(r.attempts, 2);
+    assert!(
+        r.chunk_ns[0] - r.start_ns >= 1_000_000_000,
+        "waited the second asked for"
+    );
+    // a date in the past asks for nothing: the backoff stands
+    let flaky = Flaky {
+        status: 503,
+        fail_first: 1,
+        sends: Arc::default(),
+        retry_after: Some("Sun, 06 Nov 1994 08:49:37 GMT"),
+    };
+    let r = one(flaky, &cfg).await;
+    assert!(r.is_ok() && r.attempts == 2, "{:?}", r.error);
 }
 
 /// Yields its chunks 30 ms after the request, saying they were received earlier (or at
