@@ -78,7 +78,8 @@ impl ZonePoint {
         self
     }
 
-    /// Too few successful requests to stand for the level.
+    /// Too few successful requests to stand for the level (a level whose error rate breaks
+    /// the knee rule is left to that rule, which names it as an error break).
     pub fn too_thin(&self) -> bool {
         self.successes.is_some_and(|n| n < MIN_SUCCESSES)
     }
@@ -149,12 +150,13 @@ pub fn operating_zone(points: &[ZonePoint], rule: &KneeRule) -> Result<Operating
         .collect();
     let thin: Vec<String> = points
         .iter()
-        .filter(|p| p.too_thin() && !p.client_limited)
+        .filter(|p| p.too_thin() && !p.client_limited && !p.broken(rule))
         .map(|p| format!("{} ({})", p.point.concurrency, p.successes.unwrap_or(0)))
         .collect();
     let mut pts: Vec<ZonePoint> = points
         .iter()
-        .filter(|p| !p.client_limited && !p.too_thin())
+        // a level broken by errors stays: the error rule names it more precisely
+        .filter(|p| !p.client_limited && (!p.too_thin() || p.broken(rule)))
         .copied()
         .collect();
     pts.sort_by_key(|p| p.point.concurrency);
@@ -307,6 +309,11 @@ mod tests {
         ];
         assert_eq!(operating_zone(&pts, &rule).unwrap().safe_max, Some(256));
         assert!(!z(1, 1.0, 1.0, None).too_thin());
+        // a level of few successes because most requests failed is an error break, named so
+        let failing = ZonePoint::new(LevelPoint::new(256, 3.0, 40.0), None, 0.9).with_successes(3);
+        let zone = operating_zone(&[pts[0], pts[1], failing], &rule).unwrap();
+        assert_eq!(zone.error_breaking_point, Some(256), "{zone:?}");
+        assert!(!zone.summary.contains("left out"), "{}", zone.summary);
     }
 
     /// A server that answers 503 beyond two streams: the levels at 97 % errors look fast (the
