@@ -81,22 +81,19 @@ async fn audio_goes_as_input_audio_parts_and_counts_in_the_servers_prompt() -> a
             "{data}"
         );
     }
-    // refused where audio cannot go
-    let e = common::fast_sweep(
-        "8",
-        &["--audio-per-request", "1", "--endpoint-type", "completions"],
-        &tmp.path().join("x"),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("chat"), "{e}");
-    let e = common::fast_sweep(
-        "8",
-        &["--audio-per-request", "1", "--audio-length-mean", "0"],
-        &tmp.path().join("y"),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("between 0.1 and 600"), "{e}");
+    // refused where audio cannot go, or of a length it cannot have
+    for (flag, value, says) in [
+        ("--endpoint-type", "completions", "chat"),
+        ("--audio-length-mean", "0", "between 0.1 and 600"),
+    ] {
+        let e = common::fast_sweep(
+            "8",
+            &["--audio-per-request", "1", flag, value],
+            &tmp.path().join("refused"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(says), "{e}");
+    }
     Ok(())
 }

@@ -64,9 +64,7 @@ fn metric_values(m: &RequestMetrics, mut f: impl FnMut(&'static str, f64)) {
         f("http_req_tls_handshaking", c.tls_ms);
         f("http_req_connection_overhead", c.overhead_ms);
         f("http_req_connection_reused", c.reused);
-        if let Some(w) = c.waiting_ms {
-            f("http_req_waiting", w);
-        }
+        f("http_req_waiting", c.waiting_ms);
     }
 }
 

@@ -57,7 +57,7 @@ pub struct ConnectionMetrics {
     /// 1 on a connection open already, else 0.
     pub reused: f64,
     /// From handing the request to the HTTP client to its response headers, less the setup.
-    pub waiting_ms: Option<f64>,
+    pub waiting_ms: f64,
 }
 
 impl RequestMetrics {
@@ -115,7 +115,7 @@ impl RequestMetrics {
                 tls_ms: c.tls_ns as f64 / NS_PER_MS,
                 overhead_ms: c.total_ns() as f64 / NS_PER_MS,
                 reused: if c.reused { 1.0 } else { 0.0 },
-                waiting_ms: Some(c.waiting_ns as f64 / NS_PER_MS),
+                waiting_ms: c.waiting_ns as f64 / NS_PER_MS,
             }),
         }
     }

@@ -138,7 +138,7 @@ impl Metrics {
             http_req_tls_handshaking: metric(m.connection.map(|c| c.tls_ms), "ms"),
             http_req_connection_overhead: metric(m.connection.map(|c| c.overhead_ms), "ms"),
             http_req_connection_reused: metric(m.connection.map(|c| c.reused), "ratio"),
-            http_req_waiting: metric(m.connection.and_then(|c| c.waiting_ms), "ms"),
+            http_req_waiting: metric(m.connection.map(|c| c.waiting_ms), "ms"),
             ..Metrics::default()
         }
     }
