@@ -74,6 +74,11 @@ pub struct CleanupArgs {
 pub struct ReportArgs {
     /// The artifact folder of a sweep, a search or a recommendation.
     pub dir: PathBuf,
+    /// Rebuild the summaries of a level whose records file lost records (cut short), from the
+    /// records left, and mark it partial; without it such a folder is refused and left as
+    /// saved.
+    #[arg(long)]
+    pub recompute: bool,
 }
 
 /// `kneepoint k8s`.

@@ -147,6 +147,8 @@ fn init_tracing(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
+        // Colours only on a terminal: a log file or a pipe gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 
@@ -156,8 +158,11 @@ fn on_signals() -> CancelToken {
     let cancel = CancelToken::new();
     let token = cancel.clone();
     tokio::spawn(async move {
+        // Watched once for the whole run: a second signal arriving while the first is being
+        // handled is not lost.
+        let mut signals = Signals::watch();
         for n in 0.. {
-            if !next_signal().await {
+            if !signals.next().await {
                 return;
             }
             if n == 0 {
@@ -165,6 +170,7 @@ fn on_signals() -> CancelToken {
                 token.cancel();
                 let _ = writeln!(std::io::stderr(), "\ninterrupt: cancelling in-flight requests and writing what was measured (again to quit at once)");
             } else {
+                let _ = writeln!(std::io::stderr(), "\nsecond interrupt: quitting at once; the records written so far are kept, and `kneepoint report <artifact folder>` rebuilds the summaries from them");
                 // No time for an orderly teardown: the servers kneepoint launched get SIGKILL;
                 // cloud endpoints cannot be deleted this fast, so they are named.
                 kneepoint_deploy::kill_all_now();
@@ -178,25 +184,48 @@ fn on_signals() -> CancelToken {
     cancel
 }
 
-/// Waits for SIGINT or SIGTERM; false when signals cannot be watched.
-async fn next_signal() -> bool {
+/// SIGINT and SIGTERM, watched from the start of the run.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            return false;
-        };
-        tokio::select! {
-            _ = int.recv() => true,
-            _ = term.recv() => true,
+    streams: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    fn watch() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let streams = match (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) {
+                (Ok(int), Ok(term)) => Some((int, term)),
+                _ => None,
+            };
+            Signals { streams }
+        }
+        #[cfg(not(unix))]
+        {
+            Signals {}
         }
     }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.is_ok()
+
+    /// Waits for the next SIGINT or SIGTERM; false when signals cannot be watched.
+    async fn next(&mut self) -> bool {
+        #[cfg(unix)]
+        {
+            let Some((int, term)) = &mut self.streams else {
+                return false;
+            };
+            tokio::select! {
+                _ = int.recv() => true,
+                _ = term.recv() => true,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.is_ok()
+        }
     }
 }
 
@@ -280,7 +309,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Ok(())
             }
             Command::Report(args) => {
-                let o = run_report(&args.dir)?;
+                let o = run_report(&args.dir, args.recompute)?;
+                for (level, read, saved) in &o.short_levels {
+                    eprintln!(
+                        "warning: {}: recomputed from {read} of the {saved} measured records the run saved (the records file was cut short); the level is marked partial",
+                        level.display()
+                    );
+                }
                 println!(
                     "re-rendered {} files of a {:?} run; open {}",
                     o.files.len(),

@@ -108,7 +108,7 @@ async fn the_goodput_search_answers_where_the_records_meet_the_attainment() {
     };
     assert!(out.history[last(answer)].pass && !out.history[last(fail)].pass);
     // the same folder renders, titled for goodput
-    kneepoint_cli::run_report(tmp.path()).unwrap();
+    kneepoint_cli::run_report(tmp.path(), false).unwrap();
     let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
     assert!(html.contains("Max concurrency under goodput SLOs"));
     assert!(html.contains("met SLOs"));

@@ -1,6 +1,7 @@
 //! Ctrl-C in the middle of a sweep: the binary stops, every finished request is in a valid
 //! profile_export.jsonl, the level is written and marked partial, and the sweep summary says
-//! it was interrupted.
+//! it was interrupted. Two quick Ctrl-Cs quit at once, saying so, and `report` rebuilds the
+//! summaries of the records left.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::process::{Command, Stdio};
@@ -109,4 +110,85 @@ fn sigint_mid_sweep_keeps_everything_measured() {
         "the next level never ran"
     );
     assert!(!tmp.path().join("concurrency_8").exists());
+}
+
+/// Starts a long sweep into `dir` and waits for its first records.
+fn long_sweep(dir: &std::path::Path) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
+        .args([
+            "sweep",
+            "--sim-profile",
+            "fast",
+            "--sim-time-scale",
+            "1",
+            "--concurrency",
+            "4,8",
+            "--request-count",
+            "2000",
+            "--isl",
+            "32",
+            "--osl",
+            "16",
+            "--quiet",
+            "--artifact-dir",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let jsonl = dir.join("concurrency_4/profile_export.jsonl");
+    let t0 = Instant::now();
+    while lines(&jsonl) < 20 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no records appeared"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+/// Issue 34, item 5: after two quick Ctrl-Cs there was no `sweep_summary.json`, so `report`
+/// refused a folder whose records were intact, and the second Ctrl-C printed nothing.
+#[cfg(unix)]
+#[test]
+fn two_quick_interrupts_quit_and_report_rebuilds_the_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let child = long_sweep(tmp.path());
+    let pid = child.id().to_string();
+    for _ in 0..2 {
+        let status = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+        assert!(status.success());
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("second interrupt: quitting at once"), "{err}");
+
+    let report = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
+        .args(["report", tmp.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let sweep: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("sweep_summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(sweep["interrupted"], true);
+    assert_eq!(sweep["levels"].as_array().unwrap().len(), 1);
+    let agg: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("concurrency_4/profile_export_aiperf.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(agg["kneepoint"]["partial"], true);
+    let whole = std::fs::read_to_string(tmp.path().join("concurrency_4/profile_export.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+        .count();
+    assert_eq!(agg["kneepoint"]["requests_recorded"], whole);
 }

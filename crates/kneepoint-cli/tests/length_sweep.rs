@@ -95,7 +95,7 @@ async fn the_prefill_rate_is_the_simulator_s_and_the_curves_are_reported() {
         html.into_bytes(),
     );
     std::fs::remove_file(dir.join("report.html")).unwrap();
-    kneepoint_cli::run_report(&dir).unwrap();
+    kneepoint_cli::run_report(&dir, false).unwrap();
     assert_eq!(
         std::fs::read(dir.join("length_sweep.json")).unwrap(),
         doc_before

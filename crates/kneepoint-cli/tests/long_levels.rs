@@ -99,7 +99,7 @@ async fn a_long_level_is_summarised_as_it_runs_and_re_rendered_the_same() {
         // Re-rendered from the records alone, every level file is the same, byte for byte.
         let before = std::fs::read(level.join("profile_export_aiperf.json")).unwrap();
         let text = std::fs::read(level.join("benchmark_summary.txt")).unwrap();
-        kneepoint_cli::run_report(dir).unwrap();
+        kneepoint_cli::run_report(dir, false).unwrap();
         assert_eq!(
             before,
             std::fs::read(level.join("profile_export_aiperf.json")).unwrap()

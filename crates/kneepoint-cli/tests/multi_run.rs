@@ -93,7 +93,7 @@ fn runs_are_kept_aggregated_and_pooled() {
     doc["time_to_first_token"]["p99"] = Value::from(0.0);
     std::fs::write(&json_path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
     assert_ne!(std::fs::read(&json_path).unwrap(), before);
-    kneepoint_cli::run_report(tmp.path()).unwrap();
+    kneepoint_cli::run_report(tmp.path(), false).unwrap();
     assert_eq!(std::fs::read(&json_path).unwrap(), before);
 }
 

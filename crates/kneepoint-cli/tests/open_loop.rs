@@ -61,7 +61,7 @@ fn a_stall_shows_in_latency_from_the_intended_start() {
             .path()
             .join("request_rate_40/profile_export_aiperf.json");
         let before = std::fs::read(&json).unwrap();
-        kneepoint_cli::run_report(tmp.path()).unwrap();
+        kneepoint_cli::run_report(tmp.path(), false).unwrap();
         assert_eq!(std::fs::read(&json).unwrap(), before);
         runs.push(out.summaries[0].clone());
     }

@@ -49,7 +49,7 @@ async fn compressed_records_are_smaller_and_read_back() {
     );
     assert!(pb * 4 < pa, "zstd {pb} vs plain {pa} bytes");
     // Re-rendered from the compressed file, the level reads the same 600 requests.
-    let o = kneepoint_cli::run_report(&packed).unwrap();
+    let o = kneepoint_cli::run_report(&packed, false).unwrap();
     assert!(o.html.is_file());
     let doc: serde_json::Value = serde_json::from_slice(
         &std::fs::read(level(&packed).join("profile_export_aiperf.json")).unwrap(),

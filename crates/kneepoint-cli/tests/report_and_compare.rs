@@ -163,7 +163,7 @@ async fn report_reproduces() {
         "\"output_token_throughput\" ",
     );
     std::fs::write(&summary, stale).unwrap();
-    let o = kneepoint_cli::run_report(&copied).unwrap();
+    let o = kneepoint_cli::run_report(&copied, false).unwrap();
     assert!(o.html.is_file());
     assert_same(&sweep_dir, &copied);
 
@@ -191,7 +191,7 @@ async fn report_reproduces() {
     copy(&search_dir, &copied);
     strip(&copied);
     std::fs::remove_file(copied.join("search_history.json.tmp")).ok();
-    kneepoint_cli::run_report(&copied).unwrap();
+    kneepoint_cli::run_report(&copied, false).unwrap();
     assert_same(&search_dir, &copied);
 
     let html = std::fs::read_to_string(search_dir.join("report.html")).unwrap();
@@ -201,7 +201,7 @@ async fn report_reproduces() {
     for needle in ["<script", "src=", "url(", "@import", "href=\"http"] {
         assert!(!html.contains(needle), "report.html contains {needle}");
     }
-    assert!(kneepoint_cli::run_report(tmp.path()).is_err());
+    assert!(kneepoint_cli::run_report(tmp.path(), false).is_err());
 }
 
 /// Issue 20, item 11: an identical single rerun was once judged "regressed" (TTFT p50 +32 %)

@@ -343,7 +343,7 @@ impl SweepSettings {
             bail!("these settings describe a length sweep (--isl/--osl lists): prepare it with prepare_lengths");
         }
         let widest = self.plan.levels().iter().map(|l| l.concurrency).max();
-        warn_if_fds_short(widest, observer.as_ref());
+        check_client_resources(widest, &self.common.target, observer.as_ref())?;
         let bench = crate::prepare::prepare(&self.common, observer).await?;
         Ok(Sweep::on(bench)
             .plan(self.plan.clone())
@@ -363,7 +363,11 @@ impl SweepSettings {
             bail!("not a length sweep: give --isl or --osl a list of lengths");
         };
         let level = self.plan.levels()[0];
-        warn_if_fds_short(Some(level.concurrency), observer.as_ref());
+        check_client_resources(
+            Some(level.concurrency),
+            &self.common.target,
+            observer.as_ref(),
+        )?;
         let bench = crate::prepare::prepare(&self.common, observer).await?;
         let tokenizer = kneepoint_workload::load_tokenizer(&self.common.tokenizer)?;
         let stddev = |d: &LengthDist| match d {
@@ -392,7 +396,11 @@ impl SearchSettings {
     /// Starts the target and returns the engine's search, ready to run, reporting to
     /// `observer`.
     pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Search> {
-        warn_if_fds_short(Some(self.search.concurrency_max), observer.as_ref());
+        check_client_resources(
+            Some(self.search.concurrency_max),
+            &self.common.target,
+            observer.as_ref(),
+        )?;
         let bench = crate::prepare::prepare(&self.common, observer).await?;
         Ok(Search::on(bench)
             .config(self.search.clone())
@@ -401,9 +409,28 @@ impl SearchSettings {
     }
 }
 
-/// Says before the run when its widest level cannot get a file descriptor per connection.
-fn warn_if_fds_short(concurrency: Option<u32>, observer: &dyn Observer) {
-    if let Some(why) = concurrency.and_then(|c| kneepoint_transport::fd_shortfall(u64::from(c))) {
-        observer.warning(&why);
+/// Refuses, before anything is sent, a widest level that cannot be had on this machine: more
+/// connections than the hard open-file limit allows (HTTP/2 multiplexes them on one), or more
+/// streams in flight than the memory left can hold; warns when the soft limit is short.
+fn check_client_resources(
+    concurrency: Option<u32>,
+    target: &crate::Target,
+    observer: &dyn Observer,
+) -> Result<()> {
+    let Some(c) = concurrency.map(u64::from) else {
+        return Ok(());
+    };
+    if !target.protocol().connect().http2 {
+        let fds_each = if target.simulator().is_some() { 2 } else { 1 };
+        if let Some(why) = kneepoint_transport::fd_refusal(c, fds_each) {
+            bail!("{why}");
+        }
+        if let Some(why) = kneepoint_transport::fd_shortfall(c * fds_each) {
+            observer.warning(&why);
+        }
     }
+    if let Some(why) = kneepoint_transport::memory_shortfall(c) {
+        bail!("{why}");
+    }
+    Ok(())
 }

@@ -7,13 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use kneepoint_core::{ApproxTokenCounter, RequestRecord, TokenCounter, Transport};
-use kneepoint_metrics::export::LevelInfo;
-use kneepoint_metrics::LevelSummary;
-use kneepoint_runner::{CancelToken, EarlyStop, LevelConfig, LevelRun, RecordObserver};
+use kneepoint_runner::{CancelToken, EarlyStop, LevelConfig, RecordObserver};
 use kneepoint_workload::Workload;
 use serde_json::Value;
 
-use crate::streamed::Streamed;
 use crate::{Error, LevelSettings, Observer, Silent};
 
 /// A transport, a workload and the level settings: what every sweep, search and
@@ -364,128 +361,6 @@ impl Bench {
             ..e
         });
         config
-    }
-
-    /// Summarises a finished run and writes its summary files (the records and inputs are
-    /// already written).
-    pub(crate) fn finish_level(
-        &self,
-        dir: &Path,
-        concurrency: u32,
-        level: Value,
-        run: &LevelRun,
-        server: Option<kneepoint_core::ServerSummary>,
-        streamed: Option<&Mutex<Streamed>>,
-    ) -> Result<(LevelSummary, bool), Error> {
-        for e in &run.sink_errors {
-            self.observer.warning(e);
-        }
-        // Past `records_in_memory` the run kept no record: the summary is the streamed one.
-        let streamed = streamed
-            .filter(|_| run.records_seen > run.records.len())
-            .map(|s| {
-                s.lock()
-                    .map_err(|_| Error::invalid("the level's summary sink panicked"))
-            })
-            .transpose()?;
-        let exact = self.settings.exact_percentiles;
-        let mut summary = match &streamed {
-            Some(s) => s.summary(concurrency, exact, dir)?,
-            None => LevelSummary::from_records(concurrency, &run.records, &self.settings.goodput),
-        };
-        crate::server::attach(&mut summary, server);
-        // judged against the level's smallest median latency (TTFT when streaming)
-        let median = [
-            kneepoint_core::Metric::TimeToFirstToken,
-            kneepoint_core::Metric::RequestLatency,
-        ]
-        .iter()
-        .filter_map(|m| summary.value(*m, kneepoint_core::Stat::P50))
-        .reduce(f64::min);
-        summary.client = run.health.clone().map(|h| h.judge(median));
-        if let Some(why) = summary
-            .client
-            .as_ref()
-            .and_then(|c| c.client_limited.as_ref())
-        {
-            self.observer.warning(&format!(
-                "concurrency {concurrency}: client-limited ({why}); the level is left out of the knee and the zone, and a search or ranking resting on it is marked"
-            ));
-        }
-        let mut input_config = self.description.clone();
-        // what the prefix-cache reset before this run did (the run's settings stay as given)
-        if let Some(r) = &self.reset_outcome {
-            input_config["prefix_cache_reset"] = r.clone();
-        }
-        input_config["level"] = level;
-        if streamed.is_some() {
-            input_config["level"]["summary"] = crate::streamed::note(run.records_seen, exact);
-        }
-        if let Some(why) = &run.early_stop {
-            input_config["level"]["stopped_early"] = Value::String(why.clone());
-            self.observer
-                .note(&format!("concurrency {concurrency}: {why}"));
-        }
-        let slices = match self.settings.slice_s {
-            Some(s) if streamed.is_none() => {
-                let t = kneepoint_metrics::time_slices(concurrency, &run.records, s);
-                if t.is_none() && run.records.len() > 1 {
-                    self.observer.warning(&format!(
-                        "concurrency {concurrency}: no time slices of {s} s (more than {} slices; use longer ones)",
-                        kneepoint_metrics::MAX_SLICES
-                    ));
-                }
-                t
-            }
-            Some(_) => {
-                self.observer.warning(&format!(
-                    "concurrency {concurrency}: no time slices (the level was summarised in bounded memory)"
-                ));
-                None
-            }
-            None => None,
-        };
-        if let Some(t) = &slices {
-            if let Some(why) = t.steadiness.not_steady() {
-                summary
-                    .warnings
-                    .push(format!("{why} (time slices of {} s)", t.slice_s));
-            }
-            summary.steadiness = Some(t.steadiness.clone());
-        }
-        let info = LevelInfo {
-            start_unix_ns: run.start_unix_ns,
-            end_unix_ns: run.end_unix_ns,
-            input_config,
-            partial: run.cancelled,
-        };
-        if let Some(t) = &slices {
-            kneepoint_metrics::export::write_timeslices(dir, t, &info.input_config)?;
-        }
-        self.log.level(dir, &summary, run.cancelled);
-        kneepoint_metrics::export::write_level_summary(dir, &summary, &info)?;
-        if self.settings.export_outputs {
-            kneepoint_metrics::export::write_outputs_json(
-                &dir.join(folder::OUTPUTS),
-                &run.records,
-                &run.warmup_records,
-            )?;
-        }
-        let routes = match &streamed {
-            Some(s) => s.routes(concurrency),
-            None => kneepoint_metrics::export::route_summaries(concurrency, &run.records),
-        };
-        if !routes.is_empty() {
-            kneepoint_metrics::export::write_route_summary(
-                &dir.join(folder::ROUTE_SUMMARY),
-                &routes,
-            )?;
-        }
-        let turns = kneepoint_metrics::export::turn_summaries(concurrency, &run.records);
-        if !turns.is_empty() {
-            kneepoint_metrics::export::write_turn_summary(&dir.join(folder::TURN_SUMMARY), &turns)?;
-        }
-        Ok((summary, run.cancelled))
     }
 }
 

@@ -53,6 +53,29 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A level's files could not be written after its records could not be stored either (a
+    /// full disk): the records' failure comes first, as it is the cause.
+    #[error("the level in {} could not be saved: storing its records failed first ({records})", dir.display())]
+    Unsaved {
+        /// The level's folder.
+        dir: PathBuf,
+        /// Why the records could not be stored (with the OS error).
+        records: String,
+        /// What failed after.
+        #[source]
+        source: Box<Error>,
+    },
+    /// A saved level's records file holds fewer measured records than the run saved: its
+    /// saved aggregates are kept unless a re-render is asked to recompute them.
+    #[error("{}: the records file holds {read} of the {saved} measured records the run saved (it was cut short): the saved summaries are kept; re-render with recompute (kneepoint report --recompute) to rebuild them from the records left, marked partial", path.display())]
+    ShortRecords {
+        /// The level's folder.
+        path: PathBuf,
+        /// Measured records read back.
+        read: usize,
+        /// Measured records the run saved.
+        saved: usize,
+    },
     /// A recommendation candidate could not be prepared (its target or settings).
     #[error("candidate {name:?} could not be prepared")]
     Candidate {

@@ -176,7 +176,16 @@ impl LengthSweep {
 
     /// Runs every length and writes every artifact; stops after the current level when `cancel`
     /// fires (that level's files are marked partial).
-    pub async fn run(mut self, cancel: &CancelToken) -> Result<LengthReport, Error> {
+    pub async fn run(self, cancel: &CancelToken) -> Result<LengthReport, Error> {
+        let log = self.bench.log.clone();
+        let run = self.run_lengths(cancel).await;
+        if let Err(e) = &run {
+            log.failed(e);
+        }
+        run
+    }
+
+    async fn run_lengths(mut self, cancel: &CancelToken) -> Result<LengthReport, Error> {
         let dir = self.bench.artifact_dir.clone();
         let open = self.bench.settings.open_loop.clone();
         let (concurrency, rate) = match &open {

@@ -13,64 +13,15 @@ use kneepoint_metrics::LevelSummary;
 use kneepoint_runner::{run_level, schedule, CancelToken, OpenLoop};
 use serde_json::json;
 
+use crate::counted::DRAW_BATCH;
+use crate::inputs::input_payload;
 use crate::streamed::{Streamed, StreamedSink};
 use crate::{Bench, Error};
-
-/// Images longer than this are shortened in `inputs.json`.
-const INPUT_IMAGE_BYTES: usize = 256;
-
-/// The body `transport` sends for `request`, for `inputs.json`: as sent, but with image data
-/// URLs and audio data longer than [`INPUT_IMAGE_BYTES`] shortened to their kind, size and a
-/// hash (a run's media would otherwise make the file hundreds of megabytes; the seed
-/// reproduces them).
-pub(crate) fn input_payload(
-    transport: &dyn kneepoint_core::Transport,
-    request: &kneepoint_core::Request,
-) -> Option<serde_json::Value> {
-    let mut body = transport.payload(request)?;
-    if !request.images.is_empty() || !request.audio.is_empty() {
-        shorten_media(&mut body);
-    }
-    Some(body)
-}
-
-/// `<N bytes, fnv1a H>` for base64 `data`.
-fn summary(data: &str) -> String {
-    let hash = data.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("<{} bytes, fnv1a {hash:016x}>", data.len())
-}
-
-fn shorten_media(v: &mut serde_json::Value) {
-    use serde_json::Value;
-    match v {
-        Value::String(s) if s.starts_with("data:image/") && s.len() > INPUT_IMAGE_BYTES => {
-            let (head, data) = s.split_once(',').unwrap_or((s.as_str(), ""));
-            *s = format!("{head},{}", summary(data));
-        }
-        Value::Array(a) => a.iter_mut().for_each(shorten_media),
-        Value::Object(o) => {
-            if let Some(Value::String(s)) = o
-                .get_mut("input_audio")
-                .and_then(|a| a.get_mut("data"))
-                .filter(|d| d.as_str().is_some_and(|s| s.len() > INPUT_IMAGE_BYTES))
-            {
-                *s = summary(s);
-            }
-            o.values_mut().for_each(shorten_media)
-        }
-        _ => {}
-    }
-}
 
 /// The seed of the `n`th level's arrival schedule.
 fn level_seed(seed: u64, n: u64) -> u64 {
     seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
-
-/// Prompts made between two looks at the cancel token.
-const DRAW_BATCH: usize = 2048;
 
 impl Bench {
     /// Draws `n` requests from the workload in batches, yielding between them, so that an
@@ -213,6 +164,21 @@ impl Bench {
             }
             _ => request_count,
         };
+        if self.settings.open_loop.is_none() && self.replay.is_none() {
+            let total = warmup_count + request_count as usize;
+            let first = self.peek(total)?;
+            let budget = self.settings.prepared_bytes;
+            if crate::counted::draw_as_it_goes(&first, total, budget) {
+                let counts = (warmup_count, request_count as usize);
+                return self
+                    .run_drawn(dir, (concurrency, label), counts, first, cancel)
+                    .await;
+            }
+            // Prepared in full: what was peeked goes first.
+            for r in first.into_iter().rev() {
+                self.pending.push_front(r);
+            }
+        }
         let drawn = match self.draw(warmup_count, cancel).await? {
             Some(w) => self
                 .draw(request_count as usize, cancel)
@@ -300,7 +266,18 @@ impl Bench {
         } else if run.unsent > 0 {
             // Stopped early or interrupted: list only the requests that went out (in order).
             let sent = (request_count as usize).saturating_sub(run.unsent);
-            self.write_inputs(dir, &inputs[..sent.min(inputs.len())], sent)?;
+            let rewritten = self.write_inputs(dir, &inputs[..sent.min(inputs.len())], sent);
+            match (rewritten, run.sink_errors.first()) {
+                // The records failed first (a full disk): that is the cause to report.
+                (Err(e), Some(first)) => {
+                    return Err(Error::Unsaved {
+                        dir: dir.to_owned(),
+                        records: first.clone(),
+                        source: Box::new(e),
+                    })
+                }
+                (rewritten, _) => rewritten?,
+            }
         }
         let level = json!({"concurrency": concurrency, "request_count": request_count});
         self.finish_level(dir, concurrency, level, &run, server, Some(&streamed))

@@ -59,9 +59,12 @@
 mod archive;
 mod bench;
 mod candidate;
+mod counted;
 mod deployment;
 mod error;
 mod failure;
+mod finish;
+mod inputs;
 mod length_sweep;
 mod level;
 mod measure;
@@ -95,13 +98,13 @@ pub use merge::{merge, MergeReport, MergedLevel};
 pub use observer::{Observer, Silent};
 pub use prefix_reset::PrefixCacheReset;
 pub use recommend::{Recommend, RecommendBuilder, RecommendReport};
-pub use rerender::{rerender, Rerendered};
+pub use rerender::{rerender, rerender_with, RerenderOptions, Rerendered};
 pub use runlog::{Logged, RunLog, LOG_FILE};
 pub use runs::{pessimistic, RunsOutcome};
 pub use search::{Search, SearchBuilder, DEFAULT_ERROR_GUARD};
 pub use search_doc::{probe_dir, SearchReport};
 pub use settings::{
-    LevelSettings, OpenLoopSettings, RunsSettings, INPUTS_LIMIT, RECORDS_IN_MEMORY,
+    LevelSettings, OpenLoopSettings, RunsSettings, INPUTS_LIMIT, PREPARED_BYTES, RECORDS_IN_MEMORY,
 };
 pub use sweep::{Sweep, SweepBuilder, MAX_EXTENSIONS};
 pub use sweep_doc::{conclude, knee_explanation, level_row, sweep_pareto, SweepReport};

@@ -25,6 +25,48 @@ pub struct Rerendered {
     pub files: Vec<PathBuf>,
     /// Where the page is (drawn only with the `report` feature).
     pub html: PathBuf,
+    /// Levels recomputed from a records file that had lost records (with
+    /// [`RerenderOptions::recompute_short`]): each folder with the records read and saved.
+    pub short_levels: Vec<(PathBuf, usize, usize)>,
+}
+
+/// How [`rerender_with`] treats what it finds.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct RerenderOptions {
+    /// Rebuild the summaries of a level whose records file holds fewer measured records than
+    /// the run saved, marking it partial with a warning that gives the counts. Without it
+    /// such a level is refused ([`Error::ShortRecords`]) and nothing is written.
+    pub recompute_short: bool,
+}
+
+impl RerenderOptions {
+    /// Options that recompute short levels (`kneepoint report --recompute`).
+    pub fn recompute_short() -> Self {
+        RerenderOptions {
+            recompute_short: true,
+        }
+    }
+}
+
+/// Checks every level (a recommendation's candidates' too) for a short records file: refused
+/// unless `recompute`, else marked; returns the short ones.
+fn check_short(a: &mut Artifact, recompute: bool) -> Result<Vec<(PathBuf, usize, usize)>, Error> {
+    let mut short = Vec::new();
+    for c in &mut a.candidates {
+        short.extend(check_short(c, recompute)?);
+    }
+    for l in &mut a.levels {
+        if let Some((read, saved)) = l.short() {
+            let path = a.root.join(&l.dir);
+            if !recompute {
+                return Err(Error::ShortRecords { path, read, saved });
+            }
+            l.mark_short();
+            short.push((path, read, saved));
+        }
+    }
+    Ok(short)
 }
 
 fn field<T: serde::de::DeserializeOwned>(
@@ -125,9 +167,16 @@ fn resummarise(a: &Artifact) -> Result<Vec<PathBuf>, Error> {
 }
 
 /// Re-renders the run in `dir`: level summaries, the run's summary document, plots and
-/// `report.html`.
+/// `report.html`. A level whose records file lost records is refused
+/// ([`Error::ShortRecords`]); [`rerender_with`] can recompute it instead.
 pub fn rerender(dir: &Path) -> Result<Rerendered, Error> {
-    let a = Artifact::load(dir)?;
+    rerender_with(dir, RerenderOptions::default())
+}
+
+/// [`rerender`] with `options`.
+pub fn rerender_with(dir: &Path, options: RerenderOptions) -> Result<Rerendered, Error> {
+    let mut a = Artifact::load(dir)?;
+    let short_levels = check_short(&mut a, options.recompute_short)?;
     let files = resummarise(&a)?;
     let a = Artifact::load(dir)?;
     #[cfg(feature = "report")]
@@ -136,5 +185,6 @@ pub fn rerender(dir: &Path) -> Result<Rerendered, Error> {
         kind: a.kind,
         files,
         html: dir.join(folder::REPORT_HTML),
+        short_levels,
     })
 }

@@ -25,6 +25,18 @@ pub struct RunLog {
     path: PathBuf,
 }
 
+/// `error` and every cause in its chain, joined by ": ".
+pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -77,6 +89,12 @@ impl RunLog {
     /// A warning line.
     pub fn warn(&self, message: &str) {
         self.write("WARN", message);
+    }
+
+    /// The error that ended the run, with every cause in its chain (the same text the command
+    /// line prints), so that the log says why the run stopped.
+    pub fn failed(&self, error: &(dyn std::error::Error + 'static)) {
+        self.write("ERROR", &with_causes(error));
     }
 
     /// The settings of the run (compact JSON).

@@ -142,6 +142,15 @@ impl Search {
     /// probe in progress is written and marked partial (and not fed to the planner), and the
     /// history is marked interrupted.
     pub async fn run(self, cancel: &CancelToken) -> Result<SearchReport, Error> {
+        let log = self.bench.log.clone();
+        let run = self.run_probes(cancel).await;
+        if let Err(e) = &run {
+            log.failed(e);
+        }
+        run
+    }
+
+    async fn run_probes(self, cancel: &CancelToken) -> Result<SearchReport, Error> {
         let dir = self.bench.artifact_dir.clone();
         let description = self.bench.description.clone();
         let observer = self.bench.observer.clone();

@@ -97,7 +97,10 @@ impl ServerView {
         let parts = [part];
         let summary = summarise(&parts);
         if let Err(e) = write_exports(dir, &parts, &summary) {
-            observer.warning(&format!("server metrics: {e}"));
+            observer.warning(&format!(
+                "server metrics: {}",
+                crate::runlog::with_causes(&e)
+            ));
         }
         let [part] = parts;
         self.parts.push(part);
@@ -112,7 +115,10 @@ impl ServerView {
         let parts = std::mem::take(&mut self.parts);
         let summary = summarise(&parts);
         if let Err(e) = write_exports(dir, &parts, &summary) {
-            observer.warning(&format!("server metrics: {e}"));
+            observer.warning(&format!(
+                "server metrics: {}",
+                crate::runlog::with_causes(&e)
+            ));
         }
         Some(summary)
     }

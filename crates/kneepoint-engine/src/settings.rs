@@ -54,6 +54,10 @@ pub struct LevelSettings {
     /// Requests a level lists in `inputs.json` (the rest are counted, and the seed
     /// regenerates them). Default [`INPUTS_LIMIT`].
     pub inputs_limit: usize,
+    /// Prompt text a count-bound closed-loop level may prepare in full before its first
+    /// request; a larger level (millions of requests) draws its requests just ahead of the
+    /// senders instead, in bounded memory, with the same prompts. Default [`PREPARED_BYTES`].
+    pub prepared_bytes: usize,
     /// Cut each level into time slices of this many seconds: per-slice aggregates in
     /// `profile_export_aiperf_timeslices.json/.csv` and a steadiness verdict
     /// ([`kneepoint_metrics::time_slices`]); levels summarised in bounded memory have none.
@@ -66,6 +70,10 @@ pub struct LevelSettings {
 /// Default [`LevelSettings::records_in_memory`]: about 300 MB of records at 256 output
 /// tokens each.
 pub const RECORDS_IN_MEMORY: usize = 200_000;
+
+/// Default [`LevelSettings::prepared_bytes`]: 64 MiB of prompt text (the default job's widest
+/// level, 4,096 prompts of ~5 KB, is prepared in full).
+pub const PREPARED_BYTES: usize = 64 << 20;
 
 /// Default [`LevelSettings::inputs_limit`]: AIPerf-compatible `inputs.json` for levels up to
 /// this many requests (about 120 MB at 128-token prompts).
@@ -92,6 +100,7 @@ impl Default for LevelSettings {
             records_in_memory: RECORDS_IN_MEMORY,
             exact_percentiles: false,
             inputs_limit: INPUTS_LIMIT,
+            prepared_bytes: PREPARED_BYTES,
             slice_s: None,
             goodput: kneepoint_metrics::GoodputSlo::default(),
         }

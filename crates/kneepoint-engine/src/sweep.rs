@@ -171,7 +171,16 @@ impl Sweep {
     /// Runs every level and writes every artifact. When `cancel` fires, the current level's
     /// in-flight requests are recorded as cancelled, its files are written and marked partial,
     /// no further level runs, and the summary says it was interrupted.
-    pub async fn run(mut self, cancel: &CancelToken) -> Result<SweepReport, Error> {
+    pub async fn run(self, cancel: &CancelToken) -> Result<SweepReport, Error> {
+        let log = self.bench.log.clone();
+        let run = self.run_levels(cancel).await;
+        if let Err(e) = &run {
+            log.failed(e);
+        }
+        run
+    }
+
+    async fn run_levels(mut self, cancel: &CancelToken) -> Result<SweepReport, Error> {
         if self.bench.settings.open_loop.is_some() {
             return crate::open_sweep::run(self.bench, &self.slas, cancel).await;
         }

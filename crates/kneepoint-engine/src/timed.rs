@@ -19,49 +19,51 @@ use crate::streamed::{Streamed, StreamedSink};
 use crate::{Bench, Error};
 
 /// Requests made per lock of the workload.
-const GENERATE_BATCH: usize = 64;
+pub(crate) const GENERATE_BATCH: usize = 64;
 
 /// A prepared request and its `inputs.json` entry.
-type Prepared = (Request, Vec<u8>);
+pub(crate) type Prepared = (Request, Vec<u8>);
 
 /// What the generator shares with the level: when to stop drawing, whether `inputs.json`
 /// still wants entries rendered, and whether a request was a conversation's turn.
 #[derive(Default)]
-struct Flags {
-    stop: AtomicBool,
-    render: AtomicBool,
-    turns: AtomicBool,
+pub(crate) struct Flags {
+    pub(crate) stop: AtomicBool,
+    pub(crate) render: AtomicBool,
+    pub(crate) turns: AtomicBool,
 }
 
 /// The `inputs.json` entry of `request`.
-fn render(transport: &dyn Transport, request: &Request) -> Vec<u8> {
+pub(crate) fn render(transport: &dyn Transport, request: &Request) -> Vec<u8> {
     render_input_entry(&InputEntry {
         session_id: request.id.to_string(),
-        payloads: crate::level::input_payload(transport, request)
+        payloads: crate::inputs::input_payload(transport, request)
             .into_iter()
             .collect(),
     })
 }
 
-/// Starts the generator: `first`, then requests from `workload`, each with its `inputs.json`
-/// entry (while `flags.render`), into a channel holding `depth` of them. Once `flags.stop` is
-/// set it sends the rest of the batch in hand and ends, so that the level can take back every
-/// request drawn and not sent. It also ends when the workload fails or a request is a
-/// conversation's turn (`flags.turns`: a timed level cannot keep history).
-fn generator(
+/// Starts the generator: `first`, then requests from `workload` up to `limit` in all, each
+/// with its `inputs.json` entry (while `flags.render`), into a channel holding `depth` of them.
+/// Once `flags.stop` is set it sends the rest of the batch in hand and ends, so that the level
+/// can take back every request drawn and not sent. It also ends when the workload fails or a
+/// request is a conversation's turn (`flags.turns`: a timed level cannot keep history). The
+/// thread's result is how many requests it drew (`first` included).
+pub(crate) fn generator(
     workload: Arc<Mutex<Box<dyn kneepoint_workload::Workload>>>,
     transport: Arc<dyn Transport>,
-    (depth, first): (usize, Vec<Request>),
+    (depth, first, limit): (usize, Vec<Request>, usize),
     flags: Arc<Flags>,
-) -> (mpsc::Receiver<Prepared>, std::thread::JoinHandle<()>) {
+) -> (mpsc::Receiver<Prepared>, std::thread::JoinHandle<usize>) {
     let (tx, rx) = mpsc::sync_channel::<Prepared>(depth);
     let handle = std::thread::spawn(move || {
+        let mut drawn = first.len();
         let mut batch = first;
         loop {
             for request in batch {
                 if request.turn.is_some() {
                     flags.turns.store(true, Ordering::Relaxed);
-                    return;
+                    return drawn;
                 }
                 let rendered = if flags.render.load(Ordering::Relaxed) {
                     render(transport.as_ref(), &request)
@@ -69,18 +71,21 @@ fn generator(
                     Vec::new()
                 };
                 if tx.send((request, rendered)).is_err() {
-                    return;
+                    return drawn;
                 }
             }
-            if flags.stop.load(Ordering::Relaxed) {
-                return;
+            if flags.stop.load(Ordering::Relaxed) || drawn >= limit {
+                return drawn;
             }
             batch = match workload.lock() {
-                Ok(mut w) => match w.requests(GENERATE_BATCH) {
-                    Ok(b) if !b.is_empty() => b,
-                    _ => return,
+                Ok(mut w) => match w.requests(GENERATE_BATCH.min(limit - drawn)) {
+                    Ok(b) if !b.is_empty() => {
+                        drawn += b.len();
+                        b
+                    }
+                    _ => return drawn,
                 },
-                Err(_) => return,
+                Err(_) => return drawn,
             };
         }
     });
@@ -118,7 +123,7 @@ impl Bench {
         let (prepared, generating) = generator(
             self.workload.clone(),
             self.transport.clone(),
-            (depth, first),
+            (depth, first, usize::MAX),
             flags.clone(),
         );
         let prepared = Arc::new(Mutex::new(prepared));

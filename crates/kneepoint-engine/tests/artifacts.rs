@@ -95,6 +95,15 @@ impl kneepoint_workload::Workload for Interrupting {
     }
 }
 
+/// `n` requests a level, prepared in full whatever their size (a level too large for
+/// `prepared_bytes` is drawn as it goes instead: `tests/drawn_levels.rs`).
+fn prepared_in_full(n: u32) -> kneepoint_engine::LevelSettings {
+    let mut s = kneepoint_engine::LevelSettings::default();
+    s.request_count = n;
+    s.prepared_bytes = usize::MAX;
+    s
+}
+
 /// Issue 20, item 4: during the preparation of a huge level the first Ctrl-C printed
 /// "cancelling" and the process went on preparing. Preparation is now batched and stops at
 /// the interrupt; the level is written, empty and partial, and nothing is sent.
@@ -111,7 +120,7 @@ async fn an_interrupt_during_preparation_stops_it() {
             cancel: cancel.clone(),
         })
         .levels([4])
-        .request_count(1_000_000)
+        .settings(prepared_in_full(1_000_000))
         .artifacts(tmp.path())
         .build()
         .unwrap()

@@ -58,6 +58,37 @@ pub struct Level {
     pub info: Option<LevelInfo>,
     /// Whether the level met the SLAs, as the run judged it.
     pub meets_slas: Option<bool>,
+    /// How many measured records the run said it saved (`requests_recorded`), when its
+    /// summary says.
+    pub saved_records: Option<usize>,
+}
+
+/// The start of the warning a level carries once it was recomputed from a records file that
+/// had lost some of its records; kept verbatim by later re-renders.
+pub const SHORT_RECORDS_WARNING: &str = "recomputed from";
+
+impl Level {
+    /// `(read, saved)` when the records file holds fewer measured records than the run saved
+    /// (a file cut short or edited): its aggregates would silently change if recomputed.
+    pub fn short(&self) -> Option<(usize, usize)> {
+        let read = self.summary.request_count;
+        self.saved_records
+            .filter(|saved| read < *saved)
+            .map(|saved| (read, saved))
+    }
+
+    /// Marks the level as recomputed from the records left: partial, with a warning that
+    /// gives the counts.
+    pub fn mark_short(&mut self) {
+        if let Some((read, saved)) = self.short() {
+            if let Some(info) = &mut self.info {
+                info.partial = true;
+            }
+            self.summary.warnings.push(format!(
+                "{SHORT_RECORDS_WARNING} {read} of the {saved} measured records the run saved: its records file was cut short"
+            ));
+        }
+    }
 }
 
 /// A run read back from its folder.
@@ -197,6 +228,14 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
             })
             .unwrap_or(summary.warnings.len());
         summary.warnings.splice(at..at, saved_isl);
+        // So is the note of an earlier recompute from a short records file.
+        summary.warnings.extend(
+            saved
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|w| w.starts_with(SHORT_RECORDS_WARNING))
+                .map(str::to_owned),
+        );
     }
     // The server's view and the client's health are not in the records: they are kept from
     // the saved summary.
@@ -218,6 +257,11 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
     {
         summary.rescale_duration(d);
     }
+    let saved_records = doc
+        .as_ref()
+        .and_then(|d| d.pointer("/kneepoint/requests_recorded"))
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
     Ok(Level {
         dir: dir.to_owned(),
         concurrency,
@@ -225,6 +269,7 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
         summary,
         info,
         meets_slas: meets,
+        saved_records,
     })
 }
 
@@ -248,11 +293,17 @@ impl Artifact {
         ]
         .into_iter()
         .find(|k| root.join(k.file()).is_file())
+        // A sweep killed before its first summary: its level folders say what it was.
+        .or_else(|| (!crate::killed::level_dirs(root).is_empty()).then_some(RunKind::Sweep))
         .ok_or_else(|| Error::NotAnArtifact {
             path: root.to_owned(),
         })?;
         let path = root.join(kind.file());
-        let doc = read_json(&path)?;
+        let mut doc = if path.is_file() {
+            read_json(&path)?
+        } else {
+            crate::killed::sweep_doc(root)
+        };
         let mut levels = Vec::new();
         let mut candidates = Vec::new();
         match kind {
@@ -272,6 +323,24 @@ impl Artifact {
                     };
                     let meets = row.get("meets_slas").and_then(Value::as_bool);
                     levels.push(level(root, dir, c as u32, meets)?);
+                }
+                // A sweep still "running" was killed: the level it was running when it died
+                // has records but no row yet.
+                let finished = ["complete", "interrupted"]
+                    .iter()
+                    .any(|k| doc.get(*k).and_then(Value::as_bool) == Some(true));
+                if kind == RunKind::Sweep && !finished {
+                    for (dir, c) in crate::killed::level_dirs(root) {
+                        if levels.iter().any(|l| l.dir == dir) {
+                            continue;
+                        }
+                        let mut l = level(root, &dir, c, None)?;
+                        if l.info.is_none() {
+                            l.info = crate::killed::info_from_records(&l.records, c);
+                        }
+                        levels.push(l);
+                    }
+                    doc["interrupted"] = Value::Bool(true);
                 }
             }
             RunKind::Search => {

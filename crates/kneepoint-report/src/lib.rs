@@ -42,6 +42,7 @@ mod html_lengths;
 mod html_recommend;
 #[cfg(feature = "render")]
 mod html_text;
+mod killed;
 #[cfg(feature = "render")]
 pub mod plots;
 pub mod schema;
@@ -54,7 +55,7 @@ use std::path::PathBuf;
 #[cfg(feature = "render")]
 use kneepoint_core::folder;
 
-pub use artifact::{Artifact, Level, RunKind};
+pub use artifact::{Artifact, Level, RunKind, SHORT_RECORDS_WARNING};
 pub use compare::{
     compare_runs, comparison_text, Comparison, LevelComparison, MetricComparison, SINGLE_RUN_CAVEAT,
 };

@@ -135,3 +135,7 @@ pub struct Deadlines {
     /// response headers).
     pub idle: Option<Duration>,
 }
+
+/// Where a duration-bound level, or a level drawn as it goes, takes its next request (`None`
+/// ends the level early).
+pub type RequestSource = Box<dyn FnMut() -> Option<kneepoint_core::Request> + Send>;

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kneepoint_core::{Phase, RecordSink, Request, RequestRecord, Transport};
+use kneepoint_core::{Phase, RecordSink, RequestRecord, Transport};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -15,8 +15,7 @@ use crate::level::{drain, unix_ns, LevelRun};
 use crate::request::{run_one, Ctx};
 use crate::{CancelToken, Error};
 
-/// Where a duration-bound level takes its next request (`None` ends the level early).
-pub type RequestSource = Box<dyn FnMut() -> Option<Request> + Send>;
+pub use crate::config::RequestSource;
 
 /// How long a level runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

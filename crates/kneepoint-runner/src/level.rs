@@ -2,14 +2,14 @@
 //! started on an arrival schedule).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kneepoint_core::{Phase, RecordSink, Request, RequestRecord, Transport};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::config::{LevelConfig, RecordObserver};
+use crate::config::{LevelConfig, RecordObserver, RequestSource};
 use crate::early_stop::{EarlyStop, Precision};
 use crate::ramp::RampGate;
 use crate::request::{run_one, Ctx};
@@ -53,6 +53,22 @@ pub(crate) fn unix_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// The requests of one phase: prepared in full, or drawn from a source as the senders free up
+/// (a level of millions of requests then holds only the few ahead of the senders).
+enum Work {
+    Prepared(Vec<Request>),
+    Drawn(Arc<Mutex<RequestSource>>, usize),
+}
+
+impl Work {
+    fn len(&self) -> usize {
+        match self {
+            Work::Prepared(v) => v.len(),
+            Work::Drawn(_, n) => *n,
+        }
+    }
+}
+
 /// Runs `warmup` and then `requests` with `config.concurrency` in flight. Measured records go to
 /// every sink and to `observer` as they finish.
 pub async fn run_level(
@@ -60,6 +76,42 @@ pub async fn run_level(
     config: &LevelConfig,
     requests: Vec<Request>,
     warmup: Vec<Request>,
+    sinks: Vec<Box<dyn RecordSink>>,
+    observer: Option<RecordObserver>,
+) -> Result<LevelRun, Error> {
+    let (requests, warmup) = (Work::Prepared(requests), Work::Prepared(warmup));
+    run_work(transport, config, (requests, warmup), sinks, observer).await
+}
+
+/// A closed-loop level whose requests are drawn from `source` as the senders free up: the
+/// first `warmup` requests drawn warm the server up, the next `count` are measured. Nothing
+/// is prepared ahead beyond what `source` holds, so memory does not grow with the count. A
+/// source that runs dry ends the level early: the requests not drawn count as unsent.
+pub async fn run_level_drawn(
+    transport: Arc<dyn Transport>,
+    config: &LevelConfig,
+    source: RequestSource,
+    (warmup, count): (usize, usize),
+    sinks: Vec<Box<dyn RecordSink>>,
+    observer: Option<RecordObserver>,
+) -> Result<LevelRun, Error> {
+    if config.open_loop.is_some() {
+        return Err(Error::InvalidArrival {
+            reason: "requests drawn as the level goes run in a closed loop".into(),
+        });
+    }
+    let source = Arc::new(Mutex::new(source));
+    let work = (
+        Work::Drawn(source.clone(), count),
+        Work::Drawn(source, warmup),
+    );
+    run_work(transport, config, work, sinks, observer).await
+}
+
+async fn run_work(
+    transport: Arc<dyn Transport>,
+    config: &LevelConfig,
+    (requests, warmup): (Work, Work),
     sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,
 ) -> Result<LevelRun, Error> {
@@ -76,10 +128,14 @@ pub async fn run_level(
             return Err(Error::ZeroConcurrency);
         }
     }
-    if requests.is_empty() {
+    if requests.len() == 0 {
         return Err(Error::NoRequests);
     }
-    let multi_turn = requests.iter().chain(&warmup).any(|r| r.turn.is_some());
+    let turns = |w: &Work| match w {
+        Work::Prepared(v) => v.iter().any(|r| r.turn.is_some()),
+        Work::Drawn(..) => false,
+    };
+    let multi_turn = turns(&requests) || turns(&warmup);
     if multi_turn && config.open_loop.is_some() {
         return Err(Error::InvalidArrival {
             reason: "multi-turn conversations run in a closed loop (concurrency counts conversations); give a concurrency, not a request rate".into(),
@@ -95,7 +151,7 @@ pub async fn run_level(
             cancel,
         )
     };
-    let warmup_records = if warmup.is_empty() {
+    let warmup_records = if warmup.len() == 0 {
         Vec::new()
     } else {
         let (tx, mut rx) = mpsc::channel(config.sink_queue.max(1));
@@ -110,20 +166,17 @@ pub async fn run_level(
         });
         let ctx = ctx(Phase::Warmup, origin, origin_unix);
         let never = CancelToken::new();
-        match &config.open_loop {
-            Some(o) => {
+        let slots = (config.concurrency, config.ramp_up);
+        match (&config.open_loop, warmup) {
+            (Some(o), Work::Prepared(warmup)) => {
                 open_loop(ctx, &o.warmup_offsets, o.max_in_flight, warmup, tx, &never).await?
             }
-            None if multi_turn => {
-                let slots = (config.concurrency, config.ramp_up);
+            (None, Work::Prepared(warmup)) if multi_turn => {
                 crate::sessions::session_loop(ctx, slots, warmup, tx, &never)
                     .await?
                     .0
             }
-            None => {
-                let slots = (config.concurrency, config.ramp_up);
-                closed_loop(ctx, slots, warmup, tx, &never).await?
-            }
+            (_, warmup) => closed_loop(ctx, slots, warmup, tx, &never).await?,
         };
         let records = collect.await.map_err(|e| Error::Worker {
             message: e.to_string(),
@@ -145,8 +198,9 @@ pub async fn run_level(
     let watch = crate::health::Watch::start();
     let ctx = ctx(Phase::Profiling, origin, start_unix_ns).watched(Some(watch.probe()));
     let mut sent_turns = Vec::new();
-    let result = match &config.open_loop {
-        Some(o) => {
+    let slots = (config.concurrency, config.ramp_up);
+    let result = match (&config.open_loop, requests) {
+        (Some(o), Work::Prepared(requests)) => {
             open_loop(
                 ctx,
                 &o.offsets,
@@ -157,8 +211,7 @@ pub async fn run_level(
             )
             .await
         }
-        None if multi_turn => {
-            let slots = (config.concurrency, config.ramp_up);
+        (None, Work::Prepared(requests)) if multi_turn => {
             crate::sessions::session_loop(ctx, slots, requests, tx, &stop_sending)
                 .await
                 .map(|(n, mut sent)| {
@@ -167,10 +220,7 @@ pub async fn run_level(
                     n
                 })
         }
-        None => {
-            let slots = (config.concurrency, config.ramp_up);
-            closed_loop(ctx, slots, requests, tx, &stop_sending).await
-        }
+        (_, requests) => closed_loop(ctx, slots, requests, tx, &stop_sending).await,
     };
     let health = watch.finish().await;
     let (records, records_seen, sink_errors, early_stop) =
@@ -197,7 +247,7 @@ pub async fn run_level(
 async fn closed_loop(
     ctx: Ctx,
     (concurrency, ramp): (u32, Option<Duration>),
-    requests: Vec<Request>,
+    requests: Work,
     tx: mpsc::Sender<RequestRecord>,
     stop_sending: &CancelToken,
 ) -> Result<usize, Error> {
@@ -220,7 +270,17 @@ async fn closed_loop(
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(request) = requests.get(i) else {
+                let drawn;
+                let request = match requests.as_ref() {
+                    Work::Prepared(v) => v.get(i),
+                    Work::Drawn(source, count) => {
+                        drawn = (i < *count)
+                            .then(|| source.lock().ok().and_then(|mut next| next()))
+                            .flatten();
+                        drawn.as_ref()
+                    }
+                };
+                let Some(request) = request else {
                     break;
                 };
                 taken.fetch_add(1, Ordering::Relaxed);
@@ -329,8 +389,8 @@ pub(crate) fn drain(
                 continue;
             }
             if let Err(e) = sink.record(&record) {
-                tracing::error!("record sink failed: {e}");
                 let why = format!("{e}: {}", source_text(&e));
+                tracing::error!("{why}");
                 // A record that cannot be stored makes further requests pointless (a full
                 // disk): stop sending; the requests in flight finish and stay in memory.
                 if stopped.is_none() {

@@ -59,5 +59,5 @@ pub use config::{Deadlines, LevelConfig, OpenLoop, PhaseHook, RecordObserver, Re
 pub use duration::{run_level_for, LevelDuration, RequestSource};
 pub use early_stop::{EarlyStop, PrecisionTarget};
 pub use error::Error;
-pub use level::{run_level, LevelRun};
+pub use level::{run_level, run_level_drawn, LevelRun};
 pub use search::drive_search;

@@ -323,11 +323,12 @@ impl State {
                     tl.add(f.first_byte_unix_ns, self.round, latency, &e);
                     if let Some((path, w)) = &mut self.jsonl {
                         let line = jsonl_line(&ep.url, &f, &e);
-                        let ok = serde_json::to_writer(&mut *w, &line).is_ok()
-                            && w.write_all(b"\n").is_ok();
-                        if !ok {
+                        let written = serde_json::to_writer(&mut *w, &line)
+                            .map_err(std::io::Error::from)
+                            .and_then(|()| w.write_all(b"\n"));
+                        if let Err(e) = written {
                             self.warnings.push(format!(
-                                "server metrics: cannot write {}; the scrapes are still summarised",
+                                "server metrics: cannot write {}: {e}; the scrapes are still summarised",
                                 path.display()
                             ));
                             self.jsonl = None;

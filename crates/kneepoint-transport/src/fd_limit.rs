@@ -45,6 +45,23 @@ pub fn fd_shortfall(connections: u64) -> Option<String> {
     })
 }
 
+/// Why `connections` connections at once cannot be had at all, when they cannot: they need
+/// more descriptors (with [`FD_HEADROOM`]) than the hard limit, which this process cannot
+/// raise. `fds_each` is the descriptors a connection takes here (2 when the server runs in
+/// the same process, as the built-in simulator does).
+pub fn fd_refusal(connections: u64, fds_each: u64) -> Option<String> {
+    let (_, hard) = fd_limits()?;
+    let need = connections
+        .saturating_mul(fds_each)
+        .saturating_add(FD_HEADROOM);
+    (need > hard).then(|| {
+        format!(
+            "{connections} concurrent connections need about {need} file descriptors{} but this process may open at most {hard} (the hard limit, ulimit -Hn): lower the concurrency, raise the hard limit, send over HTTP/2 (--http2), or split the load across shard processes (docs/scale-out.md)",
+            if fds_each > 1 { " (the built-in simulator runs in this process: two per connection)" } else { "" }
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,6 +75,9 @@ mod tests {
         assert_eq!(after, soft);
         assert!(soft == hard || soft >= 1024, "soft {soft}, hard {hard}");
         assert!(fd_shortfall(1).is_none());
+        assert!(fd_refusal(1, 2).is_none());
+        let refused = fd_refusal(hard, 1).unwrap();
+        assert!(refused.contains(&format!("at most {hard}")), "{refused}");
         let why = fd_shortfall(soft).unwrap();
         assert!(
             why.contains("file descriptors") && why.contains(&soft.to_string()),

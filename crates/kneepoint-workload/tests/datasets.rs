@@ -82,6 +82,33 @@ fn malformed_lines_name_file_and_line() {
     assert!(e.to_string().contains("missing.jsonl"));
 }
 
+/// Issue 34, item 5: bytes that are not UTF-8 gave "stream did not contain valid UTF-8" with
+/// no line, in a JSONL dataset and a ShareGPT file alike.
+#[test]
+fn invalid_utf8_names_the_line_and_column() {
+    let d = tempfile::tempdir().unwrap();
+    let tok = load_tokenizer("builtin").unwrap();
+    for (name, bytes, at) in [
+        (
+            "bad.jsonl",
+            &b"{\"text\": \"one\"}\n{\"text\": \"two\"}\n{\"text\": \"bad \xff here\"}\n"[..],
+            "bad.jsonl:3: invalid UTF-8 at column 15",
+        ),
+        (
+            "bad.json",
+            &b"[{\"id\": \"a\",\n \"conversations\": [{\"from\": \"human\", \"value\": \"\xfe\"}]}]"[..],
+            "bad.json:2: invalid UTF-8 at column 48",
+        ),
+    ] {
+        let p = d.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let e = DatasetWorkload::load(tok.clone(), DatasetConfig::new(&p))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(at), "{e}");
+    }
+}
+
 #[test]
 fn sharegpt_takes_the_first_human_turn_and_the_reply_length() {
     let d = tempfile::tempdir().unwrap();

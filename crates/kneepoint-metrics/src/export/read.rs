@@ -151,6 +151,14 @@ pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
     Ok(r)
 }
 
+/// A JSON error within one line, placed by its column: serde's own "at line 1 column N" would
+/// read as a line number of the file.
+fn line_error(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let what = text.split(" at line ").next().unwrap_or(&text);
+    format!("{what} (at column {})", e.column())
+}
+
 /// Reads every record of a `profile_export.jsonl` (or `.jsonl.zst`); a malformed line is an
 /// error naming it. A torn last line (a run killed mid-write) is skipped, as the file is
 /// appended line by line; a compressed file cut short keeps what decodes.
@@ -197,8 +205,8 @@ pub fn read_jsonl_each(path: &Path, mut each: impl FnMut(RequestRecord)) -> Resu
         if text.trim().is_empty() {
             continue;
         }
-        let parsed = serde_json::from_str::<Value>(&text)
-            .map_err(|e| e.to_string())
+        let parsed = serde_json::from_str::<Value>(text.trim_end())
+            .map_err(|e| line_error(&e))
             .and_then(|v| record_from_json(&v));
         match parsed {
             Ok(r) => {

@@ -68,11 +68,7 @@ impl DatasetFormat {
         {
             return Ok(DatasetFormat::ShareGpt);
         }
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Dataset {
-            path: path.to_owned(),
-            line: None,
-            reason: e.to_string(),
-        })?;
+        let text = read_text(path)?;
         let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         Ok(if first.contains("\"input_length\"") {
             DatasetFormat::Trace
@@ -229,11 +225,7 @@ impl DatasetWorkload {
             Some(f) => f,
             None => DatasetFormat::detect(&config.path)?,
         };
-        let text = std::fs::read_to_string(&config.path).map_err(|e| Error::Dataset {
-            path: config.path.clone(),
-            line: None,
-            reason: e.to_string(),
-        })?;
+        let text = read_text(&config.path)?;
         let entries: Vec<Prepared> = match format {
             DatasetFormat::Jsonl | DatasetFormat::ShareGpt => {
                 let raw = match (format, &config.conversations) {
@@ -445,4 +437,27 @@ impl Workload for DatasetWorkload {
         }
         Ok(out)
     }
+}
+
+/// A dataset file's text; bytes that are not UTF-8 are refused with the line and column of
+/// the first of them.
+fn read_text(path: &std::path::Path) -> Result<String, Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error::Dataset {
+        path: path.to_owned(),
+        line: None,
+        reason: e.to_string(),
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = good.iter().filter(|b| **b == b'\n').count() + 1;
+        let column = good.len() - good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1) + 1;
+        Error::Dataset {
+            path: path.to_owned(),
+            line: Some(line),
+            reason: format!(
+                "invalid UTF-8 at column {column} (byte {}): a dataset must be UTF-8 text",
+                good.len()
+            ),
+        }
+    })
 }

@@ -6,6 +6,7 @@
 mod builtin;
 #[cfg(feature = "hf-tokenizer")]
 mod hf;
+mod pieces;
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ pub use builtin::BuiltinTokenizer;
 pub use hf::{hf_cache_candidates, HfTokenizer};
 
 use crate::Error;
+pub use pieces::{pieces, PIECE_BYTES};
 
 /// Encodes and decodes text without special tokens.
 pub trait Tokenizer: Send + Sync {
@@ -90,11 +92,17 @@ impl std::fmt::Debug for TokenizerCounter {
 }
 
 impl kneepoint_core::TokenCounter for TokenizerCounter {
+    /// Long texts are counted in pieces of at most [`PIECE_BYTES`], so that memory and time
+    /// stay bounded whatever the text's shape (see [`pieces`]).
     fn count(&self, text: &str) -> usize {
         // A text the tokenizer cannot encode falls back to the word estimate.
-        self.0
-            .count(text)
-            .unwrap_or_else(|_| kneepoint_core::approx_token_count(text))
+        pieces(text, PIECE_BYTES)
+            .map(|p| {
+                self.0
+                    .count(p)
+                    .unwrap_or_else(|_| kneepoint_core::approx_token_count(p))
+            })
+            .sum()
     }
 
     fn name(&self) -> &str {

@@ -1,0 +1,177 @@
+//! Count-bound closed-loop levels too large to prepare in full: a level of millions of
+//! requests (`--request-count 4000000`, or the default four per slot at a concurrency of a
+//! million) is drawn just ahead of the senders by the generator thread that timed levels use,
+//! and its `inputs.json` entries stream out as requests are sent. Memory then holds the few
+//! requests ahead of the senders, whatever the count. Smaller levels are still prepared before
+//! the first request goes out, so that preparing prompts never competes with sending them.
+//!
+//! The workload is drawn exactly as a prepared level draws it (the warm-up requests, then the
+//! level's; nothing past them), so the same seed gives the same prompts either way; requests
+//! not sent after an early stop are drawn and dropped, as a prepared level drops them.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use kneepoint_core::{folder, RecordSink, Request};
+use kneepoint_metrics::export::{InputsWriter, JsonlSink};
+use kneepoint_metrics::LevelSummary;
+use kneepoint_runner::{run_level_drawn, CancelToken, RequestSource};
+use serde_json::json;
+
+use crate::streamed::{Streamed, StreamedSink};
+use crate::timed::{generator, render, Flags, GENERATE_BATCH};
+use crate::{Bench, Error};
+
+/// Prompts made between two looks at the cancel token when a level is prepared in full (or
+/// its undrawn requests are skipped).
+pub(crate) const DRAW_BATCH: usize = 2048;
+
+/// What a request costs in memory besides its prompt text (the struct, its strings' headers,
+/// the record kept for it).
+const REQUEST_OVERHEAD: usize = 512;
+
+/// Whether a level of `total` requests that start like `first` is drawn as it goes: single
+/// requests (a conversation keeps its history in a prepared level) whose prompts would not
+/// fit in `budget` bytes ([`crate::LevelSettings::prepared_bytes`]).
+pub(crate) fn draw_as_it_goes(first: &[Request], total: usize, budget: usize) -> bool {
+    if first.is_empty() || first.iter().any(|r| r.turn.is_some()) {
+        return false;
+    }
+    let text: usize = first.iter().map(|r| r.prompt.text().len()).sum();
+    let each = text / first.len() + REQUEST_OVERHEAD;
+    total.saturating_mul(each) > budget
+}
+
+impl Bench {
+    /// The first requests of a level of `total` (what a timed level left, then up to a
+    /// generator batch from the workload): enough to tell whether to draw it as it goes.
+    pub(crate) fn peek(&mut self, total: usize) -> Result<Vec<Request>, Error> {
+        let k = total.min(self.pending.len());
+        let mut first: Vec<Request> = self.pending.drain(..k).collect();
+        let more = (total - first.len()).min(GENERATE_BATCH);
+        if more > 0 {
+            first.extend(
+                self.workload
+                    .lock()
+                    .map_err(|_| Error::invalid("the workload generator panicked earlier"))?
+                    .requests(more)?,
+            );
+        }
+        Ok(first)
+    }
+
+    /// Runs a closed-loop level of `warmup` + `count` requests drawn as it goes, starting with
+    /// `first` (from [`Bench::peek`]).
+    pub(crate) async fn run_drawn(
+        &mut self,
+        dir: &Path,
+        (concurrency, label): (u32, &str),
+        (warmup, count): (usize, usize),
+        first: Vec<Request>,
+        cancel: &CancelToken,
+    ) -> Result<(LevelSummary, bool), Error> {
+        let inputs = Arc::new(Mutex::new(InputsWriter::create(
+            &dir.join(folder::INPUTS),
+            self.settings.inputs_limit,
+        )?));
+        let flags = Arc::new(Flags::default());
+        let turns = flags.clone();
+        flags.render.store(true, Ordering::Relaxed);
+        let depth = (concurrency as usize * 2).clamp(64, 4096);
+        let total = warmup + count;
+        let (prepared, generating) = generator(
+            self.workload.clone(),
+            self.transport.clone(),
+            (depth, first, total),
+            flags.clone(),
+        );
+        let drawn = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let source: RequestSource = {
+            let (inputs, flags, drawn) = (inputs.clone(), flags.clone(), drawn.clone());
+            let transport = self.transport.clone();
+            Box::new(move || {
+                let (request, rendered) = prepared.recv().ok()?;
+                // Warm-up requests are not listed.
+                if drawn.fetch_add(1, Ordering::Relaxed) >= warmup {
+                    if let Ok(mut w) = inputs.lock() {
+                        if w.is_full() {
+                            w.skip(1);
+                        } else if rendered.is_empty() {
+                            w.push(&render(transport.as_ref(), &request));
+                        } else {
+                            w.push(&rendered);
+                        }
+                        // Past the limit the generator stops rendering entries.
+                        flags.render.store(!w.is_full(), Ordering::Relaxed);
+                    }
+                }
+                Some(request)
+            })
+        };
+        let streamed = Arc::new(Mutex::new(Streamed::new(self.settings.goodput)));
+        let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(JsonlSink::in_dir(
+            dir,
+            self.settings.compress_records,
+        )?)];
+        if count > self.settings.records_in_memory {
+            sinks.push(Box::new(StreamedSink(streamed.clone())));
+        }
+        let mut config = self.level_config(concurrency, cancel);
+        let scrape = self
+            .server
+            .begin(&self.observer, dir, label, count as u64, &mut config)
+            .await;
+        let run = run_level_drawn(
+            self.transport.clone(),
+            &config,
+            source,
+            (warmup, count),
+            sinks,
+            Some(self.record_observer()),
+        )
+        .await;
+        // The source (and with it the channel's receiver) is gone: the generator ends at its
+        // next send. What it drew and nobody sent is dropped, as a prepared level drops it.
+        flags.stop.store(true, Ordering::Relaxed);
+        let generated = generating.join().unwrap_or(total);
+        let observer = self.observer.as_ref();
+        let server = self
+            .server
+            .end(observer, label, scrape, dir, run.as_ref().ok())
+            .await;
+        let run = run?;
+        if turns.turns.load(Ordering::Relaxed) {
+            return Err(Error::invalid(
+                "the workload turned to multi-turn conversations after its first requests: a level drawn as it goes cannot keep their history (raise prepared_bytes)",
+            ));
+        }
+        if !cancel.is_cancelled() {
+            self.skip_undrawn(total.saturating_sub(generated), cancel)
+                .await?;
+        }
+        let inputs = Arc::try_unwrap(inputs)
+            .ok()
+            .and_then(|m| m.into_inner().ok())
+            .ok_or_else(|| Error::invalid("inputs.json is still in use"))?;
+        inputs.finish(self.settings.seed)?;
+        let level = json!({"concurrency": concurrency, "request_count": count});
+        self.finish_level(dir, concurrency, level, &run, server, Some(&streamed))
+    }
+
+    /// Draws and drops up to `n` requests the generator did not reach (a level stopped early),
+    /// so that the next level starts where a prepared level would have left the workload.
+    async fn skip_undrawn(&mut self, n: usize, cancel: &CancelToken) -> Result<(), Error> {
+        let mut left = n;
+        while left > 0 && !cancel.is_cancelled() {
+            let k = left.min(DRAW_BATCH);
+            self.workload
+                .lock()
+                .map_err(|_| Error::invalid("the workload generator panicked earlier"))?
+                .requests(k)?;
+            left -= k;
+            tokio::task::yield_now().await;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,69 @@
+//! A sweep killed before it could write its summary (a second Ctrl-C, a SIGKILL): its level
+//! folders and their records are intact, but `sweep_summary.json` is missing or does not list
+//! the level that was running. Such a folder is read as an interrupted sweep of the levels
+//! found on disk, so that `kneepoint report` rebuilds every summary from the records.
+
+use std::path::Path;
+
+use kneepoint_core::RequestRecord;
+use kneepoint_metrics::export::LevelInfo;
+use serde_json::{json, Value};
+
+/// The `concurrency_N` folders under `root` that hold a records file, by concurrency.
+pub(crate) fn level_dirs(root: &Path) -> Vec<(String, u32)> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, u32)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let c: u32 = name.strip_prefix("concurrency_")?.parse().ok()?;
+            kneepoint_metrics::export::records_path(&e.path())
+                .is_file()
+                .then_some((name, c))
+        })
+        .collect();
+    out.sort_by_key(|(_, c)| *c);
+    out
+}
+
+/// The summary document of a sweep that wrote none: no SLAs, no peak, the settings the first
+/// saved level carries (the levels found are added as a killed run's).
+pub(crate) fn sweep_doc(root: &Path) -> Value {
+    let settings = level_dirs(root)
+        .iter()
+        .find_map(|(dir, _)| {
+            let path = root.join(dir).join(kneepoint_core::folder::AIPERF_JSON);
+            let doc: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+            let mut settings = doc.get("input_config")?.clone();
+            settings.as_object_mut()?.remove("level");
+            Some(settings)
+        })
+        .unwrap_or(Value::Null);
+    json!({
+        "settings": settings,
+        "levels_planned": Value::Null,
+        "slas": [],
+        "peak": Value::Null,
+        "levels": [],
+    })
+}
+
+/// A level's times from its records, for a level killed before it wrote its summary: from the
+/// earliest start to the latest end of its measured records, partial.
+pub(crate) fn info_from_records(records: &[RequestRecord], concurrency: u32) -> Option<LevelInfo> {
+    let measured = || {
+        records
+            .iter()
+            .filter(|r| r.phase == kneepoint_core::Phase::Profiling)
+    };
+    let start = measured().map(|r| r.origin_unix_ns + r.start_ns).min()?;
+    let end = measured().map(|r| r.origin_unix_ns + r.end_ns).max()?;
+    Some(LevelInfo {
+        start_unix_ns: start,
+        end_unix_ns: end.max(start),
+        input_config: json!({"level": {"concurrency": concurrency, "killed": true}}),
+        partial: true,
+    })
+}
