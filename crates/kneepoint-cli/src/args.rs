@@ -45,6 +45,27 @@ pub enum Command {
     /// Stop the servers an earlier kneepoint run launched and left running (it crashed or was
     /// killed): every process tagged by a kneepoint that is no longer running.
     Cleanup(CleanupArgs),
+    /// Print a shell's completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Write the man pages (kneepoint.1 and one per subcommand) into a folder, or print
+    /// kneepoint.1.
+    Man(ManArgs),
+}
+
+/// `kneepoint completions`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `kneepoint man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// Write every page here (created) instead of printing kneepoint.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `kneepoint cleanup`.

@@ -16,6 +16,7 @@
 
 mod args;
 mod cleanup_cmd;
+mod docs_cmd;
 mod k8s_cmd;
 mod lengths_cmd;
 mod lines;
@@ -38,6 +39,7 @@ pub use args::{
     MergeArgs, RecommendArgs, ReportArgs, SearchArgs, SimArgs, SimCommand, SlaArgs, SweepArgs,
 };
 use clap::Parser;
+pub use docs_cmd::write_man_pages;
 pub use k8s_cmd::indexed_job;
 pub use kneepoint_config::{
     CandidateSection, CommonSettings, FileConfig, LoadSection, OpenLoopSettings, PriceTable,
@@ -350,6 +352,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Plan(args) => plan_cmd::run(&args),
             Command::Sim(args) => sim_cmd::run(args).await,
             Command::Cleanup(args) => cleanup_cmd::run(&args).await,
+            Command::Completions(args) => docs_cmd::completions(&args),
+            Command::Man(args) => docs_cmd::man(&args),
         }
     })
 }

@@ -275,7 +275,8 @@ aws_profile = "bench"
 
 /// Issue 20, item 12: the README's first command warned about itself ("only 1.0 requests per
 /// slot" at 1,024). Without a request count, each level now sends at least four per slot; a
-/// count given is kept as given.
+/// count given is kept as given. Issue 32: the default levels are the source documents'
+/// sweep (the level of 16 took 52 of the first run's 124 s).
 #[test]
 fn the_default_job_sends_at_least_four_requests_per_slot() {
     let s = resolve(&[]).unwrap();
@@ -285,7 +286,7 @@ fn the_default_job_sends_at_least_four_requests_per_slot() {
         .iter()
         .map(|l| (l.concurrency, l.request_count))
         .collect();
-    assert_eq!(plan, [(16, 1024), (64, 1024), (256, 1024), (1024, 4096)]);
+    assert_eq!(plan, [(64, 1024), (256, 1024), (1024, 4096)]);
     let s = resolve(&["--request-count", "100", "--concurrency", "8,64"]).unwrap();
     assert!(s.plan.levels().iter().all(|l| l.request_count == 100));
 }

@@ -18,7 +18,7 @@ pub struct SweepArgs {
     /// Optional SLAs: levels are marked pass/fail and the SLA breaking point is reported.
     #[command(flatten, next_help_heading = "SLAs")]
     pub sla: SlaArgs,
-    /// Concurrency levels, run one after another: e.g. 64,256,1024.
+    /// Concurrency levels, run one after another (default 64,256,1024).
     #[arg(
         long,
         help_heading = "Sweep",
