@@ -11,6 +11,10 @@ use clap::Parser;
 use kneepoint_cli::{run_report, run_sweep, Cli, Command, SweepSettings};
 
 async fn sweep(dir: &Path) {
+    sweep_at(dir, "4").await
+}
+
+async fn sweep_at(dir: &Path, levels: &str) {
     let args = [
         "kneepoint",
         "sweep",
@@ -22,7 +26,7 @@ async fn sweep(dir: &Path) {
         "--osl",
         "4",
         "--concurrency",
-        "4",
+        levels,
         "--request-count",
         "20",
         "--quiet",
@@ -91,4 +95,39 @@ async fn a_malformed_line_is_named_by_its_line_number() {
     let e = format!("{:#}", run_report(&dir, false).unwrap_err());
     assert!(e.contains("profile_export.jsonl:6:"), "{e}");
     assert!(!e.contains("line 2"), "{e}");
+}
+
+/// Issue 34, item 5: a sweep killed before it wrote its summary (two quick Ctrl-Cs, SIGKILL)
+/// was refused by `report` although its records were intact. Its level folders now say what
+/// it was: the summary is rebuilt, marked interrupted, the killed level partial.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_killed_before_its_summary_is_rebuilt_from_its_levels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    sweep_at(&dir, "2,4").await;
+    // As a kill in the level of 4 leaves it: no summaries, the records written.
+    for f in [
+        "sweep_summary.json",
+        "concurrency_4/profile_export_aiperf.json",
+    ] {
+        std::fs::remove_file(dir.join(f)).unwrap();
+    }
+    let o = run_report(&dir, false).unwrap();
+    assert!(o.html.is_file());
+    let doc = json(&dir.join("sweep_summary.json"));
+    assert_eq!(doc["interrupted"], true);
+    let dirs: Vec<&str> = doc["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["dir"].as_str().unwrap())
+        .collect();
+    assert_eq!(dirs, ["concurrency_2", "concurrency_4"]);
+    let killed = json(&dir.join("concurrency_4/profile_export_aiperf.json"));
+    assert_eq!(killed["kneepoint"]["partial"], true);
+    assert_eq!(killed["request_count"]["avg"], 20.0);
+    assert_eq!(
+        json(&dir.join("concurrency_2/profile_export_aiperf.json"))["kneepoint"]["partial"],
+        false
+    );
 }

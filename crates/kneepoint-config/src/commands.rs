@@ -396,11 +396,18 @@ impl SearchSettings {
     /// Starts the target and returns the engine's search, ready to run, reporting to
     /// `observer`.
     pub async fn prepare(&self, observer: Arc<dyn Observer>) -> Result<Search> {
-        check_client_resources(
+        // The search's upper bound is a bound, not a level it will surely run: a shortfall
+        // there is a warning (the probes above it would fail as client_resources).
+        if let Err(why) = check_client_resources(
             Some(self.search.concurrency_max),
             &self.common.target,
             observer.as_ref(),
-        )?;
+        ) {
+            observer.warning(&format!(
+                "concurrency_max {}: {why}",
+                self.search.concurrency_max
+            ));
+        }
         let bench = crate::prepare::prepare(&self.common, observer).await?;
         Ok(Search::on(bench)
             .config(self.search.clone())

@@ -6,8 +6,11 @@
 //! the first request goes out, so that preparing prompts never competes with sending them.
 //!
 //! The workload is drawn exactly as a prepared level draws it (the warm-up requests, then the
-//! level's; nothing past them), so the same seed gives the same prompts either way; requests
-//! not sent after an early stop are drawn and dropped, as a prepared level drops them.
+//! level's; nothing past them), so the same seed gives the same prompts either way. One
+//! difference: after a level stopped early (`--early-stop-width`, a full disk), the requests
+//! a prepared level drew and never sent are gone, while a drawn level never made most of
+//! them and puts the few it made back for the next level; the next level's prompts then
+//! differ from a prepared run's (still the same for the same seed and settings).
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -62,7 +65,10 @@ impl Bench {
     }
 
     /// Runs a closed-loop level of `warmup` + `count` requests drawn as it goes, starting with
-    /// `first` (from [`Bench::peek`]).
+    /// `first` (from [`Bench::peek`]). The generator fills its channel (at least the first
+    /// wave) before the first request goes out, so that the level starts as a prepared one
+    /// does; requests it drew and nobody sent (a level stopped early) go back to the front of
+    /// the line for the next level.
     pub(crate) async fn run_drawn(
         &mut self,
         dir: &Path,
@@ -76,7 +82,6 @@ impl Bench {
             self.settings.inputs_limit,
         )?));
         let flags = Arc::new(Flags::default());
-        let turns = flags.clone();
         flags.render.store(true, Ordering::Relaxed);
         let depth = (concurrency as usize * 2).clamp(64, 4096);
         let total = warmup + count;
@@ -86,14 +91,23 @@ impl Bench {
             (depth, first, total),
             flags.clone(),
         );
-        let drawn = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // The first wave ready before the level starts (or all there is, or a failure).
+        let ready = depth.min(total);
+        while flags.made.load(Ordering::Relaxed) < ready
+            && !generating.is_finished()
+            && !cancel.is_cancelled()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let prepared = Arc::new(Mutex::new(prepared));
+        let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let source: RequestSource = {
-            let (inputs, flags, drawn) = (inputs.clone(), flags.clone(), drawn.clone());
-            let transport = self.transport.clone();
+            let (inputs, flags, taken) = (inputs.clone(), flags.clone(), taken.clone());
+            let (prepared, transport) = (prepared.clone(), self.transport.clone());
             Box::new(move || {
-                let (request, rendered) = prepared.recv().ok()?;
+                let (request, rendered) = prepared.lock().ok()?.recv().ok()?;
                 // Warm-up requests are not listed.
-                if drawn.fetch_add(1, Ordering::Relaxed) >= warmup {
+                if taken.fetch_add(1, Ordering::Relaxed) >= warmup {
                     if let Ok(mut w) = inputs.lock() {
                         if w.is_full() {
                             w.skip(1);
@@ -131,24 +145,25 @@ impl Bench {
             Some(self.record_observer()),
         )
         .await;
-        // The source (and with it the channel's receiver) is gone: the generator ends at its
-        // next send. What it drew and nobody sent is dropped, as a prepared level drops it.
+        // Every request drawn and not sent goes back to the front of the line: the generator
+        // sends what it holds and ends, closing the channel.
         flags.stop.store(true, Ordering::Relaxed);
-        let generated = generating.join().unwrap_or(total);
+        if let Ok(rx) = prepared.lock() {
+            while let Ok((request, _)) = rx.recv() {
+                self.pending.push_back(request);
+            }
+        }
+        let _ = generating.join();
         let observer = self.observer.as_ref();
         let server = self
             .server
             .end(observer, label, scrape, dir, run.as_ref().ok())
             .await;
         let run = run?;
-        if turns.turns.load(Ordering::Relaxed) {
+        if flags.turns.load(Ordering::Relaxed) {
             return Err(Error::invalid(
-                "the workload turned to multi-turn conversations after its first requests: a level drawn as it goes cannot keep their history (raise prepared_bytes)",
+                "the workload turned to multi-turn conversations after its first requests: a level drawn as it goes cannot keep their history (a library can raise LevelSettings::prepared_bytes)",
             ));
-        }
-        if !cancel.is_cancelled() {
-            self.skip_undrawn(total.saturating_sub(generated), cancel)
-                .await?;
         }
         let inputs = Arc::try_unwrap(inputs)
             .ok()
@@ -156,22 +171,15 @@ impl Bench {
             .ok_or_else(|| Error::invalid("inputs.json is still in use"))?;
         inputs.finish(self.settings.seed)?;
         let level = json!({"concurrency": concurrency, "request_count": count});
-        self.finish_level(dir, concurrency, level, &run, server, Some(&streamed))
-    }
-
-    /// Draws and drops up to `n` requests the generator did not reach (a level stopped early),
-    /// so that the next level starts where a prepared level would have left the workload.
-    async fn skip_undrawn(&mut self, n: usize, cancel: &CancelToken) -> Result<(), Error> {
-        let mut left = n;
-        while left > 0 && !cancel.is_cancelled() {
-            let k = left.min(DRAW_BATCH);
-            self.workload
-                .lock()
-                .map_err(|_| Error::invalid("the workload generator panicked earlier"))?
-                .requests(k)?;
-            left -= k;
-            tokio::task::yield_now().await;
+        let failed = flags.failed.lock().ok().and_then(|mut f| f.take());
+        let finished = self.finish_level(dir, concurrency, level, &run, server, Some(&streamed))?;
+        match failed {
+            // The level's files are written; the run cannot go on without prompts.
+            Some(why) => Err(Error::invalid(format!(
+                "the workload failed after {} of the level's requests were sent (their records and summary are saved): {why}",
+                run.records_seen
+            ))),
+            None => Ok(finished),
         }
-        Ok(())
     }
 }

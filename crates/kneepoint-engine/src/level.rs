@@ -32,8 +32,17 @@ impl Bench {
         cancel: &CancelToken,
     ) -> Result<Option<Vec<kneepoint_core::Request>>, Error> {
         let mut out = Vec::with_capacity(n.min(1 << 20));
-        // What a timed level drew and did not send comes first.
-        let k = n.min(self.pending.len());
+        // What an earlier level drew and did not send (or what was looked at before this
+        // one) comes first, in whole conversations: a turn that continues one is never left
+        // for the next level.
+        let mut k = n.min(self.pending.len());
+        while self
+            .pending
+            .get(k)
+            .is_some_and(|r| r.turn.as_ref().is_some_and(|t| t.turn_index > 0))
+        {
+            k += 1;
+        }
         out.extend(self.pending.drain(..k));
         while out.len() < n {
             if cancel.is_cancelled() {

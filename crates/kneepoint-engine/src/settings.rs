@@ -71,9 +71,10 @@ pub struct LevelSettings {
 /// tokens each.
 pub const RECORDS_IN_MEMORY: usize = 200_000;
 
-/// Default [`LevelSettings::prepared_bytes`]: 64 MiB of prompt text (the default job's widest
-/// level, 4,096 prompts of ~5 KB, is prepared in full).
-pub const PREPARED_BYTES: usize = 64 << 20;
+/// Default [`LevelSettings::prepared_bytes`]: 256 MiB of prompt text (the default job's widest
+/// level, 4,096 prompts of ~5 KB, is prepared in full, and so is a long-context level of 1,024
+/// prompts of 32k tokens).
+pub const PREPARED_BYTES: usize = 256 << 20;
 
 /// Default [`LevelSettings::inputs_limit`]: AIPerf-compatible `inputs.json` for levels up to
 /// this many requests (about 120 MB at 128-token prompts).

@@ -31,6 +31,10 @@ pub(crate) struct Flags {
     pub(crate) stop: AtomicBool,
     pub(crate) render: AtomicBool,
     pub(crate) turns: AtomicBool,
+    /// Requests handed to the channel so far.
+    pub(crate) made: std::sync::atomic::AtomicUsize,
+    /// Why the workload failed, when it did (the generator then ends).
+    pub(crate) failed: Mutex<Option<String>>,
 }
 
 /// The `inputs.json` entry of `request`.
@@ -73,6 +77,7 @@ pub(crate) fn generator(
                 if tx.send((request, rendered)).is_err() {
                     return drawn;
                 }
+                flags.made.fetch_add(1, Ordering::Relaxed);
             }
             if flags.stop.load(Ordering::Relaxed) || drawn >= limit {
                 return drawn;
@@ -83,7 +88,13 @@ pub(crate) fn generator(
                         drawn += b.len();
                         b
                     }
-                    _ => return drawn,
+                    Ok(_) => return drawn,
+                    Err(e) => {
+                        if let Ok(mut failed) = flags.failed.lock() {
+                            *failed = Some(e.to_string());
+                        }
+                        return drawn;
+                    }
                 },
                 Err(_) => return drawn,
             };

@@ -125,3 +125,103 @@ async fn the_same_seed_gives_the_same_prompts_drawn_or_prepared() {
         "the second level has prompts of its own"
     );
 }
+
+/// A fresh-eyes review of the first version: the look at a level's first requests (to decide
+/// how to prepare it) cut conversations in two when a level's count or warm-up fell inside
+/// one, so a level began with a conversation's later turns, without their history. Every
+/// level here gets whole conversations, warm-up and measured apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_are_never_split_between_levels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (t, _) = MockTransport::new(Model::instant(2));
+    let mut config =
+        kneepoint_workload::SyntheticConfig::new(LengthDist::Fixed(16), LengthDist::Fixed(2), 3);
+    config.conversations = Some(kneepoint_workload::Conversations::new(LengthDist::Fixed(3)));
+    let workload =
+        SyntheticWorkload::from_config(load_tokenizer("builtin").unwrap(), config).unwrap();
+    let mut settings = LevelSettings::default();
+    settings.request_count = 10;
+    settings.warmup_requests = 2;
+    Sweep::builder(Arc::new(t))
+        .workload(workload)
+        .levels([2, 4, 8])
+        .settings(settings)
+        .artifacts(tmp.path())
+        .build()
+        .unwrap()
+        .run(&CancelToken::new())
+        .await
+        .unwrap();
+    for c in [2, 4, 8] {
+        let level = tmp.path().join(format!("concurrency_{c}"));
+        let text = std::fs::read_to_string(level.join("profile_export.jsonl")).unwrap();
+        let mut turns: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+        for line in text.lines() {
+            let r: serde_json::Value = serde_json::from_str(line).unwrap();
+            let md = &r["metadata"];
+            turns
+                .entry(md["conversation_id"].as_str().unwrap().to_owned())
+                .or_default()
+                .push(md["turn_index"].as_u64().unwrap());
+        }
+        assert!(turns.len() >= 4, "level {c}: {turns:?}");
+        for (id, mut t) in turns {
+            t.sort_unstable();
+            assert_eq!(t, [0, 1, 2], "level {c}, {id}");
+        }
+    }
+}
+
+/// A workload that fails after `ok` requests.
+struct Failing {
+    made: usize,
+    ok: usize,
+}
+
+impl kneepoint_workload::Workload for Failing {
+    fn requests(
+        &mut self,
+        count: usize,
+    ) -> Result<Vec<kneepoint_core::Request>, kneepoint_workload::Error> {
+        if self.made >= self.ok {
+            return Err(kneepoint_workload::Error::Dataset {
+                path: "prompts.jsonl".into(),
+                line: Some(self.made + 1),
+                reason: "the file went away".into(),
+            });
+        }
+        let start = self.made;
+        self.made += count;
+        Ok((start..start + count)
+            .map(|i| kneepoint_core::Request::text(i as u64, "x"))
+            .collect())
+    }
+}
+
+/// The review, again: a workload failing while a drawn level ran ended the level early and
+/// silently, written as complete. Now the level's files are written and the run fails naming
+/// the workload's error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workload_failing_mid_level_is_an_error_after_the_files_are_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (t, _) = MockTransport::new(Model::instant(2));
+    let mut settings = LevelSettings::default();
+    settings.request_count = 1_000;
+    settings.prepared_bytes = 0;
+    let e = Sweep::builder(Arc::new(t))
+        .workload(Failing { made: 0, ok: 320 })
+        .levels([4])
+        .settings(settings)
+        .artifacts(tmp.path())
+        .build()
+        .unwrap()
+        .run(&CancelToken::new())
+        .await
+        .unwrap_err();
+    let e = format!("{e:#}");
+    assert!(e.contains("the workload failed after"), "{e}");
+    assert!(e.contains("prompts.jsonl:321: the file went away"), "{e}");
+    let level = tmp.path().join("concurrency_4");
+    assert_eq!(lines(&level.join("profile_export.jsonl")), 320);
+    assert!(level.join("profile_export_aiperf.json").is_file());
+}

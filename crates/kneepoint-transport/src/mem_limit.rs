@@ -8,8 +8,8 @@ pub const STREAM_BYTES: u64 = 32 * 1024;
 
 /// The bytes this process may still allocate, when the platform says: the least of the
 /// machine's available memory (`MemAvailable`), what the cgroup still allows (`memory.max`
-/// less `memory.current`) and the address-space limit (`ulimit -v`) less the process's
-/// current virtual size.
+/// less `memory.current`, its inactive page cache counted as free) and the address-space
+/// limit (`ulimit -v`) less the process's current virtual size.
 pub fn memory_budget() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
@@ -20,8 +20,17 @@ pub fn memory_budget() -> Option<u64> {
         let read = |path: &str| std::fs::read_to_string(path).ok();
         let number = |path: &str| read(path)?.trim().parse::<u64>().ok();
         let available = read("/proc/meminfo").and_then(|t| field(&t, "MemAvailable:"));
-        let cgroup = number("/sys/fs/cgroup/memory.max")
-            .map(|max| max.saturating_sub(number("/sys/fs/cgroup/memory.current").unwrap_or(0)));
+        // The cgroup's usage less its inactive page cache, which the kernel reclaims first.
+        let cache = read("/sys/fs/cgroup/memory.stat")
+            .and_then(|t| {
+                let line = t.lines().find(|l| l.starts_with("inactive_file "))?;
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .unwrap_or(0);
+        let cgroup = number("/sys/fs/cgroup/memory.max").map(|max| {
+            let used = number("/sys/fs/cgroup/memory.current").unwrap_or(0);
+            max.saturating_sub(used.saturating_sub(cache))
+        });
         let address_space = {
             use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
             match getrlimit(Resource::RLIMIT_AS) {

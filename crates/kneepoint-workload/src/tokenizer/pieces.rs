@@ -2,10 +2,11 @@
 //! whitespace, and the merge step then works on one "word" at a time; a server's answer with no
 //! whitespace at all (one unbroken 16 MiB word) makes that one word cost about 55 bytes of
 //! memory per byte of text and seconds of CPU. Texts longer than [`PIECE_BYTES`] are therefore
-//! counted piece by piece: each piece ends just before a whitespace character where the window
-//! has one (where the pre-tokeniser would split anyway, so the count is unchanged), and at a
-//! character boundary otherwise (a split inside a word: the count may grow by at most one token
-//! per such split, an upper bound that is off by at most one token in 8 KiB).
+//! counted piece by piece. Each piece ends just before a space that follows a non-space (where
+//! the pre-tokenisers of o200k_base and Llama-style tokenizers start a new word anyway, so the
+//! count is nearly always unchanged), else before any whitespace, else at a character boundary
+//! (a split inside a word). A cut may add a token (a split word; punctuation that the
+//! pre-tokeniser would have joined to the next whitespace): at most one per 8 KiB piece.
 
 /// The longest piece handed to the tokenizer at once.
 pub const PIECE_BYTES: usize = 8 * 1024;
@@ -26,14 +27,30 @@ pub fn pieces(text: &str, max: usize) -> impl Iterator<Item = &str> {
         while !rest.is_char_boundary(end) {
             end -= 1;
         }
-        // The last whitespace in the window that has something before it: the piece ends
-        // just before it, so that the space stays with the word after it.
+        // The last space after a non-space in the window: the piece ends just before it, so
+        // that the space stays with the word after it; else the last whitespace; else a hard cut.
         let window = &rest[..end];
-        let cut = window
+        let space = window
             .char_indices()
             .rev()
-            .find(|(i, c)| *i > 0 && c.is_whitespace())
-            .map_or(end, |(i, _)| i);
+            .find(|(i, c)| {
+                *c == ' '
+                    && *i > 0
+                    && window[..*i]
+                        .chars()
+                        .next_back()
+                        .is_some_and(|p| !p.is_whitespace())
+            })
+            .map(|(i, _)| i);
+        let cut = space
+            .or_else(|| {
+                window
+                    .char_indices()
+                    .rev()
+                    .find(|(i, c)| *i > 0 && c.is_whitespace())
+                    .map(|(i, _)| i)
+            })
+            .unwrap_or(end);
         let (piece, tail) = rest.split_at(cut);
         rest = tail;
         Some(piece)
