@@ -23,7 +23,7 @@ use kneepoint_runner::{run_level_drawn, CancelToken, RequestSource};
 use serde_json::json;
 
 use crate::streamed::{Streamed, StreamedSink};
-use crate::timed::{generator, render, Flags, GENERATE_BATCH};
+use crate::timed::{generator, next_prepared, render, Flags, GENERATE_BATCH};
 use crate::{Bench, Error};
 
 /// Prompts made between two looks at the cancel token when a level is prepared in full (or
@@ -105,7 +105,7 @@ impl Bench {
             let (inputs, flags, taken) = (inputs.clone(), flags.clone(), taken.clone());
             let (prepared, transport) = (prepared.clone(), self.transport.clone());
             Box::new(move || {
-                let (request, rendered) = prepared.lock().ok()?.recv().ok()?;
+                let (request, rendered) = next_prepared(&prepared)?;
                 // Warm-up requests are not listed.
                 if taken.fetch_add(1, Ordering::Relaxed) >= warmup {
                     if let Ok(mut w) = inputs.lock() {

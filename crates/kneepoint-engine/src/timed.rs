@@ -37,6 +37,30 @@ pub(crate) struct Flags {
     pub(crate) failed: Mutex<Option<String>>,
 }
 
+/// The next prepared request, for a sender running on the async runtime. When one is ready it
+/// is taken at once; when the generator has fallen behind (or another sender holds the
+/// channel), the wait happens in `block_in_place` on a multi-threaded runtime, so that the
+/// other streams of this worker thread move to another thread instead of stalling with it
+/// (their timestamps would carry the wait). `None` once the generator has ended and the
+/// channel is empty.
+pub(crate) fn next_prepared(rx: &Mutex<mpsc::Receiver<Prepared>>) -> Option<Prepared> {
+    if let Ok(guard) = rx.try_lock() {
+        match guard.try_recv() {
+            Ok(p) => return Some(p),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+            Err(mpsc::TryRecvError::Empty) => {}
+        }
+    }
+    let wait = || rx.lock().ok()?.recv().ok();
+    let threaded = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if threaded {
+        tokio::task::block_in_place(wait)
+    } else {
+        wait()
+    }
+}
+
 /// The `inputs.json` entry of `request`.
 pub(crate) fn render(transport: &dyn Transport, request: &Request) -> Vec<u8> {
     render_input_entry(&InputEntry {
@@ -142,7 +166,7 @@ impl Bench {
             let (inputs, measuring, flags) = (inputs.clone(), measuring.clone(), flags.clone());
             let (prepared, transport) = (prepared.clone(), self.transport.clone());
             Box::new(move || {
-                let (request, rendered) = prepared.lock().ok()?.recv().ok()?;
+                let (request, rendered) = next_prepared(&prepared)?;
                 if measuring.load(Ordering::Relaxed) {
                     if let Ok(mut w) = inputs.lock() {
                         if w.is_full() {
