@@ -17,40 +17,9 @@ fn lines(path: &std::path::Path) -> usize {
 #[test]
 fn sigint_mid_sweep_keeps_everything_measured() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().to_str().unwrap();
     // ~90 ms per request, 4 at a time, 2,000 requests: far longer than the test waits.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
-        .args([
-            "sweep",
-            "--sim-profile",
-            "fast",
-            "--sim-time-scale",
-            "1",
-            "--concurrency",
-            "4,8",
-            "--request-count",
-            "2000",
-            "--isl",
-            "32",
-            "--osl",
-            "16",
-            "--quiet",
-            "--artifact-dir",
-            dir,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = long_sweep(tmp.path());
     let jsonl = tmp.path().join("concurrency_4/profile_export.jsonl");
-    let t0 = Instant::now();
-    while lines(&jsonl) < 20 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no records appeared"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -16,14 +16,14 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use kneepoint_core::{folder, RecordSink, Request};
-use kneepoint_metrics::export::{InputsWriter, JsonlSink};
+use kneepoint_core::{RecordSink, Request};
+use kneepoint_metrics::export::JsonlSink;
 use kneepoint_metrics::LevelSummary;
-use kneepoint_runner::{run_level_drawn, CancelToken, RequestSource};
+use kneepoint_runner::{run_level_drawn, CancelToken};
 use serde_json::json;
 
+use crate::feed::{Feed, GENERATE_BATCH};
 use crate::streamed::{Streamed, StreamedSink};
-use crate::timed::{generator, next_prepared, render, Flags, GENERATE_BATCH};
 use crate::{Bench, Error};
 
 /// Prompts made between two looks at the cancel token when a level is prepared in full (or
@@ -77,52 +77,17 @@ impl Bench {
         first: Vec<Request>,
         cancel: &CancelToken,
     ) -> Result<(LevelSummary, bool), Error> {
-        let inputs = Arc::new(Mutex::new(InputsWriter::create(
-            &dir.join(folder::INPUTS),
-            self.settings.inputs_limit,
-        )?));
-        let flags = Arc::new(Flags::default());
-        flags.render.store(true, Ordering::Relaxed);
-        let depth = (concurrency as usize * 2).clamp(64, 4096);
         let total = warmup + count;
-        let (prepared, generating) = generator(
-            self.workload.clone(),
-            self.transport.clone(),
-            (depth, first, total),
-            flags.clone(),
-        );
+        let feed = Feed::start(self, dir, concurrency, (first, total))?;
         // The first wave ready before the level starts (or all there is, or a failure).
-        let ready = depth.min(total);
-        while flags.made.load(Ordering::Relaxed) < ready
-            && !generating.is_finished()
-            && !cancel.is_cancelled()
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-        }
-        let prepared = Arc::new(Mutex::new(prepared));
-        let taken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let source: RequestSource = {
-            let (inputs, flags, taken) = (inputs.clone(), flags.clone(), taken.clone());
-            let (prepared, transport) = (prepared.clone(), self.transport.clone());
-            Box::new(move || {
-                let (request, rendered) = next_prepared(&prepared)?;
-                // Warm-up requests are not listed.
-                if taken.fetch_add(1, Ordering::Relaxed) >= warmup {
-                    if let Ok(mut w) = inputs.lock() {
-                        if w.is_full() {
-                            w.skip(1);
-                        } else if rendered.is_empty() {
-                            w.push(&render(transport.as_ref(), &request));
-                        } else {
-                            w.push(&rendered);
-                        }
-                        // Past the limit the generator stops rendering entries.
-                        flags.render.store(!w.is_full(), Ordering::Relaxed);
-                    }
-                }
-                Some(request)
-            })
-        };
+        feed.filled(feed.depth.min(total), || cancel.is_cancelled())
+            .await;
+        // Warm-up requests are not listed.
+        let mut taken = 0usize;
+        let source = feed.source(move || {
+            taken += 1;
+            taken > warmup
+        });
         let streamed = Arc::new(Mutex::new(Streamed::new(self.settings.goodput)));
         let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(JsonlSink::in_dir(
             dir,
@@ -145,33 +110,21 @@ impl Bench {
             Some(self.record_observer()),
         )
         .await;
-        // Every request drawn and not sent goes back to the front of the line: the generator
-        // sends what it holds and ends, closing the channel.
-        flags.stop.store(true, Ordering::Relaxed);
-        if let Ok(rx) = prepared.lock() {
-            while let Ok((request, _)) = rx.recv() {
-                self.pending.push_back(request);
-            }
-        }
-        let _ = generating.join();
+        feed.stop(&mut self.pending);
         let observer = self.observer.as_ref();
         let server = self
             .server
             .end(observer, label, scrape, dir, run.as_ref().ok())
             .await;
         let run = run?;
-        if flags.turns.load(Ordering::Relaxed) {
+        if feed.flags.turns.load(Ordering::Relaxed) {
             return Err(Error::invalid(
                 "the workload turned to multi-turn conversations after its first requests: a level drawn as it goes cannot keep their history (a library can raise LevelSettings::prepared_bytes)",
             ));
         }
-        let inputs = Arc::try_unwrap(inputs)
-            .ok()
-            .and_then(|m| m.into_inner().ok())
-            .ok_or_else(|| Error::invalid("inputs.json is still in use"))?;
-        inputs.finish(self.settings.seed)?;
+        let failed = feed.flags.failed.lock().ok().and_then(|mut f| f.take());
+        feed.finish(self.settings.seed)?;
         let level = json!({"concurrency": concurrency, "request_count": count});
-        let failed = flags.failed.lock().ok().and_then(|mut f| f.take());
         let finished = self.finish_level(dir, concurrency, level, &run, server, Some(&streamed))?;
         match failed {
             // The level's files are written; the run cannot go on without prompts.

@@ -63,6 +63,7 @@ mod counted;
 mod deployment;
 mod error;
 mod failure;
+mod feed;
 mod finish;
 mod inputs;
 mod length_sweep;
