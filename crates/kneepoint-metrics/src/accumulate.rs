@@ -32,11 +32,13 @@ impl Column for StreamColumn {
     }
 }
 
-/// Every per-request metric value of a successful record `r` (metrics `m`), by AIPerf name.
-fn metric_values(m: &RequestMetrics, mut f: impl FnMut(&'static str, f64)) {
+/// Every per-request metric value of a successful record `r` (metrics `m`), by AIPerf name;
+/// a metric with many values per request (the inter-chunk gaps) comes as one slice, so that
+/// its column is looked up once per request.
+fn metric_values(m: &RequestMetrics, mut f: impl FnMut(&'static str, &[f64])) {
     let mut push = |name: &'static str, v: Option<f64>| {
         if let Some(v) = v {
-            f(name, v);
+            f(name, &[v]);
         }
     };
     push("time_to_first_token", m.ttft_ms);
@@ -55,26 +57,26 @@ fn metric_values(m: &RequestMetrics, mut f: impl FnMut(&'static str, f64)) {
         "request_latency_from_schedule",
         m.request_latency_from_schedule_ms,
     );
-    for v in &m.inter_chunk_ms {
-        f("inter_chunk_latency", *v);
+    if !m.inter_chunk_ms.is_empty() {
+        f("inter_chunk_latency", &m.inter_chunk_ms);
     }
     if let Some(c) = &m.connection {
-        f("http_req_dns_lookup", c.dns_ms);
-        f("http_req_connecting", c.connecting_ms);
-        f("http_req_tls_handshaking", c.tls_ms);
-        f("http_req_connection_overhead", c.overhead_ms);
-        f("http_req_connection_reused", c.reused);
-        f("http_req_waiting", c.waiting_ms);
+        f("http_req_dns_lookup", &[c.dns_ms]);
+        f("http_req_connecting", &[c.connecting_ms]);
+        f("http_req_tls_handshaking", &[c.tls_ms]);
+        f("http_req_connection_overhead", &[c.overhead_ms]);
+        f("http_req_connection_reused", &[c.reused]);
+        f("http_req_waiting", &[c.waiting_ms]);
     }
 }
 
 /// Every value a measured record contributes, failed ones included (their schedule lag).
 fn record_values(
     r: &RequestRecord,
-    mut f: impl FnMut(&'static str, f64),
+    mut f: impl FnMut(&'static str, &[f64]),
 ) -> Option<RequestMetrics> {
     if let Some(i) = r.intended_start_ns {
-        f("schedule_lag", r.start_ns.saturating_sub(i) as f64 / 1e6);
+        f("schedule_lag", &[r.start_ns.saturating_sub(i) as f64 / 1e6]);
     }
     if r.error.is_some() {
         return None;
@@ -144,7 +146,10 @@ impl<C: Column> Accumulator<C> {
         span.0 = span.0.min(r.start_ns);
         span.1 = span.1.max(r.end_ns);
         let cols = &mut self.cols;
-        let metrics = record_values(r, |name, v| cols.entry(name).or_default().push(v));
+        let metrics = record_values(r, |name, vs| {
+            let col = cols.entry(name).or_default();
+            vs.iter().for_each(|&v| col.push(v));
+        });
         if let Some(e) = &r.error {
             *self.errors_by_kind.entry(e.kind.to_string()).or_default() += 1;
             self.groups.add(e);
@@ -426,9 +431,11 @@ impl SecondPass<'_> {
             return;
         }
         let brackets = &mut self.brackets;
-        record_values(r, |name, v| {
+        record_values(r, |name, vs| {
             if let Some(bs) = brackets.get_mut(name) {
-                bs.iter_mut().for_each(|b| b.offer(v));
+                for &v in vs {
+                    bs.iter_mut().for_each(|b| b.offer(v));
+                }
             }
         });
     }

@@ -31,6 +31,11 @@ fn random_targets_up_to_32k_are_exact_with_both_tokenizers() {
     targets.extend((0..60).map(|_| pick.random_range(1..=32_768u32)));
     for tok in tokenizers() {
         let mut b = PromptBuilder::new(tok.clone()).unwrap();
+        assert!(
+            b.is_fast(),
+            "{}: prompts are joined from learnt chunks",
+            tok.name()
+        );
         let mut rng = StdRng::seed_from_u64(5);
         for &n in &targets {
             let text = b.exact("", n, &mut rng).unwrap();

@@ -1,4 +1,5 @@
 //! What the benches share: the simulator in its own process, and this process's CPU time.
+#![allow(dead_code)] // each bench uses some of these helpers
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
