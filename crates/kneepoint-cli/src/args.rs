@@ -252,7 +252,8 @@ pub struct K8sJobArgs {
     /// Its namespace (default: kubectl's).
     #[arg(long)]
     pub namespace: Option<String>,
-    /// The container image with the kneepoint binary on its PATH.
+    /// The container image with the kneepoint binary on its PATH (`kneepoint:latest` is what
+    /// packaging/container/Containerfile and scripts/image/image.py build: docs/container.md).
     #[arg(long, default_value = "kneepoint:latest")]
     pub image: String,
     /// A PersistentVolumeClaim (ReadWriteMany) for the results: shard K writes
