@@ -31,6 +31,12 @@ pub(crate) struct Chunks {
     spans: Vec<Span>,
 }
 
+/// Pairs of chunks that were not neighbours checked by [`Chunks::learn`].
+const JOIN_CHECKS: usize = 256;
+/// Chunks looked at for a prompt's first word before giving up (a target below every word's
+/// count after this prefix).
+const HEAD_TRIES: usize = 64;
+
 /// Where a chunk ends: before a space that follows a non-space and precedes a letter.
 fn boundaries(text: &str) -> Vec<usize> {
     let b = text.as_bytes();
@@ -63,8 +69,14 @@ impl Chunks {
         };
         let mut known: HashMap<&str, (u16, u16)> = HashMap::new();
         let mut spans = Vec::with_capacity(cuts.len());
+        // The last chunk ends before the corpus's trailing whitespace, so that a prompt that
+        // wraps round joins it to the first chunk as any two chunks join.
+        let end = text.trim_end().len();
         let mut total = tok.count(&text[..first_cut])?;
-        let ends = cuts.iter().skip(1).copied().chain([text.len()]);
+        if end < text.len() {
+            total += tok.count(&text[end..])?;
+        }
+        let ends = cuts.iter().skip(1).copied().chain([end]);
         for (start, end) in cuts.iter().copied().zip(ends) {
             let piece = &text[start..end];
             let (count, lead) = match known.get(piece) {
@@ -93,7 +105,24 @@ impl Chunks {
         if total != whole || !fills || spans.iter().any(|s| s.count == 0 || s.lead == 0) {
             return Ok(None);
         }
-        Ok(Some(Chunks { text, spans }))
+        let chunks = Chunks { text, spans };
+        Ok(chunks.joins_add_up(tok)?.then_some(chunks))
+    }
+
+    /// Prompts join chunks that were not neighbours in the corpus (after passing over one that
+    /// would overshoot, or wrapping round from the last to the first): a spread of such pairs
+    /// must count as the sum of their parts.
+    fn joins_add_up(&self, tok: &dyn Tokenizer) -> Result<bool, Error> {
+        let n = self.spans.len();
+        let pairs = (0..JOIN_CHECKS).map(|k| (k * 7919 % n, (k * 104_729 + 1) % n));
+        for (i, j) in [(n - 1, 0)].into_iter().chain(pairs) {
+            let (a, b) = (self.piece(i), self.piece(j));
+            let sum = usize::from(self.spans[i].count) + usize::from(self.spans[j].count);
+            if tok.count(&format!("{a}{b}"))? != sum {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// How many chunks there are (a prompt may start at any of them).
@@ -118,13 +147,16 @@ impl Chunks {
         mut first: impl FnMut(&'static str, usize) -> Result<usize, Error>,
     ) -> Result<Option<String>, Error> {
         let n = self.spans.len();
-        if target == 0 || n == 0 {
+        if target == 0 {
             return Ok(Some(String::new()));
+        }
+        if n == 0 {
+            return Ok(None);
         }
         // The first word: the first chunk from `start` on that fits.
         let mut at = start % n;
         let mut head = None;
-        for _ in 0..n.min(4096) {
+        for _ in 0..n.min(HEAD_TRIES) {
             let word = &self.piece(at)[1..];
             let k = first(word, usize::from(self.spans[at].lead))?;
             if k >= 1 && k <= target {
@@ -136,7 +168,7 @@ impl Chunks {
         let Some((word, mut have)) = head else {
             return Ok(None);
         };
-        let mut out = String::with_capacity(target * 6);
+        let mut out = String::with_capacity(target.min(1 << 20) * 6);
         out.push_str(word);
         // The rest: running chunks, each counted as learnt; a full lap without progress means
         // no chunk fits (impossible while a one-token chunk exists, which `learn` checked).

@@ -58,7 +58,8 @@ impl PromptBuilder {
             chunks,
             prefixes: HashMap::new(),
         };
-        if b.chunks.is_some() && !b.fast_path_checks()? {
+        // A check that fails, or errs, leaves the builder on the re-encoding path.
+        if b.chunks.is_some() && !b.fast_path_checks().unwrap_or(false) {
             b.chunks = None;
         }
         b.used_offsets.clear();
@@ -75,13 +76,18 @@ impl PromptBuilder {
     /// after a prefix that ends with a blank line, encoded and counted.
     fn fast_path_checks(&mut self) -> Result<bool, Error> {
         let mut rng = StdRng::seed_from_u64(0x0063_6865_636b);
-        let prefix = format!("{}\n\n", self.exact("", 40, &mut rng)?.trim_end());
-        for (pre, n) in [("", 1u32), ("", 2), ("", 17), ("", 1024), ("", 3001)]
+        let Some(body) = self.exact_fast("", 40, &mut rng)? else {
+            return Ok(false);
+        };
+        let prefix = format!("{}\n\n", body.trim_end());
+        for (pre, n) in [("", 1usize), ("", 2), ("", 17), ("", 1024), ("", 3001)]
             .into_iter()
-            .chain([(prefix.as_str(), 60u32), (prefix.as_str(), 700)])
+            .chain([(prefix.as_str(), 60), (prefix.as_str(), 700)])
         {
-            let body = self.exact(pre, n, &mut rng)?;
-            if self.tokenizer.count(&format!("{pre}{body}"))? != n as usize {
+            let Some(body) = self.exact_fast(pre, n, &mut rng)? else {
+                return Ok(false);
+            };
+            if self.tokenizer.count(&format!("{pre}{body}"))? != n {
                 return Ok(false);
             }
         }
@@ -176,9 +182,10 @@ impl PromptBuilder {
         rng: &mut R,
     ) -> Result<String, Error> {
         let n = tokens as usize;
-        // The fast path takes a prefix that ends in whitespace (shared prefixes and trace
-        // blocks end with a blank line), so the prompt's first word starts a new pre-token.
-        if prefix.is_empty() || prefix.ends_with(|c: char| c.is_whitespace()) {
+        // The fast path takes no prefix or one that ends with a blank line (shared prefixes,
+        // trace blocks and earlier turns do, and the one-time checks try that join), so the
+        // prompt's first word starts a new pre-token.
+        if prefix.is_empty() || prefix.ends_with("\n\n") {
             if let Some(body) = self.exact_fast(prefix, n, rng)? {
                 return Ok(body);
             }
@@ -225,5 +232,62 @@ impl PromptBuilder {
                 self.tokenizer.name()
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three bytes to a token, across word boundaries: chunk counts do not add up, so the
+    /// builder must fall back to re-encoding and still be exact.
+    struct Triples;
+
+    impl Tokenizer for Triples {
+        fn encode(&self, text: &str) -> Result<Vec<u32>, Error> {
+            let id = |c: &[u8]| {
+                c.iter()
+                    .enumerate()
+                    .fold((c.len() as u32) << 24, |v, (i, b)| {
+                        v | (u32::from(*b) << (8 * i))
+                    })
+            };
+            Ok(text.as_bytes().chunks(3).map(id).collect())
+        }
+
+        fn decode(&self, ids: &[u32]) -> Result<String, Error> {
+            let bytes = ids
+                .iter()
+                .flat_map(|id| (0..(id >> 24)).map(move |i| (id >> (8 * i)) as u8))
+                .collect();
+            String::from_utf8(bytes).map_err(|e| Error::Tokenizer {
+                name: "triples".into(),
+                reason: e.to_string(),
+            })
+        }
+
+        fn name(&self) -> &str {
+            "triples"
+        }
+    }
+
+    #[test]
+    fn a_tokenizer_whose_chunks_do_not_add_up_keeps_the_exact_slow_path() {
+        let tok: Arc<dyn Tokenizer> = Arc::new(Triples);
+        let mut b = PromptBuilder::new(tok.clone()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!b.is_fast());
+        let mut rng = StdRng::seed_from_u64(3);
+        for n in [1u32, 5, 64, 700] {
+            let body = b.exact("", n, &mut rng).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(tok.count(&body).ok(), Some(n as usize));
+            let prefix = "A shared opening.\n\n";
+            let body = b
+                .exact(prefix, n + 8, &mut rng)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                tok.count(&format!("{prefix}{body}")).ok(),
+                Some(n as usize + 8)
+            );
+        }
     }
 }
