@@ -10,7 +10,9 @@
 //!    `cutime`/`cstime` across the child's life, which `getrusage(RUSAGE_CHILDREN)` reports)
 //!    and for the level alone (the CPU seconds the level's `client_health` recorded over its
 //!    measured phase), at concurrency 256 with `KNEEPOINT_E2E_REQUESTS` requests (default
-//!    16,384), and the level's requests per second;
+//!    16,384), and the level's requests per second; `KNEEPOINT_E2E_URL` points this part at
+//!    another server (e.g. `benches/peers/mock-openai`, which shares no code with kneepoint)
+//!    instead of the simulator;
 //! 2. instructions per request of the whole process under callgrind (every thread, from
 //!    `main` to exit): two child runs of 64 and 192 requests at concurrency 64, the difference
 //!    over the 128 extra requests, so fixed costs (tokenizer load, runtime, report page) drop
@@ -211,7 +213,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(16_384u32);
-    whole_process(&sim.1, requests);
+    let target = std::env::var("KNEEPOINT_E2E_URL").unwrap_or_else(|_| sim.1.clone());
+    println!("server: {target}");
+    whole_process(&target, requests);
 
     let (a, b) = (64u32, 192u32);
     let (Some((ia, ta)), Some((ib, tb))) = (callgrind(&sim.1, a), callgrind(&sim.1, b)) else {
