@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from servers import (  # noqa: F401
-    GEMMA, LOGS, ROOT, WORK, Server, free_port, http_get, start_llamacpp, start_vllm, tiny_llama,
+    GEMMA, LOGS, ROOT, WORK, Server, free_port, http_get, start_litellm, start_llamacpp,
+    start_vllm, tiny_llama,
 )
 
 BIN = Path(os.environ.get("KNEEPOINT_BIN", ROOT / "target" / "debug" / "kneepoint"))
@@ -57,6 +58,14 @@ def llamacpp():
         yield server
         return
     server = start_llamacpp(venv_python("llama"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def litellm(vllm):
+    """LiteLLM's proxy in front of the session's vLLM server."""
+    server = start_litellm(venv_python("litellm"), vllm)
     yield server
     server.stop()
 

@@ -3,8 +3,8 @@
 # a finished install leaves a stamp and is skipped next time). Downloads go through pip's cache;
 # the llama-cpp-python wheel it builds from source (~6 minutes with gcc on 2 cores) is kept in
 # target/real-servers/wheels so that a second run does not build it again.
-#   scripts/real_servers/install.sh [vllm] [llama] [s3] [k8s]   (all by default; s3 = moto's S3
-#   server, k8s = kubernetes-validate for the manifests)
+#   scripts/real_servers/install.sh [vllm] [llama] [s3] [k8s] [litellm]   (all by default; s3 =
+#   moto's S3 server, k8s = kubernetes-validate for the manifests, litellm = LiteLLM's proxy)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -98,6 +98,19 @@ install_s3() {
   echo "moto $MOTO_VERSION: installed"
 }
 
+LITELLM_VERSION=1.108.7
+
+install_litellm() {
+  # LiteLLM's proxy (a gateway in front of the models): its own venv, ~750 MB, ~2 minutes.
+  local stamp="$work/venv-litellm/.installed-$LITELLM_VERSION"
+  [ -f "$stamp" ] && { echo "litellm $LITELLM_VERSION: installed"; return; }
+  venv litellm
+  retry "$work/venv-litellm/bin/python" -m pip install $NEWPIP "litellm[proxy]==$LITELLM_VERSION"
+  test -x "$work/venv-litellm/bin/litellm"
+  touch "$stamp"
+  echo "litellm $LITELLM_VERSION: installed"
+}
+
 KUBERNETES_VALIDATE_VERSION=1.37.0
 
 install_k8s() {
@@ -113,13 +126,14 @@ install_k8s() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(vllm llama s3 k8s)
+[ ${#targets[@]} -eq 0 ] && targets=(vllm llama s3 k8s litellm)
 for t in "${targets[@]}"; do
   case "$t" in
     vllm) install_vllm ;;
     llama) install_llama ;;
     s3) install_s3 ;;
     k8s) install_k8s ;;
-    *) echo "unknown target $t (vllm, llama, s3, k8s)"; exit 2 ;;
+    litellm) install_litellm ;;
+    *) echo "unknown target $t (vllm, llama, s3, k8s, litellm)"; exit 2 ;;
   esac
 done

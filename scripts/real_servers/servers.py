@@ -4,6 +4,7 @@ whole process group. Standard library only.
 """
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -135,4 +136,40 @@ def start_llamacpp(python: Path, name: str = "llamacpp") -> Server:
         start_timeout_s=180,
     )
     server.tokenizer, server.model_dir, server.model = GEMMA / "tokenizer.json", GEMMA, gguf
+    return server
+
+
+LITELLM_VERSION = "1.108.7"
+
+
+def start_litellm(python: Path, backend, name: str = "litellm") -> Server:
+    """LiteLLM's proxy (`litellm[proxy]`, a gateway teams put in front of their models) with
+    one route, `tiny`, to `backend`'s OpenAI-compatible server; offline (its model cost map is
+    the bundled one), one worker, a random master key in `.key` (it refuses to start without
+    one). `.tokenizer`, `.model_dir` and `.model` are the backend's."""
+    port = free_port()
+    LOGS.mkdir(parents=True, exist_ok=True)
+    config = LOGS / f"{name}.yaml"
+    config.write_text(
+        "model_list:\n"
+        "  - model_name: tiny\n"
+        "    litellm_params:\n"
+        f"      model: openai/{backend.model}\n"
+        f"      api_base: {backend.url}/v1\n"
+        "      api_key: none\n"
+    )
+    key = "sk-kneepoint-" + secrets.token_hex(16)
+    server = Server(
+        name,
+        [str(python.parent / "litellm"), "--config", str(config), "--host", "127.0.0.1",
+         "--port", str(port), "--num_workers", "1"],
+        port,
+        {"LITELLM_MASTER_KEY": key, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+         "LITELLM_TELEMETRY": "False", "LITELLM_LOG": "WARNING"},
+        "/health/liveliness",
+        start_timeout_s=300,
+    )
+    server.key = key
+    server.tokenizer, server.model_dir, server.model = (backend.tokenizer, backend.model_dir,
+                                                        "tiny")
     return server

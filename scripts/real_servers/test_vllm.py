@@ -194,11 +194,14 @@ def test_length_sweep_measures_the_prefill_curve(vllm, tmp_path):
     """Issue 31 against real vLLM: a length sweep at concurrency 1 sends prompts of exactly the
     lengths asked for (the server's usage agrees), TTFT grows with the prompt, the fitted
     prefill rate is positive, and each length's prompts are new text (prefix caching is on by
-    default, and a longer prompt must not start with a shorter one's)."""
+    default, and a longer prompt must not start with a shorter one's). 16 output tokens, not 4:
+    the dummy-weight model's tokens are bytes of a byte-level vocabulary, and 4 of them once
+    held no whole UTF-8 character, so vLLM streamed no text and the request was recorded as
+    malformed (CI, 2026-12-03)."""
     out = tmp_path / "lengths"
     before = scrape(vllm.url)
     kneepoint("sweep", "--url", vllm.url, "--endpoint-type", "completions",
-              "--isl", "64,512,2048", "--osl", "4", "--concurrency", "1", "--request-count", "6",
+              "--isl", "64,512,2048", "--osl", "16", "--concurrency", "1", "--request-count", "6",
               "--tokenizer", str(vllm.tokenizer), "--no-server-metrics", "--quiet",
               "--artifact-dir", str(out))
     after = scrape(vllm.url)
