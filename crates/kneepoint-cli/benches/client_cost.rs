@@ -33,8 +33,6 @@ use kneepoint_workload::Workload;
 const ISL: u32 = 1024;
 const OSL: u32 = 256;
 const CONCURRENCY: u32 = 64;
-/// Allowed growth of instructions per stream over the baseline.
-const TOLERANCE: f64 = 0.05;
 const CHILD: &str = "KNEEPOINT_CLIENT_COST_CHILD";
 
 fn sim() -> Sim {
@@ -102,17 +100,6 @@ fn instructions(url: &str, n: usize) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-fn baseline_path() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/client_cost.baseline")
-}
-
-fn baseline() -> Option<f64> {
-    let text = std::fs::read_to_string(baseline_path()).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("instructions "))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 fn main() {
     if let Ok(v) = std::env::var(CHILD) {
         let (url, n) = v.split_once(',').unwrap();
@@ -156,29 +143,11 @@ fn main() {
         "client instructions: {per_stream:.0} per stream ({:.0} per token; callgrind, {a} and {b} streams)",
         per_stream / f64::from(OSL)
     );
-    if std::env::var_os("KNEEPOINT_CLIENT_COST_UPDATE").is_some() {
-        std::fs::write(
-            baseline_path(),
-            format!("# client instructions per {OSL}-token stream (cargo bench -p kneepoint-cli --bench client_cost)\ninstructions {per_stream:.0}\n"),
-        )
-        .unwrap();
-        println!("baseline updated: {}", baseline_path().display());
-        return;
-    }
-    match baseline() {
-        Some(base) if per_stream > base * (1.0 + TOLERANCE) => {
-            println!(
-                "REGRESSION: {per_stream:.0} instructions per stream, {:.1} % above the baseline {base:.0} (more than {:.0} %)",
-                (per_stream / base - 1.0) * 100.0,
-                TOLERANCE * 100.0
-            );
-            std::process::exit(1);
-        }
-        Some(base) => println!(
-            "within {:.0} % of the baseline {base:.0} ({:+.1} %)",
-            TOLERANCE * 100.0,
-            (per_stream / base - 1.0) * 100.0
-        ),
-        None => println!("no baseline yet: KNEEPOINT_CLIENT_COST_UPDATE=1 writes one"),
-    }
+    support::instruction_gate(
+        per_stream,
+        "stream",
+        "client_cost.baseline",
+        &format!("client instructions per {OSL}-token stream (cargo bench -p kneepoint-cli --bench client_cost)"),
+        "KNEEPOINT_CLIENT_COST_UPDATE",
+    );
 }

@@ -31,9 +31,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-/// Allowed growth of instructions per request over the baseline.
-const TOLERANCE: f64 = 0.05;
-
 /// Phases and the functions whose inclusive counts make them up (a substring of the function's
 /// name in `callgrind_annotate`; the largest match of each pattern counts, and the patterns of
 /// one phase do not nest).
@@ -57,16 +54,6 @@ const PHASES: &[(&str, &[&str])] = &[
     ),
     ("report page and plots", &["kneepoint_report::"]),
 ];
-
-/// This process's waited-for children's user + system CPU seconds (`/proc/self/stat` fields
-/// 16 and 17, USER_HZ = 100).
-fn children_cpu() -> (f64, f64) {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| f[i].parse::<f64>().unwrap() / 100.0;
-    (ticks(13), ticks(14))
-}
 
 fn sweep_args(url: &str, concurrency: u32, requests: u32, dir: &Path) -> Vec<String> {
     [
@@ -126,13 +113,13 @@ fn level_figures(dir: &Path) -> (f64, f64, f64) {
 fn whole_process(url: &str, requests: u32) {
     let bin = env!("CARGO_BIN_EXE_kneepoint");
     let dir = tempfile::tempdir().unwrap();
-    let (c0, t0) = (children_cpu(), Instant::now());
+    let (c0, t0) = (support::children_cpu_split(), Instant::now());
     let status = Command::new(bin)
         .args(sweep_args(url, 256, requests, dir.path()))
         .stdout(Stdio::null())
         .status()
         .unwrap();
-    let (c1, wall) = (children_cpu(), t0.elapsed().as_secs_f64());
+    let (c1, wall) = (support::children_cpu_split(), t0.elapsed().as_secs_f64());
     assert!(status.success(), "the sweep failed: {status}");
     let (user, system) = (c1.0 - c0.0, c1.1 - c0.1);
     let (level_cpu, count, rps) = level_figures(dir.path());
@@ -196,17 +183,6 @@ fn phase(annotated: &str, patterns: &[&str]) -> u64 {
     patterns.iter().map(|p| inclusive(annotated, p)).sum()
 }
 
-fn baseline_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/e2e_cost.baseline")
-}
-
-fn baseline() -> Option<f64> {
-    let text = std::fs::read_to_string(baseline_path()).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("instructions "))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 fn main() {
     let sim = sim_with(&["--profile", "instant"]);
     let requests = std::env::var("KNEEPOINT_E2E_REQUESTS")
@@ -242,29 +218,11 @@ fn main() {
         "sending, reading, runtime",
         rest / per_request * 100.0
     );
-    if std::env::var_os("KNEEPOINT_E2E_COST_UPDATE").is_some() {
-        std::fs::write(
-            baseline_path(),
-            format!("# instructions per request of a whole `kneepoint sweep` (cargo bench -p kneepoint-cli --bench e2e_cost)\ninstructions {per_request:.0}\n"),
-        )
-        .unwrap();
-        println!("baseline updated: {}", baseline_path().display());
-        return;
-    }
-    match baseline() {
-        Some(base) if per_request > base * (1.0 + TOLERANCE) => {
-            println!(
-                "REGRESSION: {per_request:.0} instructions per request, {:.1} % above the baseline {base:.0} (more than {:.0} %)",
-                (per_request / base - 1.0) * 100.0,
-                TOLERANCE * 100.0
-            );
-            std::process::exit(1);
-        }
-        Some(base) => println!(
-            "within {:.0} % of the baseline {base:.0} ({:+.1} %)",
-            TOLERANCE * 100.0,
-            (per_request / base - 1.0) * 100.0
-        ),
-        None => println!("no baseline yet: KNEEPOINT_E2E_COST_UPDATE=1 writes one"),
-    }
+    support::instruction_gate(
+        per_request,
+        "request",
+        "e2e_cost.baseline",
+        "instructions per request of a whole `kneepoint sweep` (cargo bench -p kneepoint-cli --bench e2e_cost)",
+        "KNEEPOINT_E2E_COST_UPDATE",
+    );
 }

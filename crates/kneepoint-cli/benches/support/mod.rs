@@ -80,11 +80,61 @@ pub fn cpu_seconds() -> f64 {
     user + system
 }
 
-/// This process's user and system CPU seconds, apart (`/proc/self/stat`, USER_HZ = 100).
-pub fn cpu_split() -> (f64, f64) {
+/// Two time fields of `/proc/self/stat` in seconds (USER_HZ = 100), counted from the field
+/// after the command name (state = 0).
+fn stat_seconds(a: usize, b: usize) -> (f64, f64) {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
     let after = &stat[stat.rfind(')').unwrap() + 2..];
     let f: Vec<&str> = after.split_whitespace().collect();
     let ticks = |i: usize| f[i].parse::<f64>().unwrap() / 100.0;
-    (ticks(11), ticks(12))
+    (ticks(a), ticks(b))
+}
+
+/// This process's user and system CPU seconds, apart (`utime`, `stime`).
+pub fn cpu_split() -> (f64, f64) {
+    stat_seconds(11, 12)
+}
+
+/// The user and system CPU seconds of this process's waited-for children (`cutime`, `cstime`:
+/// what `getrusage(RUSAGE_CHILDREN)` reports).
+pub fn children_cpu_split() -> (f64, f64) {
+    stat_seconds(13, 14)
+}
+
+/// Allowed growth of an instruction count over its baseline.
+pub const TOLERANCE: f64 = 0.05;
+
+/// The gate on an instruction count: `measured` (instructions per `unit`) against the
+/// `instructions N` line of `baseline` (under `benches/`). With `update_env` set, rewrites the
+/// baseline (headed by `header`) instead; more than [`TOLERANCE`] above it exits 1.
+pub fn instruction_gate(measured: f64, unit: &str, baseline: &str, header: &str, update_env: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches")
+        .join(baseline);
+    if std::env::var_os(update_env).is_some() {
+        std::fs::write(&path, format!("# {header}\ninstructions {measured:.0}\n")).unwrap();
+        println!("baseline updated: {}", path.display());
+        return;
+    }
+    let base: Option<f64> = std::fs::read_to_string(&path).ok().and_then(|t| {
+        t.lines()
+            .find_map(|l| l.strip_prefix("instructions "))
+            .and_then(|v| v.trim().parse().ok())
+    });
+    match base {
+        Some(base) if measured > base * (1.0 + TOLERANCE) => {
+            println!(
+                "REGRESSION: {measured:.0} instructions per {unit}, {:.1} % above the baseline {base:.0} (more than {:.0} %)",
+                (measured / base - 1.0) * 100.0,
+                TOLERANCE * 100.0
+            );
+            std::process::exit(1);
+        }
+        Some(base) => println!(
+            "within {:.0} % of the baseline {base:.0} ({:+.1} %)",
+            TOLERANCE * 100.0,
+            (measured / base - 1.0) * 100.0
+        ),
+        None => println!("no baseline yet: {update_env}=1 writes one"),
+    }
 }

@@ -80,30 +80,47 @@ def _levels(root: Path, pairs: List["tuple[str, Optional[int]]"]) -> List[Level]
 
 
 @dataclass
-class SweepResult:
-    """A sweep's results: `summary` is `sweep_summary.json` as a dict."""
+class _Run:
+    """A run's folder and its top-level JSON file (`FILE`), as a dict."""
 
+    FILE = ""
     dir: Path
-    summary: Dict[str, Any] = field(repr=False)
+    doc: Dict[str, Any] = field(repr=False)
 
     @classmethod
-    def load(cls, dir: Path) -> "SweepResult":
-        return cls(Path(dir), _json(Path(dir) / "sweep_summary.json"))
+    def load(cls, dir: Path):
+        return cls(Path(dir), _json(Path(dir) / cls.FILE))
+
+    def _block(self, key: str) -> Dict[str, Any]:
+        return self.doc.get(key) or {}
+
+    def _list(self, key: str) -> List[Dict[str, Any]]:
+        return list(self.doc.get(key) or [])
+
+
+class SweepResult(_Run):
+    """A sweep's results: `summary` is `sweep_summary.json` as a dict."""
+
+    FILE = "sweep_summary.json"
+
+    @property
+    def summary(self) -> Dict[str, Any]:
+        return self.doc
 
     @property
     def knee(self) -> Optional[int]:
         """The knee's concurrency, or None when the sweep found none."""
-        return (self.summary.get("knee") or {}).get("knee")
+        return self._block("knee").get("knee")
 
     @property
     def zone(self) -> Dict[str, Any]:
         """The operating zone (knee, SLA breaking point, safe maximum...)."""
-        return self.summary.get("zone") or {}
+        return self._block("zone")
 
     @property
     def rows(self) -> List[Dict[str, Any]]:
         """One dict per level: concurrency, req/s, tokens/s, TTFT and latency percentiles."""
-        return list(self.summary.get("levels") or [])
+        return self._list("levels")
 
     @property
     def levels(self) -> List[Level]:
@@ -116,31 +133,29 @@ class SweepResult:
         return _frame(keep)
 
 
-@dataclass
-class SearchResult:
+class SearchResult(_Run):
     """A max-concurrency-under-SLA search: `history` is `search_history.json` as a dict."""
 
-    dir: Path
-    history: Dict[str, Any] = field(repr=False)
-
-    @classmethod
-    def load(cls, dir: Path) -> "SearchResult":
-        return cls(Path(dir), _json(Path(dir) / "search_history.json"))
+    FILE = "search_history.json"
 
     @property
-    def answer(self) -> Optional[int]:
-        """The highest concurrency found to meet every SLA (None: not even the lowest)."""
-        return (self.history.get("boundary") or {}).get("feasible_max")
+    def history(self) -> Dict[str, Any]:
+        return self.doc
 
     @property
     def boundary(self) -> Dict[str, Any]:
         """The answer with its interval, stop reason and confidence."""
-        return self.history.get("boundary") or {}
+        return self._block("boundary")
+
+    @property
+    def answer(self) -> Optional[int]:
+        """The highest concurrency found to meet every SLA (None: not even the lowest)."""
+        return self.boundary.get("feasible_max")
 
     @property
     def probes(self) -> List[Dict[str, Any]]:
         """One dict per probe: concurrency, throughput and each SLA's check."""
-        return list(self.history.get("probes") or [])
+        return self._list("probes")
 
     def probes_frame(self):
         """One row per probe (needs pandas): iteration, concurrency, throughput, and each SLA's
@@ -160,13 +175,11 @@ class SearchResult:
         return _frame(rows)
 
 
-@dataclass
-class RecommendResult:
+class RecommendResult(_Run):
     """A ranking of candidate deployments: `recommendations` is `recommendations.json`."""
 
-    dir: Path
-    recommendations: Dict[str, Any] = field(repr=False)
+    FILE = "recommendations.json"
 
-    @classmethod
-    def load(cls, dir: Path) -> "RecommendResult":
-        return cls(Path(dir), _json(Path(dir) / "recommendations.json"))
+    @property
+    def recommendations(self) -> Dict[str, Any]:
+        return self.doc
