@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from servers import (  # noqa: F401
-    GEMMA, LOGS, ROOT, WORK, Server, free_port, http_get, start_litellm, start_llamacpp,
-    start_vllm, tiny_llama,
+    GEMMA, LLAMA_SERVER, LOGS, ROOT, WORK, Server, free_port, http_get, start_litellm,
+    start_llama_server, start_llamacpp, start_vllm, tiny_llama,
 )
 
 BIN = Path(os.environ.get("KNEEPOINT_BIN", ROOT / "target" / "debug" / "kneepoint"))
@@ -58,6 +58,18 @@ def llamacpp():
         yield server
         return
     server = start_llamacpp(venv_python("llama"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_server():
+    """llama.cpp's own server (built by install.sh llama-server), four parallel slots."""
+    if not LLAMA_SERVER.exists():
+        if os.environ.get("REAL_SERVERS_OPTIONAL") == "1":
+            pytest.skip(f"{LLAMA_SERVER} is missing (run scripts/real_servers/install.sh)")
+        raise RuntimeError(f"{LLAMA_SERVER} is missing: run scripts/real_servers/install.sh")
+    server = start_llama_server()
     yield server
     server.stop()
 

@@ -3,8 +3,10 @@
 # a finished install leaves a stamp and is skipped next time). Downloads go through pip's cache;
 # the llama-cpp-python wheel it builds from source (~6 minutes with gcc on 2 cores) is kept in
 # target/real-servers/wheels so that a second run does not build it again.
-#   scripts/real_servers/install.sh [vllm] [llama] [s3] [k8s] [litellm]   (all by default; s3 =
-#   moto's S3 server, k8s = kubernetes-validate for the manifests, litellm = LiteLLM's proxy)
+#   scripts/real_servers/install.sh [vllm] [llama] [llama-server] [s3] [k8s] [litellm]   (all by
+#   default; llama-server = llama.cpp's own server, built from the llama.cpp sources that the
+#   llama-cpp-python sdist vendors; s3 = moto's S3 server, k8s = kubernetes-validate for the
+#   manifests, litellm = LiteLLM's proxy)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -84,6 +86,41 @@ install_llama() {
   echo "llama-cpp-python $LLAMA_CPP_VERSION: installed"
 }
 
+CMAKE_VERSION=4.2.0
+NINJA_VERSION=1.13.0
+
+install_llama_server() {
+  # llama.cpp's own server (C++: parallel slots, continuous batching, /metrics), built from the
+  # sources llama-cpp-python's sdist vendors (the same llama.cpp as the Python server), with
+  # cmake and ninja from PyPI: no web UI, no TLS, portable CPU flags. About 5 minutes on 2 cores;
+  # the binary is kept under target/real-servers/llama-server/ and the build is skipped next time.
+  local dir="$work/llama-server"
+  local stamp="$dir/.built-$LLAMA_CPP_VERSION"
+  [ -f "$stamp" ] && { echo "llama-server (llama-cpp-python $LLAMA_CPP_VERSION's llama.cpp): built"; return; }
+  install_llama  # the model and its tokenizer
+  venv build
+  local b="$work/venv-build/bin"
+  retry "$b/python" -m pip install $NEWPIP "cmake==$CMAKE_VERSION" "ninja==$NINJA_VERSION"
+  local sdist="$work/wheels/llama_cpp_python-$LLAMA_CPP_VERSION.tar.gz"
+  [ -f "$sdist" ] || retry "$b/python" -m pip download $NEWPIP --no-deps \
+    --no-binary llama-cpp-python -d "$work/wheels" "llama-cpp-python==$LLAMA_CPP_VERSION"
+  rm -rf "$dir/src" "$dir/build"
+  mkdir -p "$dir/src" "$dir/bin"
+  tar -xzf "$sdist" -C "$dir/src" --strip-components=3 \
+    "llama_cpp_python-$LLAMA_CPP_VERSION/vendor/llama.cpp"
+  PATH="$b:$PATH" "$b/cmake" -S "$dir/src" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+    -DLLAMA_OPENSSL=OFF > "$work/logs/llama-server-cmake.log"
+  PATH="$b:$PATH" "$b/cmake" --build "$dir/build" --target llama-server -j 2 \
+    > "$work/logs/llama-server-build.log"
+  cp "$dir/build/bin/llama-server" "$dir/bin/llama-server"
+  "$dir/bin/llama-server" --version
+  rm -rf "$dir/build" "$dir/src"
+  touch "$stamp"
+  echo "llama-server (llama-cpp-python $LLAMA_CPP_VERSION's llama.cpp): built"
+}
+
 MOTO_VERSION=5.1.18
 
 install_s3() {
@@ -126,14 +163,15 @@ install_k8s() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(vllm llama s3 k8s litellm)
+[ ${#targets[@]} -eq 0 ] && targets=(vllm llama llama-server s3 k8s litellm)
 for t in "${targets[@]}"; do
   case "$t" in
     vllm) install_vllm ;;
     llama) install_llama ;;
+    llama-server) install_llama_server ;;
     s3) install_s3 ;;
     k8s) install_k8s ;;
     litellm) install_litellm ;;
-    *) echo "unknown target $t (vllm, llama, s3, k8s, litellm)"; exit 2 ;;
+    *) echo "unknown target $t (vllm, llama, llama-server, s3, k8s, litellm)"; exit 2 ;;
   esac
 done

@@ -139,6 +139,31 @@ def start_llamacpp(python: Path, name: str = "llamacpp") -> Server:
     return server
 
 
+LLAMA_SERVER = WORK / "llama-server" / "bin" / "llama-server"
+
+
+def start_llama_server(binary: Path = LLAMA_SERVER, name: str = "llama-server",
+                       slots: int = 4) -> Server:
+    """llama.cpp's own server on Gemma 3 270M: `slots` parallel sequences sharing a 4,096-token
+    context (continuous batching), two threads, its Prometheus `/metrics` on."""
+    gguf = str(GEMMA / "model.gguf")
+    port = free_port()
+    server = Server(
+        name,
+        [str(binary), "--model", gguf, "--host", "127.0.0.1", "--port", str(port),
+         "--parallel", str(slots), "--ctx-size", "4096", "--threads", "2", "--metrics",
+         "--no-webui", "--alias", "gemma3-270m"],
+        port,
+        {},
+        "/health",
+        start_timeout_s=180,
+    )
+    server.tokenizer, server.model_dir, server.model = (GEMMA / "tokenizer.json", GEMMA,
+                                                        "gemma3-270m")
+    server.slots = slots
+    return server
+
+
 LITELLM_VERSION = "1.108.7"
 
 

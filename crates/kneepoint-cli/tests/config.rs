@@ -274,21 +274,37 @@ aws_profile = "bench"
 }
 
 /// Issue 20, item 12: the README's first command warned about itself ("only 1.0 requests per
-/// slot" at 1,024). Without a request count, each level now sends at least four per slot; a
-/// count given is kept as given. Issue 32: the default levels are the source documents'
-/// sweep (the level of 16 took 52 of the first run's 124 s).
+/// slot" at 1,024). Issue 32: the default levels are the source documents' sweep, each kept
+/// loaded: a lead-in of one wave (at least 256), two waves measured (at least 256), fillers
+/// to the end (steady in virtual time: kneepoint-config's `tests/default_job.rs`). Without a
+/// lead-in (turned off, or a warm-up given), at least four per slot; a count given is kept.
 #[test]
-fn the_default_job_sends_at_least_four_requests_per_slot() {
+fn the_default_job_is_kept_loaded_with_a_lead_in_and_two_measured_waves() {
+    let plan = |s: &kneepoint_config::SweepSettings| -> Vec<(u32, u32)> {
+        s.plan
+            .levels()
+            .iter()
+            .map(|l| (l.concurrency, l.request_count))
+            .collect()
+    };
     let s = resolve(&[]).unwrap();
-    let plan: Vec<(u32, u32)> = s
-        .plan
-        .levels()
-        .iter()
-        .map(|l| (l.concurrency, l.request_count))
-        .collect();
-    assert_eq!(plan, [(64, 1024), (256, 1024), (1024, 4096)]);
+    assert_eq!(plan(&s), [(64, 256), (256, 512), (1024, 2048)]);
+    assert_eq!(s.common.levels.lead_in, Some(256));
+    for off in [&["--lead-in", "0"][..], &["--warmup-requests", "8"]] {
+        let s = resolve(off).unwrap();
+        assert_eq!(plan(&s), [(64, 1024), (256, 1024), (1024, 4096)]);
+        assert_eq!(s.common.levels.lead_in, None);
+    }
     let s = resolve(&["--request-count", "100", "--concurrency", "8,64"]).unwrap();
     assert!(s.plan.levels().iter().all(|l| l.request_count == 100));
+    assert_eq!(s.common.levels.lead_in, None);
+    let s = resolve(&["--request-count", "100", "--lead-in", "32"]).unwrap();
+    assert_eq!(s.common.levels.lead_in, Some(32));
+    let e = resolve(&["--lead-in", "32", "--warmup-requests", "4"])
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("lead-in"), "{e}");
 }
 
 #[test]

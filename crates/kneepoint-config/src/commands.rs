@@ -155,7 +155,7 @@ impl SweepSettings {
     /// [`SweepSettings::resolve`] with the file already read.
     pub fn resolve_with(args: &SweepArgs, file: &FileConfig) -> Result<Self> {
         let sw = file.sweep_params.clone().unwrap_or_default();
-        let common = CommonSettings::resolve(&args.common, file, sw.request_count)?;
+        let mut common = CommonSettings::resolve(&args.common, file, sw.request_count)?;
         let concurrency = if !args.concurrency.is_empty() {
             args.concurrency.clone()
         } else {
@@ -188,16 +188,29 @@ impl SweepSettings {
             let c = concurrency[0];
             SweepPlan::uniform(&concurrency, c.saturating_mul(4).max(32))?
         } else {
+            let lv = &common.levels;
+            let off = args.common.load.lead_in.or(sw.lead_in_request_count) == Some(0);
+            let loaded = !off
+                && lv.open_loop.is_none()
+                && lv.duration.is_none()
+                && lv.warmup_requests == 0
+                && common.conversations.is_none();
             let levels = concurrency
                 .iter()
                 .map(|&c| SweepLevel {
                     concurrency: c,
-                    request_count: common.levels.request_count.max(c.saturating_mul(4)),
+                    request_count: if loaded {
+                        crate::default_level_counts(c).1
+                    } else {
+                        lv.request_count.max(c.saturating_mul(4))
+                    },
                 })
                 .collect();
+            if loaded && common.levels.lead_in.is_none() {
+                common.levels.lead_in = Some(crate::DEFAULT_LEAD_IN);
+            }
             SweepPlan::new(levels)?
         };
-        let mut common = common;
         let plan = match common.shard {
             Some(sh) => {
                 common.shard_levels = plan.levels().iter().map(|l| l.concurrency).collect();

@@ -237,11 +237,22 @@ impl CommonSettings {
             .warmup_requests
             .or(sw.warmup_request_count)
             .unwrap_or(0);
+        levels.lead_in = args
+            .load
+            .lead_in
+            .or(sw.lead_in_request_count)
+            .filter(|n| *n > 0);
+        if levels.lead_in.is_some() && levels.warmup_requests > 0 {
+            bail!("--lead-in replaces --warmup-requests (a lead-in is a warm-up with no pause before the measured requests): give one of them");
+        }
         levels.runs = resolve_runs(args, &file.runs.clone().unwrap_or_default())?;
         levels.ramp_up = ramp_up(args, &load, open_loop.is_some())?;
         levels.open_loop = open_loop;
         levels.duration = level_duration(args, &load)?;
         levels.early_stop = early_stop(args, &load, file.runs.as_ref())?;
+        if levels.lead_in.is_some() && (levels.open_loop.is_some() || levels.duration.is_some()) {
+            bail!("--lead-in keeps a closed loop of a set request count loaded: not an open loop (--request-rate) or a timed level (--duration)");
+        }
         levels.slice_s = args.load.slice_s.or(load.slice_s);
         if let Some(s) = levels.slice_s {
             if !(s.is_finite() && s > 0.0) {

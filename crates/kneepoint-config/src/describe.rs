@@ -90,6 +90,7 @@ impl CommonSettings {
                 "reset_prefix_cache": self.reset_prefix_cache.as_deref().map(kneepoint_transport::redact_url),
                 "request_count": self.levels.request_count,
                 "warmup_request_count": self.levels.warmup_requests,
+                "lead_in_request_count": self.levels.lead_in,
                 "open_loop": self.levels.open_loop.as_ref().map(|o| serde_json::json!({
                     "request_rates": o.rates,
                     "arrival": format!("{:?}", o.arrival),

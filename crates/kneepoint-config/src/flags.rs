@@ -300,6 +300,13 @@ pub struct LoadArgs {
     /// Warm-up requests per level, excluded from metrics.
     #[arg(long, value_name = "N")]
     pub warmup_requests: Option<u32>,
+    /// Keep each closed-loop level loaded from its first measured request to its last: a
+    /// lead-in of at least N requests (and one per slot) sent with no pause before the
+    /// measured ones, and fillers after them until the last one ends; rates are counted from
+    /// the measured starts. A sweep given no request count does this by default (N = 256,
+    /// two waves measured); 0 turns it off.
+    #[arg(long, value_name = "N")]
+    pub lead_in: Option<u32>,
     /// Open loop: send requests at these rates (requests/s; one level per rate, comma-separated)
     /// on an arrival schedule instead of keeping a number in flight. Latency is reported from
     /// the actual and from the intended start, and the schedule lag is measured.

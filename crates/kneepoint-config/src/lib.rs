@@ -67,6 +67,7 @@ pub use deploy_section::{
     Command as DeployCommand, DeploySection, KubernetesSection, SageMakerDeploySection, Scalar,
 };
 pub use error::{Error, Result};
+pub use file::{default_level_counts, DEFAULT_LEAD_IN};
 pub use file::{
     CandidateSection, EndpointSection, FileConfig, FleetSection, LoadSection, RunsSection,
     SearchSection, SimulatorSection, SweepSection, WorkloadSection, DEFAULT_CONCURRENCY,

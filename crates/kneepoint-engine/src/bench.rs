@@ -338,6 +338,12 @@ impl Bench {
     }
 
     /// The runner's settings for one level.
+    /// Whether closed-loop levels are kept loaded (a lead-in and fillers).
+    pub(crate) fn keeps_loaded(&self) -> bool {
+        let s = &self.settings;
+        s.lead_in.is_some() && s.open_loop.is_none() && s.duration.is_none()
+    }
+
     pub(crate) fn level_config(&self, concurrency: u32, cancel: &CancelToken) -> LevelConfig {
         let s = &self.settings;
         let mut config = LevelConfig::new(concurrency);
@@ -348,6 +354,7 @@ impl Bench {
         config.cancel = cancel.clone();
         config.token_counter = self.counter.clone();
         config.ramp_up = s.ramp_up;
+        config.keep_loaded = self.keeps_loaded();
         config.keep_outputs = s.export_outputs;
         // outputs.json lists every answer: a level that exports them keeps its records.
         config.keep_records = (!s.export_outputs).then_some(s.records_in_memory);

@@ -64,7 +64,8 @@ impl Bench {
         Ok(first)
     }
 
-    /// Runs a closed-loop level of `warmup` + `count` requests drawn as it goes, starting with
+    /// Runs a closed-loop level of `warmup` + `count` (+ `fillers`, when kept loaded) requests
+    /// drawn as it goes, starting with
     /// `first` (from [`Bench::peek`]). The generator fills its channel (at least the first
     /// wave) before the first request goes out, so that the level starts as a prepared one
     /// does; requests it drew and nobody sent (a level stopped early) go back to the front of
@@ -73,20 +74,20 @@ impl Bench {
         &mut self,
         dir: &Path,
         (concurrency, label): (u32, &str),
-        (warmup, count): (usize, usize),
+        (warmup, count, fillers): (usize, usize, usize),
         first: Vec<Request>,
         cancel: &CancelToken,
     ) -> Result<(LevelSummary, bool), Error> {
-        let total = warmup + count;
+        let total = warmup + count + fillers;
         let feed = Feed::start(self, dir, concurrency, (first, total))?;
         // The first wave ready before the level starts (or all there is, or a failure).
         feed.filled(feed.depth.min(total), || cancel.is_cancelled())
             .await;
-        // Warm-up requests are not listed.
+        // Warm-up (or lead-in) requests and fillers are not listed.
         let mut taken = 0usize;
         let source = feed.source(move || {
             taken += 1;
-            taken > warmup
+            taken > warmup && taken <= warmup + count
         });
         let streamed = Arc::new(Mutex::new(Streamed::new(self.settings.goodput)));
         let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(JsonlSink::in_dir(

@@ -88,6 +88,34 @@ impl Bench {
             input_config["prefix_cache_reset"] = r.clone();
         }
         input_config["level"] = level;
+        // Kept loaded: the rates count over the time the measured requests' load took, from
+        // the rate of their starts (the records' span also holds the lead-in's last wave).
+        if !run.measured_starts_ns.is_empty() {
+            let span = summary.benchmark_duration_s;
+            let starts = kneepoint_metrics::loaded_duration_s(&run.measured_starts_ns, concurrency);
+            // No more measured requests than slots: Little's law instead (every slot busy,
+            // each request holding one for its end-to-end latency).
+            let little = || {
+                use kneepoint_core::{Metric, Stat};
+                let mean_s = summary.value(Metric::RequestLatency, Stat::Avg)? / 1000.0;
+                let n = run.measured_starts_ns.len() as f64;
+                let d = n * mean_s / f64::from(concurrency.max(1));
+                (d.is_finite() && d > 0.0).then_some(d)
+            };
+            let (duration, from) = match starts {
+                Some(d) => (Some(d), "measured starts"),
+                None => (little(), "Little's law"),
+            };
+            if let Some(d) = duration {
+                summary.rescale_duration(d);
+            }
+            input_config["level"]["kept_loaded"] = serde_json::json!({
+                "lead_in": run.warmup_records.len(),
+                "duration_s": duration,
+                "duration_from": from,
+                "records_span_s": span,
+            });
+        }
         if streamed.is_some() {
             input_config["level"]["summary"] = crate::streamed::note(run.records_seen, exact);
         }

@@ -117,6 +117,7 @@ impl Bench {
             early_stop: None,
             sent_turns: Vec::new(),
             health: None,
+            measured_starts_ns: Vec::new(),
         };
         let level = json!({"concurrency": concurrency, "request_count": request_count});
         self.finish_level(dir, concurrency, level, &run, None, None)
@@ -141,10 +142,12 @@ impl Bench {
                 .await;
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
-        let warmup_count = if warmup {
-            self.settings.warmup_requests as usize
-        } else {
-            0
+        // Kept loaded: a lead-in for every run, and a wave of fillers at the end.
+        let loaded = self.keeps_loaded();
+        let (warmup_count, filler_count) = match self.settings.lead_in {
+            Some(min) if loaded => (min.max(concurrency) as usize, concurrency as usize),
+            _ if warmup => (self.settings.warmup_requests as usize, 0),
+            _ => (0, 0),
         };
         let request_count = match &self.replay {
             Some((times, next)) => {
@@ -174,11 +177,11 @@ impl Bench {
             _ => request_count,
         };
         if self.settings.open_loop.is_none() && self.replay.is_none() {
-            let total = warmup_count + request_count as usize;
+            let total = warmup_count + request_count as usize + filler_count;
             let first = self.peek(total)?;
             let budget = self.settings.prepared_bytes;
             if crate::counted::draw_as_it_goes(&first, total, budget) {
-                let counts = (warmup_count, request_count as usize);
+                let counts = (warmup_count, request_count as usize, filler_count);
                 return self
                     .run_drawn(dir, (concurrency, label), counts, first, cancel)
                     .await;
@@ -195,7 +198,11 @@ impl Bench {
                 .map(|r| (w, r)),
             None => None,
         };
-        let Some((warmup, requests)) = drawn else {
+        let fillers = match drawn {
+            Some(_) => self.draw(filler_count, cancel).await?,
+            None => None,
+        };
+        let (Some((warmup, requests)), Some(fillers)) = (drawn, fillers) else {
             // Interrupted while the prompts were being made: nothing was sent.
             return self.interrupted_before_sending(dir, concurrency, request_count);
         };
@@ -253,15 +260,14 @@ impl Bench {
             .server
             .begin(&self.observer, dir, label, total, &mut config)
             .await;
-        let run = run_level(
-            self.transport.clone(),
-            &config,
-            requests,
-            warmup,
-            sinks,
-            Some(self.record_observer()),
-        )
-        .await;
+        let observe = Some(self.record_observer());
+        let transport = self.transport.clone();
+        let run = if loaded && config.open_loop.is_none() {
+            let work = (warmup, requests, fillers);
+            kneepoint_runner::run_level_loaded(transport, &config, work, sinks, observe).await
+        } else {
+            run_level(transport, &config, requests, warmup, sinks, observe).await
+        };
         let observer = self.observer.as_ref();
         let server = self
             .server

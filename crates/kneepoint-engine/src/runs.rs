@@ -207,6 +207,8 @@ impl Bench {
         let mut client: Option<kneepoint_core::ClientHealth> = None;
         let mut steadiness: Option<kneepoint_metrics::Steadiness> = None;
         let (mut start, mut end) = (u64::MAX, 0u64);
+        // Runs kept loaded: the pooled rates count over the sum of their loaded durations.
+        let mut loaded: Option<f64> = Some(0.0);
         for run in runs {
             let run_dir = dir.join(folder::RUNS_DIR).join(run);
             // Concatenated zstd frames are one valid zstd stream.
@@ -227,6 +229,10 @@ impl Bench {
                 start = start.min(i.start_unix_ns);
                 end = end.max(i.end_unix_ns);
             }
+            let d = doc
+                .pointer("/input_config/level/kept_loaded/duration_s")
+                .and_then(serde_json::Value::as_f64);
+            loaded = loaded.zip(d).map(|(a, b)| a + b);
             // the pooled level is client-limited when any of its runs was (the first such
             // run's health is kept; otherwise the last run's)
             if let Some(h) = kneepoint_metrics::export::client_health_from_aiperf_json(&doc) {
@@ -250,6 +256,10 @@ impl Bench {
                 .push(format!("{why} (in one of the level's runs)"));
         }
         summary.steadiness = steadiness;
+        let loaded = loaded.filter(|d| *d > 0.0 && !runs.is_empty());
+        if let Some(d) = loaded {
+            summary.rescale_duration(d);
+        }
         let server = self.server.pooled(self.observer.as_ref(), dir);
         crate::server::attach(&mut summary, server);
         let mut input_config = self.description.clone();
@@ -262,6 +272,9 @@ impl Bench {
             "runs": runs,
             "stop_reason": stop_reason,
         });
+        if let Some(d) = loaded {
+            input_config["level"]["kept_loaded"] = json!({ "duration_s": d });
+        }
         let info = LevelInfo {
             start_unix_ns: if start == u64::MAX { 0 } else { start },
             end_unix_ns: end,

@@ -15,6 +15,14 @@ pub struct LevelSettings {
     pub request_count: u32,
     /// Warm-up requests sent before each level's measured ones (not recorded).
     pub warmup_requests: u32,
+    /// Keep each closed-loop, count-bound level loaded from its first measured request to its
+    /// last ([`kneepoint_runner::LevelConfig::keep_loaded`]): a lead-in of at least this many
+    /// requests and at least one per slot, sent with no pause before the measured ones (in
+    /// place of `warmup_requests`, for every run of a level), and a wave of fillers after them.
+    /// The level's rates are then counted from the measured requests' starts
+    /// ([`kneepoint_metrics::loaded_duration_s`]). `None` (the default): the warm-up, if any,
+    /// ends before the measured requests start, and the last wave drains.
+    pub lead_in: Option<u32>,
     /// Repeated runs of each level.
     pub runs: RunsSettings,
     /// Open-loop arrivals (`None`: a closed loop at each level's concurrency).
@@ -85,6 +93,7 @@ impl Default for LevelSettings {
         LevelSettings {
             request_count: 100,
             warmup_requests: 0,
+            lead_in: None,
             runs: RunsSettings::default(),
             open_loop: None,
             duration: None,
@@ -126,6 +135,18 @@ impl LevelSettings {
             return Err(crate::Error::invalid(
                 "the confidence level must be between 0 and 1 (exclusive)",
             ));
+        }
+        if self.lead_in.is_some() {
+            if self.warmup_requests > 0 {
+                return Err(crate::Error::invalid(
+                    "a level kept loaded has a lead-in in place of warm-up requests: give one of them",
+                ));
+            }
+            if self.open_loop.is_some() || self.duration.is_some() {
+                return Err(crate::Error::invalid(
+                    "a lead-in keeps a closed loop of a set request count loaded: not an open loop or a timed level",
+                ));
+            }
         }
         if let Some(o) = &self.open_loop {
             if o.replay_speedup.is_some() && self.duration.is_some() {

@@ -249,12 +249,14 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
         .as_ref()
         .and_then(kneepoint_metrics::export::steadiness_from_aiperf_json);
     // A merged shard level counts its rates over the shards' common window (`kneepoint
-    // merge`): the records alone would give the union of their runs.
-    if let Some(d) = info
-        .as_ref()
-        .and_then(|i| i.input_config.pointer("/level/merged/duration_s"))
-        .and_then(Value::as_f64)
-    {
+    // merge`): the records alone would give the union of their runs. A level kept loaded
+    // counts them over the time its measured load took (from the rate of its starts).
+    let counted_over = ["/level/merged/duration_s", "/level/kept_loaded/duration_s"];
+    if let Some(d) = counted_over.iter().find_map(|at| {
+        info.as_ref()
+            .and_then(|i| i.input_config.pointer(at))
+            .and_then(Value::as_f64)
+    }) {
         summary.rescale_duration(d);
     }
     let saved_records = doc

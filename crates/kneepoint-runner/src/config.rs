@@ -62,6 +62,17 @@ pub struct LevelConfig {
     /// ([`LevelRun::records_seen`](crate::LevelRun::records_seen) counts them), so a level of any length holds memory flat.
     /// `None` (the default) keeps every record.
     pub keep_records: Option<usize>,
+    /// Closed loop: keep the server loaded from the first measured request to the last. The
+    /// warm-up becomes a lead-in sent by the same slots with no pause before the measured
+    /// requests, and once every measured request is sent, slots that come free send fillers
+    /// (records dropped) until the last one ends, so no measured request sees the first
+    /// wave's burst or the last wave's drain. The level's rates should then be counted from
+    /// [`LevelRun::measured_starts_ns`](crate::LevelRun::measured_starts_ns). Fillers are the
+    /// level's requests again ([`run_level`](crate::run_level)), further requests from the
+    /// source ([`run_level_drawn`](crate::run_level_drawn)), or the ones given
+    /// ([`run_level_loaded`](crate::run_level_loaded)). Off by default; open loops and
+    /// multi-turn conversations ignore it.
+    pub keep_loaded: bool,
 }
 
 /// Open-loop load: each request starts at its intended time, whatever the server is doing, so a
@@ -117,6 +128,7 @@ impl LevelConfig {
             in_flight: None,
             keep_outputs: false,
             keep_records: None,
+            keep_loaded: false,
         }
     }
 }

@@ -11,8 +11,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::config::{LevelConfig, RecordObserver};
-use crate::level::{drain, unix_ns, LevelRun};
 use crate::request::{run_one, Ctx};
+use crate::work::{drain, unix_ns, LevelRun};
 use crate::{CancelToken, Error};
 
 pub use crate::config::RequestSource;
@@ -111,6 +111,7 @@ pub async fn run_level_for(
         end_unix_ns: unix_ns(),
         sink_errors,
         sent_turns: Vec::new(),
+        measured_starts_ns: Vec::new(),
     })
 }
 
@@ -173,7 +174,7 @@ async fn timed_loop(
     }
     drop(tx);
     let mut failure = None;
-    crate::level::join_workers(&mut set, &mut failure).await;
+    crate::work::join_workers(&mut set, &mut failure).await;
     watcher.abort();
     failure.map_or(Ok(()), Err)
 }

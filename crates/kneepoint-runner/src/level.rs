@@ -3,71 +3,17 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use kneepoint_core::{Phase, RecordSink, Request, RequestRecord, Transport};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::config::{LevelConfig, RecordObserver, RequestSource};
-use crate::early_stop::{EarlyStop, Precision};
 use crate::ramp::RampGate;
 use crate::request::{run_one, Ctx};
+use crate::work::{drain, join_workers, unix_ns, LevelRun, Work};
 use crate::{CancelToken, Error};
-
-/// What a level produced.
-#[derive(Debug)]
-pub struct LevelRun {
-    /// The measured records, in completion order (exactly one per measured request), unless
-    /// there were more than [`LevelConfig::keep_records`]: then none.
-    pub records: Vec<RequestRecord>,
-    /// Measured records that finished, whether kept in `records` or not.
-    pub records_seen: usize,
-    /// Warm-up records (not sent to the sinks, not in `records`).
-    pub warmup_records: Vec<RequestRecord>,
-    /// Wall-clock time of the measured phase's start, Unix ns.
-    pub start_unix_ns: u64,
-    /// Wall-clock time when the last record arrived, Unix ns.
-    pub end_unix_ns: u64,
-    /// Sink failures (the run goes on; records stay in `records`).
-    pub sink_errors: Vec<String>,
-    /// True when the level was cancelled before every request was sent and finished.
-    pub cancelled: bool,
-    /// Prepared requests never sent: the level was cancelled or stopped early, or (multi-turn)
-    /// an earlier turn of their conversation failed.
-    pub unsent: usize,
-    /// Why the level stopped before its last request, when its metrics were precise enough.
-    pub early_stop: Option<String>,
-    /// Multi-turn: every measured turn as it was sent (its prompt carrying the conversation
-    /// so far), ordered by request id; empty for single-turn requests.
-    pub sent_turns: Vec<Request>,
-    /// How the client fared during the measured phase (not yet judged against the level's
-    /// latencies: [`ClientHealth::judge`](kneepoint_core::ClientHealth::judge)).
-    pub health: Option<kneepoint_core::ClientHealth>,
-}
-
-pub(crate) fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
-/// The requests of one phase: prepared in full, or drawn from a source as the senders free up
-/// (a level of millions of requests then holds only the few ahead of the senders).
-enum Work {
-    Prepared(Vec<Request>),
-    Drawn(Arc<Mutex<RequestSource>>, usize),
-}
-
-impl Work {
-    fn len(&self) -> usize {
-        match self {
-            Work::Prepared(v) => v.len(),
-            Work::Drawn(_, n) => *n,
-        }
-    }
-}
 
 /// Runs `warmup` and then `requests` with `config.concurrency` in flight. Measured records go to
 /// every sink and to `observer` as they finish.
@@ -79,8 +25,37 @@ pub async fn run_level(
     sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,
 ) -> Result<LevelRun, Error> {
+    let fillers = config.keep_loaded.then(|| Work::Prepared(requests.clone()));
     let (requests, warmup) = (Work::Prepared(requests), Work::Prepared(warmup));
-    run_work(transport, config, (requests, warmup), sinks, observer).await
+    run_work(
+        transport,
+        config,
+        (requests, warmup, fillers),
+        sinks,
+        observer,
+    )
+    .await
+}
+
+/// A closed-loop level kept loaded from its first measured request to its last (as
+/// [`LevelConfig::keep_loaded`], which this sets): `lead_in` first, then `measured`, then
+/// `fillers` (reused round-robin if more are needed) until the last measured request ends.
+/// Fresh fillers keep a server's prefix cache from seeing them as repeats of measured prompts.
+pub async fn run_level_loaded(
+    transport: Arc<dyn Transport>,
+    config: &LevelConfig,
+    (lead_in, measured, fillers): (Vec<Request>, Vec<Request>, Vec<Request>),
+    sinks: Vec<Box<dyn RecordSink>>,
+    observer: Option<RecordObserver>,
+) -> Result<LevelRun, Error> {
+    let mut config = config.clone();
+    config.keep_loaded = true;
+    let work = (
+        Work::Prepared(measured),
+        Work::Prepared(lead_in),
+        Some(Work::Prepared(fillers)),
+    );
+    run_work(transport, &config, work, sinks, observer).await
 }
 
 /// A closed-loop level whose requests are drawn from `source` as the senders free up: the
@@ -103,7 +78,8 @@ pub async fn run_level_drawn(
     let source = Arc::new(Mutex::new(source));
     let work = (
         Work::Drawn(source.clone(), count),
-        Work::Drawn(source, warmup),
+        Work::Drawn(source.clone(), warmup),
+        config.keep_loaded.then(|| Work::Drawn(source, usize::MAX)),
     );
     run_work(transport, config, work, sinks, observer).await
 }
@@ -111,7 +87,7 @@ pub async fn run_level_drawn(
 async fn run_work(
     transport: Arc<dyn Transport>,
     config: &LevelConfig,
-    (requests, warmup): (Work, Work),
+    (requests, warmup, fillers): (Work, Work, Option<Work>),
     sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,
 ) -> Result<LevelRun, Error> {
@@ -131,11 +107,7 @@ async fn run_work(
     if requests.len() == 0 {
         return Err(Error::NoRequests);
     }
-    let turns = |w: &Work| match w {
-        Work::Prepared(v) => v.iter().any(|r| r.turn.is_some()),
-        Work::Drawn(..) => false,
-    };
-    let multi_turn = turns(&requests) || turns(&warmup);
+    let multi_turn = is_multi_turn(&requests, &warmup);
     if multi_turn && config.open_loop.is_some() {
         return Err(Error::InvalidArrival {
             reason: "multi-turn conversations run in a closed loop (concurrency counts conversations); give a concurrency, not a request rate".into(),
@@ -151,6 +123,22 @@ async fn run_work(
             cancel,
         )
     };
+    let fillers = match fillers {
+        Some(f) if config.open_loop.is_none() && !multi_turn => f,
+        _ => return run_phases(config, (requests, warmup), sinks, observer, &ctx).await,
+    };
+    crate::loaded::run(config, (warmup, requests, fillers), sinks, observer, &ctx).await
+}
+
+/// A level whose warm-up, if any, ends before its measured phase starts.
+async fn run_phases(
+    config: &LevelConfig,
+    (requests, warmup): (Work, Work),
+    sinks: Vec<Box<dyn RecordSink>>,
+    observer: Option<RecordObserver>,
+    ctx: &impl Fn(Phase, Instant, u64) -> Ctx,
+) -> Result<LevelRun, Error> {
+    let multi_turn = is_multi_turn(&requests, &warmup);
     let warmup_records = if warmup.len() == 0 {
         Vec::new()
     } else {
@@ -240,7 +228,16 @@ async fn run_work(
         end_unix_ns: unix_ns(),
         sink_errors,
         sent_turns,
+        measured_starts_ns: Vec::new(),
     })
+}
+
+fn is_multi_turn(requests: &Work, warmup: &Work) -> bool {
+    let turns = |w: &Work| match w {
+        Work::Prepared(v) => v.iter().any(|r| r.turn.is_some()),
+        Work::Drawn(..) => false,
+    };
+    turns(requests) || turns(warmup)
 }
 
 /// Keeps `concurrency` workers busy until every request has a record.
@@ -295,17 +292,6 @@ async fn closed_loop(
     let mut failure = None;
     join_workers(&mut set, &mut failure).await;
     failure.map_or(Ok(taken.load(Ordering::Relaxed)), Err)
-}
-
-/// Waits for every task of `set`, keeping the first task failure (a panic) in `failure`.
-pub(crate) async fn join_workers(set: &mut JoinSet<()>, failure: &mut Option<Error>) {
-    while let Some(joined) = set.join_next().await {
-        if let Err(e) = joined {
-            failure.get_or_insert(Error::Worker {
-                message: e.to_string(),
-            });
-        }
-    }
 }
 
 /// Sends each request at its intended time (waiting for a slot under `max_in_flight`), each in
@@ -363,77 +349,4 @@ async fn open_loop(
     drop(tx);
     join_workers(&mut set, &mut failure).await;
     failure.map_or(Ok(sent), Err)
-}
-
-/// The sink thread: every record goes to each sink, the observer and the returned list.
-/// What [`drain`] hands back: the records kept, how many were seen, sink errors, and why
-/// sending stopped early.
-pub(crate) type Drained = (Vec<RequestRecord>, usize, Vec<String>, Option<String>);
-
-pub(crate) fn drain(
-    mut rx: mpsc::Receiver<RequestRecord>,
-    mut sinks: Vec<Box<dyn RecordSink>>,
-    observer: Option<RecordObserver>,
-    (early, keep): (Option<EarlyStop>, Option<usize>),
-    stop: CancelToken,
-) -> Drained {
-    let mut precision = Precision::default();
-    let mut stopped = None;
-    let mut records = Vec::new();
-    let (mut seen, mut keeping) = (0usize, true);
-    let mut errors: Vec<String> = Vec::new();
-    let mut failed = vec![false; sinks.len()];
-    while let Some(record) = rx.blocking_recv() {
-        for (i, sink) in sinks.iter_mut().enumerate() {
-            if failed[i] {
-                continue;
-            }
-            if let Err(e) = sink.record(&record) {
-                let why = format!("{e}: {}", source_text(&e));
-                tracing::error!("{why}");
-                // A record that cannot be stored makes further requests pointless (a full
-                // disk): stop sending; the requests in flight finish and stay in memory.
-                if stopped.is_none() {
-                    stop.cancel();
-                    stopped = Some(format!(
-                        "stopped sending: the record sink failed ({why}); the records in memory are kept"
-                    ));
-                }
-                errors.push(why);
-                failed[i] = true;
-            }
-        }
-        if let Some(o) = &observer {
-            o(&record);
-        }
-        if let (Some(rule), None) = (&early, &stopped) {
-            if let Some(why) = precision.add(&record, rule) {
-                stop.cancel();
-                stopped = Some(why);
-            }
-        }
-        seen += 1;
-        if keeping && keep.is_some_and(|k| seen > k) {
-            // Past the cap: the sinks have every record; memory keeps none.
-            keeping = false;
-            records = Vec::new();
-        }
-        if keeping {
-            records.push(record);
-        }
-    }
-    for (i, sink) in sinks.iter_mut().enumerate() {
-        if !failed[i] {
-            if let Err(e) = sink.flush() {
-                errors.push(e.to_string());
-            }
-        }
-    }
-    (records, seen, errors, stopped)
-}
-
-fn source_text(e: &kneepoint_core::Error) -> String {
-    std::error::Error::source(e)
-        .map(|s| s.to_string())
-        .unwrap_or_default()
 }

@@ -8,6 +8,10 @@
 //! carries its receive time (`Chunk::received`, from the same clock) is stamped with it instead,
 //! kept between the previous chunk (or the start) and the moment it was yielded.
 //!
+//! [`run_level_loaded`] (or [`LevelConfig::keep_loaded`]) keeps a closed loop loaded from its
+//! first measured request to its last: a lead-in with no pause before the measured requests,
+//! and fillers after them, so a short level has neither a first-wave burst nor a drain.
+//!
 //! Closed-loop latency and coordinated omission: in a closed loop a slow response delays the
 //! next request of its slot, so the offered load adapts to the server. That is the intended
 //! model for "how many concurrent users can one instance carry"; open-loop arrivals (which
@@ -48,10 +52,12 @@ mod early_stop;
 mod error;
 mod health;
 mod level;
+mod loaded;
 mod ramp;
 mod request;
 mod search;
 mod sessions;
+mod work;
 
 pub use arrival::{schedule, Arrival};
 pub use cancel::CancelToken;
@@ -59,5 +65,6 @@ pub use config::{Deadlines, LevelConfig, OpenLoop, PhaseHook, RecordObserver, Re
 pub use duration::{run_level_for, LevelDuration, RequestSource};
 pub use early_stop::{EarlyStop, PrecisionTarget};
 pub use error::Error;
-pub use level::{run_level, run_level_drawn, LevelRun};
+pub use level::{run_level, run_level_drawn, run_level_loaded};
 pub use search::drive_search;
+pub use work::LevelRun;

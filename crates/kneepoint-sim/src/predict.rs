@@ -22,6 +22,9 @@ pub struct Prediction {
     /// Each request's arrival, first token and last token, ms of model time, in completion
     /// order (what a perfect client would record).
     pub timeline_ms: Vec<[f64; 3]>,
+    /// Each request's place in the order sent (0-based), in completion order: which of
+    /// `timeline_ms` were, say, a lead-in's or fillers.
+    pub sent_index: Vec<u32>,
 }
 
 /// Runs `requests` requests of `spec` with `concurrency` in flight (a new one arrives the moment
@@ -50,6 +53,7 @@ pub fn predict_closed_loop_with(
     let mut ttft = Vec::new();
     let mut latency = Vec::new();
     let mut timeline = Vec::new();
+    let mut sent_index = Vec::new();
     let mut submitted = 0u32;
     let mut tokens = 0u64;
     while submitted < concurrency.min(requests) {
@@ -74,6 +78,7 @@ pub fn predict_closed_loop_with(
             if e.finished {
                 latency.push(now - arrival[i]);
                 timeline.push([arrival[i], first[i], now]);
+                sent_index.push(e.id as u32);
                 if submitted < requests
                     && engine.submit(u64::from(submitted), spec(submitted)).is_ok()
                 {
@@ -96,6 +101,7 @@ pub fn predict_closed_loop_with(
         ttft_ms: ttft,
         latency_ms: latency,
         timeline_ms: timeline,
+        sent_index,
     }
 }
 
