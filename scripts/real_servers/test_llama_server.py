@@ -14,10 +14,14 @@ import pytest
 from conftest import check_all_ok, kneepoint, metric, records, sweep_levels
 
 ISL, OSL = 64, 16
+# cpp-httplib, under llama-server, once cut a request on a kept-alive connection before its
+# response (1 in ~150 at 4 concurrent, CI 2026-12-03): one retry, the flag
+# docs/compatibility.md gives for it (the record's `attempts` counts it).
+RETRY = ("--retries", "1")
 
 
 def sweep(server, out, *extra, levels="1,4", count=8):
-    recs = sweep_levels(server, out, ISL, OSL, levels, count, *extra)
+    recs = sweep_levels(server, out, ISL, OSL, levels, count, *RETRY, *extra)
     check_all_ok(recs, count)
     return recs
 
@@ -78,8 +82,10 @@ def test_parallel_slots_batch_and_their_metrics_are_scraped(llama_server, tmp_pa
     counters count exactly the level's tokens."""
     out = tmp_path / "run"
     count = 16
+    # A seed of its own: llama.cpp leaves cached prompt tokens out of its counter, and the
+    # slots still hold the earlier tests' prompts.
     sweep(llama_server, out, "--server-metrics-interval", "0.05", "--endpoint-type",
-          "completions", count=count)
+          "completions", "--seed", "11", count=count)
     for c in (1, 4):
         level = out / f"concurrency_{c}"
         lines = (level / "server_metrics_export.jsonl").read_text().splitlines()
@@ -107,7 +113,7 @@ def test_search_runs_to_an_answer(llama_server, tmp_path):
     kneepoint("search", "--url", llama_server.url, "--isl", str(ISL), "--osl", str(OSL),
               "--tokenizer", str(llama_server.tokenizer), "--request-count", "8",
               "--concurrency-min", "1", "--concurrency-max", "4", "--search-max-iterations", "3",
-              "--e2e-sla-ms", "600000", "--artifact-dir", str(out), "--quiet")
+              "--e2e-sla-ms", "600000", "--artifact-dir", str(out), "--quiet", *RETRY)
     history = json.loads((out / "search_history.json").read_text())
     assert history["complete"] is True
     assert history["boundary"]["feasible_max"] == 4, history["boundary"]

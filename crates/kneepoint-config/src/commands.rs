@@ -194,7 +194,10 @@ impl SweepSettings {
                 && lv.open_loop.is_none()
                 && lv.duration.is_none()
                 && lv.warmup_requests == 0
-                && common.conversations.is_none();
+                && common.conversations.is_none()
+                // `kneepoint merge` counts shards' rates over their common window, which a
+                // lead-in and fillers would share with the measured requests.
+                && common.shard.is_none();
             let levels = concurrency
                 .iter()
                 .map(|&c| SweepLevel {

@@ -98,6 +98,15 @@ impl Bench {
             sinks.push(Box::new(StreamedSink(streamed.clone())));
         }
         let mut config = self.level_config(concurrency, cancel);
+        // Drawn as it goes, a level's fillers would come from the same feed as its measured
+        // requests (after an early stop, the very ones it left): such a level keeps a warm-up
+        // with a barrier and drains, and says so.
+        if config.keep_loaded {
+            config.keep_loaded = false;
+            self.observer.note(&format!(
+                "concurrency {concurrency}: prompts drawn as the level goes: its lead-in runs as a warm-up, with no fillers"
+            ));
+        }
         let scrape = self
             .server
             .begin(&self.observer, dir, label, count as u64, &mut config)

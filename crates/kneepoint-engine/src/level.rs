@@ -181,7 +181,8 @@ impl Bench {
             let first = self.peek(total)?;
             let budget = self.settings.prepared_bytes;
             if crate::counted::draw_as_it_goes(&first, total, budget) {
-                let counts = (warmup_count, request_count as usize, filler_count);
+                // No fillers: a level drawn as it goes is not kept loaded (`run_drawn`).
+                let counts = (warmup_count, request_count as usize, 0);
                 return self
                     .run_drawn(dir, (concurrency, label), counts, first, cancel)
                     .await;
@@ -274,6 +275,11 @@ impl Bench {
             .end(observer, label, scrape, dir, run.as_ref().ok())
             .await;
         let run = run?;
+        if loaded && run.measured_starts_ns.is_empty() && !run.sent_turns.is_empty() {
+            self.observer.note(&format!(
+                "concurrency {concurrency}: multi-turn conversations run in sessions, not kept loaded: the lead-in ran as a warm-up and the last wave drained (give --request-count for more requests per slot)"
+            ));
+        }
         if !run.sent_turns.is_empty() {
             // Conversations: each turn as it was sent, the conversation so far included,
             // grouped by conversation in AIPerf's shape.

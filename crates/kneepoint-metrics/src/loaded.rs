@@ -5,26 +5,28 @@
 /// request): the time its `M` measured requests take at the completion rate they ran under.
 ///
 /// In a saturated closed loop every start after the first `c` (one per slot) follows one
-/// completion, so the `M − c` starts after the `c`-th come at the completion rate, and the
-/// window from the `c`-th start to the last spans whole "generations" even when requests run
-/// in lock-step waves (where counting from the first start would read twice the rate of a
-/// two-wave level). The duration is `M` over that rate: a level's `requests / duration` is then
-/// the server's request rate at this load, not diluted by the lead-in and fillers that ran
-/// beside the measured requests. `None` when there are no more starts than slots, or they all
-/// fell at one instant: the records' own span is then the best there is.
+/// completion, so the starts after the `c`-th come at the completion rate. The window runs
+/// from the `c`-th start over `k` whole generations of `c` starts (`k = ⌊(M − c) / c⌋`), so
+/// it is right even when requests run in lock-step waves (counting from the first start would
+/// read twice the rate of a two-wave level, and a window of a wave and a half would be off by a
+/// fifth). The duration is `M` over that rate: a level's `requests / duration` is then the
+/// server's request rate at this load, not diluted by the lead-in and fillers that ran beside
+/// the measured requests. `None` when there are fewer than `2c` starts, or the window is empty:
+/// Little's law (`c / mean latency`) is then the estimate.
 pub fn loaded_duration_s(starts_ns: &[u64], concurrency: u32) -> Option<f64> {
     let c = concurrency as usize;
     let m = starts_ns.len();
-    if c == 0 || m <= c {
+    if c == 0 || m < 2 * c {
         return None;
     }
     let mut sorted = starts_ns.to_vec();
     sorted.sort_unstable();
-    let window_ns = sorted[m - 1].saturating_sub(sorted[c - 1]);
+    let n = c * ((m - c) / c);
+    let window_ns = sorted[c - 1 + n].saturating_sub(sorted[c - 1]);
     if window_ns == 0 {
         return None;
     }
-    let rate_per_s = (m - c) as f64 / (window_ns as f64 / 1e9);
+    let rate_per_s = n as f64 / (window_ns as f64 / 1e9);
     Some(m as f64 / rate_per_s)
 }
 
@@ -56,9 +58,26 @@ mod tests {
         assert!(naive > 120.0, "{naive}");
     }
 
+    /// Two and a half lock-step waves of 100 (lead-in aside): whole waves only, so 100 per
+    /// second, where the window to the last start would read 78.
+    #[test]
+    fn a_partial_last_wave_is_left_out() {
+        let mut starts = Vec::new();
+        for wave in 0..3u64 {
+            let n = if wave == 2 { 56 } else { 100 };
+            for k in 0..n {
+                starts.push(wave * 1_000_000_000 + k * 10_000_000 / 100);
+            }
+        }
+        let d = loaded_duration_s(&starts, 100).unwrap();
+        let rate = starts.len() as f64 / d;
+        assert!((rate - 100.0).abs() < 1.0, "{rate}");
+    }
+
     #[test]
     fn too_few_starts_leave_the_span() {
         assert_eq!(loaded_duration_s(&[1, 2, 3], 3), None);
+        assert_eq!(loaded_duration_s(&[1, 2, 3, 4, 5], 3), None);
         assert_eq!(loaded_duration_s(&[5, 5, 5, 5], 2), None);
         assert_eq!(loaded_duration_s(&[1, 2, 3], 0), None);
     }

@@ -138,6 +138,13 @@ impl LevelSummary {
         self.input_token_throughput *= k;
         self.pooled_item_throughput = self.pooled_item_throughput.map(|v| v * k);
         self.goodput = self.goodput.map(|v| v * k);
+        // Their intervals were drawn over the records' span: they move with them.
+        for (key, iv) in self.intervals.iter_mut() {
+            if key.contains("throughput:") || key.starts_with("goodput:") {
+                iv.low *= k;
+                iv.high *= k;
+            }
+        }
     }
 
     /// One statistic of one metric, typed: `value(Metric::TimeToFirstToken, Stat::P95)`.

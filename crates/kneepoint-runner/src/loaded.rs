@@ -68,6 +68,16 @@ impl Measured {
     }
 }
 
+/// Closes one [`Measured::open`] when dropped: a request task that panics still lets the
+/// fillers stop.
+struct Opened<'a>(&'a Measured);
+
+impl Drop for Opened<'_> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// The request at `i` of `work`, drawn from its source when it is drawn as it goes.
 fn take(work: &Work, i: usize) -> Option<std::borrow::Cow<'_, Request>> {
     match work {
@@ -155,12 +165,17 @@ pub(crate) async fn loaded_loop(
             }
             drop(lead_tx);
             // The measured requests.
-            while !ctx.cancel.is_cancelled() && !stop.is_cancelled() {
+            loop {
+                // Opened before the checks, so that no slot can see every measured request
+                // taken and end the fillers while this one is about to take another.
                 slots.state.open();
-                let i = slots.next[1].fetch_add(1, Ordering::Relaxed);
+                let opened = Opened(&slots.state);
+                if ctx.cancel.is_cancelled() || stop.is_cancelled() {
+                    break;
+                }
+                let i = slots.next[1].fetch_add(1, Ordering::SeqCst);
                 let Some(request) = take(&slots.measured, i) else {
                     slots.state.all_taken();
-                    slots.state.close();
                     break;
                 };
                 if slots.first.set(unix_ns()).is_ok() {
@@ -174,7 +189,7 @@ pub(crate) async fn loaded_loop(
                     starts.push(record.start_ns);
                 }
                 let gone = tx.send(record).await.is_err();
-                slots.state.close();
+                drop(opened);
                 if gone {
                     break;
                 }

@@ -2,7 +2,7 @@
 //! requests take 20 to 32 ms. Tokio's paused time cannot drive a level (its sink thread holds
 //! the clock still), so the checks leave wide margins for a busy machine: a slot is between
 //! two requests for microseconds, and the margins allow milliseconds.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -153,4 +153,30 @@ async fn a_cancelled_level_kept_loaded_ends_and_keeps_its_records() {
     assert!(run.cancelled);
     assert!(run.records.len() < 400 && !run.records.is_empty());
     assert_eq!(run.records.len() + run.unsent, 400);
+}
+
+/// A transport that panics on one measured request.
+struct PanicsOn(u64, Timed);
+
+#[async_trait]
+impl Transport for PanicsOn {
+    async fn send(&self, request: &Request) -> Result<EventStream, Error> {
+        if request.id == self.0 {
+            panic!("the transport failed on request {}", self.0);
+        }
+        self.1.send(request).await
+    }
+}
+
+/// A request task that panics still ends the fillers: the level ends with the worker's
+/// failure instead of sending fillers forever.
+#[tokio::test]
+async fn a_panicking_request_ends_the_level_with_an_error() {
+    let transport = Arc::new(PanicsOn(39, Timed::default()));
+    let work = (ids(1000..1004), ids(0..40), ids(2000..2004));
+    let config = LevelConfig::new(4);
+    let level = run_level_loaded(transport, &config, work, vec![], None);
+    let ended = tokio::time::timeout(Duration::from_secs(60), level).await;
+    let err = ended.expect("the level ended").unwrap_err();
+    assert!(err.to_string().contains("panic"), "{err}");
 }
