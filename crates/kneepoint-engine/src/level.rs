@@ -263,7 +263,7 @@ impl Bench {
             .await;
         let observe = Some(self.record_observer());
         let transport = self.transport.clone();
-        let run = if loaded && config.open_loop.is_none() {
+        let run = if loaded {
             let work = (warmup, requests, fillers);
             kneepoint_runner::run_level_loaded(transport, &config, work, sinks, observe).await
         } else {

@@ -68,7 +68,7 @@ pub struct LevelConfig {
     /// (records dropped) until the last one ends, so no measured request sees the first
     /// wave's burst or the last wave's drain. The level's rates should then be counted from
     /// [`LevelRun::measured_starts_ns`](crate::LevelRun::measured_starts_ns). Fillers are the
-    /// level's requests again ([`run_level`](crate::run_level)), further requests from the
+    /// level's first wave of requests again ([`run_level`](crate::run_level)), further requests from the
     /// source ([`run_level_drawn`](crate::run_level_drawn)), or the ones given
     /// ([`run_level_loaded`](crate::run_level_loaded)). Off by default; open loops and
     /// multi-turn conversations ignore it.

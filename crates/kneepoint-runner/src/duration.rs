@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::config::{LevelConfig, RecordObserver};
 use crate::request::{run_one, Ctx};
-use crate::work::{drain, unix_ns, LevelRun};
+use crate::work::{collect_records, joined, unix_ns, LevelRun, SinkThread};
 use crate::{CancelToken, Error};
 
 pub use crate::config::RequestSource;
@@ -50,14 +50,7 @@ pub async fn run_level_for(
     let warmup_records = if time.warmup.is_zero() {
         Vec::new()
     } else {
-        let (tx, mut rx) = mpsc::channel(config.sink_queue.max(1));
-        let collect = tokio::spawn(async move {
-            let mut v = Vec::new();
-            while let Some(r) = rx.recv().await {
-                v.push(r);
-            }
-            v
-        });
+        let (tx, collect) = collect_records(config);
         timed_loop(
             &transport,
             config,
@@ -68,19 +61,14 @@ pub async fn run_level_for(
             &CancelToken::new(),
         )
         .await?;
-        let records = collect.await.map_err(|e| Error::Worker {
-            message: e.to_string(),
-        })?;
+        let records = joined(collect).await?;
         if let Some(hook) = &config.after_warmup {
             hook().await;
         }
         records
     };
-    let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
-    let stop_sending = CancelToken::new();
-    let (early, stop, keep) = (config.early_stop, stop_sending.clone(), config.keep_records);
-    let sink_task =
-        tokio::task::spawn_blocking(move || drain(rx, sinks, observer, (early, keep), stop));
+    let (sink, tx) = SinkThread::start(config, sinks, observer);
+    let stop_sending = sink.stop_sending.clone();
     let start_unix_ns = unix_ns();
     let watch = crate::health::Watch::start();
     let result = timed_loop(
@@ -94,10 +82,7 @@ pub async fn run_level_for(
     )
     .await;
     let health = watch.finish().await;
-    let (records, records_seen, sink_errors, early_stop) =
-        sink_task.await.map_err(|e| Error::Worker {
-            message: e.to_string(),
-        })?;
+    let (records, records_seen, sink_errors, early_stop) = sink.finish().await?;
     result?;
     Ok(LevelRun {
         health: Some(health),

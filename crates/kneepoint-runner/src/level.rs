@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use crate::config::{LevelConfig, RecordObserver, RequestSource};
 use crate::ramp::RampGate;
 use crate::request::{run_one, Ctx};
-use crate::work::{drain, join_workers, unix_ns, LevelRun, Work};
+use crate::work::{collect_records, join_workers, joined, unix_ns, LevelRun, SinkThread, Work};
 use crate::{CancelToken, Error};
 
 /// Runs `warmup` and then `requests` with `config.concurrency` in flight. Measured records go to
@@ -25,7 +25,11 @@ pub async fn run_level(
     sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,
 ) -> Result<LevelRun, Error> {
-    let fillers = config.keep_loaded.then(|| Work::Prepared(requests.clone()));
+    // Fillers: the first wave's requests again (one per slot covers the tail).
+    let fillers = config.keep_loaded.then(|| {
+        let wave = requests.iter().take(config.concurrency as usize);
+        Work::Prepared(wave.cloned().collect())
+    });
     let (requests, warmup) = (Work::Prepared(requests), Work::Prepared(warmup));
     run_work(
         transport,
@@ -142,16 +146,9 @@ async fn run_phases(
     let warmup_records = if warmup.len() == 0 {
         Vec::new()
     } else {
-        let (tx, mut rx) = mpsc::channel(config.sink_queue.max(1));
+        let (tx, collect) = collect_records(config);
         let origin = Instant::now();
         let origin_unix = unix_ns();
-        let collect = tokio::spawn(async move {
-            let mut v = Vec::new();
-            while let Some(r) = rx.recv().await {
-                v.push(r);
-            }
-            v
-        });
         let ctx = ctx(Phase::Warmup, origin, origin_unix);
         let never = CancelToken::new();
         let slots = (config.concurrency, config.ramp_up);
@@ -166,9 +163,7 @@ async fn run_phases(
             }
             (_, warmup) => closed_loop(ctx, slots, warmup, tx, &never).await?,
         };
-        let records = collect.await.map_err(|e| Error::Worker {
-            message: e.to_string(),
-        })?;
+        let records = joined(collect).await?;
         if let Some(hook) = &config.after_warmup {
             hook().await;
         }
@@ -176,11 +171,8 @@ async fn run_phases(
     };
 
     let total = requests.len();
-    let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
-    let stop_sending = CancelToken::new();
-    let (early, stop, keep) = (config.early_stop, stop_sending.clone(), config.keep_records);
-    let sink_task =
-        tokio::task::spawn_blocking(move || drain(rx, sinks, observer, (early, keep), stop));
+    let (sink, tx) = SinkThread::start(config, sinks, observer);
+    let stop_sending = sink.stop_sending.clone();
     let origin = Instant::now();
     let start_unix_ns = unix_ns();
     let watch = crate::health::Watch::start();
@@ -211,10 +203,7 @@ async fn run_phases(
         (_, requests) => closed_loop(ctx, slots, requests, tx, &stop_sending).await,
     };
     let health = watch.finish().await;
-    let (records, records_seen, sink_errors, early_stop) =
-        sink_task.await.map_err(|e| Error::Worker {
-            message: e.to_string(),
-        })?;
+    let (records, records_seen, sink_errors, early_stop) = sink.finish().await?;
     let sent = result?;
     Ok(LevelRun {
         health: Some(health),

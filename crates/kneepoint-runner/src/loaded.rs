@@ -25,7 +25,7 @@ use tokio::task::JoinSet;
 
 use crate::config::PhaseHook;
 use crate::request::{run_one, Ctx};
-use crate::work::{join_workers, unix_ns, Work};
+use crate::work::{collect_records, join_workers, joined, unix_ns, SinkThread, Work};
 use crate::{CancelToken, Error};
 
 /// What the loaded loop hands back.
@@ -178,7 +178,8 @@ pub(crate) async fn loaded_loop(
                     slots.state.all_taken();
                     break;
                 };
-                if slots.first.set(unix_ns()).is_ok() {
+                // The clock is read once, not before every measured send.
+                if slots.first.get().is_none() && slots.first.set(unix_ns()).is_ok() {
                     if let Some(hook) = &slots.hook {
                         tokio::spawn(hook());
                     }
@@ -241,20 +242,9 @@ pub(crate) async fn run(
 ) -> Result<crate::LevelRun, Error> {
     use kneepoint_core::Phase;
     let total = measured.len();
-    let (lead_tx, mut lead_rx) = mpsc::channel(config.sink_queue.max(1));
-    let collect = tokio::spawn(async move {
-        let mut v = Vec::new();
-        while let Some(r) = lead_rx.recv().await {
-            v.push(r);
-        }
-        v
-    });
-    let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
-    let stop_sending = CancelToken::new();
-    let (early, stop, keep) = (config.early_stop, stop_sending.clone(), config.keep_records);
-    let sink_task = tokio::task::spawn_blocking(move || {
-        crate::work::drain(rx, sinks, observer, (early, keep), stop)
-    });
+    let (lead_tx, collect) = collect_records(config);
+    let (sink, tx) = SinkThread::start(config, sinks, observer);
+    let stop_sending = sink.stop_sending.clone();
     // One origin for the lead-in, the measured requests and the fillers: they share the loop.
     let origin = std::time::Instant::now();
     let origin_unix_ns = unix_ns();
@@ -270,11 +260,8 @@ pub(crate) async fn run(
     )
     .await;
     let health = watch.finish().await;
-    let worker = |e: tokio::task::JoinError| Error::Worker {
-        message: e.to_string(),
-    };
-    let (records, records_seen, sink_errors, early_stop) = sink_task.await.map_err(worker)?;
-    let warmup_records = collect.await.map_err(worker)?;
+    let (records, records_seen, sink_errors, early_stop) = sink.finish().await?;
+    let warmup_records = joined(collect).await?;
     let loaded = result?;
     Ok(crate::LevelRun {
         health: Some(health),

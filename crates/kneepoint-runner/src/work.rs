@@ -82,12 +82,68 @@ pub(crate) async fn join_workers(set: &mut JoinSet<()>, failure: &mut Option<Err
     }
 }
 
+/// Joins one of a level's own tasks; a panic in it becomes [`Error::Worker`].
+pub(crate) async fn joined<T>(task: tokio::task::JoinHandle<T>) -> Result<T, Error> {
+    task.await.map_err(|e| Error::Worker {
+        message: e.to_string(),
+    })
+}
+
+/// Gathers a warm-up's (or a lead-in's) records in memory: the sender for the request tasks
+/// and the task that holds them until every sender is gone.
+pub(crate) fn collect_records(
+    config: &crate::LevelConfig,
+) -> (
+    mpsc::Sender<RequestRecord>,
+    tokio::task::JoinHandle<Vec<RequestRecord>>,
+) {
+    let (tx, mut rx) = mpsc::channel(config.sink_queue.max(1));
+    let task = tokio::spawn(async move {
+        let mut v = Vec::new();
+        while let Some(r) = rx.recv().await {
+            v.push(r);
+        }
+        v
+    });
+    (tx, task)
+}
+
+/// A measured phase's sink thread ([`drain`]) and the token that stops the sending (cancelled
+/// by an early stop or a failing sink).
+pub(crate) struct SinkThread {
+    pub stop_sending: CancelToken,
+    task: tokio::task::JoinHandle<Drained>,
+}
+
+impl SinkThread {
+    /// Starts the thread that hands each measured record of a level run with `config` to
+    /// `sinks` and `observer`, and returns it with the sender for the request tasks (the
+    /// thread ends when every sender is gone).
+    pub(crate) fn start(
+        config: &crate::LevelConfig,
+        sinks: Vec<Box<dyn RecordSink>>,
+        observer: Option<RecordObserver>,
+    ) -> (SinkThread, mpsc::Sender<RequestRecord>) {
+        let (tx, rx) = mpsc::channel(config.sink_queue.max(1));
+        let stop_sending = CancelToken::new();
+        let (early, stop, keep) = (config.early_stop, stop_sending.clone(), config.keep_records);
+        let task =
+            tokio::task::spawn_blocking(move || drain(rx, sinks, observer, (early, keep), stop));
+        (SinkThread { stop_sending, task }, tx)
+    }
+
+    /// Waits until every sender is gone and the sinks are flushed.
+    pub(crate) async fn finish(self) -> Result<Drained, Error> {
+        joined(self.task).await
+    }
+}
+
 /// The sink thread: every record goes to each sink, the observer and the returned list.
 /// What [`drain`] hands back: the records kept, how many were seen, sink errors, and why
 /// sending stopped early.
 pub(crate) type Drained = (Vec<RequestRecord>, usize, Vec<String>, Option<String>);
 
-pub(crate) fn drain(
+fn drain(
     mut rx: mpsc::Receiver<RequestRecord>,
     mut sinks: Vec<Box<dyn RecordSink>>,
     observer: Option<RecordObserver>,

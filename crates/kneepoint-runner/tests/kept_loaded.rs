@@ -116,7 +116,7 @@ async fn every_measured_request_runs_under_full_load_and_the_starts_give_the_rat
     assert!(whole > 0.9 * c as f64, "{whole:.2} slots busy on average");
     assert!(tail > 0.75 * c as f64, "{tail:.2} slots busy at the end");
     // The measured starts' rate is the completion rate: Little's law from the mean duration.
-    let d = kneepoint_metrics_rate(&run.measured_starts_ns, c as u32);
+    let d = kneepoint_metrics::loaded_duration_s(&run.measured_starts_ns, c as u32).unwrap();
     let mean_s = measured
         .iter()
         .map(|l| (l.2.unwrap() - l.1) as f64)
@@ -126,15 +126,6 @@ async fn every_measured_request_runs_under_full_load_and_the_starts_give_the_rat
     let little = c as f64 / mean_s;
     let rate = 40.0 / d;
     assert!((rate - little).abs() / little < 0.15, "{rate} vs {little}");
-}
-
-/// What `kneepoint_metrics::loaded_duration_s` computes (the runner does not depend on the
-/// metrics crate): `M` over the rate of the starts after the `c`-th.
-fn kneepoint_metrics_rate(starts: &[u64], c: u32) -> f64 {
-    let m = starts.len();
-    let c = c as usize;
-    let window = (starts[m - 1] - starts[c - 1]) as f64 / 1e9;
-    m as f64 / ((m - c) as f64 / window)
 }
 
 #[tokio::test]
