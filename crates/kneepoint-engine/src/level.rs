@@ -84,14 +84,6 @@ impl Bench {
         out
     }
 
-    /// `inputs.json` listing `inputs` of the `sent` requests (the rest counted, not listed).
-    fn write_inputs(&self, dir: &Path, inputs: &[InputEntry], sent: usize) -> Result<(), Error> {
-        let mut w = InputsWriter::create(&dir.join(folder::INPUTS), self.settings.inputs_limit)?;
-        inputs.iter().for_each(|e| w.push(&render_input_entry(e)));
-        w.skip(sent.saturating_sub(inputs.len()));
-        Ok(w.finish(self.settings.seed)?)
-    }
-
     /// The files of a level interrupted before its first request: no records, marked partial.
     fn interrupted_before_sending(
         &self,
@@ -207,18 +199,21 @@ impl Bench {
             // Interrupted while the prompts were being made: nothing was sent.
             return self.interrupted_before_sending(dir, concurrency, request_count);
         };
-        // Only the listed requests' payloads are made (a seed reproduces the rest).
+        // Only the listed requests' payloads are made (a seed reproduces the rest), each
+        // rendered and written before the level, one at a time: none is held in memory, and
+        // none is made while the level is measured (its CPU would count as the level's).
         let listed = requests.len().min(self.settings.inputs_limit);
-        let inputs: Vec<InputEntry> = requests[..listed]
-            .iter()
-            .map(|r| InputEntry {
+        let mut inputs =
+            InputsWriter::create(&dir.join(folder::INPUTS), self.settings.inputs_limit)?;
+        for r in &requests[..listed] {
+            inputs.push(&render_input_entry(&InputEntry {
                 session_id: r.id.to_string(),
                 payloads: input_payload(self.transport.as_ref(), r)
                     .into_iter()
                     .collect(),
-            })
-            .collect();
-        self.write_inputs(dir, &inputs, requests.len())?;
+            }));
+        }
+        inputs.skip(requests.len() - listed);
         let streamed = Arc::new(Mutex::new(Streamed::new(self.settings.goodput)));
         let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(JsonlSink::in_dir(
             dir,
@@ -274,7 +269,26 @@ impl Bench {
             .server
             .end(observer, label, scrape, dir, run.as_ref().ok())
             .await;
+        // inputs.json is closed whatever became of the level. One stopped early or
+        // interrupted lists only the requests that went out (the first ones, in order).
+        let unsent = run.as_ref().map_or(0, |r| r.unsent);
+        let sent = (request_count as usize).saturating_sub(unsent);
+        if unsent > 0 {
+            inputs.keep_first(sent.min(listed), sent);
+        }
+        let closed = inputs.finish(self.settings.seed);
         let run = run?;
+        match (closed, run.sink_errors.first()) {
+            // The records failed first (a full disk): that is the cause to report.
+            (Err(e), Some(first)) if unsent > 0 => {
+                return Err(Error::Unsaved {
+                    dir: dir.to_owned(),
+                    records: first.clone(),
+                    source: Box::new(Error::from(e)),
+                })
+            }
+            (closed, _) => closed?,
+        }
         if loaded && run.measured_starts_ns.is_empty() && !run.sent_turns.is_empty() {
             self.observer.note(&format!(
                 "concurrency {concurrency}: multi-turn conversations run in sessions, not kept loaded: the lead-in ran as a warm-up and the last wave drained (give --request-count for more requests per slot)"
@@ -284,21 +298,6 @@ impl Bench {
             // Conversations: each turn as it was sent, the conversation so far included,
             // grouped by conversation in AIPerf's shape.
             write_inputs_json(&dir.join(folder::INPUTS), &self.conversation_inputs(&run))?;
-        } else if run.unsent > 0 {
-            // Stopped early or interrupted: list only the requests that went out (in order).
-            let sent = (request_count as usize).saturating_sub(run.unsent);
-            let rewritten = self.write_inputs(dir, &inputs[..sent.min(inputs.len())], sent);
-            match (rewritten, run.sink_errors.first()) {
-                // The records failed first (a full disk): that is the cause to report.
-                (Err(e), Some(first)) => {
-                    return Err(Error::Unsaved {
-                        dir: dir.to_owned(),
-                        records: first.clone(),
-                        source: Box::new(e),
-                    })
-                }
-                (rewritten, _) => rewritten?,
-            }
         }
         let level = json!({"concurrency": concurrency, "request_count": request_count});
         self.finish_level(dir, concurrency, level, &run, server, Some(&streamed))

@@ -64,6 +64,10 @@ pub struct InputsWriter {
     limit: usize,
     listed: usize,
     requests: usize,
+    /// Bytes written so far, and where each listed entry (its separator first) begins: a
+    /// level that stops early keeps the entries of the requests that went out.
+    written: u64,
+    starts: Vec<u64>,
 }
 
 impl InputsWriter {
@@ -79,12 +83,40 @@ impl InputsWriter {
             limit,
             listed: 0,
             requests: 0,
+            written: 0,
+            starts: Vec::new(),
         })
     }
 
     fn write(&mut self, bytes: &[u8]) {
         if let (Some(out), None) = (self.out.as_mut(), &self.failed) {
-            if let Err(e) = std::io::Write::write_all(out, bytes) {
+            match std::io::Write::write_all(out, bytes) {
+                Ok(()) => self.written += bytes.len() as u64,
+                Err(e) => self.failed = Some(e),
+            }
+        }
+    }
+
+    /// Keeps the first `listed` entries (fewer than were pushed: the rest are cut from the
+    /// file) and counts `requests` sent: for a level that stopped early, whose unsent
+    /// requests' entries were written ahead of it. The file then reads as if only those had
+    /// been pushed.
+    pub fn keep_first(&mut self, listed: usize, requests: usize) {
+        use std::io::{Seek, SeekFrom, Write};
+        self.requests = requests;
+        let Some(&at) = self.starts.get(listed) else {
+            return;
+        };
+        self.listed = listed;
+        self.starts.truncate(listed);
+        self.written = at;
+        if let (Some(out), None) = (self.out.as_mut(), &self.failed) {
+            let cut = out.flush().and_then(|()| {
+                let file = out.get_mut();
+                file.set_len(at)?;
+                file.seek(SeekFrom::Start(at)).map(|_| ())
+            });
+            if let Err(e) = cut {
                 self.failed = Some(e);
             }
         }
@@ -102,6 +134,7 @@ impl InputsWriter {
         } else {
             b",\n"
         };
+        self.starts.push(self.written);
         self.write(head);
         self.write(rendered);
         self.listed += 1;
@@ -203,5 +236,29 @@ mod tests {
         assert_eq!(doc[INPUTS_NOTE_KEY]["requests"], 5);
         assert_eq!(doc[INPUTS_NOTE_KEY]["listed"], 2);
         assert_eq!(doc[INPUTS_NOTE_KEY]["seed"], 42);
+    }
+
+    #[test]
+    fn keeping_the_first_entries_writes_what_pushing_only_them_would() {
+        let dir = tempfile::tempdir().unwrap();
+        // (pushed, limit, kept, requests counted)
+        for (pushed, limit, keep, requests) in
+            [(5, 10, 3, 3), (5, 10, 0, 0), (5, 2, 1, 4), (3, 10, 3, 3)]
+        {
+            let (cut, plain) = (dir.path().join("cut.json"), dir.path().join("plain.json"));
+            let mut w = InputsWriter::create(&cut, limit).unwrap();
+            (0..pushed).for_each(|i| w.push(&render_input_entry(&entry(i))));
+            w.keep_first(keep.min(limit), requests);
+            w.finish(9).unwrap();
+            let mut p = InputsWriter::create(&plain, limit).unwrap();
+            (0..keep).for_each(|i| p.push(&render_input_entry(&entry(i))));
+            p.skip(requests - keep.min(requests));
+            p.finish(9).unwrap();
+            assert_eq!(
+                std::fs::read_to_string(&cut).unwrap(),
+                std::fs::read_to_string(&plain).unwrap(),
+                "{pushed} pushed, {keep} kept"
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@ mod jsonl;
 mod level_files;
 mod outputs;
 mod read;
+mod read_line;
 mod record_line;
 mod routes;
 mod text;

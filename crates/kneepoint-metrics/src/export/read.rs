@@ -10,145 +10,25 @@
 
 use std::path::Path;
 
-use kneepoint_core::{ErrorKind, ErrorRecord, Phase, RequestRecord, TokenSource};
+use kneepoint_core::RequestRecord;
 use serde_json::Value;
 
+use crate::export::read_line::{parse_typed, Fields};
 use crate::Error;
-
-fn ms_to_ns(ms: f64) -> u64 {
-    (ms * 1e6).round().max(0.0) as u64
-}
-
-fn metric(v: &Value, name: &str) -> Option<f64> {
-    v.get("metrics")?.get(name)?.get("value")?.as_f64()
-}
-
-fn u32_of(v: Option<&Value>) -> Option<u32> {
-    v.and_then(Value::as_u64)
-        .and_then(|n| u32::try_from(n).ok())
-}
 
 /// Rebuilds a record from one line of `profile_export.jsonl`; the reason when it cannot.
 pub fn record_from_json(v: &Value) -> Result<RequestRecord, String> {
-    let md = v.get("metadata").ok_or("no metadata")?;
-    let num = |k: &str| md.get(k).and_then(Value::as_u64);
-    // Times come back relative to the run's origin when the line names it (several runs of a
-    // level pooled in one file stay apart), else as absolute Unix nanoseconds.
-    let origin = num("level_origin_unix_ns").unwrap_or(0);
-    let rel = |t: u64| t.saturating_sub(origin);
-    let start = rel(num("request_start_ns").ok_or("no request_start_ns")?);
-    let end = rel(num("request_end_ns").ok_or("no request_end_ns")?);
-    let error = match v.get("error") {
-        None | Some(Value::Null) => None,
-        Some(e) => Some(ErrorRecord {
-            kind: serde_json::from_value::<ErrorKind>(e.get("type").cloned().unwrap_or_default())
-                .map_err(|e| format!("error type: {e}"))?,
-            code: e
-                .get("code")
-                .and_then(Value::as_u64)
-                .and_then(|c| u16::try_from(c).ok()),
-            message: e
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-        }),
-    };
-    let mut chunk_ns = Vec::new();
-    if let Some(ttft) = metric(v, "time_to_first_token") {
-        let mut t = start + ms_to_ns(ttft);
-        chunk_ns.push(t);
-        let gaps = v
-            .get("metrics")
-            .and_then(|m| m.get("inter_chunk_latency"))
-            .and_then(|m| m.get("value"))
-            .and_then(Value::as_array);
-        for g in gaps.into_iter().flatten() {
-            t += ms_to_ns(g.as_f64().ok_or("inter_chunk_latency holds a non-number")?);
-            chunk_ns.push(t);
-        }
+    Fields::from_value(v).to_record()
+}
+
+/// One line: the typed path when the line has the shape kneepoint writes, else the lenient
+/// one (see `read_line`), whose verdicts and errors are the reader's.
+fn record_from_line(text: &str) -> Result<RequestRecord, String> {
+    if let Some(fields) = parse_typed(text) {
+        return fields.to_record();
     }
-    let worker = md
-        .get("worker_id")
-        .and_then(Value::as_str)
-        .and_then(|w| w.strip_prefix("worker_"))
-        .and_then(|w| w.parse().ok())
-        .unwrap_or(0);
-    let phase = match md.get("benchmark_phase").and_then(Value::as_str) {
-        Some("warmup") => Phase::Warmup,
-        _ => Phase::Profiling,
-    };
-    let isl = metric(v, "input_sequence_length").or_else(|| metric(v, "error_isl"));
-    let request_id = num("session_num").unwrap_or(0);
-    let x_request_id = md
-        .get("x_request_id")
-        .and_then(Value::as_str)
-        .filter(|s| *s != request_id.to_string())
-        .map(str::to_owned);
-    let mut r = RequestRecord::new(request_id, phase);
-    r.x_request_id = x_request_id;
-    r.worker = worker;
-    r.origin_unix_ns = origin;
-    r.start_ns = start;
-    r.response_ns = num("request_ack_ns").map(rel);
-    r.chunk_ns = chunk_ns;
-    r.first_content_ns = metric(v, "time_to_first_output_token").map(|t| start + ms_to_ns(t));
-    r.end_ns = end;
-    r.input_tokens = isl.map(|x| x.round() as u32);
-    r.server_input_tokens = u32_of(md.get("server_input_tokens"));
-    r.output_tokens = metric(v, "output_sequence_length").map(|x| x.round() as u32);
-    r.output_tokens_source = md
-        .get("output_tokens_source")
-        .cloned()
-        .and_then(|s| serde_json::from_value::<TokenSource>(s).ok());
-    r.client_output_tokens = u32_of(md.get("client_output_tokens"));
-    r.output_bytes = 0;
-    r.requested_output_tokens = u32_of(md.get("requested_output_tokens"));
-    r.finish_reason = md
-        .get("finish_reason")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    r.error = error;
-    r.attempts = u32_of(md.get("attempts")).unwrap_or(1);
-    r.rejected_usage_tokens = u32_of(md.get("rejected_usage_tokens"));
-    r.intended_start_ns = num("intended_start_ns").map(rel);
-    r.conversation_id = md
-        .get("conversation_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    r.turn_index = r
-        .conversation_id
-        .as_ref()
-        .and_then(|_| u32_of(md.get("turn_index")));
-    r.history_tokens = u32_of(md.get("history_tokens"));
-    r.reasoning_tokens = u32_of(md.get("client_reasoning_tokens"));
-    let text = |k: &str| md.get(k).and_then(Value::as_str).map(str::to_owned);
-    r.model = text("model_name");
-    r.image_count = u32_of(md.get("image_count"));
-    r.audio_count = u32_of(md.get("audio_count"));
-    r.audio_ms = md.get("audio_ms").and_then(Value::as_u64);
-    r.connection = metric(v, "http_req_connection_reused").map(|reused| {
-        let phase = |k: &str| metric(v, k).map_or(0, ms_to_ns);
-        let setup = if reused >= 0.5 {
-            kneepoint_core::ConnectionTimings::reused()
-        } else {
-            kneepoint_core::ConnectionTimings::opened(
-                phase("http_req_dns_lookup"),
-                phase("http_req_connecting"),
-                phase("http_req_tls_handshaking"),
-            )
-        };
-        setup.with_waiting(phase("http_req_waiting"))
-    });
-    r.pooled_items = u32_of(md.get("pooled_items"));
-    r.url = text("endpoint_url");
-    r.usage_reasoning_tokens = u32_of(md.get("usage_reasoning_tokens"));
-    r.think_time_ns = md
-        .get("think_time_ms")
-        .and_then(Value::as_f64)
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
-        .map(ms_to_ns);
-    Ok(r)
+    let v = serde_json::from_str::<Value>(text).map_err(|e| line_error(&e))?;
+    record_from_json(&v)
 }
 
 /// A JSON error within one line, placed by its column: serde's own "at line 1 column N" would
@@ -205,9 +85,7 @@ pub fn read_jsonl_each(path: &Path, mut each: impl FnMut(RequestRecord)) -> Resu
         if text.trim().is_empty() {
             continue;
         }
-        let parsed = serde_json::from_str::<Value>(text.trim_end())
-            .map_err(|e| line_error(&e))
-            .and_then(|v| record_from_json(&v));
+        let parsed = record_from_line(text.trim_end());
         match parsed {
             Ok(r) => {
                 count += 1;
@@ -232,6 +110,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::export::record_json;
     use crate::{GoodputSlo, LevelSummary};
+    use kneepoint_core::{ErrorKind, ErrorRecord, Phase, TokenSource};
 
     fn rec(id: u64, start: u64, chunks: &[u64], end: u64, err: bool) -> RequestRecord {
         {

@@ -6,6 +6,8 @@
 mod builtin;
 #[cfg(feature = "hf-tokenizer")]
 mod hf;
+#[cfg(feature = "builtin-tokenizer")]
+mod o200k_split;
 mod pieces;
 
 use std::sync::Arc;
