@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from servers import (  # noqa: F401
-    GEMMA, LLAMA_SERVER, LOGS, ROOT, WORK, Server, free_port, http_get, start_litellm,
+    GEMMA, LLAMA_SERVER, LOGS, ROOT, WORK, Server, free_port, http_get, start_infinity,
+    start_litellm,
     start_llama_server, start_llamacpp, start_vllm, tiny_llama,
 )
 
@@ -78,6 +79,14 @@ def llama_server():
 def litellm(vllm):
     """LiteLLM's proxy in front of the session's vLLM server."""
     server = start_litellm(venv_python("litellm"), vllm)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def infinity():
+    """infinity-emb serving the MiniLM embedding model (install.sh infinity)."""
+    server = start_infinity(venv_python("infinity"))
     yield server
     server.stop()
 

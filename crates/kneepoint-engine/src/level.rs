@@ -204,7 +204,8 @@ impl Bench {
         // none is made while the level is measured (its CPU would count as the level's).
         let listed = requests.len().min(self.settings.inputs_limit);
         let mut inputs =
-            InputsWriter::create(&dir.join(folder::INPUTS), self.settings.inputs_limit)?;
+            InputsWriter::create(&dir.join(folder::INPUTS), self.settings.inputs_limit)?
+                .with_seed(self.settings.seed);
         for r in &requests[..listed] {
             inputs.push(&render_input_entry(&InputEntry {
                 session_id: r.id.to_string(),
@@ -214,6 +215,8 @@ impl Bench {
             }));
         }
         inputs.skip(requests.len() - listed);
+        // A full disk stops the level before it sends anything, as it always did.
+        inputs.flush()?;
         let streamed = Arc::new(Mutex::new(Streamed::new(self.settings.goodput)));
         let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(JsonlSink::in_dir(
             dir,
@@ -280,7 +283,7 @@ impl Bench {
         let run = run?;
         match (closed, run.sink_errors.first()) {
             // The records failed first (a full disk): that is the cause to report.
-            (Err(e), Some(first)) if unsent > 0 => {
+            (Err(e), Some(first)) => {
                 return Err(Error::Unsaved {
                     dir: dir.to_owned(),
                     records: first.clone(),

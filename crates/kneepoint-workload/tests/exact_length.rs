@@ -173,3 +173,38 @@ fn the_counter_adapter_counts_with_the_tokenizer() {
     assert_eq!(c.count("hello world"), tok.count("hello world").unwrap());
     assert_eq!(c.name(), "builtin:o200k_base");
 }
+
+#[test]
+fn a_tokenizer_json_that_truncates_and_pads_counts_without_either() {
+    // sentence-transformers' tokenizer.json files truncate and pad to the model's context
+    // (all-MiniLM-L6-v2: 128): loaded as they are, every text would count 128 tokens.
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture()).unwrap()).unwrap();
+    doc["truncation"] =
+        serde_json::json!({"max_length": 8, "strategy": "LongestFirst", "stride": 0});
+    doc["padding"] = serde_json::json!({"strategy": {"Fixed": 16}, "direction": "Right",
+        "pad_to_multiple_of": null, "pad_id": 0, "pad_type_id": 0, "pad_token": "<pad>"});
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tokenizer.json");
+    std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let (capped, plain) = (
+        HfTokenizer::from_file(&path).unwrap(),
+        HfTokenizer::from_file(&fixture()).unwrap(),
+    );
+    let long = "The quick brown fox jumps over the lazy dog, again and again and again.";
+    assert!(plain.count(long).unwrap() > 16);
+    for text in [long, "Hi", ""] {
+        assert_eq!(
+            capped.count(text).unwrap(),
+            plain.count(text).unwrap(),
+            "{text:?}"
+        );
+    }
+    // And prompts of exact lengths come out of it.
+    let mut b = PromptBuilder::new(Arc::new(capped)).unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    for n in [1u32, 9, 100, 1000] {
+        let p = b.exact("", n, &mut rng).unwrap();
+        assert_eq!(plain.count(&p).unwrap(), n as usize);
+    }
+}

@@ -68,6 +68,8 @@ pub struct InputsWriter {
     /// level that stops early keeps the entries of the requests that went out.
     written: u64,
     starts: Vec<u64>,
+    /// The workload's seed, for the note of a file dropped before `finish`.
+    seed: u64,
 }
 
 impl InputsWriter {
@@ -85,7 +87,31 @@ impl InputsWriter {
             requests: 0,
             written: 0,
             starts: Vec::new(),
+            seed: 0,
         })
+    }
+
+    /// Sets the seed the note names when the writer is dropped without [`Self::finish`].
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Writes out what is buffered and reports the first write error so far: a caller that
+    /// wrote the entries ahead of its level learns of a full disk before the level starts.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        if let (Some(out), None) = (self.out.as_mut(), &self.failed) {
+            if let Err(e) = std::io::Write::flush(out) {
+                self.failed = Some(e);
+            }
+        }
+        match &self.failed {
+            Some(e) => Err(Error::io(&self.tmp)(std::io::Error::new(
+                e.kind(),
+                e.to_string(),
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -158,6 +184,16 @@ impl InputsWriter {
     /// Closes the list (with the counts when some requests were not listed; `seed` is the
     /// workload's, which regenerates synthetic prompts) and renames the file into place.
     pub fn finish(mut self, seed: u64) -> Result<(), Error> {
+        self.seed = seed;
+        self.close()
+    }
+
+    /// [`Self::finish`] with the seed given at creation; once.
+    fn close(&mut self) -> Result<(), Error> {
+        if self.out.is_none() && self.failed.is_none() {
+            return Ok(());
+        }
+        let seed = self.seed;
         let tail = if self.listed == 0 {
             "{\n  \"data\": []".to_owned()
         } else {
@@ -191,6 +227,14 @@ impl InputsWriter {
             let _ = std::fs::remove_file(&self.tmp);
         }
         done
+    }
+}
+
+/// A writer dropped before [`InputsWriter::finish`] (its level ended in an error) still leaves
+/// a whole `inputs.json` listing what it was given, as one written before the level did.
+impl Drop for InputsWriter {
+    fn drop(&mut self) {
+        let _ = self.close();
     }
 }
 
@@ -236,6 +280,25 @@ mod tests {
         assert_eq!(doc[INPUTS_NOTE_KEY]["requests"], 5);
         assert_eq!(doc[INPUTS_NOTE_KEY]["listed"], 2);
         assert_eq!(doc[INPUTS_NOTE_KEY]["seed"], 42);
+    }
+
+    #[test]
+    fn a_writer_dropped_unfinished_still_leaves_a_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (dropped, plain) = (dir.path().join("d.json"), dir.path().join("p.json"));
+        {
+            let mut w = InputsWriter::create(&dropped, 2).unwrap().with_seed(5);
+            (0..3).for_each(|i| w.push(&render_input_entry(&entry(i))));
+            w.flush().unwrap();
+        }
+        let mut p = InputsWriter::create(&plain, 2).unwrap();
+        (0..3).for_each(|i| p.push(&render_input_entry(&entry(i))));
+        p.finish(5).unwrap();
+        assert_eq!(
+            std::fs::read(&dropped).unwrap(),
+            std::fs::read(&plain).unwrap()
+        );
+        assert!(!dir.path().join("d.json.partial").exists());
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! - **Typed** ([`parse_typed`]): serde reads the fields the reader needs straight into
 //!   [`Fields`], borrowing strings from the line and skipping everything else. No tree of
 //!   maps is built, which made reading back a 256-token record's line about half of what the
-//!   report costs per request. It is strict: a field of an unexpected type, an escaped
-//!   string, a duplicate key or an unknown error type makes it give up (`None`).
+//!   report costs per request. It is strict: a field of an unexpected type, an array where an
+//!   object belongs, an escaped string, a duplicate key or an unknown error type makes it give
+//!   up (`None`). Keys it does not read are skipped unchecked (a lone surrogate escape or an
+//!   out-of-range number there no longer rejects the line).
 //! - **Lenient** ([`Fields::from_value`]): the line as a [`serde_json::Value`], each field
 //!   taken when it has the expected type and left out otherwise, as the reader always did.
 //!   Lines the typed path gives up on go this way, so odd files read exactly as before.
@@ -18,6 +20,27 @@ use serde_json::Value;
 
 fn ms_to_ns(ms: f64) -> u64 {
     (ms * 1e6).round().max(0.0) as u64
+}
+
+/// A JSON object only: serde's derived structs also accept an array, read field by field in
+/// order, which the lenient reader never took for an object.
+#[derive(Debug, Default)]
+struct Obj<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Only<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Only<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Only(std::marker::PhantomData)).map(Obj)
+    }
 }
 
 /// The `metadata` fields the reader uses.
@@ -116,25 +139,25 @@ struct Gaps {
 /// The `metrics` the reader uses.
 #[derive(Debug, Default, Deserialize)]
 struct Metrics {
-    time_to_first_token: Option<Metric>,
-    inter_chunk_latency: Option<Gaps>,
-    time_to_first_output_token: Option<Metric>,
-    input_sequence_length: Option<Metric>,
-    error_isl: Option<Metric>,
-    output_sequence_length: Option<Metric>,
-    http_req_connection_reused: Option<Metric>,
-    http_req_dns_lookup: Option<Metric>,
-    http_req_connecting: Option<Metric>,
-    http_req_tls_handshaking: Option<Metric>,
-    http_req_waiting: Option<Metric>,
+    time_to_first_token: Option<Obj<Metric>>,
+    inter_chunk_latency: Option<Obj<Gaps>>,
+    time_to_first_output_token: Option<Obj<Metric>>,
+    input_sequence_length: Option<Obj<Metric>>,
+    error_isl: Option<Obj<Metric>>,
+    output_sequence_length: Option<Obj<Metric>>,
+    http_req_connection_reused: Option<Obj<Metric>>,
+    http_req_dns_lookup: Option<Obj<Metric>>,
+    http_req_connecting: Option<Obj<Metric>>,
+    http_req_tls_handshaking: Option<Obj<Metric>>,
+    http_req_waiting: Option<Obj<Metric>>,
 }
 
 impl Metrics {
     fn from_value(m: Option<&Value>) -> Metrics {
         let metric = |k: &str| {
-            Some(Metric {
+            Some(Obj(Metric {
                 value: Some(m?.get(k)?.get("value")?.as_f64()?),
-            })
+            }))
         };
         let gaps = m
             .and_then(|m| m.get("inter_chunk_latency"))
@@ -142,10 +165,10 @@ impl Metrics {
             .and_then(Value::as_array)
             .map(|a| {
                 let value: Vec<f64> = a.iter().filter_map(Value::as_f64).collect();
-                Gaps {
+                Obj(Gaps {
                     non_number: value.len() != a.len(),
                     value: Some(value),
-                }
+                })
             });
         Metrics {
             time_to_first_token: metric("time_to_first_token"),
@@ -177,11 +200,11 @@ struct ErrorLine<'a> {
 #[derive(Debug, Deserialize)]
 struct TypedLine<'a> {
     #[serde(borrow)]
-    metadata: Meta<'a>,
+    metadata: Obj<Meta<'a>>,
     #[serde(default)]
-    metrics: Metrics,
+    metrics: Obj<Metrics>,
     #[serde(default, borrow)]
-    error: Option<ErrorLine<'a>>,
+    error: Option<Obj<ErrorLine<'a>>>,
 }
 
 /// What the reader takes from one line.
@@ -195,11 +218,11 @@ pub(crate) struct Fields<'a> {
 
 /// The fast path: `None` when the line is not exactly the shape kneepoint writes.
 pub(crate) fn parse_typed(line: &str) -> Option<Fields<'_>> {
-    let t: TypedLine<'_> = serde_json::from_str(line).ok()?;
+    let Obj(t): Obj<TypedLine<'_>> = serde_json::from_str(line).ok()?;
     Some(Fields {
-        meta: Some(t.metadata),
-        metrics: t.metrics,
-        error: t.error.map(Ok),
+        meta: Some(t.metadata.0),
+        metrics: t.metrics.0,
+        error: t.error.map(|e| Ok(e.0)),
     })
 }
 
@@ -229,7 +252,7 @@ impl<'a> Fields<'a> {
     pub(crate) fn to_record(&self) -> Result<RequestRecord, String> {
         let md = self.meta.as_ref().ok_or("no metadata")?;
         let m = &self.metrics;
-        let metric = |x: &Option<Metric>| x.as_ref().and_then(|x| x.value);
+        let metric = |x: &Option<Obj<Metric>>| x.as_ref().and_then(|x| x.0.value);
         let small = |n: Option<u64>| n.and_then(|n| u32::try_from(n).ok());
         // Times come back relative to the run's origin when the line names it (several runs
         // of a level pooled in one file stay apart), else as absolute Unix nanoseconds.
@@ -248,7 +271,7 @@ impl<'a> Fields<'a> {
         };
         let mut chunk_ns = Vec::new();
         if let Some(ttft) = metric(&m.time_to_first_token) {
-            let gaps = m.inter_chunk_latency.as_ref();
+            let gaps = m.inter_chunk_latency.as_ref().map(|g| &g.0);
             if gaps.is_some_and(|g| g.non_number) {
                 return Err("inter_chunk_latency holds a non-number".into());
             }
@@ -314,7 +337,7 @@ impl<'a> Fields<'a> {
         r.audio_count = small(md.audio_count);
         r.audio_ms = md.audio_ms;
         r.connection = metric(&m.http_req_connection_reused).map(|reused| {
-            let phase = |x: &Option<Metric>| metric(x).map_or(0, ms_to_ns);
+            let phase = |x: &Option<Obj<Metric>>| metric(x).map_or(0, ms_to_ns);
             let setup = if reused >= 0.5 {
                 kneepoint_core::ConnectionTimings::reused()
             } else {
@@ -376,6 +399,7 @@ mod tests {
     #[test]
     fn odd_lines_give_the_lenient_verdict() {
         let base = r#"{"metadata":{"session_num":3,"request_start_ns":10,"request_end_ns":90,"worker_id":"worker_2","x_request_id":"ab\"c"},"metrics":{"time_to_first_token":{"value":0.00002,"unit":"ms"},"inter_chunk_latency":{"value":[0.00001,0.00002]}},"error":null}"#;
+        let clean = base.replace(r#"ab\"c"#, "abc");
         let odd = [
             base.to_owned(),
             // a duplicate key: the last one counts
@@ -399,6 +423,12 @@ mod tests {
                 r#""error":null"#,
                 r#""error":{"type":"timeout","code":70000,"message":"t"}"#,
             ),
+            // arrays where objects belong (no escape in these, so the typed path reads
+            // them): the lenient reader never took them for objects
+            clean.replace(r#""metadata":{"#, r#""metadata":[10,90],"z":{"#),
+            clean.replace(r#"{"value":0.00002,"unit":"ms"}"#, "[0.5]"),
+            clean.replace(r#""error":null"#, r#""error":["timeout",null,"m"]"#),
+            format!("[{clean}]"),
             // no metadata; an unknown token source
             r#"{"metrics":{}}"#.to_owned(),
             base.replace(
@@ -420,6 +450,10 @@ mod tests {
         assert_eq!(both(&odd[1]).1.unwrap().request_id, 4);
         assert!(both(&odd[6]).1.unwrap_err().contains("non-number"));
         assert!(both(&odd[8]).1.unwrap_err().contains("error type"));
+        // The arrays: refused, or read without the metric or the error, by both paths.
+        assert!(both(&odd[11]).1.is_err() && both(&odd[14]).1.is_err());
+        assert!(both(&odd[12]).1.unwrap().chunk_ns.is_empty());
+        assert!(both(&odd[13]).1.is_err());
         // Without the escape the typed path reads it, and a code past u16 is dropped.
         let plain = odd[10].replace(r#"ab\"c"#, "abc");
         let (typed, lenient) = both(&plain);

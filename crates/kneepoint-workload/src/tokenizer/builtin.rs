@@ -10,8 +10,11 @@ use crate::tokenizer::o200k_split::split_ascii;
 use crate::tokenizer::Tokenizer;
 use crate::Error;
 
-/// Pieces whose token counts are remembered, at most (short strings: a few MB at most).
+/// Pieces whose token counts are remembered, at most, and the longest piece remembered:
+/// words, numbers and short runs of spaces or symbols repeat; a long run is counted each time.
+/// At most 65,536 × 64 bytes of keys.
 const CACHE_PIECES: usize = 1 << 16;
+const CACHE_PIECE_BYTES: usize = 64;
 
 /// The built-in tokenizer.
 ///
@@ -72,7 +75,9 @@ impl BuiltinTokenizer {
             if counts.len() >= CACHE_PIECES {
                 break;
             }
-            counts.insert(piece.into(), n);
+            if piece.len() <= CACHE_PIECE_BYTES {
+                counts.insert(piece.into(), n);
+            }
         }
         Some(total)
     }

@@ -48,12 +48,17 @@ pub fn hf_cache_candidates(model_id: &str) -> Vec<PathBuf> {
 }
 
 impl HfTokenizer {
-    /// Loads a `tokenizer.json`.
+    /// Loads a `tokenizer.json`. Its truncation and padding settings are dropped: an
+    /// embedding model's file (sentence-transformers' BERT family) often truncates to and pads
+    /// to its context, which would make every text count that many tokens.
     pub fn from_file(path: &Path) -> Result<Self, Error> {
-        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| Error::Tokenizer {
+        let failed = |e: tokenizers::Error| Error::Tokenizer {
             name: path.display().to_string(),
             reason: e.to_string(),
-        })?;
+        };
+        let mut inner = tokenizers::Tokenizer::from_file(path).map_err(failed)?;
+        inner.with_truncation(None).map_err(failed)?;
+        inner.with_padding(None);
         Ok(HfTokenizer {
             inner,
             name: path.display().to_string(),
