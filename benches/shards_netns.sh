@@ -28,21 +28,10 @@ osl="${4:-16}"
 ttft_ms="${5:-8000}"
 itl_ms="${6:-500}"
 ramp_s="${7:-6}"
-ns="kneepoint-shards-$$"
 out="$(mktemp -d)"
-cleanup() {
-  ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-  ip netns del "$ns" 2>/dev/null || true
-  [ -n "${KEEP:-}" ] || rm -rf "$out"
-}
-trap cleanup EXIT
-ip netns add "$ns"
-run() { ip netns exec "$ns" "$@"; }
-run ip link set lo up
-run sh -c "echo 65535 > /proc/sys/net/core/somaxconn"
-# A burst of connects overflows the default SYN queue, and a dropped SYN is retried after 1 s.
-run sh -c "echo 65535 > /proc/sys/net/ipv4/tcp_max_syn_backlog"
-ulimit -n "$(ulimit -Hn)"
+# shellcheck source=benches/netns.sh
+. "$root/benches/netns.sh"
+netns_up kneepoint-shards
 urls=()
 for s in $(seq 0 $((sims - 1))); do
   port=$((18400 + s))

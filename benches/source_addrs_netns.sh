@@ -17,18 +17,11 @@ ports="${2:-1000}"
 osl="${3:-64}"
 ttft_ms="${4:-2000}"
 ramp_s="${5:-2}"
-ns="kneepoint-ports-$$"
 out="$(mktemp -d)"
-cleanup() { ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true; ip netns del "$ns" 2>/dev/null || true; }
-trap cleanup EXIT
-ip netns add "$ns"
-run() { ip netns exec "$ns" "$@"; }
-run ip link set lo up
+# shellcheck source=benches/netns.sh
+. "$root/benches/netns.sh"
+netns_up kneepoint-ports
 run sh -c "echo '40000 $((40000 + ports - 1))' > /proc/sys/net/ipv4/ip_local_port_range"
-run sh -c "echo 65535 > /proc/sys/net/core/somaxconn"
-# A burst of connects overflows the default SYN queue, and a dropped SYN is retried after 1 s.
-run sh -c "echo 65535 > /proc/sys/net/ipv4/tcp_max_syn_backlog"
-ulimit -n "$(ulimit -Hn)"
 run "$bin" sim serve --port 18300 --ttft-ms "$ttft_ms" --itl-ms 50 > "$out/sim.log" 2>&1 &
 sleep 1
 echo "namespace $ns: ephemeral ports $(run cat /proc/sys/net/ipv4/ip_local_port_range | tr '\t' '-'), $streams concurrent streams (TTFT $ttft_ms ms, $osl tokens at 50 ms, ramp $ramp_s s)"
@@ -77,4 +70,3 @@ print(f"{'one address' if case == 'one' else '8 addresses'}: {n} requests, {int(
       f"errors: {kinds or 'none'}")
 EOF
 done
-rm -rf "$out"
