@@ -39,6 +39,7 @@ mod event;
 pub mod fetch;
 pub mod folder;
 mod health;
+pub mod json_text;
 pub mod metric;
 mod names;
 mod percentile;

@@ -193,6 +193,7 @@ impl Sweep {
         };
         let mut names = Vec::new();
         let mut summaries = Vec::new();
+        let mut single = Vec::new();
         let mut sent = Vec::new();
         let mut queue: std::collections::VecDeque<SweepLevel> =
             self.plan.levels().iter().copied().collect();
@@ -213,6 +214,7 @@ impl Sweep {
                     .note(&format!("{label}: {} runs; {}", r.completed, r.stop_reason));
             }
             sent.push(summary.request_count);
+            single.push(runs.is_none());
             summaries.push(summary);
             names.push(name);
             let done: Vec<(&LevelSummary, String)> =
@@ -256,7 +258,16 @@ impl Sweep {
         if let Some(f) = &fleet {
             log.info(&format!("fleet: {}", f.explanation));
         }
-        crate::render::render_quietly(&dir, self.bench.observer.as_ref());
+        // A level of one run hands its summary to the page; a pooled level of several runs
+        // is summarised again from its files.
+        let known: Vec<(&str, &LevelSummary)> = names
+            .iter()
+            .zip(&summaries)
+            .zip(&single)
+            .filter(|(_, one)| **one)
+            .map(|((n, s), _)| (n.as_str(), s))
+            .collect();
+        crate::render::render_known_quietly(&dir, &known, self.bench.observer.as_ref());
         Ok(SweepReport {
             knee_explanation,
             pareto,

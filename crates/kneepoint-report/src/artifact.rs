@@ -181,7 +181,16 @@ fn streamed_level(
     Ok((s, sample.kept))
 }
 
-fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Result<Level, Error> {
+/// The level in `root/dir`. `known` is the summary the run that just wrote the level made of
+/// it, when it hands it over: the records are still read (for the plots), but not summarised
+/// again. `kneepoint report` recomputes it, and tests hold the two pages byte for byte equal.
+fn level(
+    root: &Path,
+    dir: &str,
+    concurrency: u32,
+    meets: Option<bool>,
+    known: Option<&LevelSummary>,
+) -> Result<Level, Error> {
     let folder = root.join(dir);
     let aiperf = folder.join(folder::AIPERF_JSON);
     let doc = aiperf.is_file().then(|| read_json(&aiperf)).transpose()?;
@@ -196,6 +205,17 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
         Some(exact) => streamed_level(&path, concurrency, exact, &slo)?,
         None => {
             let records = read_jsonl(&path)?;
+            if let Some(s) = known {
+                return Ok(Level {
+                    dir: dir.to_owned(),
+                    concurrency,
+                    records,
+                    summary: s.clone(),
+                    saved_records: saved_records(doc.as_ref()),
+                    info,
+                    meets_slas: meets,
+                });
+            }
             let s = LevelSummary::from_records(concurrency, &records, &slo);
             (s, records)
         }
@@ -259,20 +279,22 @@ fn level(root: &Path, dir: &str, concurrency: u32, meets: Option<bool>) -> Resul
     }) {
         summary.rescale_duration(d);
     }
-    let saved_records = doc
-        .as_ref()
-        .and_then(|d| d.pointer("/kneepoint/requests_recorded"))
-        .and_then(Value::as_u64)
-        .map(|n| n as usize);
     Ok(Level {
         dir: dir.to_owned(),
         concurrency,
         records,
         summary,
+        saved_records: saved_records(doc.as_ref()),
         info,
         meets_slas: meets,
-        saved_records,
     })
+}
+
+/// How many measured records the run said it saved.
+fn saved_records(doc: Option<&Value>) -> Option<usize> {
+    doc?.pointer("/kneepoint/requests_recorded")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize)
 }
 
 fn entries<'a>(doc: &'a Value, key: &str, path: &Path) -> Result<&'a Vec<Value>, Error> {
@@ -287,6 +309,15 @@ fn entries<'a>(doc: &'a Value, key: &str, path: &Path) -> Result<&'a Vec<Value>,
 impl Artifact {
     /// Reads the run in `root`.
     pub fn load(root: &Path) -> Result<Artifact, Error> {
+        Artifact::load_known(root, &[])
+    }
+
+    /// [`Artifact::load`] for a sweep that has just written `root`: `known` holds the
+    /// summaries it made of its levels (by folder name), which are taken as they are instead
+    /// of being computed again from the records (a level's summary is about a tenth of a whole
+    /// run's instructions). A level that is not in `known` is read as [`Artifact::load`]
+    /// reads it.
+    pub fn load_known(root: &Path, known: &[(&str, &LevelSummary)]) -> Result<Artifact, Error> {
         let kind = [
             RunKind::Recommend,
             RunKind::Search,
@@ -324,7 +355,8 @@ impl Artifact {
                         continue;
                     };
                     let meets = row.get("meets_slas").and_then(Value::as_bool);
-                    levels.push(level(root, dir, c as u32, meets)?);
+                    let made = known.iter().find(|(d, _)| *d == dir).map(|(_, s)| *s);
+                    levels.push(level(root, dir, c as u32, meets, made)?);
                 }
                 // A sweep still "running" was killed: the level it was running when it died
                 // has records but no row yet.
@@ -336,7 +368,7 @@ impl Artifact {
                         if levels.iter().any(|l| l.dir == dir) {
                             continue;
                         }
-                        let mut l = level(root, &dir, c, None)?;
+                        let mut l = level(root, &dir, c, None, None)?;
                         if l.info.is_none() {
                             l.info = crate::killed::info_from_records(&l.records, c);
                         }
@@ -354,7 +386,7 @@ impl Artifact {
                         continue;
                     };
                     let meets = p.get("pass").and_then(Value::as_bool);
-                    levels.push(level(root, dir, c as u32, meets)?);
+                    levels.push(level(root, dir, c as u32, meets, None)?);
                 }
             }
             RunKind::Recommend => {

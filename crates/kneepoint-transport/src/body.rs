@@ -62,8 +62,65 @@ pub(crate) fn body_bytes(
     };
     // The prompt, a few escapes, and the fixed fields.
     let mut out = Vec::with_capacity(prompt + prompt / 16 + 256);
-    serde_json::to_writer(&mut out, &TextBody { config, request })?;
+    match (config.api, &request.prompt) {
+        (Api::Chat | Api::Completions, Prompt::Text(text)) => {
+            write_text_body(&mut out, config, request, text)?;
+        }
+        _ => serde_json::to_writer(&mut out, &TextBody { config, request })?,
+    }
     Ok(out)
+}
+
+/// What serialising [`TextBody`] writes for a text prompt, with the prompt escaped by
+/// [`kneepoint_core::json_text`]: `serde_json` escapes a string a byte at a time, and the
+/// prompt is nearly all of the body (tests hold the two byte for byte equal).
+fn write_text_body(
+    out: &mut Vec<u8>,
+    config: &OpenAiConfig,
+    request: &Request,
+    text: &str,
+) -> Result<(), serde_json::Error> {
+    use kneepoint_core::json_text::write_json_str;
+    let mut keys = 0usize;
+    let mut key = |out: &mut Vec<u8>, k: &str| {
+        out.push(if keys == 0 { b'{' } else { b',' });
+        keys += 1;
+        write_json_str(out, k);
+        out.push(b':');
+    };
+    if !config.model.is_empty() {
+        key(out, "model");
+        write_json_str(out, &config.model);
+    }
+    if config.api == Api::Chat {
+        key(out, "messages");
+        out.extend_from_slice(br#"[{"role":"user","content":"#);
+        write_json_str(out, text);
+        out.extend_from_slice(b"}]");
+    } else {
+        key(out, "prompt");
+        write_json_str(out, text);
+    }
+    key(out, "stream");
+    serde_json::to_writer(&mut *out, &config.streaming)?;
+    if config.streaming && config.include_usage {
+        key(out, "stream_options");
+        out.extend_from_slice(br#"{"include_usage":true}"#);
+    }
+    if let Some(n) = request.max_output_tokens {
+        key(out, config.max_tokens_field.as_str());
+        serde_json::to_writer(&mut *out, &n)?;
+    }
+    if let Some(n) = request.min_output_tokens {
+        key(out, "min_tokens");
+        serde_json::to_writer(&mut *out, &n)?;
+    }
+    if request.ignore_eos {
+        key(out, "ignore_eos");
+        out.extend_from_slice(b"true");
+    }
+    out.push(b'}');
+    Ok(())
 }
 
 /// A chat or completions body, in the order the keys have always been sent: `model`, the
@@ -182,6 +239,43 @@ fn attach_media(messages: &mut Value, request: &Request) {
 mod tests {
     use super::*;
     use crate::config::MaxTokensField;
+
+    #[test]
+    fn the_written_text_body_is_what_serde_json_writes() {
+        let prompts = [
+            "hi",
+            "",
+            "a \"quoted\"\nline\twith é and \u{1}",
+            &"words ".repeat(300),
+        ];
+        for api in [Api::Chat, Api::Completions] {
+            for model in ["", "m1", "org/model\"x"] {
+                for (streaming, usage) in [(true, true), (true, false), (false, true)] {
+                    for field in [
+                        MaxTokensField::MaxTokens,
+                        MaxTokensField::MaxCompletionTokens,
+                    ] {
+                        for (max, min, eos) in [(None, None, false), (Some(16), Some(3), true)] {
+                            for p in prompts {
+                                let mut c = OpenAiConfig::new("http://x", model);
+                                (c.api, c.streaming, c.include_usage) = (api, streaming, usage);
+                                c.max_tokens_field = field;
+                                let mut r = Request::text(3, p);
+                                (r.max_output_tokens, r.min_output_tokens, r.ignore_eos) =
+                                    (max, min, eos);
+                                let want = serde_json::to_vec(&TextBody {
+                                    config: &c,
+                                    request: &r,
+                                })
+                                .unwrap();
+                                assert_eq!(body_bytes(&c, &r).unwrap(), want);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn chat_streaming_body() {

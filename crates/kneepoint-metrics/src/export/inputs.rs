@@ -37,17 +37,38 @@ pub const INPUTS_NOTE_KEY: &str = "kneepoint_inputs";
 
 /// One entry as `inputs.json` holds it: pretty JSON indented to its place in the `data` list
 /// (made off the timed path, ahead of the request it describes).
+///
+/// Written by [`kneepoint_core::json_text`] (the prompts are most of it), byte for byte what
+/// `serde_json`'s pretty printer writes for the entry with every line indented by four.
 pub fn render_input_entry(entry: &InputEntry) -> Vec<u8> {
-    let body = serde_json::to_vec_pretty(entry).unwrap_or_default();
-    let mut out = Vec::with_capacity(body.len() + body.len() / 8);
-    for line in body.split(|b| *b == b'\n') {
-        if !out.is_empty() {
-            out.push(b'\n');
-        }
-        out.extend_from_slice(b"    ");
-        out.extend_from_slice(line);
-    }
+    use kneepoint_core::json_text::{new_line, write_json_str, write_pretty_list};
+    let text: usize = entry.payloads.iter().map(payload_text_len).sum();
+    let mut out = Vec::with_capacity(text + text / 16 + 256);
+    out.extend_from_slice(b"    {");
+    new_line(&mut out, 6);
+    out.extend_from_slice(b"\"session_id\": ");
+    write_json_str(&mut out, &entry.session_id);
+    out.push(b',');
+    new_line(&mut out, 6);
+    out.extend_from_slice(b"\"payloads\": ");
+    write_pretty_list(&mut out, &entry.payloads, 6);
+    new_line(&mut out, 4);
+    out.push(b'}');
     out
+}
+
+/// The length of the strings in `v`, to size the entry's buffer once.
+fn payload_text_len(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => a.iter().map(payload_text_len).sum(),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| k.len() + 8 + payload_text_len(v))
+            .sum(),
+        _ => 8,
+    }
 }
 
 /// `inputs.json` written entry by entry as requests are sent, listing at most `limit` of
@@ -249,6 +270,34 @@ mod tests {
             payloads: vec![
                 serde_json::json!({"messages": [{"role": "user", "content": format!("prompt {i}\nline")}], "max_tokens": 4}),
             ],
+        }
+    }
+
+    /// The entry as `serde_json` pretty-prints it, every line indented by four: what
+    /// [`render_input_entry`] must write.
+    fn rendered_by_serde_json(entry: &InputEntry) -> Vec<u8> {
+        let body = serde_json::to_string_pretty(entry).unwrap();
+        format!("    {}", body.replace('\n', "\n    ")).into_bytes()
+    }
+
+    #[test]
+    fn an_entry_is_what_serde_json_pretty_prints_indented() {
+        let odd = InputEntry {
+            session_id: "7\"\u{1}".into(),
+            payloads: vec![
+                serde_json::json!({"model": "m", "messages": [{"role": "system", "content": "é\t"},
+                    {"role": "user", "content": [{"type": "text", "text": "x"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}],
+                    "stream": false, "temperature": 0.7, "stop": [], "logit_bias": {}, "seed": null}),
+                serde_json::json!([]),
+            ],
+        };
+        let none = InputEntry {
+            session_id: "0".into(),
+            payloads: vec![],
+        };
+        for e in [entry(3), odd, none] {
+            assert_eq!(render_input_entry(&e), rendered_by_serde_json(&e));
         }
     }
 
