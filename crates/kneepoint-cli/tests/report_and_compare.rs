@@ -125,6 +125,29 @@ fn report_reproduces_the_custom_transport_example_byte_for_byte() {
     assert_same(&dir, &copied);
 }
 
+/// The page takes a summary the sweep hands over (the in-run render) only while the level's
+/// records file holds as many measured records as it rests on; else it recomputes.
+fn handed_over_summaries_are_taken_only_while_the_records_hold_them(dir: &Path) {
+    use kneepoint_report::Artifact;
+    let plain = Artifact::load(dir).unwrap();
+    let level = plain
+        .levels
+        .iter()
+        .find(|l| l.dir == "concurrency_4")
+        .unwrap();
+    let marker = "handed over".to_owned();
+    let mut whole = level.summary.clone();
+    whole.warnings.push(marker.clone());
+    let mut more = whole.clone();
+    more.request_count += 1;
+    for (given, kept) in [(&whole, true), (&more, false)] {
+        let a = Artifact::load_known(dir, &[("concurrency_4", given)]).unwrap();
+        let l = a.levels.iter().find(|l| l.dir == "concurrency_4").unwrap();
+        assert_eq!(l.summary.warnings.contains(&marker), kept);
+        assert_eq!(l.summary.request_count, level.summary.request_count);
+    }
+}
+
 #[test]
 fn report_reproduces_a_sweep_and_a_search_byte_for_byte() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -153,6 +176,7 @@ async fn report_reproduces() {
     run_sweep(&SweepSettings::resolve(&a).unwrap(), false)
         .await
         .unwrap();
+    handed_over_summaries_are_taken_only_while_the_records_hold_them(&sweep_dir);
     let copied = tmp.path().join("sweep-copy");
     copy(&sweep_dir, &copied);
     strip(&copied);

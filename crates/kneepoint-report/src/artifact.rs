@@ -205,7 +205,15 @@ fn level(
         Some(exact) => streamed_level(&path, concurrency, exact, &slo)?,
         None => {
             let records = read_jsonl(&path)?;
-            if let Some(s) = known {
+            // Only while the file holds every measured record the summary rests on: a run
+            // whose records file failed part way kept summarising what it held in memory.
+            let measured = || {
+                records
+                    .iter()
+                    .filter(|r| r.phase == kneepoint_core::Phase::Profiling)
+                    .count()
+            };
+            if let Some(s) = known.filter(|s| s.request_count == measured()) {
                 return Ok(Level {
                     dir: dir.to_owned(),
                     concurrency,
