@@ -2,34 +2,28 @@
 
 use std::path::Path;
 
-#[cfg(feature = "report")]
-use kneepoint_report::Artifact;
+use kneepoint_metrics::LevelSummary;
 
 use crate::Observer;
 
 /// Writes the plots and `report.html` of a run that just finished; a failure is a warning (the
 /// measurements are already saved).
-#[cfg(feature = "report")]
 pub(crate) fn render_quietly(dir: &Path, observer: &dyn Observer) {
-    if let Err(e) = Artifact::load(dir).and_then(|a| kneepoint_report::write_report(&a)) {
-        observer.warning(&format!(
-            "the report of {} was not written: {e}",
-            dir.display()
-        ));
-    }
+    render_known_quietly(dir, &[], observer);
 }
 
 /// [`render_quietly`] for a sweep that hands over the summaries it made of its levels (by
-/// folder name), which the page then takes instead of computing them again.
+/// folder name), which the page then takes instead of computing them again
+/// (`kneepoint_report::Artifact::load_known`).
 #[cfg(feature = "report")]
 pub(crate) fn render_known_quietly(
     dir: &Path,
-    known: &[(&str, &kneepoint_metrics::LevelSummary)],
+    known: &[(&str, &LevelSummary)],
     observer: &dyn Observer,
 ) {
-    if let Err(e) =
-        Artifact::load_known(dir, known).and_then(|a| kneepoint_report::write_report(&a))
-    {
+    let written = kneepoint_report::Artifact::load_known(dir, known)
+        .and_then(|a| kneepoint_report::write_report(&a));
+    if let Err(e) = written {
         observer.warning(&format!(
             "the report of {} was not written: {e}",
             dir.display()
@@ -41,11 +35,7 @@ pub(crate) fn render_known_quietly(
 #[cfg(not(feature = "report"))]
 pub(crate) fn render_known_quietly(
     _dir: &Path,
-    _known: &[(&str, &kneepoint_metrics::LevelSummary)],
+    _known: &[(&str, &LevelSummary)],
     _observer: &dyn Observer,
 ) {
 }
-
-/// Without the `report` feature a run draws no plots and no page.
-#[cfg(not(feature = "report"))]
-pub(crate) fn render_quietly(_dir: &Path, _observer: &dyn Observer) {}
