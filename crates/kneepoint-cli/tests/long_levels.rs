@@ -96,6 +96,38 @@ async fn a_long_level_is_summarised_as_it_runs_and_re_rendered_the_same() {
         let inputs = json(&level.join("inputs.json"));
         assert_eq!(inputs["data"].as_array().unwrap().len(), 20);
         assert_eq!(inputs[INPUTS_NOTE_KEY]["requests"], n);
+        // The rest as ids and lengths: every request sent appears once, listed or not, with
+        // the lengths its record holds.
+        let records = read_jsonl(&records_path(&level)).unwrap();
+        let by_id: std::collections::HashMap<u64, &kneepoint_core::RequestRecord> =
+            records.iter().map(|r| (r.request_id, r)).collect();
+        let unlisted = inputs[INPUTS_NOTE_KEY]["unlisted"].as_array().unwrap();
+        assert_eq!(unlisted.len(), n - 20);
+        let mut ids: Vec<u64> = inputs["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["session_id"].as_str().unwrap().parse().unwrap())
+            .collect();
+        for u in unlisted {
+            let id: u64 = u["session_id"].as_str().unwrap().parse().unwrap();
+            let r = by_id[&id];
+            assert_eq!(
+                u["input_tokens"].as_u64(),
+                r.input_tokens.map(u64::from),
+                "{u}"
+            );
+            assert_eq!(
+                u["max_output_tokens"].as_u64(),
+                r.requested_output_tokens.map(u64::from),
+                "{u}"
+            );
+            ids.push(id);
+        }
+        ids.sort_unstable();
+        let mut sent: Vec<u64> = by_id.keys().copied().collect();
+        sent.sort_unstable();
+        assert_eq!(ids, sent);
         // Re-rendered from the records alone, every level file is the same, byte for byte.
         let before = std::fs::read(level.join("profile_export_aiperf.json")).unwrap();
         let text = std::fs::read(level.join("benchmark_summary.txt")).unwrap();

@@ -476,8 +476,8 @@ pub struct OutputArgs {
     /// pass over the level's profile_export.jsonl.
     #[arg(long)]
     pub exact_percentiles: bool,
-    /// Requests a level lists in inputs.json (default 100000): past it they are counted, and
-    /// the workload's settings and seed regenerate them.
+    /// Requests a level lists in full in inputs.json (default 100000): past it each is
+    /// written as its id and lengths, and the workload's settings and seed regenerate them.
     #[arg(long, value_name = "N")]
     pub inputs_limit: Option<usize>,
     /// Write each level's generated text to `outputs.json` (answer and reasoning per request,

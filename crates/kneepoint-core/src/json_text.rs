@@ -21,9 +21,10 @@ fn needs_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
 }
 
-/// Whether any byte of `block` needs escaping (no early exit, so that it vectorises).
+/// Whether any byte of `block` needs escaping (a fixed-size block with no early exit, so that
+/// it compiles to a few vector instructions).
 #[inline]
-fn block_needs_escape(block: &[u8]) -> bool {
+fn block_needs_escape(block: &[u8; BLOCK]) -> bool {
     block.iter().fold(false, |any, &b| any | needs_escape(b))
 }
 
@@ -38,24 +39,31 @@ pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
 /// Appends the escaped contents of `s` (no quotes).
 pub fn write_json_str_contents(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    // Bytes before `run` are written; bytes from `run` to `i` need no escape.
-    let (mut run, mut i) = (0, 0);
-    while i < bytes.len() {
-        let end = (i + BLOCK).min(bytes.len());
-        if !block_needs_escape(&bytes[i..end]) {
-            i = end;
+    // Bytes before `run` are written; the ones after it up to the block in hand need no escape.
+    let mut run = 0;
+    let blocks = bytes.chunks_exact(BLOCK);
+    let tail_at = bytes.len() - blocks.remainder().len();
+    for (k, block) in blocks.enumerate() {
+        if <&[u8; BLOCK]>::try_from(block).is_ok_and(|b| !block_needs_escape(b)) {
             continue;
         }
-        for (j, &b) in bytes.iter().enumerate().take(end).skip(i) {
-            if needs_escape(b) {
-                out.extend_from_slice(&bytes[run..j]);
-                push_escape(out, b);
-                run = j + 1;
-            }
-        }
-        i = end;
+        escape_bytes(out, bytes, k * BLOCK, &mut run, block);
     }
+    escape_bytes(out, bytes, tail_at, &mut run, &bytes[tail_at..]);
     out.extend_from_slice(&bytes[run..]);
+}
+
+/// Writes the escapes of `part` (which starts at `at` in `bytes`), each after the unwritten
+/// run before it.
+#[inline]
+fn escape_bytes(out: &mut Vec<u8>, bytes: &[u8], at: usize, run: &mut usize, part: &[u8]) {
+    for (j, &b) in part.iter().enumerate() {
+        if needs_escape(b) {
+            out.extend_from_slice(&bytes[*run..at + j]);
+            push_escape(out, b);
+            *run = at + j + 1;
+        }
+    }
 }
 
 /// The escape `serde_json` writes for `b`: the short forms where JSON has one, `\u00XX` with

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use kneepoint_core::{folder, Request, Transport};
-use kneepoint_metrics::export::{render_input_entry, InputEntry, InputsWriter};
+use kneepoint_metrics::export::{render_input_entry, InputEntry, InputsWriter, Unlisted};
 use kneepoint_runner::RequestSource;
 
 use crate::{Bench, Error};
@@ -193,7 +193,7 @@ impl Feed {
             if listed() {
                 if let Ok(mut w) = inputs.lock() {
                     if w.is_full() {
-                        w.skip(1);
+                        w.push_unlisted(unlisted(&request));
                     } else if rendered.is_empty() {
                         w.push(&render(transport.as_ref(), &request));
                     } else {
@@ -228,5 +228,14 @@ impl Feed {
             .and_then(|m| m.into_inner().ok())
             .ok_or_else(|| Error::invalid("inputs.json is still in use"))?;
         Ok(inputs.finish(seed)?)
+    }
+}
+
+/// `request` as an unlisted entry of `inputs.json`: its id and lengths.
+pub(crate) fn unlisted(request: &Request) -> Unlisted {
+    Unlisted {
+        id: request.id,
+        input_tokens: request.input_tokens,
+        max_output_tokens: request.max_output_tokens,
     }
 }

@@ -14,6 +14,7 @@ use kneepoint_runner::{run_level, schedule, CancelToken, OpenLoop};
 use serde_json::json;
 
 use crate::counted::DRAW_BATCH;
+use crate::feed::unlisted;
 use crate::inputs::input_payload;
 use crate::streamed::{Streamed, StreamedSink};
 use crate::{Bench, Error};
@@ -214,7 +215,9 @@ impl Bench {
                     .collect(),
             }));
         }
-        inputs.skip(requests.len() - listed);
+        for r in &requests[listed..] {
+            inputs.push_unlisted(unlisted(r));
+        }
         // A full disk stops the level before it sends anything, as it always did.
         inputs.flush()?;
         let streamed = Arc::new(Mutex::new(Streamed::new(self.settings.goodput)));

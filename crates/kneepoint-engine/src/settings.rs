@@ -59,8 +59,8 @@ pub struct LevelSettings {
     /// With records past `records_in_memory`: make every percentile exact with a second pass
     /// over the level's JSONL (without it they are within 0.1 %).
     pub exact_percentiles: bool,
-    /// Requests a level lists in `inputs.json` (the rest are counted, and the seed
-    /// regenerates them). Default [`INPUTS_LIMIT`].
+    /// Requests a level lists in full in `inputs.json` (the rest as their ids and lengths,
+    /// and the seed regenerates them). Default [`INPUTS_LIMIT`].
     pub inputs_limit: usize,
     /// Prompt text a count-bound closed-loop level may prepare in full before its first
     /// request; a larger level (millions of requests) draws its requests just ahead of the

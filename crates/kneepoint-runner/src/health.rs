@@ -30,7 +30,7 @@ pub(crate) struct HealthProbe {
 }
 
 impl HealthProbe {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         HealthProbe {
             in_flight: AtomicU32::new(0),
             delivery: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -46,11 +46,20 @@ impl HealthProbe {
         InFlightGuard(self)
     }
 
-    /// A token's bytes reached this host `lag` before the client read them.
-    pub(crate) fn delivered(&self, lag: Duration) {
+    /// `tokens` tokens' bytes reached this host `lag` before the client read them.
+    pub(crate) fn delivered(&self, lag: Duration, tokens: u64) {
         let us = lag.as_micros().max(1) as u64;
         let b = (63 - us.leading_zeros() as usize).min(BUCKETS - 1);
-        self.delivery[b].fetch_add(1, Ordering::Relaxed);
+        self.delivery[b].fetch_add(tokens, Ordering::Relaxed);
+    }
+
+    /// Tokens counted by [`Self::delivered`] so far.
+    #[cfg(test)]
+    pub(crate) fn delivered_tokens(&self) -> u64 {
+        self.delivery
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// The 90th percentile of the delivery lags, ms (interpolated geometrically inside its
@@ -202,7 +211,7 @@ mod tests {
         let w = Watch::start();
         let p = w.probe();
         let _g = p.enter();
-        p.delivered(Duration::from_millis(3));
+        p.delivered(Duration::from_millis(3), 1);
         for _ in 0..5 {
             // block the only runtime thread, as a CPU hog beside the client would
             std::thread::sleep(Duration::from_millis(60));
@@ -214,5 +223,22 @@ mod tests {
         let d = h.delivery_lag_p90_ms.unwrap();
         assert!((2.0..=8.2).contains(&d), "{d}");
         assert!(h.wall_seconds >= 0.3);
+    }
+
+    #[test]
+    fn delivery_lags_count_every_token_of_a_read() {
+        let w = HealthProbe::new();
+        // one read of 95 tokens that waited 1 ms, one of 5 that waited 100 ms: the 90th
+        // percentile token waited about a millisecond
+        w.delivered(Duration::from_millis(1), 95);
+        w.delivered(Duration::from_millis(100), 5);
+        let d = w.delivery_p90_ms().unwrap();
+        assert!((0.5..=2.1).contains(&d), "{d}");
+        // the other way round, the tail read holds most tokens
+        let w = HealthProbe::new();
+        w.delivered(Duration::from_millis(1), 5);
+        w.delivered(Duration::from_millis(100), 95);
+        let d = w.delivery_p90_ms().unwrap();
+        assert!((60.0..=140.0).contains(&d), "{d}");
     }
 }

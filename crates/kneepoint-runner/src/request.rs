@@ -122,6 +122,9 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
     };
     p.response = Some(Instant::now());
     let (max_chunks, max_bytes) = output_caps(request);
+    // The chunks of one read share their receive time: the moment they are yielded is taken
+    // once for them all (the first's), and their delivery lag is counted once.
+    let mut read = ReadBatch::new(ctx.health.as_deref());
     loop {
         // Before the first token the first-token deadline (from the request's start) applies:
         // servers send headers as soon as they accept a request, and a queued request may then
@@ -144,19 +147,22 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
             None => stream.next().await,
         };
         let Some(item) = item else { break };
-        let now = Instant::now();
         match item {
             Ok(ResponseEvent::Chunk(c)) => {
                 if !c.has_tokens() {
                     continue;
                 }
                 // The transport's receive time, when it has one, bounded by the request's start
-                // (or the previous chunk) and the moment the chunk was yielded.
+                // (or the previous chunk) and the moment the chunk (its read's first) was
+                // yielded.
                 let floor = p.chunks.last().copied().unwrap_or(start);
-                let at = c.received.map_or(now, |t| t.clamp(floor.min(now), now));
-                if let (Some(h), Some(t)) = (&ctx.health, c.received) {
-                    h.delivered(now.saturating_duration_since(t));
-                }
+                let at = match c.received {
+                    Some(t) => {
+                        let now = read.yielded(t);
+                        t.clamp(floor.min(now), now)
+                    }
+                    None => Instant::now(),
+                };
                 p.chunks.push(at);
                 if !c.text.is_empty() && p.first_content.is_none() {
                     p.first_content = Some(at);
@@ -194,6 +200,51 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
                 return;
             }
         }
+    }
+}
+
+/// The chunks of one read (one receive time) seen so far, for the moment they count as
+/// yielded and the health probe's delivery lag; reported when the next read's first chunk
+/// comes, and when dropped (the request ended, failed, timed out or was cancelled).
+struct ReadBatch<'a> {
+    health: Option<&'a crate::health::HealthProbe>,
+    /// `(received, yielded, chunks)`.
+    open: Option<(Instant, Instant, u64)>,
+}
+
+impl<'a> ReadBatch<'a> {
+    fn new(health: Option<&'a crate::health::HealthProbe>) -> Self {
+        ReadBatch { health, open: None }
+    }
+
+    /// The moment a chunk received at `received` counts as yielded: now for the first chunk of
+    /// a read, the same moment for the rest of its chunks (one clock read per read, not per
+    /// token).
+    fn yielded(&mut self, received: Instant) -> Instant {
+        match &mut self.open {
+            Some((r, at, n)) if *r == received => {
+                *n += 1;
+                *at
+            }
+            _ => {
+                self.flush();
+                let now = Instant::now();
+                self.open = Some((received, now, 1));
+                now
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if let (Some((received, yielded, n)), Some(h)) = (self.open.take(), self.health) {
+            h.delivered(yielded.saturating_duration_since(received), n);
+        }
+    }
+}
+
+impl Drop for ReadBatch<'_> {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -286,7 +337,8 @@ async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
         response: None,
         chunks: Vec::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize),
         first_content: None,
-        text: String::new(),
+        // (About four bytes a token; a longer answer grows it.)
+        text: String::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize * 4),
         reasoning: String::new(),
         chunk_tokens: None,
         prompt_usage: None,
@@ -484,4 +536,33 @@ pub(crate) async fn run_turn(
         request.turn.as_ref().map(|_| p.text)
     };
     (r, answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chunks_of_one_read_share_their_yield_time_and_count_once_each() {
+        let probe = crate::health::HealthProbe::new();
+        let (first, second) = (Instant::now(), Instant::now() + Duration::from_millis(1));
+        {
+            let mut read = ReadBatch::new(Some(&probe));
+            let a = read.yielded(first);
+            std::thread::sleep(Duration::from_millis(2));
+            // the same read: the same moment, no clock read
+            assert_eq!(read.yielded(first), a);
+            assert_eq!(read.yielded(first), a);
+            assert_eq!(probe.delivered_tokens(), 0, "counted when the read is over");
+            // a new read: its own moment, and the last read's three tokens are counted
+            let b = read.yielded(second);
+            assert!(b > a);
+            assert_eq!(probe.delivered_tokens(), 3);
+        }
+        // dropped (the response ended, or its future was dropped): the open read is counted
+        assert_eq!(probe.delivered_tokens(), 4);
+        // without a probe nothing is counted anywhere, and times still come
+        let mut read = ReadBatch::new(None);
+        assert!(read.yielded(first) >= first);
+    }
 }

@@ -143,6 +143,10 @@ impl SinkThread {
 /// sending stopped early.
 pub(crate) type Drained = (Vec<RequestRecord>, usize, Vec<String>, Option<String>);
 
+/// How long the sink thread naps after emptying its queue before it looks again (see
+/// [`drain`]).
+const SINK_NAP: std::time::Duration = std::time::Duration::from_millis(1);
+
 fn drain(
     mut rx: mpsc::Receiver<RequestRecord>,
     mut sinks: Vec<Box<dyn RecordSink>>,
@@ -156,7 +160,26 @@ fn drain(
     let (mut seen, mut keeping) = (0usize, true);
     let mut errors: Vec<String> = Vec::new();
     let mut failed = vec![false; sinks.len()];
-    while let Some(record) = rx.blocking_recv() {
+    let mut since_nap = false;
+    loop {
+        // Under load the thread takes what has queued up, naps, and takes the next batch: a
+        // blocked receive would be woken once per record, a context switch each (on two cores
+        // that cost more than the record). Idle, it blocks. Senders do not wait on the nap:
+        // the queue holds `sink_queue` records, a few milliseconds' worth at any rate seen.
+        let record = match rx.try_recv() {
+            Ok(r) => r,
+            Err(mpsc::error::TryRecvError::Disconnected) => break,
+            Err(mpsc::error::TryRecvError::Empty) if since_nap => {
+                since_nap = false;
+                std::thread::sleep(SINK_NAP);
+                continue;
+            }
+            Err(mpsc::error::TryRecvError::Empty) => match rx.blocking_recv() {
+                Some(r) => r,
+                None => break,
+            },
+        };
+        since_nap = true;
         for (i, sink) in sinks.iter_mut().enumerate() {
             if failed[i] {
                 continue;

@@ -75,7 +75,10 @@ fn payload_text_len(v: &serde_json::Value) -> usize {
 /// them: a level of millions of requests neither holds their payloads in memory nor writes
 /// them all (a seed reproduces synthetic prompts). Up to the limit the file is byte for byte
 /// what [`write_inputs_json`] writes; past it the file adds [`INPUTS_NOTE_KEY`] with the
-/// counts. It is written to a temporary file and renamed by [`InputsWriter::finish`].
+/// counts, the seed and, under `unlisted`, each later request's id and lengths
+/// ([`InputsWriter::push_unlisted`]: some 70 bytes a request, where a listed 1,024-token
+/// prompt takes about 6 KB). It is written to a temporary file and renamed by
+/// [`InputsWriter::finish`].
 #[derive(Debug)]
 pub struct InputsWriter {
     path: std::path::PathBuf,
@@ -91,6 +94,21 @@ pub struct InputsWriter {
     starts: Vec<u64>,
     /// The workload's seed, for the note of a file dropped before `finish`.
     seed: u64,
+    /// The requests counted past the limit, as their ids and lengths (16 bytes each, where
+    /// a listed entry of a 1,024-token prompt takes some 6 KB).
+    unlisted: Vec<Unlisted>,
+}
+
+/// A request counted past [`InputsWriter`]'s limit: its id and lengths, which with the
+/// workload's settings and seed say what was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unlisted {
+    /// The request id (`session_id` of a listed entry, `session_num` in the JSONL).
+    pub id: u64,
+    /// The prompt's tokens as the workload counted them.
+    pub input_tokens: Option<u32>,
+    /// The output length asked for.
+    pub max_output_tokens: Option<u32>,
 }
 
 impl InputsWriter {
@@ -109,6 +127,7 @@ impl InputsWriter {
             written: 0,
             starts: Vec::new(),
             seed: 0,
+            unlisted: Vec::new(),
         })
     }
 
@@ -151,6 +170,8 @@ impl InputsWriter {
     pub fn keep_first(&mut self, listed: usize, requests: usize) {
         use std::io::{Seek, SeekFrom, Write};
         self.requests = requests;
+        self.unlisted
+            .truncate(requests.saturating_sub(listed.min(self.listed)));
         let Some(&at) = self.starts.get(listed) else {
             return;
         };
@@ -197,6 +218,14 @@ impl InputsWriter {
         self.requests += n;
     }
 
+    /// Counts one sent request past the limit, keeping its id and lengths for the note's
+    /// `unlisted` list (listed in full instead while under the limit is the caller's job:
+    /// see [`Self::is_full`]).
+    pub fn push_unlisted(&mut self, entry: Unlisted) {
+        self.requests += 1;
+        self.unlisted.push(entry);
+    }
+
     /// Requests counted so far.
     pub fn requests(&self) -> usize {
         self.requests
@@ -227,13 +256,34 @@ impl InputsWriter {
                 "requests": self.requests,
                 "seed": seed,
                 "note": format!(
-                    "the first {} of {} requests are listed (--inputs-limit); the workload's settings and seed regenerate the rest",
+                    "the first {} of {} requests are listed (--inputs-limit); the workload's settings and seed regenerate the rest, whose ids and lengths `unlisted` gives",
                     self.listed, self.requests
                 ),
             });
             let note = serde_json::to_string_pretty(&note).unwrap_or_default();
             let note = note.replace('\n', "\n  ");
-            self.write(format!(",\n  \"{INPUTS_NOTE_KEY}\": {note}").as_bytes());
+            // The note without its closing brace, then the unlisted requests one per line.
+            let open = note
+                .trim_end()
+                .strip_suffix('}')
+                .unwrap_or(&note)
+                .trim_end();
+            let mut text = format!(",\n  \"{INPUTS_NOTE_KEY}\": {open},\n    \"unlisted\": [");
+            let unlisted = std::mem::take(&mut self.unlisted);
+            for (k, u) in unlisted.iter().enumerate() {
+                text.push_str(if k == 0 { "\n      " } else { ",\n      " });
+                text.push_str(&unlisted_line(u));
+                if text.len() > 1 << 16 {
+                    self.write(text.as_bytes());
+                    text.clear();
+                }
+            }
+            text.push_str(if unlisted.is_empty() {
+                "]\n  }"
+            } else {
+                "\n    ]\n  }"
+            });
+            self.write(text.as_bytes());
         }
         self.write(b"\n}");
         let flushed = match self.out.take() {
@@ -249,6 +299,18 @@ impl InputsWriter {
         }
         done
     }
+}
+
+/// One unlisted request as a line of JSON: `{"session_id": "7", "input_tokens": 1024,
+/// "max_output_tokens": 256}` (a length the workload did not set is `null`).
+fn unlisted_line(u: &Unlisted) -> String {
+    let n = |v: Option<u32>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
+    format!(
+        "{{\"session_id\": \"{}\", \"input_tokens\": {}, \"max_output_tokens\": {}}}",
+        u.id,
+        n(u.input_tokens),
+        n(u.max_output_tokens)
+    )
 }
 
 /// A writer dropped before [`InputsWriter::finish`] (its level ended in an error) still leaves
@@ -329,6 +391,53 @@ mod tests {
         assert_eq!(doc[INPUTS_NOTE_KEY]["requests"], 5);
         assert_eq!(doc[INPUTS_NOTE_KEY]["listed"], 2);
         assert_eq!(doc[INPUTS_NOTE_KEY]["seed"], 42);
+    }
+
+    #[test]
+    fn requests_past_the_limit_are_kept_as_ids_and_lengths() {
+        let dir = tempfile::tempdir().unwrap();
+        let u = |id: u64| Unlisted {
+            id,
+            input_tokens: Some(100 + id as u32),
+            max_output_tokens: (id % 2 == 0).then_some(8),
+        };
+        for (limit, cut) in [(2usize, None), (0, None), (2, Some(3usize))] {
+            let path = dir.path().join(format!("u{limit}{cut:?}.json"));
+            let mut w = InputsWriter::create(&path, limit).unwrap();
+            for i in 0..5u64 {
+                if w.is_full() {
+                    w.push_unlisted(u(i));
+                } else {
+                    w.push(&render_input_entry(&entry(i as usize)));
+                }
+            }
+            if let Some(sent) = cut {
+                // a level that stopped after three of its five requests went out
+                w.keep_first(sent.min(limit), sent);
+            }
+            w.finish(11).unwrap();
+            let doc: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let sent = cut.unwrap_or(5);
+            let note = &doc[INPUTS_NOTE_KEY];
+            assert_eq!(note["requests"], sent);
+            assert_eq!(note["listed"], limit);
+            assert_eq!(note["seed"], 11);
+            assert_eq!(doc["data"].as_array().unwrap().len(), limit);
+            let unlisted = note["unlisted"].as_array().unwrap();
+            assert_eq!(unlisted.len(), sent - limit);
+            for (k, e) in unlisted.iter().enumerate() {
+                let id = (limit + k) as u64;
+                assert_eq!(e["session_id"], id.to_string());
+                assert_eq!(e["input_tokens"], 100 + id);
+                let osl = if id % 2 == 0 {
+                    serde_json::json!(8)
+                } else {
+                    serde_json::Value::Null
+                };
+                assert_eq!(e["max_output_tokens"], osl);
+            }
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub use aiperf::{
 };
 pub use groups::summaries_by;
 pub use inputs::{
-    render_input_entry, write_inputs_json, InputEntry, InputsWriter, INPUTS_NOTE_KEY,
+    render_input_entry, write_inputs_json, InputEntry, InputsWriter, Unlisted, INPUTS_NOTE_KEY,
 };
 pub use jsonl::{
     record_json, records_file_name, records_path, JsonlSink, RECORDS_FILE, RECORDS_FILE_ZSTD,
