@@ -29,7 +29,10 @@ pub struct LevelConfig {
     pub cancel: CancelToken,
     /// Counts output tokens when the server reports no usage.
     pub token_counter: Arc<dyn TokenCounter>,
-    /// Capacity of the queue between the request tasks and the sinks.
+    /// Capacity of the queue between the request tasks and the sinks (default 4,096). The
+    /// sinks' thread takes records in batches and naps about a millisecond between batches
+    /// while records keep coming, so a queue much smaller than a millisecond's records would
+    /// hold senders up.
     pub sink_queue: usize,
     /// A response that ends without a `finish_reason` is a failure (`incomplete`): the server
     /// cut the generation short. Off by default for transports that never report one.

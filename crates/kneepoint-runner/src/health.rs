@@ -46,16 +46,17 @@ impl HealthProbe {
         InFlightGuard(self)
     }
 
-    /// `tokens` tokens' bytes reached this host `lag` before the client read them.
-    pub(crate) fn delivered(&self, lag: Duration, tokens: u64) {
+    /// The bytes of `chunks` token-bearing chunks (one read's) reached this host `lag` before
+    /// the client read them.
+    pub(crate) fn delivered(&self, lag: Duration, chunks: u64) {
         let us = lag.as_micros().max(1) as u64;
         let b = (63 - us.leading_zeros() as usize).min(BUCKETS - 1);
-        self.delivery[b].fetch_add(tokens, Ordering::Relaxed);
+        self.delivery[b].fetch_add(chunks, Ordering::Relaxed);
     }
 
-    /// Tokens counted by [`Self::delivered`] so far.
+    /// Chunks counted by [`Self::delivered`] so far.
     #[cfg(test)]
-    pub(crate) fn delivered_tokens(&self) -> u64 {
+    pub(crate) fn delivered_chunks(&self) -> u64 {
         self.delivery
             .iter()
             .map(|c| c.load(Ordering::Relaxed))
@@ -226,15 +227,15 @@ mod tests {
     }
 
     #[test]
-    fn delivery_lags_count_every_token_of_a_read() {
+    fn delivery_lags_count_every_chunk_of_a_read() {
         let w = HealthProbe::new();
-        // one read of 95 tokens that waited 1 ms, one of 5 that waited 100 ms: the 90th
-        // percentile token waited about a millisecond
+        // one read of 95 chunks that waited 1 ms, one of 5 that waited 100 ms: the 90th
+        // percentile chunk waited about a millisecond
         w.delivered(Duration::from_millis(1), 95);
         w.delivered(Duration::from_millis(100), 5);
         let d = w.delivery_p90_ms().unwrap();
         assert!((0.5..=2.1).contains(&d), "{d}");
-        // the other way round, the tail read holds most tokens
+        // the other way round, the tail read holds most chunks
         let w = HealthProbe::new();
         w.delivered(Duration::from_millis(1), 5);
         w.delivered(Duration::from_millis(100), 95);

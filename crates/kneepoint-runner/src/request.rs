@@ -123,7 +123,9 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
     p.response = Some(Instant::now());
     let (max_chunks, max_bytes) = output_caps(request);
     // The chunks of one read share their receive time: the moment they are yielded is taken
-    // once for them all (the first's), and their delivery lag is counted once.
+    // once for them all (the first's), and their delivery lag is counted once (so the time
+    // the client spends between the first and the last of them is not in the lag: the wait
+    // for the read itself is).
     let mut read = ReadBatch::new(ctx.health.as_deref());
     loop {
         // Before the first token the first-token deadline (from the request's start) applies:
@@ -161,7 +163,12 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
                         let now = read.yielded(t);
                         t.clamp(floor.min(now), now)
                     }
-                    None => Instant::now(),
+                    None => {
+                        // A chunk with no receive time closes the read: the next stamped one
+                        // takes a fresh moment, after this chunk's.
+                        read.flush();
+                        Instant::now()
+                    }
                 };
                 p.chunks.push(at);
                 if !c.text.is_empty() && p.first_content.is_none() {
@@ -530,6 +537,8 @@ pub(crate) async fn run_turn(
     let answer = if ctx.keep_outputs {
         r.reasoning_text = (!p.reasoning.is_empty()).then_some(p.reasoning);
         let answer = request.turn.as_ref().map(|_| p.text.clone());
+        // (Kept with the record: without the room reserved for the answer's length.)
+        p.text.shrink_to_fit();
         r.response_text = Some(p.text);
         answer
     } else {
@@ -553,14 +562,14 @@ mod tests {
             // the same read: the same moment, no clock read
             assert_eq!(read.yielded(first), a);
             assert_eq!(read.yielded(first), a);
-            assert_eq!(probe.delivered_tokens(), 0, "counted when the read is over");
-            // a new read: its own moment, and the last read's three tokens are counted
+            assert_eq!(probe.delivered_chunks(), 0, "counted when the read is over");
+            // a new read: its own moment, and the last read's three chunks are counted
             let b = read.yielded(second);
             assert!(b > a);
-            assert_eq!(probe.delivered_tokens(), 3);
+            assert_eq!(probe.delivered_chunks(), 3);
         }
         // dropped (the response ended, or its future was dropped): the open read is counted
-        assert_eq!(probe.delivered_tokens(), 4);
+        assert_eq!(probe.delivered_chunks(), 4);
         // without a probe nothing is counted anywhere, and times still come
         let mut read = ReadBatch::new(None);
         assert!(read.yielded(first) >= first);

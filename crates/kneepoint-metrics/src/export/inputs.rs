@@ -1,9 +1,10 @@
 //! `inputs.json`: the payloads sent, AIPerf's `{"data": [{"session_id", "payloads"}]}` shape.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::export::unlisted::{Unlisted, UnlistedLog};
 use crate::export::write_atomic;
 use crate::Error;
 
@@ -76,8 +77,8 @@ fn payload_text_len(v: &serde_json::Value) -> usize {
 /// them all (a seed reproduces synthetic prompts). Up to the limit the file is byte for byte
 /// what [`write_inputs_json`] writes; past it the file adds [`INPUTS_NOTE_KEY`] with the
 /// counts, the seed and, under `unlisted`, each later request's id and lengths
-/// ([`InputsWriter::push_unlisted`]: some 70 bytes a request, where a listed 1,024-token
-/// prompt takes about 6 KB). It is written to a temporary file and renamed by
+/// ([`InputsWriter::push_unlisted`]: about 80 bytes a request, where a listed 1,024-token
+/// prompt takes some 6 KB; they wait in a side file until the list is closed). It is written to a temporary file and renamed by
 /// [`InputsWriter::finish`].
 #[derive(Debug)]
 pub struct InputsWriter {
@@ -94,21 +95,8 @@ pub struct InputsWriter {
     starts: Vec<u64>,
     /// The workload's seed, for the note of a file dropped before `finish`.
     seed: u64,
-    /// The requests counted past the limit, as their ids and lengths (16 bytes each, where
-    /// a listed entry of a 1,024-token prompt takes some 6 KB).
-    unlisted: Vec<Unlisted>,
-}
-
-/// A request counted past [`InputsWriter`]'s limit: its id and lengths, which with the
-/// workload's settings and seed say what was sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unlisted {
-    /// The request id (`session_id` of a listed entry, `session_num` in the JSONL).
-    pub id: u64,
-    /// The prompt's tokens as the workload counted them.
-    pub input_tokens: Option<u32>,
-    /// The output length asked for.
-    pub max_output_tokens: Option<u32>,
+    /// The requests counted past the limit by [`Self::push_unlisted`], one line each.
+    unlisted: UnlistedLog,
 }
 
 impl InputsWriter {
@@ -127,7 +115,7 @@ impl InputsWriter {
             written: 0,
             starts: Vec::new(),
             seed: 0,
-            unlisted: Vec::new(),
+            unlisted: UnlistedLog::new(path.with_extension("json.unlisted.partial")),
         })
     }
 
@@ -171,7 +159,7 @@ impl InputsWriter {
         use std::io::{Seek, SeekFrom, Write};
         self.requests = requests;
         self.unlisted
-            .truncate(requests.saturating_sub(listed.min(self.listed)));
+            .keep_first(requests.saturating_sub(listed.min(self.listed)));
         let Some(&at) = self.starts.get(listed) else {
             return;
         };
@@ -223,7 +211,11 @@ impl InputsWriter {
     /// see [`Self::is_full`]).
     pub fn push_unlisted(&mut self, entry: Unlisted) {
         self.requests += 1;
-        self.unlisted.push(entry);
+        if self.failed.is_none() {
+            if let Err(e) = self.unlisted.push(&entry) {
+                self.failed = Some(e);
+            }
+        }
     }
 
     /// Requests counted so far.
@@ -251,16 +243,21 @@ impl InputsWriter {
         };
         self.write(tail.as_bytes());
         if self.requests > self.listed {
+            // Every request past the listed ones is in `unlisted` unless some were only
+            // counted (`skip`, or `push` past the limit).
+            let complete = self.unlisted.kept() == self.requests - self.listed;
             let note = serde_json::json!({
                 "listed": self.listed,
                 "requests": self.requests,
                 "seed": seed,
                 "note": format!(
-                    "the first {} of {} requests are listed (--inputs-limit); the workload's settings and seed regenerate the rest, whose ids and lengths `unlisted` gives",
-                    self.listed, self.requests
+                    "the first {} of {} requests are listed (--inputs-limit); the workload's settings and seed regenerate the rest{}",
+                    self.listed,
+                    self.requests,
+                    if complete { ", whose ids and lengths `unlisted` gives" } else { "" },
                 ),
             });
-            let note = serde_json::to_string_pretty(&note).unwrap_or_default();
+            let note = serde_json::to_string_pretty(&note).unwrap_or_else(|_| "{}".into());
             let note = note.replace('\n', "\n  ");
             // The note without its closing brace, then the unlisted requests one per line.
             let open = note
@@ -268,22 +265,25 @@ impl InputsWriter {
                 .strip_suffix('}')
                 .unwrap_or(&note)
                 .trim_end();
-            let mut text = format!(",\n  \"{INPUTS_NOTE_KEY}\": {open},\n    \"unlisted\": [");
-            let unlisted = std::mem::take(&mut self.unlisted);
-            for (k, u) in unlisted.iter().enumerate() {
-                text.push_str(if k == 0 { "\n      " } else { ",\n      " });
-                text.push_str(&unlisted_line(u));
-                if text.len() > 1 << 16 {
-                    self.write(text.as_bytes());
-                    text.clear();
-                }
+            let open = open
+                .strip_suffix('{')
+                .map_or_else(|| format!("{open},"), |o| format!("{o}{{"));
+            self.write(
+                format!(",\n  \"{INPUTS_NOTE_KEY}\": {open}\n    \"unlisted\": [").as_bytes(),
+            );
+            let mut log = std::mem::replace(&mut self.unlisted, UnlistedLog::new(PathBuf::new()));
+            let any = log.kept() > 0;
+            if any {
+                self.write(b"\n      ");
             }
-            text.push_str(if unlisted.is_empty() {
-                "]\n  }"
+            if let Err(e) = log.copy_into(",\n      ", |bytes| self.write(bytes)) {
+                self.failed.get_or_insert(e);
+            }
+            self.write(if any {
+                &b"\n    ]\n  }"[..]
             } else {
-                "\n    ]\n  }"
+                &b"]\n  }"[..]
             });
-            self.write(text.as_bytes());
         }
         self.write(b"\n}");
         let flushed = match self.out.take() {
@@ -299,18 +299,6 @@ impl InputsWriter {
         }
         done
     }
-}
-
-/// One unlisted request as a line of JSON: `{"session_id": "7", "input_tokens": 1024,
-/// "max_output_tokens": 256}` (a length the workload did not set is `null`).
-fn unlisted_line(u: &Unlisted) -> String {
-    let n = |v: Option<u32>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
-    format!(
-        "{{\"session_id\": \"{}\", \"input_tokens\": {}, \"max_output_tokens\": {}}}",
-        u.id,
-        n(u.input_tokens),
-        n(u.max_output_tokens)
-    )
 }
 
 /// A writer dropped before [`InputsWriter::finish`] (its level ended in an error) still leaves
@@ -437,7 +425,29 @@ mod tests {
                 };
                 assert_eq!(e["max_output_tokens"], osl);
             }
+            let text = note["note"].as_str().unwrap();
+            assert_eq!(text.contains("`unlisted` gives"), sent > limit, "{text}");
+            let left: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+                .collect();
+            assert!(left.is_empty(), "side files left: {left:?}");
         }
+        // Requests only counted (`skip`) are not in the list, and the note does not claim
+        // they are.
+        let path = dir.path().join("skipped.json");
+        let mut w = InputsWriter::create(&path, 1).unwrap();
+        w.push(&render_input_entry(&entry(0)));
+        w.push_unlisted(u(1));
+        w.skip(2);
+        w.finish(3).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let note = &doc[INPUTS_NOTE_KEY];
+        assert_eq!(note["requests"], 4);
+        assert_eq!(note["unlisted"].as_array().unwrap().len(), 1);
+        assert!(!note["note"].as_str().unwrap().contains("`unlisted` gives"));
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod text;
 mod time;
 mod timeslices;
 mod turns;
+mod unlisted;
 
 pub use aggregate::{aggregate_csv, aggregate_json, write_aggregate, AggregateInfo};
 pub use aiperf::{
@@ -26,7 +27,7 @@ pub use aiperf::{
 };
 pub use groups::summaries_by;
 pub use inputs::{
-    render_input_entry, write_inputs_json, InputEntry, InputsWriter, Unlisted, INPUTS_NOTE_KEY,
+    render_input_entry, write_inputs_json, InputEntry, InputsWriter, INPUTS_NOTE_KEY,
 };
 pub use jsonl::{
     record_json, records_file_name, records_path, JsonlSink, RECORDS_FILE, RECORDS_FILE_ZSTD,
@@ -40,6 +41,7 @@ pub use text::{summary_text, write_summary_text};
 pub use time::{parse_rfc3339, rfc3339};
 pub use timeslices::{timeslices_csv, timeslices_json, write_timeslices};
 pub use turns::{turn_summaries, turn_summary_json, write_turn_summary, TurnSummary};
+pub use unlisted::Unlisted;
 
 use std::path::Path;
 
