@@ -340,12 +340,14 @@ fn transient(e: &Error) -> bool {
 
 /// One attempt: sends `request` under the deadlines and the cancel token.
 async fn attempt(ctx: &Ctx, request: &Request, start: Instant) -> Progress {
+    // Room for the answer asked for (a longer one grows it).
+    let expected = request.max_output_tokens.unwrap_or(16).min(4096) as usize;
     let mut p = Progress {
         response: None,
-        chunks: Vec::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize),
+        chunks: Vec::with_capacity(expected),
         first_content: None,
-        // (About four bytes a token; a longer answer grows it.)
-        text: String::with_capacity(request.max_output_tokens.unwrap_or(16).min(4096) as usize * 4),
+        // (About four bytes a token.)
+        text: String::with_capacity(expected * 4),
         reasoning: String::new(),
         chunk_tokens: None,
         prompt_usage: None,

@@ -246,31 +246,20 @@ impl InputsWriter {
             // Every request past the listed ones is in `unlisted` unless some were only
             // counted (`skip`, or `push` past the limit).
             let complete = self.unlisted.kept() == self.requests - self.listed;
-            let note = serde_json::json!({
-                "listed": self.listed,
-                "requests": self.requests,
-                "seed": seed,
-                "note": format!(
-                    "the first {} of {} requests are listed (--inputs-limit); the workload's settings and seed regenerate the rest{}",
-                    self.listed,
-                    self.requests,
-                    if complete { ", whose ids and lengths `unlisted` gives" } else { "" },
-                ),
-            });
-            let note = serde_json::to_string_pretty(&note).unwrap_or_else(|_| "{}".into());
-            let note = note.replace('\n', "\n  ");
-            // The note without its closing brace, then the unlisted requests one per line.
-            let open = note
-                .trim_end()
-                .strip_suffix('}')
-                .unwrap_or(&note)
-                .trim_end();
-            let open = open
-                .strip_suffix('{')
-                .map_or_else(|| format!("{open},"), |o| format!("{o}{{"));
-            self.write(
-                format!(",\n  \"{INPUTS_NOTE_KEY}\": {open}\n    \"unlisted\": [").as_bytes(),
+            let note = format!(
+                "the first {} of {} requests are listed (--inputs-limit); the workload's settings and seed regenerate the rest{}",
+                self.listed,
+                self.requests,
+                if complete { ", whose ids and lengths `unlisted` gives" } else { "" },
             );
+            let mut head = format!(
+                ",\n  \"{INPUTS_NOTE_KEY}\": {{\n    \"listed\": {},\n    \"requests\": {},\n    \"seed\": {seed},\n    \"note\": ",
+                self.listed, self.requests
+            )
+            .into_bytes();
+            kneepoint_core::json_text::write_json_str(&mut head, &note);
+            head.extend_from_slice(b",\n    \"unlisted\": [");
+            self.write(&head);
             let mut log = std::mem::replace(&mut self.unlisted, UnlistedLog::new(PathBuf::new()));
             let any = log.kept() > 0;
             if any {

@@ -18,15 +18,24 @@ pub struct Unlisted {
     pub max_output_tokens: Option<u32>,
 }
 
-/// One unlisted request as a line of JSON: `{"session_id": "7", "input_tokens": 1024,
+/// Writes one unlisted request as a line of JSON: `{"session_id": "7", "input_tokens": 1024,
 /// "max_output_tokens": 256}` (a length the workload did not set is `null`).
-fn line(u: &Unlisted) -> String {
-    let n = |v: Option<u32>| v.map_or_else(|| "null".to_owned(), |v| v.to_string());
-    format!(
+fn write_line(out: &mut impl Write, u: &Unlisted) -> std::io::Result<()> {
+    struct N(Option<u32>);
+    impl std::fmt::Display for N {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match self.0 {
+                Some(v) => write!(f, "{v}"),
+                None => f.write_str("null"),
+            }
+        }
+    }
+    writeln!(
+        out,
         "{{\"session_id\": \"{}\", \"input_tokens\": {}, \"max_output_tokens\": {}}}",
         u.id,
-        n(u.input_tokens),
-        n(u.max_output_tokens)
+        N(u.input_tokens),
+        N(u.max_output_tokens)
     )
 }
 
@@ -61,8 +70,7 @@ impl UnlistedLog {
                 std::fs::File::create(&self.path)?,
             )),
         };
-        out.write_all(line(u).as_bytes())?;
-        out.write_all(b"\n")?;
+        write_line(out, u)?;
         self.lines += 1;
         Ok(())
     }
