@@ -56,6 +56,78 @@ def page_requests(netlog):
     return sorted(urls)
 
 
+# Runs in a copy of the page (the report itself has no scripts) and writes what it finds into
+# a <pre id="layout-check"> that --dump-dom returns.
+LAYOUT_CHECK = r"""
+<script>
+window.addEventListener('load', () => {
+  const out = [];
+  const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 &&
+                            a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  document.querySelectorAll('svg').forEach((svg, i) => {
+    const name = (svg.closest('figure') || {}).ariaLabel || ('plot ' + i);
+    const texts = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim());
+    const boxes = texts.map(t => t.getBoundingClientRect());
+    for (let a = 0; a < texts.length; a++)
+      for (let b = a + 1; b < texts.length; b++)
+        // the same label drawn twice on one spot reads as one
+        if (overlap(boxes[a], boxes[b]) &&
+            !(texts[a].textContent === texts[b].textContent &&
+              Math.abs(boxes[a].left - boxes[b].left) < 2 && Math.abs(boxes[a].top - boxes[b].top) < 2))
+          out.push(`overlap in ${name}: "${texts[a].textContent.trim()}" / "${texts[b].textContent.trim()}"`);
+    // Marks of different series (colours) on one spot must differ in size, or the top one
+    // hides the others; a scatter's points share one colour and may pile up.
+    const spots = new Map();
+    svg.querySelectorAll('circle').forEach(c => {
+      const key = Math.round(+c.getAttribute('cx')) + ',' + Math.round(+c.getAttribute('cy'));
+      const colour = (c.getAttribute('fill') || '') + '/' + (c.getAttribute('stroke') || '');
+      const r = c.getAttribute('r');
+      if (!spots.has(key)) spots.set(key, new Map());
+      const sizes = spots.get(key);
+      if (!sizes.has(r)) sizes.set(r, new Set());
+      sizes.get(r).add(colour);
+    });
+    spots.forEach((sizes, key) => sizes.forEach((colours, r) => {
+      if (colours.size > 1)
+        out.push(`in ${name}: ${colours.size} series drawn alike (r=${r}) on one spot (${key})`);
+    }));
+  });
+  const answer = document.querySelector('.answer');
+  if (answer) answer.innerHTML.split(/<br\s*\/?>/).forEach(line => {
+    const text = line.replace(/<[^>]+>/g, '').trim();
+    if (text && !/[.)]$/.test(text)) out.push(`answer line not ended: "${text.slice(-60)}"`);
+  });
+  const pre = document.createElement('pre');
+  pre.id = 'layout-check';
+  pre.textContent = out.length ? out.join('\n') : 'OK';
+  document.body.appendChild(pre);
+});
+</script>
+"""
+
+
+def layout_problems(html, browser, common, tmp):
+    """Overlapping text in the plots, marks hidden under others, answer lines not ended."""
+    with open(html) as f:
+        page = f.read()
+    probe = os.path.join(os.path.dirname(html), ".layout-check.html")
+    with open(probe, "w") as f:
+        f.write(page.replace("</body>", LAYOUT_CHECK + "</body>"))
+    try:
+        dom = subprocess.run([browser] + common + ["--window-size=1200,2200",
+                                                   "--virtual-time-budget=5000",
+                                                   "--dump-dom", "file://" + probe],
+                             capture_output=True, text=True, timeout=120).stdout
+    finally:
+        os.remove(probe)
+    start = dom.find('<pre id="layout-check">')
+    if start < 0:
+        return ["the layout check did not run"]
+    body = dom[start + len('<pre id="layout-check">'):dom.find("</pre>", start)]
+    body = body.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"')
+    return [] if body.strip() == "OK" else body.strip().splitlines()
+
+
 def check(folder, browser):
     html = os.path.join(os.path.abspath(folder), "report.html")
     if not os.path.isfile(html):
@@ -84,6 +156,7 @@ def check(folder, browser):
             problems.append("a length sweep's page lacks its curves or its prefill rate")
         if svgs < 1 or "Answer." not in dom:
             problems.append(f"the DOM lacks the plots or the answer ({svgs} svg)")
+        problems += layout_problems(html, browser, common, tmp)
         print(f"{html}: {svgs} inline SVG plots, {len(console)} console messages, "
               f"{len(requests)} page requests; screenshot {shot}")
     return problems

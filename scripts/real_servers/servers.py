@@ -33,6 +33,20 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
         return e.code, e.read()
 
 
+STARTED: list["Server"] = []
+
+
+def exited_servers() -> str:
+    """What each server started here that has since exited printed last, with its exit status
+    (a negative status is the signal that ended it), for a failing check's message."""
+    out = []
+    for s in STARTED:
+        if s.proc.poll() is not None and not s.stopped:
+            out.append(f"{s.name} exited with {s.proc.returncode} during the run; the end of "
+                       f"{s.log_path}:\n{s.tail()}")
+    return "\n".join(out)
+
+
 class Server:
     """A server process on a loopback port, its log file and its base URL."""
 
@@ -45,6 +59,8 @@ class Server:
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **env}, start_new_session=True)
+        self.stopped = False
+        STARTED.append(self)
         try:
             self._wait_ready(ready_path, start_timeout_s)
         except BaseException:
@@ -72,6 +88,7 @@ class Server:
     def stop(self) -> None:
         """Ends the whole process group (vLLM's engine runs in a child process), even when the
         leader has already exited."""
+        self.stopped = True
         for sig, wait in [(signal.SIGTERM, 30), (signal.SIGKILL, 10)]:
             try:
                 os.killpg(self.proc.pid, sig)

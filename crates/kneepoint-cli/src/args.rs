@@ -163,6 +163,10 @@ pub struct CompareArgs {
     /// Write the comparison as JSON here too.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Compare runs that measured different workloads, targets, models or simulator time
+    /// scales (refused otherwise, exit 2).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `kneepoint sim`.
@@ -237,7 +241,45 @@ pub enum SimCommand {
         /// A slowly wandering slowdown, as noisy neighbours cause (see `sweep --sim-drift`).
         #[arg(long, value_name = "SD")]
         drift: Option<f64>,
+        /// Serve the predicted engine of a model on an instance (replaces --profile).
+        #[command(flatten)]
+        engine: SimEngineArgs,
     },
+}
+
+/// `sim serve --model-config FILE --instance TYPE ...`: one engine of that model on that
+/// instance with vLLM's settings, as stage-1 sizing predicts it; refused, as vLLM refuses to
+/// start, when the combination does not fit.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SimEngineArgs {
+    /// The model's Hugging Face config.json (shipped examples: crates/kneepoint-fit/configs/).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<std::path::PathBuf>,
+    /// The instance type (a name in the instance catalog).
+    #[arg(long, value_name = "TYPE", requires = "model_config")]
+    pub instance: Option<String>,
+    /// GPUs the engine spans (vLLM's --tensor-parallel-size; default: the degree that holds
+    /// the most sequences).
+    #[arg(
+        long,
+        value_name = "N",
+        alias = "tensor-parallel",
+        requires = "model_config"
+    )]
+    pub tensor_parallel_size: Option<u32>,
+    /// Tokens one engine step may take (vLLM's --max-num-batched-tokens, default 8192): a
+    /// smaller budget chunks long prompts, trading TTFT for steadier ITL.
+    #[arg(long, value_name = "N", requires = "model_config")]
+    pub max_num_batched_tokens: Option<u32>,
+    /// KV-cache precision: auto (16-bit) or fp8 (twice the tokens in the same memory).
+    #[arg(long, value_name = "auto|fp8", requires = "model_config")]
+    pub kv_cache_dtype: Option<String>,
+    /// Share of each GPU's memory the engine may use (default 0.9).
+    #[arg(long, value_name = "SHARE", requires = "model_config")]
+    pub gpu_memory_utilization: Option<f64>,
+    /// An instance catalog (TOML or JSON) over the built-in table.
+    #[arg(long, value_name = "FILE", requires = "model_config")]
+    pub instance_catalog: Option<std::path::PathBuf>,
 }
 
 /// `kneepoint k8s job`.

@@ -52,8 +52,71 @@ fn secret_env(spec: Option<&str>) -> anyhow::Result<Option<EnvVar>> {
     }))
 }
 
+/// A flag's value that would put a secret in the manifest (anyone who can read the Job can
+/// read it): a header whose name says secret (`Authorization`, `api-key`, `Cookie`...), a URL
+/// with credentials or a secret-named query parameter (`?key=`), or a value this process knows
+/// to be secret. `previous` is the word before `word`.
+fn refuse_secret(previous: Option<&str>, word: &str) -> anyhow::Result<()> {
+    use kneepoint_core::secrets::{holds_secret, name_is_secret, query_name_is_secret};
+    const USE_SECRET: &str = "keep it in a Kubernetes Secret: --api-key-secret NAME/KEY gives the pods OPENAI_API_KEY from it";
+    let (flag, value) = match word.split_once('=') {
+        Some((f, v)) if f.starts_with("--") => (Some(f), v),
+        _ => (previous.filter(|p| p.starts_with('-')), word),
+    };
+    if word.starts_with("--") && value == word {
+        // A flag itself, its value follows.
+        return Ok(());
+    }
+    if let Some(f) = flag {
+        if matches!(f, "--header" | "-H") {
+            let name = value.split(':').next().unwrap_or("").trim();
+            if name_is_secret(name) {
+                bail!("the {name} header would be written into the manifest: {USE_SECRET}");
+            }
+        }
+    }
+    if let Some((_, rest)) = value.split_once("://") {
+        let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+        if authority.contains('@') {
+            bail!("{} holds credentials, which would be written into the manifest: {USE_SECRET} (or a proxy without credentials)", kneepoint_core::redact_url(value));
+        }
+        let query = rest.split_once(['?', '#']).map_or("", |(_, q)| q);
+        let secret_param = query
+            .split(['&', ';', '#'])
+            .find(|pair| query_name_is_secret(pair.split('=').next().unwrap_or("")));
+        if let Some(pair) = secret_param {
+            let name = pair.split('=').next().unwrap_or("");
+            bail!("the URL's {name:?} parameter would be written into the manifest: {USE_SECRET}");
+        }
+    }
+    if holds_secret(word) {
+        bail!("a value of {} is a secret of this environment and would be written into the manifest: {USE_SECRET}", flag.unwrap_or("the sweep's flags"));
+    }
+    Ok(())
+}
+
+/// The longest Job name accepted (its pods' names add an index and a suffix to it).
+const MAX_JOB_NAME: usize = 52;
+
+/// Refuses a Job name Kubernetes would reject (its pods and their hostnames are named after
+/// it), suggesting one it takes.
+fn check_job_name(name: &str) -> anyhow::Result<()> {
+    if kneepoint_deploy::is_dns_label(name, MAX_JOB_NAME) {
+        return Ok(());
+    }
+    let suggestion: String = kneepoint_deploy::dns_label(name, "kneepoint-sweep")
+        .chars()
+        .take(MAX_JOB_NAME)
+        .collect();
+    bail!(
+        "--name {name:?} is not a valid Job name: lowercase letters, digits and '-', a letter first, not ending in '-', at most {MAX_JOB_NAME} characters (e.g. {:?})",
+        suggestion.trim_end_matches('-')
+    );
+}
+
 /// The Indexed Job `args` describe, started at `start_at` (Unix seconds).
 pub fn indexed_job(args: &K8sJobArgs, start_at: u64) -> anyhow::Result<Job> {
+    check_job_name(&args.name)?;
     if args.shards == 0 || args.shards > 10_000 {
         bail!("--shards must be between 1 and 10,000");
     }
@@ -69,10 +132,8 @@ pub fn indexed_job(args: &K8sJobArgs, start_at: u64) -> anyhow::Result<Job> {
         ) {
             bail!("{name} is set by the Job itself: leave it out of the sweep's flags");
         }
-        let after_header = i > 0 && args.sweep[i - 1] == "--header";
-        if after_header && f.to_ascii_lowercase().starts_with("authorization") {
-            bail!("an Authorization header would be written in the manifest: keep the key in a Secret and give --api-key-secret NAME/KEY");
-        }
+        let previous = i.checked_sub(1).map(|p| args.sweep[p].as_str());
+        refuse_secret(previous, f)?;
         // The Job adds --quiet itself.
         if f != "--quiet" && f != "-q" {
             sweep.push(f.clone());
@@ -227,6 +288,8 @@ pub fn run(args: &K8sJobArgs) -> anyhow::Result<()> {
         None => now + args.start_in_s,
     };
     let job = indexed_job(args, start)?;
-    println!("{}", serde_json::to_string_pretty(&job)?);
+    let text = serde_json::to_string_pretty(&job)?;
+    // Refused above; scrubbed all the same.
+    println!("{}", kneepoint_core::secrets::scrub(&text));
     Ok(())
 }

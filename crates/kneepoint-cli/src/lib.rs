@@ -50,7 +50,7 @@ pub use lengths_cmd::{run_length_sweep_with, LengthOutcome};
 pub use plan_cmd::{plan, table as plan_table, PlanArgs};
 pub use report_cmd::{run_report, ReportOutcome};
 pub use search_cmd::{run_search, run_search_with, Interrupted, SearchOutcome};
-use std::io::Write as _;
+use std::io::Write;
 pub use sweep::{run_recommend_with, RecommendOutcome};
 pub use sweep::{run_sweep, run_sweep_with, SweepOutcome};
 
@@ -65,6 +65,18 @@ impl std::fmt::Display for Regressed {
 }
 
 impl std::error::Error for Regressed {}
+
+/// `kneepoint compare` was given runs that measured different things (exit status 2).
+#[derive(Debug, Clone)]
+pub struct NotComparable(pub String);
+
+impl std::fmt::Display for NotComparable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotComparable {}
 
 /// Runs `kneepoint compare`: prints the table and fails with [`Regressed`] on a regression.
 pub fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
@@ -83,7 +95,16 @@ pub fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
         tolerance: args.tolerance,
         ..Default::default()
     };
-    let c = kneepoint_report::compare_runs(&a, &b, &config)?;
+    let c = if args.force {
+        kneepoint_report::compare_runs_forced(&a, &b, &config)?
+    } else {
+        match kneepoint_report::compare_runs(&a, &b, &config) {
+            Err(e @ kneepoint_report::Error::NotComparable { .. }) => {
+                return Err(NotComparable(e.to_string()).into())
+            }
+            other => other?,
+        }
+    };
     output::print_text(&kneepoint_report::comparison_text(&c));
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&c)?)
@@ -119,21 +140,34 @@ pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             };
         }
     };
+    // What kneepoint writes or prints is scrubbed of the secrets its environment holds.
+    kneepoint_core::secrets::register_environment();
     init_tracing(cli.verbose);
+    // The binary's only children are the servers it launches: a daemon one of them leaves
+    // behind outside its process group is re-parented here and stopped with it.
+    if let Err(e) = kneepoint_deploy::adopt_orphans() {
+        tracing::debug!("{e}");
+    }
     // Each connection in flight holds a descriptor: lift the soft limit to the hard one.
     let _ = kneepoint_transport::raise_fd_limit();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<Regressed>() => {
-            eprintln!("{e}");
+            eprintln!("{}", kneepoint_core::secrets::scrub(&e.to_string()));
             ExitCode::FAILURE
+        }
+        Err(e) if e.is::<NotComparable>() => {
+            eprintln!("error: {}", kneepoint_core::secrets::scrub(&e.to_string()));
+            ExitCode::from(2)
         }
         Err(e) if e.is::<Interrupted>() => {
             eprintln!("interrupted: everything measured so far is written; the last level is marked partial");
             ExitCode::from(130)
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // An error can quote a server's log or a command line.
+            let text = format!("error: {e:#}");
+            eprintln!("{}", kneepoint_core::secrets::scrub(&text));
             ExitCode::FAILURE
         }
     }
@@ -148,11 +182,29 @@ fn init_tracing(verbose: u8) {
     };
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
-        .with_writer(std::io::stderr)
+        .with_writer(|| ScrubbedStderr)
         // Colours only on a terminal: a log file or a pipe gets plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
+
+/// Standard error with the process's secrets scrubbed from each write (a tracing event is
+/// written whole, in one call).
+struct ScrubbedStderr;
+
+impl Write for ScrubbedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stderr().write_all(&kneepoint_core::secrets::scrub_bytes(buf))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// Signals this close to the first one are the same request to stop, not a second one.
+const SAME_REQUEST: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A token cancelled by the first Ctrl-C (SIGINT) or SIGTERM; a second one exits at once
 /// (killing the servers kneepoint launched).
@@ -163,11 +215,18 @@ fn on_signals() -> CancelToken {
         // Watched once for the whole run: a second signal arriving while the first is being
         // handled is not lost.
         let mut signals = Signals::watch();
-        for n in 0.. {
+        let mut first: Option<std::time::Instant> = None;
+        loop {
             if !signals.next().await {
                 return;
             }
-            if n == 0 {
+            // `timeout`, supervisors and a terminal's Ctrl-C can deliver one request twice (to
+            // the process and to its group) a few milliseconds apart: that is still the first.
+            if first.is_some_and(|t| t.elapsed() < SAME_REQUEST) {
+                continue;
+            }
+            if first.is_none() {
+                first = Some(std::time::Instant::now());
                 // Cancel first: writing to a terminal that is gone must not stop the cancel.
                 token.cancel();
                 let _ = writeln!(std::io::stderr(), "\ninterrupt: cancelling in-flight requests and writing what was measured (again to quit at once)");
@@ -308,6 +367,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 if outcome.interrupted {
                     return Err(Interrupted.into());
                 }
+                if outcome.measured == 0 {
+                    anyhow::bail!(
+                        "no candidate was measured, so nothing can be recommended: the reasons are above and in {}",
+                        outcome.artifact_dir.join("recommendations.json").display()
+                    );
+                }
                 Ok(())
             }
             Command::Report(args) => {
@@ -318,10 +383,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                         level.display()
                     );
                 }
+                let kind = match o.kind {
+                    kneepoint_report::RunKind::Sweep => "sweep",
+                    kneepoint_report::RunKind::Search => "search",
+                    kneepoint_report::RunKind::Recommend => "recommendation",
+                    kneepoint_report::RunKind::Lengths => "length sweep",
+                };
                 println!(
-                    "re-rendered {} files of a {:?} run; open {}",
+                    "re-rendered {} files of a {kind} run; open {}",
                     o.files.len(),
-                    o.kind,
                     o.html.display()
                 );
                 Ok(())

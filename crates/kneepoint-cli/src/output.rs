@@ -4,7 +4,7 @@ use kneepoint_core::{Metric, Stat};
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use kneepoint_planner::{OperatingZone, ProbeRecord};
+use kneepoint_planner::{Confidence, OperatingZone, ProbeRecord, StopReason};
 
 use crate::lines::ms;
 use crate::RecommendOutcome;
@@ -131,7 +131,10 @@ fn zone_text(zone: &OperatingZone) -> String {
 
 /// A closed stdout (e.g. piped into `head`) must not turn finished work into a crash: the
 /// files are already written.
+/// Whatever it prints is scrubbed of the process's secrets (a recipe or a failure's reason
+/// can quote a server's command line or log).
 fn emit(text: &str) {
+    let text = kneepoint_core::secrets::scrub(text);
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
@@ -161,7 +164,7 @@ fn open_loop_table(o: &SweepOutcome) -> String {
 
 pub(crate) fn print_sweep(o: &SweepOutcome) {
     let mut text = if o.request_rates.is_empty() {
-        format!("\nlatencies in ms unless marked s\n{}", table(&o.rows))
+        format!("\nlatencies in ms\n{}", table(&o.rows))
     } else {
         format!("\nopen loop; latencies in ms\n{}", open_loop_table(o))
     };
@@ -204,22 +207,10 @@ pub(crate) fn print_sweep(o: &SweepOutcome) {
 pub(crate) fn print_search(o: &SearchOutcome) {
     let mut rows: Vec<&ProbeRecord> = o.history.iter().collect();
     rows.sort_by_key(|r| (r.probe.concurrency, r.probe.iteration));
-    let mut text = String::from("\n  probe  concurrency  verdict   out tok/s  SLA values\n");
+    let mut text =
+        String::from("\n  probe  concurrency  verdict   out tok/s  measured against each SLA\n");
     for r in rows {
-        let values: Vec<String> = r
-            .checks
-            .iter()
-            .map(|c| {
-                format!(
-                    "{}={}",
-                    c.sla,
-                    c.value.map_or("-".into(), |v| match c.metric {
-                        Metric::SloMissRate => format!("{:.2}%met", (1.0 - v) * 100.0),
-                        _ => format!("{v:.4}"),
-                    })
-                )
-            })
-            .collect();
+        let values: Vec<String> = r.checks.iter().map(crate::lines::check_text).collect();
         let _ = writeln!(
             text,
             "  {:>5}  {:>11}  {:>7}  {:>10.1}  {}",
@@ -227,7 +218,7 @@ pub(crate) fn print_search(o: &SearchOutcome) {
             r.probe.concurrency,
             if r.pass { "pass" } else { "FAIL" },
             r.throughput,
-            values.join("  ")
+            values.join("; ")
         );
     }
     let b = &o.outcome;
@@ -254,10 +245,22 @@ pub(crate) fn print_search(o: &SearchOutcome) {
             b.first_breach.as_deref().unwrap_or("an SLA")
         );
     }
+    let stopped = match b.stop_reason {
+        Some(StopReason::Converged) => "converged",
+        Some(StopReason::MaxIterations) => "probe budget spent (search_max_iterations)",
+        Some(StopReason::InfeasibleAtMin) => "an SLA fails at concurrency_min",
+        Some(StopReason::FeasibleAtMax) => "every SLA holds at concurrency_max",
+        None => "still searching",
+    };
+    let confidence = match b.confidence {
+        Confidence::High => "high",
+        Confidence::Medium => "medium",
+        Confidence::Low => "low",
+    };
     let _ = writeln!(
         text,
-        "stopped: {:?} after {} probes; confidence {:?}: {}",
-        b.stop_reason, b.probes, b.confidence, b.explanation
+        "stopped: {stopped} after {} probes; confidence {confidence}: {}",
+        b.probes, b.explanation
     );
     text.push_str(&cost_text(&o.cost));
     text.push_str(&zone_text(&o.zone));
@@ -292,9 +295,24 @@ fn goodput_at(o: &SearchOutcome, c: u32) -> String {
 /// Prints the ranked recommendations and where the files are.
 pub(crate) fn print_recommend(o: &RecommendOutcome) {
     let cur = &o.currency;
+    // Columns as wide as their longest entry: matrix names run long.
+    let nw = o
+        .recommendations
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(18);
+    let iw = o
+        .recommendations
+        .iter()
+        .map(|r| r.instance_type.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(16);
     let mut text = format!(
-        "\nobjective: {:?} (latencies in ms unless marked s; costs in {cur})\n{:>4}  {:<18} {:<16} {:>6} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11}\n",
-        o.objective,
+        "\nobjective: {} (latencies in ms; costs in {cur})\n{:>4}  {:<nw$} {:<iw$} {:>6} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11}\n",
+        o.objective.describe(),
         "rank",
         "candidate",
         "instance",
@@ -314,7 +332,7 @@ pub(crate) fn print_recommend(o: &RecommendOutcome) {
         let money = |v: Option<f64>, d: usize| v.map_or("-".into(), |v| format!("{v:.d$}"));
         let _ = writeln!(
             text,
-            "{:>4}  {:<18} {:<16} {:>6} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11}",
+            "{:>4}  {:<nw$} {:<iw$} {:>6} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>9} {:>11}",
             match (r.rank, &r.provisional) {
                 (Some(r), _) => format!("#{r}"),
                 (None, Some(_)) => "prov".into(),
@@ -349,8 +367,17 @@ pub(crate) fn print_recommend(o: &RecommendOutcome) {
         }
     }
     deployment_lines(&mut text, o);
+    spent_line(&mut text, o);
     if o.interrupted {
-        let _ = writeln!(text, "INTERRUPTED: candidates not yet measured are missing");
+        let _ = writeln!(
+            text,
+            "{}",
+            if o.strategy == "adaptive" {
+                "INTERRUPTED: combinations not yet tried are listed as not measured"
+            } else {
+                "INTERRUPTED: candidates not yet measured are missing"
+            }
+        );
     }
     let _ = writeln!(text, "artifacts: {}", o.artifact_dir.display());
     emit(&text);
@@ -512,4 +539,33 @@ pub(crate) fn print_merge(r: &kneepoint_engine::MergeReport) {
         r.max_start_skew_ms
     );
     emit(&text);
+}
+
+/// What the launches cost and what the grid would have: `spent: 7 launches, 0.52
+/// instance-hours, 3.89 USD; the grid: 18 launches, about 1.34 instance-hours`.
+fn spent_line(text: &mut String, o: &kneepoint_engine::RecommendReport) {
+    if o.strategy == "adaptive" {
+        if let Some(stop) = &o.search_stop {
+            let _ = writeln!(text, "adaptive search stopped: {stop}");
+        }
+    }
+    let Some(s) = &o.spent else { return };
+    let grid = match (o.strategy.as_str(), s.grid_instance_hours) {
+        ("adaptive", Some(h)) if h > 0.0 => format!(
+            "; the grid would launch {} (about {h:.3} instance-hours: this search spent {:.0} % of that)",
+            s.grid_launches,
+            s.instance_hours / h * 100.0
+        ),
+        ("adaptive", None) => format!("; the grid would launch {}", s.grid_launches),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        text,
+        "spent: {} launch{}, {:.3} instance-hours, {:.2} {}{grid}",
+        s.launches,
+        if s.launches == 1 { "" } else { "es" },
+        s.instance_hours,
+        s.cost,
+        o.currency
+    );
 }

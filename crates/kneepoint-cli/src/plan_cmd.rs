@@ -144,9 +144,25 @@ pub fn table(p: &Plan) -> String {
         .filter(|r| r.chosen && r.price_per_hour.is_some())
         .map(|r| format!("{} {} {}", r.fit.instance, r.region, r.price_as_of))
         .collect();
+    let mut unpriced: Vec<&str> = p
+        .rows
+        .iter()
+        .filter(|r| r.fit.fits && r.price_per_hour.is_none())
+        .map(|r| r.fit.instance.as_str())
+        .collect();
+    unpriced.dedup();
+    if !unpriced.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n- under {}/hour: the instance catalog in use has no price for {} (an --instance-catalog FILE with one prices it)",
+            p.currency,
+            unpriced.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
-        "\n* the degree to deploy (most sequences per instance). KV bound: sequences of ISL+OSL the cache holds per replica; max conc: per instance, at most max_num_seqs per replica.\nknee, peak tok/s and $/M tok are a first-order prediction (bandwidth x{}, compute x{}, {} ms per step), not a measurement.{}",
+        "\n* the degree to deploy (most sequences per instance). KV bound: sequences of ISL+OSL the cache holds per replica; max conc: per instance, at most max_num_seqs per replica.\nknee, peak tok/s and {}/M tok are a first-order prediction (bandwidth x{}, compute x{}, {} ms per step), not a measurement.{}",
+        p.currency,
         p.efficiency.bandwidth,
         p.efficiency.compute,
         p.efficiency.step_overhead_ms,

@@ -249,11 +249,11 @@ impl Observer for Progress {
 
     fn note(&self, message: &str) {
         if self.show {
-            eprintln!("{message}");
+            eprintln!("{}", kneepoint_core::secrets::scrub(message));
         }
     }
 
     fn warning(&self, message: &str) {
-        eprintln!("warning: {message}");
+        eprintln!("warning: {}", kneepoint_core::secrets::scrub(message));
     }
 }

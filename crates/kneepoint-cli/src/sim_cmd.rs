@@ -27,6 +27,7 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             max_num_seqs,
             jitter,
             drift,
+            engine,
         } => {
             let sigv4 = match sigv4_access_key_id {
                 Some(id) => {
@@ -45,7 +46,13 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
                 endpoint_name,
             };
             let checks = options.sigv4.is_some();
-            let mut p = SimProfile::by_name(&profile)?;
+            let mut p = match &engine.model_config {
+                Some(_) if profile != "calibrated" => anyhow::bail!(
+                    "--profile {profile} and --model-config both say what to serve: give one"
+                ),
+                Some(_) => engine_profile(&engine, max_num_seqs)?,
+                None => SimProfile::by_name(&profile)?,
+            };
             if let Some(t) = time_scale {
                 p.time_scale = t;
             }
@@ -100,6 +107,13 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
                 p.time_scale,
                 server.base_url()
             );
+            if engine.model_config.is_some() {
+                let _ = writeln!(
+                    out,
+                    "engine: max_num_seqs {}, max_num_batched_tokens {}, KV cache {} tokens, context {} tokens",
+                    p.max_num_seqs, p.max_num_batched_tokens, p.kv_cache_tokens, p.max_model_len
+                );
+            }
             if let Some(f) = p.fixed {
                 let _ = writeln!(
                     out,
@@ -121,4 +135,36 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The predicted engine of `--model-config` on `--instance` with vLLM's settings: refused with
+/// the fit's reason when that combination would not start.
+fn engine_profile(
+    engine: &crate::args::SimEngineArgs,
+    max_num_seqs: Option<u32>,
+) -> anyhow::Result<SimProfile> {
+    if engine.instance.is_none() {
+        anyhow::bail!(
+            "--model-config needs --instance TYPE: the engine is predicted for one instance"
+        );
+    }
+    let fit = kneepoint_config::FitArgs {
+        model_config: engine.model_config.clone(),
+        instance: engine.instance.clone(),
+        tensor_parallel: engine.tensor_parallel_size,
+        gpu_memory_utilization: engine.gpu_memory_utilization,
+        kv_cache_dtype: engine.kv_cache_dtype.clone(),
+        max_num_seqs,
+        instance_catalog: engine.instance_catalog.clone(),
+        ..Default::default()
+    };
+    // The fit asks how long a sequence is for its bound only; the served engine's cache is in
+    // tokens whatever the requests' lengths.
+    let mut inputs = kneepoint_config::FitInputs::resolve(&fit, None, None, 1024.0, 256.0)?
+        .context("--model-config names no model")?;
+    if let Some(n) = engine.max_num_batched_tokens {
+        inputs.settings.max_num_batched_tokens = n;
+    }
+    inputs.settings.validate()?;
+    Ok(kneepoint_config::predicted_profile(&inputs)?)
 }

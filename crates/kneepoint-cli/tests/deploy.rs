@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_kneepoint");
 
 /// A recommendation of local `sim serve` candidates (steps of 5 ms, 4 output tokens: a batch
@@ -326,4 +328,122 @@ fn without_a_matrix_the_objective_proposes_the_engine_settings_and_says_why() {
             .contains("small batches"),
         "{doc}"
     );
+}
+
+/// Issue 46 item 7: a server that exits part way through its measurement (here killed during
+/// its second timed level) is not ranked on the level it measured before, and its exit status
+/// and log are named.
+#[test]
+fn a_server_that_exits_mid_measurement_is_named_and_not_ranked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = common::recommend_file(
+        &tmp.path().join("out"),
+        r#"
+[sweep_params]
+concurrency = [2, 4]
+
+[load]
+duration_s = 4
+
+[[candidates]]
+name = "dies"
+instance_type = "local"
+price_per_hour = 1.0
+[candidates.deploy]
+command = ["sh", "-c", "\"$0\" sim serve --port {port} --profile fast --time-scale 1 & sleep 6; kill -9 $!; echo 'fatal: engine died'; exit 7", "{kneepoint}"]
+ready_path = "/health"
+ready_timeout_s = 120
+stop_grace_s = 5
+"#,
+    );
+    std::fs::write(tmp.path().join("rec.toml"), text).unwrap();
+    let out = Command::new(BIN)
+        .args(["recommend", "--config"])
+        .arg(tmp.path().join("rec.toml"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/recommendations.json")).unwrap(),
+    )
+    .unwrap();
+    let c = &doc["candidates"][0];
+    assert!(c["rank"].is_null(), "{c}");
+    let why = c["explanation"].to_string();
+    assert!(why.contains("exited during the measurement"), "{why}");
+    assert!(
+        why.contains("exit status: 7") && why.contains("engine died"),
+        "{why}"
+    );
+    assert!(stderr.contains("is not ranked"), "{stderr}");
+    // Nothing was measured that can be recommended: the run says so and fails (item 16).
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+}
+
+/// The running processes whose command line holds `marker`.
+fn running_with(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = state
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'));
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            !zombie && cmd.contains(marker)
+        })
+        .collect()
+}
+
+/// Issue 46 item 5: a daemon that leaves the server's process group and session and drops
+/// the `KNEEPOINT_DEPLOYMENT` tag is still stopped with the server.
+#[test]
+fn a_daemon_that_leaves_the_group_and_drops_the_tag_is_stopped_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A sleep no other process runs: its length is this test's pid.
+    let marker = format!("{}.5", 100_000 + std::process::id());
+    let text = common::recommend_file(
+        &tmp.path().join("out"),
+        &format!(
+            r#"
+[sweep_params]
+concurrency = [2]
+request_count = 32
+
+[[candidates]]
+name = "daemonizes"
+instance_type = "local"
+price_per_hour = 1.0
+[candidates.deploy]
+command = ["sh", "-c", "env -u KNEEPOINT_DEPLOYMENT setsid sleep {marker} & exec \"$0\" sim serve --port {{port}} --profile fast --time-scale 1", "{{kneepoint}}"]
+ready_path = "/health"
+ready_timeout_s = 120
+stop_grace_s = 5
+"#
+        ),
+    );
+    std::fs::write(tmp.path().join("rec.toml"), text).unwrap();
+    let out = Command::new(BIN)
+        .args(["recommend", "--config"])
+        .arg(tmp.path().join("rec.toml"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let left = running_with(&format!("sleep {marker}"));
+    for pid in &left {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert!(
+        left.is_empty(),
+        "the daemon outlived the run: {left:?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("taking it down failed"));
 }

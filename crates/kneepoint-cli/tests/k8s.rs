@@ -172,3 +172,120 @@ fn what_the_job_sets_and_typos_are_refused() {
     ])
     .contains("NAME/KEY"));
 }
+
+/// Issue 46 item 2: no secret a header, a URL, a proxy or the environment holds is written into
+/// the manifest; each is refused, pointing at the Secret option.
+#[test]
+fn header_url_and_proxy_secrets_are_refused_not_written() {
+    const KEY: &str = "sk-k8s-env-secret-5521";
+    let refused = |extra: &[&str]| {
+        let mut args = vec!["--shards", "2", "--pvc", "r", "--", "--concurrency", "8"];
+        args.extend_from_slice(extra);
+        let o = Command::new(BIN)
+            .args(["k8s", "job"])
+            .args(&args)
+            .env("OPENAI_API_KEY", KEY)
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert!(!o.status.success(), "{extra:?} was accepted: {out}");
+        assert!(err.contains("--api-key-secret"), "{extra:?}: {err}");
+        for secret in [KEY, "hdr-k8s-secret", "url-k8s-secret", "proxy-k8s-pw"] {
+            assert!(
+                !out.contains(secret) && !err.contains(secret),
+                "{extra:?}: {err}"
+            );
+        }
+    };
+    refused(&["--url", "http://x:1", "--header", "api-key: hdr-k8s-secret"]);
+    refused(&["--url", "http://x:1", "--header=X-Api-Key: hdr-k8s-secret"]);
+    refused(&[
+        "--url",
+        "http://x:1",
+        "--header",
+        "Cookie: s=hdr-k8s-secret",
+    ]);
+    refused(&["--url", "http://x:1/v1?key=url-k8s-secret"]);
+    refused(&["--url=http://x:1/v1?api_key=url-k8s-secret"]);
+    refused(&[
+        "--url",
+        "http://x:1",
+        "--proxy",
+        "http://u:proxy-k8s-pw@p:3128",
+    ]);
+    // The environment's own key, pasted into a header of another name.
+    refused(&[
+        "--url",
+        "http://x:1",
+        "--header",
+        &format!("X-Custom: {KEY}"),
+    ]);
+    // Plain headers and URLs still pass.
+    let o = Command::new(BIN)
+        .args([
+            "k8s",
+            "job",
+            "--shards",
+            "2",
+            "--pvc",
+            "r",
+            "--",
+            "--concurrency",
+            "8",
+        ])
+        .args([
+            "--url",
+            "http://x:1/v1?api-version=2",
+            "--header",
+            "X-Tenant: acme",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Issue 46 item 9: a Job name Kubernetes would reject is refused, not written.
+#[test]
+fn invalid_job_names_are_refused() {
+    let long = "a".repeat(300);
+    for name in [
+        "with space",
+        "a/b",
+        long.as_str(),
+        "",
+        "9lives",
+        "Upper",
+        "end-",
+    ] {
+        let o = job(&[
+            "--shards",
+            "2",
+            "--pvc",
+            "r",
+            "--name",
+            name,
+            "--",
+            "--url",
+            "http://x:1",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{name:?} was accepted");
+        assert!(err.contains("not a valid Job name"), "{name:?}: {err}");
+        assert!(o.stdout.is_empty());
+    }
+    let o = job(&[
+        "--shards",
+        "2",
+        "--pvc",
+        "r",
+        "--name",
+        "bench-7",
+        "--",
+        "--url",
+        "http://x:1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

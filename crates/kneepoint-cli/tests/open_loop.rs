@@ -176,7 +176,7 @@ fn a_trace_replays_at_its_recorded_times_sped_up() {
     // Records 2..20 of the trace (after 2 warm-up ones), relative to record 2, halved.
     for (k, r) in records.iter().enumerate() {
         let i = (k + 2) as u64;
-        let recorded_ms = i * 100 + if i % 3 == 0 { 7 } else { 0 };
+        let recorded_ms = i * 100 + if i.is_multiple_of(3) { 7 } else { 0 };
         let want = (recorded_ms - 200) * 1_000_000 / 2;
         let got = r.intended_start_ns.unwrap();
         assert_eq!(got, want, "record {i}");

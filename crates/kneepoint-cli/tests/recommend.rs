@@ -110,21 +110,34 @@ async fn the_pareto_objective_lists_every_trade_off_fastest_per_user_first() {
     assert_eq!(doc["pareto"]["basis"], "dollar");
     // the front recorded is the one recomputed from its points (per user, tokens per dollar)
     let pts = doc["pareto"]["points"].as_array().unwrap();
-    let xy: Vec<(f64, f64, bool)> = pts
+    let xy: Vec<(f64, f64, bool, f64, bool)> = pts
         .iter()
         .map(|p| {
             (
                 p["per_user"].as_f64().unwrap(),
                 p["per_dollar"].as_f64().unwrap(),
                 p["meets_slas"] != false,
+                p["ttft_p50_ms"].as_f64().unwrap_or(f64::INFINITY),
+                p["on_front"] == true,
             )
         })
         .collect();
-    for (p, &(u, d, ok)) in pts.iter().zip(&xy) {
+    for (p, &(u, d, ok, t, on)) in pts.iter().zip(&xy) {
         let beaten = xy
             .iter()
-            .any(|&(u2, d2, ok2)| ok2 && u2 >= u && d2 >= d && (u2 > u || d2 > d));
-        assert_eq!(p["on_front"] == true, ok && !beaten, "{p}");
+            .any(|&(u2, d2, ok2, _, _)| ok2 && u2 >= u && d2 >= d && (u2 > u || d2 > d));
+        // within 3 % on both axes of a level on the front, and clearly behind on one or
+        // waiting 25 % longer for the first token: an edge within the noise is none
+        let near = xy.iter().any(|&(u2, d2, _, t2, on2)| {
+            on2 && u2 >= 0.97 * u
+                && d2 >= 0.97 * d
+                && (u2 > 1.03 * u || d2 > 1.03 * d || t2 < 0.75 * t)
+        });
+        if on {
+            assert!(ok && !beaten, "{p}");
+        } else {
+            assert!(!ok || beaten || near, "{p}");
+        }
     }
     assert!(tmp.path().join("out-pareto/plots/pareto.svg").is_file());
 }
@@ -262,6 +275,16 @@ fn bad_recommend_configs_are_clear_errors() {
     assert!(run(unpriced, None).contains("no price"));
     let twice = format!("{one}{one}");
     assert!(run(&twice, None).contains("share the name"));
+    // Issue 46 item 8: more local servers at once than cores is refused before any starts.
+    let local = |n: &str| {
+        format!("[[candidates]]\nname = \"{n}\"\nprice_per_hour = 1.0\n[candidates.deploy]\ncommand = \"serve --port {{port}}\"\n")
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let crowd: String = std::iter::once("parallel_candidates = 1000\n".to_owned())
+        .chain((0..=cores).map(|i| local(&format!("l{i}"))))
+        .collect();
+    let e = run(&crowd, None);
+    assert!(e.contains("local servers at once"), "{e}");
     // A sweep refuses a config with candidates instead of ignoring them.
     let cli = <kneepoint_cli::Cli as clap::Parser>::try_parse_from([
         "kneepoint",

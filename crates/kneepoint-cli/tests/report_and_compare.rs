@@ -2,10 +2,12 @@
 //! tells a rerun of the same simulator from one slowed by 20 %.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command as Process;
 use std::sync::Mutex;
+
+mod common;
+use common::files;
 
 use clap::Parser;
 use kneepoint_cli::{run_search, run_sweep, Cli, Command, SearchSettings, SweepSettings};
@@ -21,25 +23,6 @@ fn cli(args: &[&str]) -> Command {
     let mut all = vec!["kneepoint"];
     all.extend_from_slice(args);
     Cli::try_parse_from(all).unwrap().command
-}
-
-fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(
-                    p.strip_prefix(root).unwrap().to_owned(),
-                    std::fs::read(&p).unwrap(),
-                );
-            }
-        }
-    }
-    out
 }
 
 fn copy(from: &Path, to: &Path) {

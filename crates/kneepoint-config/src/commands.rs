@@ -30,7 +30,7 @@ fn load(path: &Option<PathBuf>) -> Result<FileConfig> {
 }
 
 /// SLAs from the flags, else from the file's `search_params`.
-fn slas(args: &SlaArgs, file: &SearchSection) -> Result<Vec<Sla>> {
+pub(crate) fn slas(args: &SlaArgs, file: &SearchSection) -> Result<Vec<Sla>> {
     let flags_given = args.ttft_sla_ms.is_some()
         || args.tpot_sla_ms.is_some()
         || args.e2e_sla_ms.is_some()
@@ -155,7 +155,17 @@ impl SweepSettings {
     /// [`SweepSettings::resolve`] with the file already read.
     pub fn resolve_with(args: &SweepArgs, file: &FileConfig) -> Result<Self> {
         let sw = file.sweep_params.clone().unwrap_or_default();
-        let mut common = CommonSettings::resolve(&args.common, file, sw.request_count)?;
+        let counts = args
+            .common
+            .load
+            .request_count
+            .clone()
+            .or(sw.request_count.clone());
+        let mut common = CommonSettings::resolve(
+            &args.common,
+            file,
+            sw.request_count.as_ref().map(crate::RequestCounts::first),
+        )?;
         let concurrency = if !args.concurrency.is_empty() {
             args.concurrency.clone()
         } else {
@@ -175,14 +185,20 @@ impl SweepSettings {
         // Without a request count, each level sends at least four requests per slot, so
         // that ramp-up and drain do not dominate its figures (the default 1,024 would give
         // one per slot at concurrency 1,024).
-        let given = args
-            .common
-            .load
-            .request_count
-            .or(sw.request_count)
-            .is_some();
-        let plan = if given {
-            SweepPlan::uniform(&concurrency, common.levels.request_count)?
+        let plan = if let Some(counts) = &counts {
+            let each = counts.for_levels(&concurrency)?;
+            SweepPlan::new(
+                concurrency
+                    .iter()
+                    .zip(each)
+                    // raised to the level's concurrency where lower, as a single count is: a
+                    // level with fewer requests than slots never has them all in flight
+                    .map(|(&c, n)| SweepLevel {
+                        concurrency: c,
+                        request_count: n.max(c),
+                    })
+                    .collect(),
+            )?
         } else if common.lengths.is_some() {
             // each length measured by at least 32 requests (at concurrency 1, one after another)
             let c = concurrency[0];
@@ -293,7 +309,23 @@ impl SearchSettings {
             Some("max-goodput-under-slo") => true,
             Some(r) => bail!("search_recipe {r:?} is not known (max-concurrency-under-sla or max-goodput-under-slo)"),
         };
-        let common = CommonSettings::resolve(&args.common, file, sp.request_count)?;
+        if let Some(c) = args
+            .common
+            .load
+            .request_count
+            .as_ref()
+            .and_then(|c| c.per_level())
+        {
+            bail!(
+                "a search sends the same request count at every probe: give one --request-count, not {}",
+                c.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            );
+        }
+        let mut common = CommonSettings::resolve(&args.common, file, sp.request_count)?;
+        if args.common.output.artifact_dir.is_none() && file.artifact_dir.is_none() {
+            // Named for what it holds.
+            common.artifact_dir = crate::common::default_artifact_dir("search");
+        }
         if common.lengths.is_some() {
             bail!("a list of lengths makes a length sweep (kneepoint sweep --isl A,B,...); a search runs one workload: give one --isl and one --osl");
         }

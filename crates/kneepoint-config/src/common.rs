@@ -213,9 +213,12 @@ impl CommonSettings {
             (None, false) => None,
         };
 
+        // (a sweep's per-level counts are laid on its plan; this is the first level's)
         let request_count = args
             .load
             .request_count
+            .as_ref()
+            .map(crate::RequestCounts::first)
             .or(request_count)
             .unwrap_or(DEFAULT_REQUEST_COUNT);
         if request_count == 0 {
@@ -255,8 +258,11 @@ impl CommonSettings {
         }
         levels.slice_s = args.load.slice_s.or(load.slice_s);
         if let Some(s) = levels.slice_s {
-            if !(s.is_finite() && s > 0.0) {
-                bail!("slice_s must be a positive number of seconds, not {s}");
+            // A day at most: `1e300` would be printed with 300 digits in every warning.
+            if !(s.is_finite() && s > 0.0 && s <= 86_400.0) {
+                bail!(
+                    "slice_s must be a positive number of seconds up to 86400 (a day), not {s:e}"
+                );
             }
         }
         if let Some(spec) = args.load.goodput.as_deref().or(load.goodput.as_deref()) {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use kneepoint_deploy::{LocalDeployment, LocalSpec};
 use kneepoint_runner::CancelToken;
 
+use crate::command_line::split_line;
 use crate::deploy_section::{Command, DeploySection};
 use crate::error::bail;
 pub(crate) use crate::expanded::{seconds, Expanded};
@@ -19,6 +20,9 @@ use crate::Result;
 
 /// At most this many combinations per candidate (each is launched and measured).
 const MAX_COMBINATIONS: usize = 64;
+/// At most this many launches in one recommendation, over every candidate: at minutes of
+/// model loading each, more is weeks of instance time.
+pub(crate) const MAX_LAUNCHES: usize = 256;
 
 /// Every candidate with its matrix expanded (`name max_num_seqs=8 tensor_parallel_size=2`, in
 /// the order the keys and values are given... keys sorted, values as listed), each checked as
@@ -39,6 +43,9 @@ pub(crate) fn expand(
                 "candidate {:?} has a matrix but no [candidates.deploy] to launch each combination with",
                 c.name
             );
+        }
+        if let (Some(d), Some(given)) = (&c.deploy, &c.matrix) {
+            crate::matrix_keys::unused_matrix_keys(&c.name, d, given.keys())?;
         }
         let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for (key, values) in &matrix {
@@ -104,13 +111,23 @@ pub(crate) fn expand(
             if let Ok(exe) = std::env::current_exe() {
                 values.insert("kneepoint".into(), exe.display().to_string());
             }
-            let e = Expanded { section, values };
+            let e = Expanded {
+                section,
+                values,
+                combination: combo,
+            };
             if let Some(d) = &e.section.deploy {
                 check(&e, d)?;
             }
             out.push(e);
         }
         proposals.extend(why);
+        if out.iter().filter(|e| e.section.deploy.is_some()).count() > MAX_LAUNCHES {
+            bail!(
+                "the candidates make more than {MAX_LAUNCHES} launches in all (candidate {:?} and those before it); each one starts a server and measures it: split the recommendation or use fewer matrix values",
+                c.name
+            );
+        }
     }
     Ok((out, proposals))
 }
@@ -268,6 +285,10 @@ impl kneepoint_engine::Deployment for Launched {
     fn launch_time(&self) -> Option<Duration> {
         Some(self.server.launch_time())
     }
+
+    async fn exited(&mut self) -> Option<String> {
+        self.server.exited().await
+    }
 }
 
 /// Writes the manifests as `dir/kubernetes/<kind>.json`, one object each (what `kubectl apply
@@ -281,6 +302,7 @@ pub(crate) fn write_manifests(dir: &Path, docs: &[serde_json::Value]) -> Result<
         let path = out.join(format!("{kind}.json"));
         let text = serde_json::to_string_pretty(d)
             .map_err(|e| crate::Error::Invalid(format!("serialising {kind}: {e}")))?;
+        let text = kneepoint_core::secrets::scrub(&text).into_owned();
         std::fs::write(&path, text + "\n")
             .map_err(|e| crate::Error::Invalid(format!("writing {}: {e}", path.display())))?;
     }
@@ -298,6 +320,7 @@ pub(crate) fn local_spec(e: &Expanded, d: &DeploySection, dir: &Path) -> Result<
     };
     let mut s = LocalSpec::new(name.clone(), argv, dir.join("logs").join("server.log"));
     s.env = d.env.clone();
+    s.pass_env = d.pass_env.clone();
     s.values = e.values.clone();
     if let Some(h) = &d.host {
         s.host = h.clone();
@@ -307,10 +330,10 @@ pub(crate) fn local_spec(e: &Expanded, d: &DeploySection, dir: &Path) -> Result<
         s.ready_path = p.clone();
     }
     if let Some(t) = d.ready_timeout_s {
-        s.ready_timeout = seconds(name, "ready_timeout_s", t)?;
+        s.ready_timeout = seconds(name, "ready_timeout_s", t, LocalSpec::MAX_READY_TIMEOUT_S)?;
     }
     if let Some(t) = d.stop_grace_s {
-        s.stop_grace = seconds(name, "stop_grace_s", t)?;
+        s.stop_grace = seconds(name, "stop_grace_s", t, LocalSpec::MAX_STOP_GRACE_S)?;
     }
     Ok(s)
 }
@@ -332,91 +355,9 @@ pub(crate) async fn launch(
     Ok(spec.launch(Arc::new(fetcher), cancel).await?)
 }
 
-/// Splits a command line as a shell would: whitespace between words, single quotes
-/// literal, double quotes with `\"` and `\\`, a backslash outside quotes escapes the next
-/// character. No variables, globs or operators.
-pub(crate) fn split_line(line: &str) -> std::result::Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err("an unclosed single quote".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err("an unclosed double quote".into()),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err("an unclosed double quote".into()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => word.push(c),
-                    None => return Err("a trailing backslash".into()),
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        out.push(word);
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn command_lines_split_as_a_shell_would() {
-        assert_eq!(
-            split_line(r#"vllm serve  --model "/m/a b" --x='{"k": 1}' a\ b ''"#).unwrap(),
-            [
-                "vllm",
-                "serve",
-                "--model",
-                "/m/a b",
-                r#"--x={"k": 1}"#,
-                "a b",
-                ""
-            ]
-        );
-        assert!(split_line("a 'b").is_err());
-        assert!(split_line("a \"b").is_err());
-        assert!(split_line("a\\").is_err());
-    }
 
     fn candidate(toml_text: &str) -> Vec<CandidateSection> {
         #[derive(serde::Deserialize)]
@@ -454,6 +395,72 @@ mod tests {
         assert_eq!(e[1].values["max_num_seqs"], "4");
         assert_eq!(e[1].section.tensor_parallel, Some(2));
         assert_eq!(e[3].values["model"], "tiny");
+        // what the adaptive strategy searches: the matrix alone, not the name, the fixed
+        // settings or the binary's path
+        let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        assert_eq!(
+            e[1].combination,
+            [pair("max_num_seqs", "4"), pair("tensor_parallel_size", "2")]
+        );
+    }
+
+    /// Issue 46 items 14 and 8: a matrix key the launch never reads, or one kneepoint sets,
+    /// is refused by name; so is a recommendation of more launches than a person would pay.
+    #[test]
+    fn unused_matrix_keys_and_runaway_launch_counts_are_refused() {
+        let err = |t: &str| {
+            expand(&candidate(t), kneepoint_planner::Objective::Throughput)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err(r#"
+            [[candidates]]
+            name = "a"
+            [candidates.deploy]
+            command = "serve --port {port} --max-num-seqs {max_num_seqs}"
+            [candidates.matrix]
+            max_num_seqs = [4, 16]
+            dtype = ["fp16", "bf16"]
+            "#);
+        assert!(e.contains("\"dtype\"") && e.contains("not used"), "{e}");
+        let e = err(r#"
+            [[candidates]]
+            name = "a"
+            [candidates.deploy]
+            command = "serve --port {port}"
+            [candidates.matrix]
+            port = [8000, 8001]
+            "#);
+        assert!(
+            e.contains("\"port\"") && e.contains("set by kneepoint"),
+            "{e}"
+        );
+        // Used in the environment only: accepted.
+        let ok = r#"
+            [[candidates]]
+            name = "a"
+            [candidates.deploy]
+            command = "serve --port {port}"
+            env = { VLLM_ATTENTION_BACKEND = "{backend}" }
+            [candidates.matrix]
+            backend = ["FLASH_ATTN", "XFORMERS"]
+            "#;
+        assert!(expand(&candidate(ok), kneepoint_planner::Objective::Throughput).is_ok());
+        // Five candidates of 64 combinations each: 320 launches.
+        let one = r#"
+            [[candidates]]
+            name = "NAME"
+            [candidates.deploy]
+            command = "serve --port {port} --a {a} --b {b}"
+            [candidates.matrix]
+            a = [1, 2, 3, 4, 5, 6, 7, 8]
+            b = [1, 2, 3, 4, 5, 6, 7, 8]
+            "#;
+        let many: String = (0..5)
+            .map(|i| one.replace("NAME", &format!("c{i}")))
+            .collect();
+        let e = err(&many);
+        assert!(e.contains("more than 256 launches"), "{e}");
     }
 
     #[test]

@@ -36,10 +36,10 @@ pub(crate) fn spec(
     spec.instance_count = c.instance_count.unwrap_or(1);
     spec.startup_health_check_timeout_s = s.startup_health_check_timeout_s;
     if let Some(t) = d.ready_timeout_s {
-        spec.ready_timeout = crate::expanded::seconds(&c.name, "ready_timeout_s", t)?;
+        spec.ready_timeout = crate::expanded::seconds(&c.name, "ready_timeout_s", t, 86_400.0)?;
     }
     if let Some(p) = s.poll_s {
-        spec.poll_interval = crate::expanded::seconds(&c.name, "poll_s", p)?;
+        spec.poll_interval = crate::expanded::seconds(&c.name, "poll_s", p, 86_400.0)?;
     }
     spec.validate()?;
     Ok(spec)

@@ -19,6 +19,11 @@ pub struct DeploySection {
     /// Environment variables for the server (values are templates too).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Variables of kneepoint's own environment the server may read although their name says
+    /// secret (`["HF_TOKEN"]`). Every other secret-named variable, and the client's API key, is
+    /// withheld from launched servers.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
     /// Fixed values for the command's placeholders (`model = "..."`).
     #[serde(default)]
     pub settings: BTreeMap<String, Scalar>,

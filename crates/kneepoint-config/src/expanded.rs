@@ -14,12 +14,15 @@ use crate::Result;
 pub(crate) struct Expanded {
     pub section: CandidateSection,
     pub values: BTreeMap<String, String>,
+    /// The matrix combination alone (matrix keys and what stage 2 proposed), in key order:
+    /// what the adaptive strategy searches over.
+    pub combination: Vec<(String, String)>,
 }
 
-/// `v` seconds of candidate `name`'s setting `key`: above 0, at most a day.
-pub(crate) fn seconds(name: &str, key: &str, v: f64) -> Result<Duration> {
-    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
-        bail!("candidate {name:?}: {key} must be above 0 and at most 86400 seconds, not {v}");
+/// `v` seconds of candidate `name`'s setting `key`: above 0, at most `max_s`.
+pub(crate) fn seconds(name: &str, key: &str, v: f64, max_s: f64) -> Result<Duration> {
+    if !(v.is_finite() && v > 0.0 && v <= max_s) {
+        bail!("candidate {name:?}: {key} must be above 0 and at most {max_s} seconds, not {v}");
     }
     Ok(Duration::from_secs_f64(v))
 }

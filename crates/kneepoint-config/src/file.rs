@@ -12,28 +12,12 @@ use serde::Deserialize;
 use crate::error::Context;
 use crate::Result;
 
-/// Default levels: the source documents' sweep (a level of 16 was dropped: at four waves it
-/// is a transient, and its 1,024 requests took 52 of the first run's 124 s).
-pub const DEFAULT_CONCURRENCY: [u32; 3] = [64, 256, 1024];
 /// Default measured requests per level (SageMaker's example).
 pub const DEFAULT_REQUEST_COUNT: u32 = 1024;
-/// A sweep's default lead-in, in requests (and at least one per slot): each level of a sweep
-/// given no request count is kept loaded ([`kneepoint_engine::LevelSettings::lead_in`]).
-pub const DEFAULT_LEAD_IN: u32 = 256;
+/// The default sweep's levels, lead-in and counts, owned by the engine (so that a library
+/// sweep given no levels runs the same).
+pub use kneepoint_engine::{default_level_counts, DEFAULT_CONCURRENCY, DEFAULT_LEAD_IN};
 
-/// The requests of a sweep level given no request count, at `concurrency` in a closed loop:
-/// `(lead-in, measured)`. One wave of lead-in (at least 256 requests, so a low level's
-/// lock-step waves have decayed) and two waves measured (at least 256), with the server kept
-/// loaded until the last measured request ends. Against the calibrated simulator's long runs
-/// these counts give TTFT p50/p95 and end-to-end p50/p99 within a few percent at every default
-/// level (`tests/default_job.rs`, in virtual time), in about a third of the wall time of the
-/// four unloaded waves they replace.
-pub fn default_level_counts(concurrency: u32) -> (u32, u32) {
-    (
-        concurrency.max(DEFAULT_LEAD_IN),
-        concurrency.saturating_mul(2).max(DEFAULT_LEAD_IN),
-    )
-}
 /// Default speed of the built-in simulator for `kneepoint sweep`.
 pub const DEFAULT_SIM_TIME_SCALE: f64 = 0.1;
 
@@ -72,6 +56,13 @@ pub struct FileConfig {
     /// `kneepoint recommend`: candidates measured at a time (default 1). Only for candidates
     /// that share nothing (separate machines, GPUs or endpoints).
     pub parallel_candidates: Option<u32>,
+    /// `kneepoint recommend`: `grid` (every combination measured, the default) or `adaptive`
+    /// (the configuration search: skip what cannot fit or win, screen, search what could win).
+    pub search_strategy: Option<String>,
+    /// `kneepoint recommend`, adaptive strategy: at most this many launches.
+    pub max_launches: Option<u32>,
+    /// `kneepoint recommend`, adaptive strategy: at most this many instance-hours of launches.
+    pub max_instance_hours: Option<f64>,
     /// `kneepoint recommend`: the deployments to compare.
     #[serde(default)]
     pub candidates: Vec<CandidateSection>,
@@ -362,8 +353,8 @@ pub struct WorkloadSection {
 pub struct SweepSection {
     /// Levels.
     pub concurrency: Option<Vec<u32>>,
-    /// Measured requests per level.
-    pub request_count: Option<u32>,
+    /// Measured requests per level: one count, or a list of one per level.
+    pub request_count: Option<crate::RequestCounts>,
     /// Warm-up requests per level.
     pub warmup_request_count: Option<u32>,
     /// Keep each closed-loop level loaded with a lead-in of at least this many requests (0:

@@ -141,8 +141,12 @@ impl FitInputs {
         if !(osl.is_finite() && (1.0..=limit).contains(&osl)) {
             bail!("the output length for sizing must be between 1 and {limit} tokens (got {osl})");
         }
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading the model config {}", path.display()))?;
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading the model config {} (a model's Hugging Face config.json; the repository ships examples in crates/kneepoint-fit/configs/, e.g. crates/kneepoint-fit/configs/gpt-oss-20b.json)",
+                path.display()
+            )
+        })?;
         let mut model = ModelSpec::from_hf_config(&text)
             .with_context(|| format!("in the model config {}", path.display()))?;
         if let Some(w) = args.weights.as_ref().or(f.weights.as_ref()) {
@@ -205,11 +209,13 @@ impl FitInputs {
         &self,
         instance: &str,
         tp: Option<u32>,
+        engine: &std::collections::BTreeMap<String, String>,
     ) -> Result<std::result::Result<(FitSettings, Fit), String>> {
         let mut settings = self.settings.clone();
         if let Some(tp) = tp {
             settings.tensor_parallel = vec![tp];
         }
+        apply_engine_settings(&mut settings, engine)?;
         let inst = self.catalog.get(instance)?;
         let fits = kneepoint_fit::plan_fits(&self.model, &[inst], &settings)?;
         Ok(match kneepoint_fit::best_fit(&fits, instance) {
@@ -230,7 +236,7 @@ impl FitInputs {
 
     /// The first-order prediction on `instance` at its chosen degree, or why there is none.
     pub fn predict_on(&self, instance: &str, levels: &[u32]) -> Result<Prediction> {
-        let (settings, fit) = match self.chosen_fit(instance, None)? {
+        let (settings, fit) = match self.chosen_fit(instance, None, &Default::default())? {
             Ok(x) => x,
             Err(why) => bail!("{} does not fit on {instance}: {why}", self.model.name),
         };
@@ -282,4 +288,99 @@ pub fn predicted_profile(inputs: &FitInputs) -> Result<SimProfile> {
         read_all_ms: st.expert_read_ms,
     });
     Ok(profile)
+}
+
+/// A candidate's engine settings (its matrix and fixed values, by vLLM's names) applied to the
+/// stage-1 fit: `max_num_seqs`, `max_num_batched_tokens`, `gpu_memory_utilization` and
+/// `kv_cache_dtype` (an fp8 cache holds a token in half the bytes), so that a combination
+/// that cannot start is known before it is launched. Other keys are not the fit's.
+pub(crate) fn apply_engine_settings(
+    settings: &mut FitSettings,
+    engine: &std::collections::BTreeMap<String, String>,
+) -> Result<()> {
+    let number = |key: &str, v: &str| -> Result<f64> {
+        v.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .ok_or_else(|| crate::Error::Invalid(format!("{key} = {v:?} is not a positive number")))
+    };
+    for (key, v) in engine {
+        match key.as_str() {
+            "max_num_seqs" => {
+                settings.max_num_seqs = number(key, v)?.min(f64::from(u32::MAX)) as u32
+            }
+            "max_num_batched_tokens" => {
+                settings.max_num_batched_tokens = number(key, v)?.min(f64::from(u32::MAX)) as u32
+            }
+            "gpu_memory_utilization" => settings.gpu_memory_utilization = number(key, v)?,
+            "kv_cache_dtype" => {
+                settings.kv_cache_bits = if v.trim().to_ascii_lowercase().starts_with("fp8") {
+                    8.0
+                } else {
+                    16.0
+                }
+            }
+            _ => {}
+        }
+    }
+    settings
+        .validate()
+        .map_err(|e| crate::Error::Invalid(format!("the engine settings for the fit: {e}")))
+}
+
+#[cfg(test)]
+mod engine_settings_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    fn values(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// Issue 49 part 3: a matrix's engine settings reach the stage-1 fit, so a combination that
+    /// cannot start is known before its launch.
+    #[test]
+    fn a_combinations_engine_settings_are_fitted_before_launch() {
+        let config =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../kneepoint-fit/configs/gpt-oss-20b.json");
+        let args = FitArgs {
+            model_config: Some(config),
+            ..Default::default()
+        };
+        let fit = FitInputs::resolve(&args, None, None, 1024.0, 256.0)
+            .unwrap()
+            .unwrap();
+        let at = |engine: &[(&str, &str)]| {
+            fit.chosen_fit("ml.g6e.12xlarge", Some(1), &values(engine))
+                .unwrap()
+        };
+        let (_, auto) = at(&[]).unwrap();
+        let (s, fp8) = at(&[("kv_cache_dtype", "fp8")]).unwrap();
+        assert_eq!(s.kv_cache_bits, 8.0);
+        assert!(
+            fp8.kv_cache_tokens > auto.kv_cache_tokens * 19 / 10,
+            "{} vs {}",
+            fp8.kv_cache_tokens,
+            auto.kv_cache_tokens
+        );
+        let (_, few) = at(&[("max_num_seqs", "32")]).unwrap();
+        assert!(few.kv_max_concurrency.min(32) == few.instance_max_concurrency.min(32));
+        assert!(few.instance_max_concurrency <= 32 * few.replicas);
+        let why = at(&[("gpu_memory_utilization", "0.1")]).unwrap_err();
+        assert!(
+            why.contains("does not fit") || why.contains("usable"),
+            "{why}"
+        );
+        assert!(fit
+            .chosen_fit(
+                "ml.g6e.12xlarge",
+                Some(1),
+                &values(&[("max_num_seqs", "lots")])
+            )
+            .is_err());
+    }
 }

@@ -294,9 +294,10 @@ pub struct SimulatorArgs {
 /// How each level runs: request counts, warm-up, open loop, timed levels, early stop, repeated runs, retries, shards.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LoadArgs {
-    /// Measured requests per level.
-    #[arg(long, value_name = "N")]
-    pub request_count: Option<u32>,
+    /// Measured requests per level: one count for all, or one per level in the levels' order
+    /// (`--concurrency 64,256,1024 --request-count 256,512,2048`; a search takes one).
+    #[arg(long, value_name = "N[,N...]")]
+    pub request_count: Option<crate::RequestCounts>,
     /// Warm-up requests per level, excluded from metrics.
     #[arg(long, value_name = "N")]
     pub warmup_requests: Option<u32>,
@@ -452,7 +453,7 @@ pub struct ScrapeArgs {
 /// Where results go and what is written.
 #[derive(Debug, Clone, Default, Args)]
 pub struct OutputArgs {
-    /// Where results go (default: artifacts/sweep-YYYYMMDDTHHMMSSZ, UTC).
+    /// Where results go (default: artifacts/sweep-YYYYMMDDTHHMMSSZ for a sweep, artifacts/search-… for a search; UTC).
     #[arg(long, value_name = "DIR")]
     pub artifact_dir: Option<PathBuf>,
     /// Replace the run already in --artifact-dir (its level folders, summaries, plots and
@@ -496,9 +497,13 @@ pub struct RecommendArgs {
     /// the levels (`[sweep_params]`, when there are no SLAs) and the peak (`[fleet]`).
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
-    /// `cost`, `latency` or `throughput` (overrides the file).
-    #[arg(long, value_parser = ["cost", "latency", "throughput"])]
+    /// `cost`, `latency`, `throughput` or `pareto` (overrides the file).
+    #[arg(long, value_parser = ["cost", "latency", "throughput", "pareto"])]
     pub objective: Option<String>,
+    /// How launches are spent: grid (every combination) or adaptive (skip what cannot fit
+    /// or win, screen, search fully what could win; overrides the file's `search_strategy`).
+    #[arg(long, value_parser = ["grid", "adaptive"])]
+    pub strategy: Option<String>,
     /// A dated price table (TOML or JSON) for candidates without `price_per_hour`.
     #[arg(long, value_name = "FILE")]
     pub price_table: Option<PathBuf>,

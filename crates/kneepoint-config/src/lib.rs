@@ -34,6 +34,7 @@
 //! ```
 
 mod aws;
+mod command_line;
 mod commands;
 mod common;
 mod deploy;
@@ -49,9 +50,11 @@ mod fit;
 mod flags;
 mod limits;
 mod load;
+mod matrix_keys;
 mod prepare;
 mod publish;
 mod recommend;
+mod request_counts;
 #[cfg(feature = "sagemaker")]
 mod sagemaker;
 mod simulator;
@@ -79,6 +82,7 @@ pub use kneepoint_engine::{OpenLoopSettings, RunsSettings};
 pub use prepare::prepare;
 pub use publish::{OutputSection, Publish, PublishArgs, Published};
 pub use recommend::{recommendation, PriceTable};
+pub use request_counts::RequestCounts;
 #[cfg(feature = "sagemaker")]
 pub use sagemaker::SageMakerSettings;
 pub use simulator::fault_plan;

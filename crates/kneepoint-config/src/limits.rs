@@ -9,7 +9,7 @@ use crate::Result;
 
 /// The longest input or output length accepted, in tokens: the longest context windows served
 /// today (10 M tokens); `--isl 1e12` would otherwise try to allocate terabytes.
-const MAX_TOKENS: f64 = 10_000_000.0;
+const MAX_TOKENS: f64 = kneepoint_workload::MAX_TOKENS as f64;
 
 pub(crate) fn dist(mean: f64, stddev: f64, what: &str) -> Result<LengthDist> {
     if !mean.is_finite() || mean < 1.0 {

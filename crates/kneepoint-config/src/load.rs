@@ -246,9 +246,13 @@ fn precision_target(spec: &str) -> Result<PrecisionTarget> {
         Ok(x) => x,
         Err(e) => bail!("precision_statistic: {e}"),
     };
+    // Only avg and percentiles are watched: the parse error's list (min, max, std...) would
+    // offer statistics refused just below.
     let stat: Stat = match s.parse() {
         Ok(x) => x,
-        Err(e) => bail!("precision_statistic: {e}"),
+        Err(_) => {
+            bail!("precision_statistic takes avg or a percentile (p50, p90, p95, p99...), not {s}")
+        }
     };
     if !PrecisionTarget::METRICS.contains(&metric) {
         bail!("precision_statistic watches request_latency, time_to_first_token or inter_token_latency, not {m}");

@@ -236,6 +236,30 @@ pub(crate) fn synthetic(
     Ok(Box::new(SyntheticWorkload::from_config(tokenizer, config)?))
 }
 
+/// The longest trace replay accepted: 30 days.
+const MAX_REPLAY_S: f64 = 30.0 * 86_400.0;
+
+/// Seconds from a trace's first timestamp to its last.
+fn replay_span_s(times_ms: &[u64]) -> f64 {
+    let (lo, hi) = times_ms
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
+    hi.saturating_sub(lo) as f64 / 1000.0
+}
+
+/// `s` seconds as a person reads them (`2 h 5 min`, `41 days`).
+fn human_duration(s: f64) -> String {
+    match s {
+        s if !s.is_finite() => "forever".into(),
+        s if s < 120.0 => format!("{s:.1} s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s if s < 172_800.0 => format!("{:.1} h", s / 3600.0),
+        s if s < 2.0 * 31_557_600.0 => format!("{:.0} days", s / 86_400.0),
+        s if s < 1e9 * 31_557_600.0 => format!("{:.0} years", s / 31_557_600.0),
+        s => format!("{:.1e} years", s / 31_557_600.0),
+    }
+}
+
 /// Starts the target (the built-in simulator when there is no URL), builds the transport and
 /// the workload, and returns the engine's bench for them, reporting to `observer`. The bench
 /// keeps a started simulator alive.
@@ -310,6 +334,27 @@ pub async fn prepare(
                 if d.sampling != kneepoint_workload::Sampling::Sequential {
                     bail!("a trace replay sends records in their recorded order: use sequential sampling");
                 }
+                let speedup = settings
+                    .levels
+                    .open_loop
+                    .as_ref()
+                    .and_then(|o| o.replay_speedup)
+                    .unwrap_or(1.0);
+                let planned = replay_span_s(&times) / speedup;
+                if planned.is_nan() || planned > MAX_REPLAY_S {
+                    bail!(
+                        "replaying {} at x{speedup} would take {} (its timestamps span {}): at most {} is replayed; raise --replay-speedup or cut the trace (timestamps are milliseconds from the trace's start)",
+                        d.path.display(),
+                        human_duration(planned),
+                        human_duration(replay_span_s(&times)),
+                        human_duration(MAX_REPLAY_S),
+                    );
+                }
+                observer.note(&format!(
+                    "trace replay: {} requests over {} at x{speedup}",
+                    times.len(),
+                    human_duration(planned)
+                ));
                 replay = Some(times);
             }
             Box::new(w)

@@ -8,10 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use kneepoint_engine::schema::PriceSource;
+use kneepoint_engine::Strategy;
 use kneepoint_engine::{
     CancelToken, CandidateRun, CandidateSource, CandidateSpec, DeployError, Observer, Prepared,
     Recommend, Search, Sweep,
 };
+use kneepoint_planner::config_search::Budget;
 use kneepoint_planner::{Objective, PeakPlan};
 use serde::Deserialize;
 
@@ -316,6 +318,22 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         Some(n) => n as usize,
         None => 1,
     };
+    let local = expanded
+        .iter()
+        .filter(|e| {
+            e.section
+                .deploy
+                .as_ref()
+                .is_some_and(|d| d.kind.as_deref().unwrap_or("local") == "local")
+        })
+        .count();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if parallel > 1 && local > 1 && parallel.min(local) > cores {
+        bail!(
+            "parallel_candidates = {parallel} would run {} local servers at once on {cores} cores: each would measure the others' load, not its own; use at most {cores}",
+            parallel.min(local)
+        );
+    }
     for why in &proposals {
         observer.note(why);
     }
@@ -340,9 +358,10 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         };
         let mut spec = CandidateSpec::new(&c.name, instance_type, p)
             .with_instance_count(count)
-            .with_gpus(gpus);
+            .with_gpus(gpus)
+            .with_settings(e.combination.clone());
         if let Some(fit) = &fit {
-            spec = stage_one(spec, c, fit, &levels, observer.as_ref())?;
+            spec = stage_one(spec, (c, &e.values), fit, &levels, observer.as_ref())?;
         }
         // A launched engine told to run at most N sequences at once holds no more than N
         // per instance, whatever its memory would allow: the same bound as stage 1's.
@@ -405,6 +424,7 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
             ));
         }
     }
+    let observer_note = observer.clone();
     let mut r = Recommend::builder(objective, &root, source)
         .by_search(with_slas)
         .peak(peak)
@@ -419,6 +439,8 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .observer(observer)
         .proposals(proposals)
         .parallel(parallel)
+        .strategy(strategy(args, &file, parallel, observer_note.as_ref())?)
+        .slas(crate::commands::slas(&crate::SlaArgs::default(), &sp)?)
         .overwrite(args.overwrite);
     for s in specs {
         r = r.candidate(s);
@@ -433,7 +455,10 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
 /// warning).
 fn stage_one(
     spec: CandidateSpec,
-    c: &CandidateSection,
+    (c, engine): (
+        &CandidateSection,
+        &std::collections::BTreeMap<String, String>,
+    ),
     fit: &FitInputs,
     levels: &[u32],
     observer: &dyn Observer,
@@ -446,12 +471,23 @@ fn stage_one(
         ));
         return Ok(spec);
     };
-    let (settings, one) = match fit.chosen_fit(it, c.tensor_parallel)? {
+    let (settings, one) = match fit.chosen_fit(it, c.tensor_parallel, engine)? {
         Ok(x) => x,
         Err(why) => return Ok(spec.unfit(why)),
     };
-    // The endpoint is `instance_count` instances: as many times the replicas.
+    // The endpoint is `instance_count` instances: as many times the replicas. A local launch
+    // runs one engine (its command starts one server at the tensor parallelism it names),
+    // not as many replicas as the instance's GPUs could hold.
     let count = spec.instance_count.max(1);
+    let local = c
+        .deploy
+        .as_ref()
+        .is_some_and(|d| d.kind.as_deref().unwrap_or("local") == "local");
+    let mut one = one;
+    if local && one.replicas > 1 {
+        one.instance_max_concurrency /= one.replicas.max(1);
+        one.replicas = 1;
+    }
     let mut endpoint = one.clone();
     endpoint.replicas = one.replicas.saturating_mul(count);
     endpoint.instance_max_concurrency = one.instance_max_concurrency.saturating_mul(count);
@@ -477,4 +513,47 @@ fn stage_one(
     Ok(spec
         .with_max_concurrency(Some(bound))
         .with_prediction(Some(prediction)))
+}
+
+/// The strategy the flag or the file names (grid by default), with its budget.
+fn strategy(
+    args: &RecommendArgs,
+    file: &FileConfig,
+    parallel: usize,
+    observer: &dyn Observer,
+) -> Result<Strategy> {
+    let name = args
+        .strategy
+        .clone()
+        .or(file.search_strategy.clone())
+        .unwrap_or_else(|| "grid".into());
+    let budget = Budget {
+        max_launches: file.max_launches,
+        max_instance_hours: file.max_instance_hours,
+    };
+    if let Some(h) = budget.max_instance_hours {
+        if !(h.is_finite() && h > 0.0) {
+            bail!("max_instance_hours must be above 0, not {h}");
+        }
+    }
+    if budget.max_launches == Some(0) {
+        bail!("max_launches must be at least 1");
+    }
+    match name.as_str() {
+        "grid" => {
+            let budgeted = budget.max_launches.is_some() || budget.max_instance_hours.is_some();
+            if budgeted && args.strategy.is_some() {
+                // the flag chose the grid over the file's adaptive search, to compare them
+                observer.note("--strategy grid: the file's max_launches / max_instance_hours bound the adaptive strategy only, and are not applied");
+            } else if budgeted {
+                bail!("max_launches and max_instance_hours bound the adaptive strategy: set search_strategy = \"adaptive\" (the grid measures every combination)");
+            }
+            Ok(Strategy::Grid)
+        }
+        "adaptive" if parallel > 1 => bail!(
+            "the adaptive strategy chooses each launch from the ones before it: parallel_candidates must be 1"
+        ),
+        "adaptive" => Ok(Strategy::Adaptive(budget)),
+        other => bail!("search_strategy must be grid or adaptive, not {other:?}"),
+    }
 }

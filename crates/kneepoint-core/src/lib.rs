@@ -46,6 +46,7 @@ mod percentile;
 mod record;
 mod redact;
 mod request;
+pub mod secrets;
 pub mod server;
 mod sink;
 mod tokens;

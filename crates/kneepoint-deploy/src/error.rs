@@ -122,7 +122,7 @@ impl LogTail {
             let _ = f.seek(SeekFrom::Start(len.saturating_sub(Self::BYTES)));
             let mut bytes = Vec::new();
             let _ = f.read_to_end(&mut bytes);
-            text = String::from_utf8_lossy(&bytes).into_owned();
+            text = kneepoint_core::secrets::scrub(&String::from_utf8_lossy(&bytes)).into_owned();
         }
         let all: Vec<String> = text
             .lines()
@@ -153,7 +153,7 @@ impl LogTail {
         })
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         if self.path.as_os_str().is_empty() {
             return String::new();
         }

@@ -52,12 +52,15 @@
 //! # });
 //! ```
 
+mod argv_secrets;
 mod error;
 #[cfg(feature = "kubernetes")]
 mod kubernetes;
 mod leftovers;
 mod live;
 mod local;
+mod log_pump;
+mod orphans;
 mod process;
 #[cfg(feature = "sagemaker")]
 mod sagemaker;
@@ -65,12 +68,14 @@ mod sagemaker;
 mod sagemaker_leftovers;
 mod template;
 
+pub use argv_secrets::redact_argv;
 pub use error::{Error, LogTail};
 #[cfg(feature = "kubernetes")]
-pub use kubernetes::KubeSpec;
+pub use kubernetes::{dns_label, is_dns_label, KubeSpec, ARG_SECRET, MAX_NAME};
 pub use leftovers::{find_leftovers, launched_by, remove_leftovers, Leftover, TAG_VAR};
 pub use live::{kill_all_now, remote_left};
 pub use local::{LocalDeployment, LocalSpec};
+pub use orphans::adopt_orphans;
 #[cfg(feature = "sagemaker")]
 pub use sagemaker::{SageMakerDeployment, SageMakerSpec, CANDIDATE_TAG, LAUNCHER_TAG};
 #[cfg(feature = "sagemaker")]

@@ -22,6 +22,16 @@ pub(crate) fn unregister(pgid: i32) {
     }
 }
 
+/// Whether `pid` leads the group of a server this process launched and has not stopped.
+pub(crate) fn is_live(pid: i32) -> bool {
+    LIVE.lock().is_ok_and(|l| l.contains(&pid))
+}
+
+/// Whether any server this process launched is still running.
+pub(crate) fn any_live() -> bool {
+    LIVE.lock().is_ok_and(|l| !l.is_empty())
+}
+
 /// Sends `SIGKILL` to every server this process launched and has not stopped, without
 /// waiting: for an exit that cannot wait for an orderly teardown (a second interrupt).
 /// Returns how many process groups were signalled.

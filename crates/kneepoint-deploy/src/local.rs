@@ -16,9 +16,13 @@ use tokio::process::{Child, Command};
 
 use crate::error::LogTail;
 use crate::leftovers::{tag, TAG_VAR};
+use crate::log_pump::LogPump;
 use crate::process::{signal_group, stop_group};
 use crate::template::{render, shell_line};
 use crate::Error;
+
+/// The port a recipe's command line names when kneepoint chose a free one for the run.
+const RECIPE_PORT: u16 = 8000;
 
 /// A rendered command line and environment.
 type Rendered = (Vec<String>, Vec<(String, String)>);
@@ -34,9 +38,14 @@ pub struct LocalSpec {
     /// `values`).
     pub command: Vec<String>,
     /// Environment variables set for the server (values are templates too). Values of
-    /// variables whose name holds `TOKEN`, `KEY`, `SECRET` or `PASSWORD` never leave the
-    /// process (the recipe shows them as `[redacted]`).
+    /// variables whose name says secret ([`kneepoint_core::secrets::name_is_secret`]) are shown
+    /// as `[redacted]` in the recipe and scrubbed from the server's log.
     pub env: BTreeMap<String, String>,
+    /// Variables of kneepoint's own environment passed on although their name says secret
+    /// (`HF_TOKEN` for a gated model). Every other secret-named variable of kneepoint's
+    /// environment, and any whose value holds a registered secret (the client's API key), is
+    /// withheld from the server.
+    pub pass_env: Vec<String>,
     /// The candidate's settings, by placeholder name.
     pub values: BTreeMap<String, String>,
     /// The address the server is asked to listen on (`{host}`), and probed at.
@@ -55,6 +64,11 @@ pub struct LocalSpec {
 }
 
 impl LocalSpec {
+    /// The longest readiness wait accepted, seconds (a day).
+    pub const MAX_READY_TIMEOUT_S: f64 = 86_400.0;
+    /// The longest grace between `SIGTERM` and `SIGKILL` accepted, seconds (an hour).
+    pub const MAX_STOP_GRACE_S: f64 = 3_600.0;
+
     /// A spec running `command` for candidate `name`, logging to `log_path`; defaults: host
     /// 127.0.0.1, a free port, readiness `GET /v1/models` within 600 s, 30 s grace.
     pub fn new(name: impl Into<String>, command: Vec<String>, log_path: PathBuf) -> Self {
@@ -62,6 +76,7 @@ impl LocalSpec {
             name: name.into(),
             command,
             env: BTreeMap::new(),
+            pass_env: Vec::new(),
             values: BTreeMap::new(),
             host: "127.0.0.1".into(),
             port: None,
@@ -81,8 +96,20 @@ impl LocalSpec {
                 self.name
             )));
         }
-        self.render(0)
-            .map_err(|e| Error::Invalid(format!("candidate {:?}: {e}", self.name)))?;
+        self.render(0).map_err(|e| {
+            // Said once: "invalid deployment settings" heads the outer error already.
+            let why = match e {
+                Error::Invalid(why) => why,
+                other => other.to_string(),
+            };
+            Error::Invalid(format!("candidate {:?}: {why}", self.name))
+        })?;
+        if self.port == Some(0) {
+            return Err(Error::Invalid(format!(
+                "candidate {:?}: port 0 is no port to probe: leave port out and kneepoint picks a free one",
+                self.name
+            )));
+        }
         if !self.ready_path.starts_with('/') {
             return Err(Error::Invalid(format!(
                 "candidate {:?}: ready_path must start with '/', not {:?}",
@@ -90,10 +117,14 @@ impl LocalSpec {
             )));
         }
         for (what, d, max) in [
-            ("ready_timeout", self.ready_timeout, 24 * 3600),
-            ("stop_grace", self.stop_grace, 3600),
+            (
+                "ready_timeout",
+                self.ready_timeout,
+                Self::MAX_READY_TIMEOUT_S,
+            ),
+            ("stop_grace", self.stop_grace, Self::MAX_STOP_GRACE_S),
         ] {
-            if d.is_zero() || d > Duration::from_secs(max) {
+            if d.is_zero() || d.as_secs_f64() > max {
                 return Err(Error::Invalid(format!(
                     "candidate {:?}: {what} must be above 0 and at most {max} s",
                     self.name
@@ -166,21 +197,42 @@ impl LocalSpec {
             });
         }
         let (argv, env) = self.render(port)?;
+        // The recipe's command line does not quote a port that was free by chance: the fixed
+        // one, or the usual 8000 (as in the Kubernetes manifest).
+        let (recipe_argv, _) = self.render(self.port.unwrap_or(RECIPE_PORT))?;
+        // Everything secret this server is given is scrubbed from its log from now on.
+        for (k, v) in &env {
+            if kneepoint_core::secrets::name_is_secret(k) {
+                kneepoint_core::secrets::register(v);
+            }
+        }
         let log = self.open_log(&argv)?;
-        let err = log.try_clone().map_err(|source| Error::Io {
+        let io_error = |source| Error::Io {
             path: self.log_path.clone(),
             source,
-        })?;
+        };
+        let (reader, writer) = std::io::pipe().map_err(io_error)?;
+        let err = writer.try_clone().map_err(io_error)?;
         let run_tag = tag(&self.name);
         let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .envs(env.iter().map(|(k, v)| (k, v)))
+        cmd.args(&argv[1..]);
+        for name in self.withheld() {
+            cmd.env_remove(name);
+        }
+        cmd.envs(env.iter().map(|(k, v)| (k, v)))
             .env(TAG_VAR, &run_tag)
             .stdin(Stdio::null())
-            .stdout(Stdio::from(log))
+            .stdout(Stdio::from(writer))
             .stderr(Stdio::from(err))
             .process_group(0);
-        let child = cmd.spawn().map_err(|source| Error::Spawn {
+        // Started first: a server that cannot be spawned leaves no pump (its pipe closes with
+        // `cmd`), and one that runs is never without its log.
+        let pump = LogPump::start(reader, log).map_err(io_error)?;
+        let spawned = cmd.spawn();
+        // The child holds the pipe's writing end now; this process's copies are gone with
+        // `cmd`, so the pump sees the end when the server's last process closes it.
+        drop(cmd);
+        let child = spawned.map_err(|source| Error::Spawn {
             program: argv[0].clone(),
             source,
         })?;
@@ -195,12 +247,14 @@ impl LocalSpec {
             base_url: format!("http://{}:{port}", url_host(&self.host)),
             port,
             argv,
+            recipe_argv,
             env,
             log_path: self.log_path.clone(),
             ready_path: self.ready_path.clone(),
             launch_time: Duration::ZERO,
             stop_grace: self.stop_grace,
             tag: run_tag,
+            pump,
         };
         match self.wait_ready(&mut d, fetch, cancel).await {
             Ok(()) => {
@@ -216,6 +270,22 @@ impl LocalSpec {
         }
     }
 
+    /// The variables of kneepoint's environment the server does not inherit: those whose name
+    /// says secret or whose value holds a registered secret, unless set in `env` or named in
+    /// `pass_env`.
+    fn withheld(&self) -> Vec<std::ffi::OsString> {
+        std::env::vars_os()
+            .filter(|(name, value)| {
+                let n = name.to_string_lossy();
+                let chosen = self.env.contains_key(&*n) || self.pass_env.iter().any(|p| *p == n);
+                !chosen
+                    && (kneepoint_core::secrets::name_is_secret(&n)
+                        || kneepoint_core::secrets::holds_secret(&value.to_string_lossy()))
+            })
+            .map(|(name, _)| name)
+            .collect()
+    }
+
     fn open_log(&self, argv: &[String]) -> Result<std::fs::File, Error> {
         use std::io::Write as _;
         let mut f = std::fs::OpenOptions::new()
@@ -229,7 +299,7 @@ impl LocalSpec {
         let _ = writeln!(
             f,
             "# kneepoint: starting {}",
-            shell_line(&crate::template::redact_argv(argv))
+            shell_line(&crate::argv_secrets::redact_argv(argv))
         );
         Ok(f)
     }
@@ -244,6 +314,7 @@ impl LocalSpec {
         let deadline = Instant::now() + self.ready_timeout;
         loop {
             if let Some(status) = d.exit_status() {
+                d.pump.settle(Duration::from_secs(2)).await;
                 let tail = Box::new(LogTail::read(&self.log_path));
                 return Err(if tail.says_port_taken() {
                     Error::PortTaken {
@@ -326,12 +397,14 @@ pub struct LocalDeployment {
     base_url: String,
     port: u16,
     argv: Vec<String>,
+    recipe_argv: Vec<String>,
     env: Vec<(String, String)>,
     log_path: PathBuf,
     ready_path: String,
     launch_time: Duration,
     stop_grace: Duration,
     tag: String,
+    pump: LogPump,
 }
 
 impl LocalDeployment {
@@ -394,7 +467,21 @@ impl LocalDeployment {
         crate::leftovers::kill_tagged(&self.tag);
         self.pgid = None;
         crate::live::unregister(pgid);
-        r.map_err(|reason| Error::Stop {
+        // One that also dropped the tag was adopted by this process (`adopt_orphans`).
+        let left = crate::orphans::stop_adopted(self.stop_grace).await;
+        r.and_then(|()| match left.is_empty() {
+            true => Ok(()),
+            false => Err(format!(
+                "{} left its process group and still runs{}",
+                left.join(", "),
+                if crate::live::any_live() {
+                    " (another launched server still runs, and whose it is cannot be told: it is stopped with the last one)"
+                } else {
+                    ""
+                }
+            )),
+        })
+        .map_err(|reason| Error::Stop {
             what: self.name.clone(),
             reason,
         })
@@ -421,7 +508,7 @@ impl kneepoint_engine::Deployment for LocalDeployment {
             .env
             .iter()
             .map(|(k, v)| {
-                let v = if crate::template::secret_like(k) {
+                let v = if kneepoint_core::secrets::name_is_secret(k) {
                     "[redacted]"
                 } else {
                     v.as_str()
@@ -429,17 +516,73 @@ impl kneepoint_engine::Deployment for LocalDeployment {
                 (k.clone(), serde_json::Value::from(v))
             })
             .collect();
-        let argv = crate::template::redact_argv(&self.argv);
+        let argv = crate::argv_secrets::redact_argv(&self.recipe_argv);
         Some(serde_json::json!({
             "kind": "local_process",
             "command": shell_line(&argv),
             "argv": argv,
             "env": env,
             "ready": format!("{}{}", self.base_url, self.ready_path),
+            "measured_port": self.port,
         }))
     }
 
     fn launch_time(&self) -> Option<Duration> {
         Some(self.launch_time)
+    }
+
+    async fn exited(&mut self) -> Option<String> {
+        let status = self.exit_status()?;
+        // Its last words may still be on their way to the log.
+        self.pump.settle(Duration::from_secs(2)).await;
+        Some(format!(
+            "{status}{}",
+            LogTail::read(&self.log_path).describe()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(command: &[&str]) -> LocalSpec {
+        LocalSpec::new(
+            "c",
+            command.iter().map(|s| s.to_string()).collect(),
+            PathBuf::from("/nonexistent/server.log"),
+        )
+    }
+
+    /// Issue 46 items 15 and 17: port 0 is refused before anything starts; a bad placeholder
+    /// says "invalid deployment settings" once; the limits are the ones the config states.
+    #[test]
+    fn bad_specs_are_refused_once_and_clearly() {
+        let mut s = spec(&["srv", "--port", "{port}"]);
+        s.port = Some(0);
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("port 0") && e.contains("free one"), "{e}");
+        let e = spec(&["srv", "{nope}"]).validate().unwrap_err().to_string();
+        assert_eq!(e.matches("invalid deployment settings").count(), 1, "{e}");
+        let mut s = spec(&["srv"]);
+        s.stop_grace = Duration::from_secs_f64(LocalSpec::MAX_STOP_GRACE_S + 1.0);
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("at most 3600"), "{e}");
+    }
+
+    #[test]
+    fn secret_named_and_registered_variables_are_withheld_unless_chosen() {
+        kneepoint_core::secrets::register("withheld-client-key-71");
+        std::env::set_var("KNEEPOINT_UNIT_ODD_NAME", "withheld-client-key-71");
+        std::env::set_var("KNEEPOINT_UNIT_TOKEN", "x");
+        std::env::set_var("KNEEPOINT_UNIT_PASSED_TOKEN", "y");
+        let mut s = spec(&["srv"]);
+        s.pass_env = vec!["KNEEPOINT_UNIT_PASSED_TOKEN".into()];
+        let withheld = s.withheld();
+        for name in ["KNEEPOINT_UNIT_ODD_NAME", "KNEEPOINT_UNIT_TOKEN"] {
+            assert!(withheld.iter().any(|n| n == name), "{name}");
+        }
+        assert!(!withheld.iter().any(|n| n == "KNEEPOINT_UNIT_PASSED_TOKEN"));
+        assert!(!withheld.iter().any(|n| n == "PATH"));
     }
 }

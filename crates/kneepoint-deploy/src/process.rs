@@ -83,8 +83,12 @@ pub(crate) struct Stat {
     pub pid: i32,
     /// Its state (`R`, `S`, `Z`...).
     pub state: char,
+    /// Its parent.
+    pub ppid: i32,
     /// Its process group.
     pub pgid: i32,
+    /// Its session.
+    pub session: i32,
     /// When it started, in clock ticks after boot: with the pid, it names one process (a pid
     /// is reused, a (pid, start) pair is not).
     pub start: u64,
@@ -106,11 +110,13 @@ impl Stat {
         // The command name is in parentheses and may hold spaces and parentheses itself.
         let rest = &text[text.rfind(')')? + 1..];
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        // After the name: state (3), ppid (4), pgrp (5), ..., starttime (22).
+        // After the name: state (3), ppid (4), pgrp (5), session (6), ..., starttime (22).
         Some(Stat {
             pid,
             state: fields.first()?.chars().next()?,
+            ppid: fields.get(1)?.parse().ok()?,
             pgid: fields.get(2)?.parse().ok()?,
+            session: fields.get(3)?.parse().ok()?,
             start: fields.get(19)?.parse().ok()?,
         })
     }
@@ -131,6 +137,7 @@ mod tests {
         let line = "4242 (my (odd) srv) S 1 4240 4240 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 3 0 987654 1000 10 18446744073709551615";
         let s = Stat::parse(4242, line).unwrap();
         assert_eq!((s.state, s.pgid, s.start), ('S', 4240, 987654));
+        assert_eq!((s.ppid, s.session), (1, 4240));
         assert!(Stat::parse(1, "garbage").is_none());
         let (pid, start) = own_identity();
         assert_eq!(pid, std::process::id() as i32);

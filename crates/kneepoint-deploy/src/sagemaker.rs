@@ -484,7 +484,7 @@ impl kneepoint_engine::Deployment for SageMakerDeployment {
             .and_then(|m| m["PrimaryContainer"]["Environment"].as_object_mut())
         {
             for (k, v) in env.iter_mut() {
-                if crate::template::secret_like(k) {
+                if kneepoint_core::secrets::name_is_secret(k) {
                     *v = json!("[redacted]");
                 }
             }

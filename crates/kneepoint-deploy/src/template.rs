@@ -88,64 +88,6 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, Error> {
     Ok(out)
 }
 
-/// Whether an environment variable's name says it holds a secret (its value is never written
-/// to a recipe or a manifest).
-pub(crate) fn secret_like(name: &str) -> bool {
-    // Whole words only: `--hf-token` and `AWS_SECRET_ACCESS_KEY` are secrets,
-    // `--max-num-batched-tokens` and `--tokenizer` are not.
-    let upper = name.to_ascii_uppercase();
-    let words: Vec<&str> = upper
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    words.iter().any(|w| {
-        matches!(
-            *w,
-            "TOKEN"
-                | "KEY"
-                | "APIKEY"
-                | "SECRET"
-                | "PASSWORD"
-                | "PASSWD"
-                | "CREDENTIAL"
-                | "CREDENTIALS"
-        )
-    })
-}
-
-/// `argv` with the values of secret-looking flags (`--api-key X`, `--hf-token=X`: a flag whose
-/// name holds token, key, secret, password or credential) replaced by `[redacted]`: what logs,
-/// recipes and manifests show.
-pub fn redact_argv(argv: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(argv.len());
-    let mut hide_next = false;
-    for a in argv {
-        if hide_next && !a.starts_with('-') {
-            out.push("[redacted]".to_owned());
-            hide_next = false;
-            continue;
-        }
-        hide_next = false;
-        match a.strip_prefix('-').map(|f| f.trim_start_matches('-')) {
-            Some(flag) => match flag.split_once('=') {
-                Some((name, _)) if secret_like(name) => {
-                    out.push(format!(
-                        "{}=[redacted]",
-                        &a[..a.len() - flag.len() + name.len()]
-                    ));
-                }
-                Some(_) => out.push(a.clone()),
-                None => {
-                    hide_next = secret_like(flag);
-                    out.push(a.clone());
-                }
-            },
-            None => out.push(a.clone()),
-        }
-    }
-    out
-}
-
 /// `argv` as one line a shell reads back the same (single quotes where needed).
 pub fn shell_line(argv: &[String]) -> String {
     argv.iter()
@@ -210,50 +152,6 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not a placeholder"));
-    }
-
-    #[test]
-    fn secret_flags_are_redacted() {
-        let argv: Vec<String> = [
-            "vllm",
-            "serve",
-            "--api-key",
-            "sk-1",
-            "--hf-token=hf_2",
-            "--max-num-seqs",
-            "8",
-            "--api_key",
-            "--port",
-            "80",
-            "--max-num-batched-tokens",
-            "8192",
-            "--tokenizer",
-            "t",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(
-            redact_argv(&argv),
-            [
-                "vllm",
-                "serve",
-                "--api-key",
-                "[redacted]",
-                "--hf-token=[redacted]",
-                "--max-num-seqs",
-                "8",
-                "--api_key",
-                "--port",
-                "80",
-                "--max-num-batched-tokens",
-                "8192",
-                "--tokenizer",
-                "t"
-            ]
-        );
-        assert!(secret_like("HF_TOKEN") && secret_like("AWS_SECRET_ACCESS_KEY"));
-        assert!(!secret_like("SM_VLLM_MAX_NUM_BATCHED_TOKENS") && !secret_like("--ssl-keyfile"));
     }
 
     #[test]

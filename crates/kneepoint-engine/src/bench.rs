@@ -154,6 +154,19 @@ impl BenchBuilder {
         )
     }
 
+    /// Keeps each level loaded with the default lead-in when nothing else shapes the levels
+    /// (no lead-in, warm-up, duration or open loop given): the default sweep's.
+    pub(crate) fn default_lead_in(&mut self) {
+        let s = &mut self.settings;
+        if s.lead_in.is_none()
+            && s.warmup_requests == 0
+            && s.duration.is_none()
+            && s.open_loop.is_none()
+        {
+            s.lead_in = Some(crate::DEFAULT_LEAD_IN);
+        }
+    }
+
     /// The request count [`BenchBuilder::request_count`] set, if any.
     pub(crate) fn request_count_called(&self) -> Option<u32> {
         self.request_count

@@ -31,6 +31,9 @@ pub struct CandidateSpec {
     pub prediction: Option<kneepoint_fit::Prediction>,
     /// GPUs per instance, when known (throughput per GPU on the Pareto front).
     pub gpus_per_instance: Option<u32>,
+    /// Its engine settings (a matrix combination's `(name, value)` pairs), for the adaptive
+    /// strategy.
+    pub settings: Vec<(String, String)>,
 }
 
 impl CandidateSpec {
@@ -45,6 +48,7 @@ impl CandidateSpec {
             unfit: None,
             prediction: None,
             gpus_per_instance: None,
+            settings: Vec::new(),
         }
     }
 
@@ -70,6 +74,13 @@ impl CandidateSpec {
     /// The first-order prediction to show beside the measurement.
     pub fn with_prediction(mut self, p: Option<kneepoint_fit::Prediction>) -> Self {
         self.prediction = p;
+        self
+    }
+
+    /// Its engine settings as `(name, value)` pairs (a matrix combination's), which the
+    /// adaptive strategy searches over.
+    pub fn with_settings(mut self, settings: Vec<(String, String)>) -> Self {
+        self.settings = settings;
         self
     }
 
@@ -103,6 +114,24 @@ pub enum CandidateRun {
     Sweep(Sweep),
     /// A search; the candidate is judged at its highest feasible concurrency.
     Search(Search),
+}
+
+impl CandidateRun {
+    /// The run made coarse for a screening: a search of at most
+    /// [`SCREEN_ITERATIONS`](crate::SCREEN_ITERATIONS) probes. A sweep has no cheaper
+    /// form that keeps its answer, so a screened sweep is the full sweep (and its full trial
+    /// reuses it without a second launch).
+    pub fn screening(self) -> Self {
+        match self {
+            CandidateRun::Search(s) => CandidateRun::Search(s.screening()),
+            sweep => sweep,
+        }
+    }
+
+    /// Whether a screening of this run is already its full measurement (a sweep).
+    pub fn screens_fully(&self) -> bool {
+        matches!(self, CandidateRun::Sweep(_))
+    }
 }
 
 /// Makes each candidate's run when its turn comes, one candidate at a time (the previous one's

@@ -27,4 +27,12 @@ pub trait Deployment: Send + Sync + std::fmt::Debug {
     fn launch_time(&self) -> Option<Duration> {
         None
     }
+
+    /// Whether it stopped by itself while it was measured (a local server that exited), and
+    /// how (its exit status and the end of its log); `None` while it runs, or when the
+    /// launcher cannot tell. Asked once its run ends, before [`Deployment::teardown`]: a
+    /// candidate whose server went away is not ranked on what it measured before.
+    async fn exited(&mut self) -> Option<String> {
+        None
+    }
 }

@@ -56,10 +56,13 @@
 //! # Features
 //! - `report` (default): plots and `report.html` in every artifact folder.
 
+mod adaptive;
+mod adaptive_prior;
 mod archive;
 mod bench;
 mod candidate;
 mod counted;
+mod defaults;
 mod deployment;
 mod error;
 mod failure;
@@ -82,6 +85,7 @@ mod search;
 mod search_doc;
 mod server;
 mod settings;
+mod strategy;
 mod streamed;
 mod sweep;
 mod sweep_doc;
@@ -90,6 +94,7 @@ mod timed;
 pub use archive::{archive_path, write_archive};
 pub use bench::{Bench, BenchBuilder};
 pub use candidate::{CandidateRun, CandidateSource, CandidateSpec, Prepared};
+pub use defaults::{default_level_counts, DEFAULT_CONCURRENCY, DEFAULT_LEAD_IN};
 pub use deployment::{DeployError, Deployment};
 pub use error::Error;
 pub use failure::every_request_failed;
@@ -102,11 +107,12 @@ pub use recommend::{Recommend, RecommendBuilder, RecommendReport};
 pub use rerender::{rerender, rerender_with, RerenderOptions, Rerendered};
 pub use runlog::{Logged, RunLog, LOG_FILE};
 pub use runs::{pessimistic, RunsOutcome};
-pub use search::{Search, SearchBuilder, DEFAULT_ERROR_GUARD};
+pub use search::{Search, SearchBuilder, DEFAULT_ERROR_GUARD, SCREEN_ITERATIONS};
 pub use search_doc::{probe_dir, SearchReport};
 pub use settings::{
     LevelSettings, OpenLoopSettings, RunsSettings, INPUTS_LIMIT, PREPARED_BYTES, RECORDS_IN_MEMORY,
 };
+pub use strategy::Strategy;
 pub use sweep::{Sweep, SweepBuilder, MAX_EXTENSIONS};
 pub use sweep_doc::{conclude, knee_explanation, level_row, sweep_pareto, SweepReport};
 

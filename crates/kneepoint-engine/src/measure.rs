@@ -75,6 +75,11 @@ fn levels(summaries: &[LevelSummary], verdicts: &[Option<bool>]) -> Vec<ParetoPo
     by_c.into_values().collect()
 }
 
+/// The start of the reason of a candidate that was not measured.
+pub(crate) const NOT_MEASURED: &str = "not measured: ";
+/// The start of the reason of a candidate whose measurement was thrown away.
+pub(crate) const SERVER_EXITED: &str = "its server exited during the measurement";
+
 /// What one candidate's run found.
 pub(crate) struct Measured {
     pub(crate) point: Option<OperatingPoint>,
@@ -85,6 +90,21 @@ pub(crate) struct Measured {
     pub(crate) interrupted: bool,
     /// Whether its run ran (false: it could not be prepared, and its folder holds no run).
     pub(crate) ran: bool,
+}
+
+impl Measured {
+    /// A candidate that was not measured, and why (starting with [`NOT_MEASURED`]).
+    pub(crate) fn unmeasured(reason: String) -> Self {
+        Measured {
+            point: None,
+            curve: Vec::new(),
+            levels: Vec::new(),
+            reason: Some(reason),
+            lower_bound: None,
+            interrupted: false,
+            ran: false,
+        }
+    }
 }
 
 pub(crate) async fn measure(
@@ -172,13 +192,17 @@ pub(crate) async fn measure(
 /// launched for it, whatever the measurement's outcome. `None`: interrupted before its run
 /// started. A candidate that cannot be prepared is reported as not measured (with the
 /// source's reason) and the recommendation goes on.
+/// `screen`: the run made coarse ([`CandidateRun::screening`]); the answer's `bool` says
+/// whether what ran is the full measurement all the same (a sweep), or there is nothing more
+/// to learn from another launch (it could not be prepared).
 pub(crate) async fn measure_candidate(
     source: &dyn CandidateSource,
     observer: &dyn Observer,
     c: &CandidateSpec,
     dir: &Path,
+    screen: bool,
     cancel: &CancelToken,
-) -> Result<Option<(Measured, Option<DeploymentRecord>)>, Error> {
+) -> Result<Option<(Measured, Option<DeploymentRecord>, bool)>, Error> {
     let started = Instant::now();
     let prepared = match source.prepare(c, dir, cancel).await {
         Ok(p) => p,
@@ -188,16 +212,8 @@ pub(crate) async fn measure_candidate(
         }
         Err(e) => {
             observer.warning(&format!("candidate {} is not measured: {e}", c.name));
-            let m = Measured {
-                point: None,
-                curve: Vec::new(),
-                levels: Vec::new(),
-                reason: Some(format!("not measured: {e}")),
-                lower_bound: None,
-                interrupted: false,
-                ran: false,
-            };
-            return Ok(Some((m, None)));
+            let m = Measured::unmeasured(format!("{NOT_MEASURED}{e}"));
+            return Ok(Some((m, None, true)));
         }
     };
     let mut deployment = prepared.deployment;
@@ -206,7 +222,33 @@ pub(crate) async fn measure_candidate(
         .and_then(|d| d.launch_time())
         .map(|t| t.as_secs_f64());
     let recipe = deployment.as_ref().and_then(|d| d.recipe());
-    let measured = measure(prepared.run, c.max_concurrency, cancel).await;
+    let full = !screen || prepared.run.screens_fully();
+    let run = if screen {
+        prepared.run.screening()
+    } else {
+        prepared.run
+    };
+    let mut measured = measure(run, c.max_concurrency, cancel).await;
+    let exited = match deployment.as_mut() {
+        Some(d) => d.exited().await,
+        None => None,
+    };
+    if let (Some(why), Ok(m)) = (&exited, measured.as_mut()) {
+        let last = m.curve.last().map(|p| p.concurrency);
+        let reason = format!(
+            "{}{}: {why}",
+            SERVER_EXITED,
+            last.map(|c| format!(" (by the end of concurrency {c})"))
+                .unwrap_or_default()
+        );
+        observer.warning(&format!("candidate {} is not ranked: {reason}", c.name));
+        m.point = None;
+        m.lower_bound = None;
+        // Not on the Pareto front either: the levels before the exit are not the server's
+        // behaviour under load.
+        m.levels.clear();
+        m.reason = Some(reason);
+    }
     let record = match deployment.as_mut() {
         None => None,
         Some(d) => {
@@ -238,5 +280,5 @@ pub(crate) async fn measure_candidate(
         name: c.name.clone(),
         source: Box::new(e),
     })?;
-    Ok(Some((m, record)))
+    Ok(Some((m, record, full)))
 }

@@ -10,11 +10,14 @@ use std::sync::Arc;
 
 use kneepoint_planner::{recommend, Candidate, Objective, PeakPlan, Recommendation};
 use kneepoint_report::schema::{
-    write_document, DeploymentRecord, PriceSource, RankedCandidate, Recommendations, SCHEMA_VERSION,
+    write_document, DeploymentRecord, PriceSource, RankedCandidate, Recommendations, Spent,
+    SCHEMA_VERSION,
 };
 use kneepoint_runner::CancelToken;
 
 use crate::candidate::{CandidateSource, CandidateSpec};
+use crate::measure::{NOT_MEASURED, SERVER_EXITED};
+use crate::strategy::{Gathered, Launches, Strategy};
 use crate::{Error, Observer, Silent};
 
 /// What a recommendation produced.
@@ -36,6 +39,15 @@ pub struct RecommendReport {
     pub interrupted: bool,
     /// The settings proposed for launched candidates, and why (stage 2).
     pub proposals: Vec<String>,
+    /// Candidates whose measurement stands (ran, and their server did not go away during it):
+    /// 0 means there is nothing to recommend from.
+    pub measured: usize,
+    /// `grid` or `adaptive`.
+    pub strategy: String,
+    /// Why the adaptive search stopped.
+    pub search_stop: Option<String>,
+    /// What the launches cost, and what the grid would have.
+    pub spent: Option<Spent>,
 }
 
 /// A recommendation ready to run: candidates, a source of their runs, the objective.
@@ -53,6 +65,8 @@ pub struct Recommend {
     log: Option<Arc<crate::RunLog>>,
     proposals: Vec<String>,
     parallel: usize,
+    strategy: Strategy,
+    slas: Vec<kneepoint_planner::Sla>,
 }
 
 /// Builds a [`Recommend`].
@@ -109,6 +123,20 @@ impl RecommendBuilder {
         self
     }
 
+    /// How launches are spent: every candidate ([`Strategy::Grid`], the default) or the
+    /// configuration search over one matrix ([`Strategy::Adaptive`]).
+    pub fn strategy(mut self, strategy: Strategy) -> Self {
+        self.0.strategy = strategy;
+        self
+    }
+
+    /// The SLAs the candidates' runs are judged by: the adaptive strategy reads each stage-1
+    /// prediction at its best level within them.
+    pub fn slas(mut self, slas: Vec<kneepoint_planner::Sla>) -> Self {
+        self.0.slas = slas;
+        self
+    }
+
     /// Replace a previous run in the artifact folder (refused by default).
     pub fn overwrite(mut self, yes: bool) -> Self {
         self.0.overwrite = yes;
@@ -121,16 +149,21 @@ impl RecommendBuilder {
         if r.candidates.is_empty() {
             return Err(Error::invalid("no candidates to compare"));
         }
-        let mut seen = std::collections::BTreeSet::new();
+        let mut seen = std::collections::BTreeMap::new();
         for c in &r.candidates {
             if c.name.trim().is_empty() {
                 return Err(Error::invalid("every candidate needs a name"));
             }
-            if !seen.insert(c.folder()) {
-                return Err(Error::invalid(format!(
-                    "two candidates share the name {:?}",
-                    c.name
-                )));
+            if let Some(other) = seen.insert(c.folder(), &c.name) {
+                return Err(Error::invalid(if *other == c.name {
+                    format!("two candidates share the name {:?}", c.name)
+                } else {
+                    format!(
+                        "candidates {other:?} and {:?} would share the folder {:?}: rename one",
+                        c.name,
+                        c.folder()
+                    )
+                }));
             }
             if !c.price_per_instance_hour.is_finite() || c.price_per_instance_hour < 0.0 {
                 return Err(Error::invalid(format!(
@@ -218,7 +251,7 @@ impl Recommend {
                 i + 1,
                 c.name
             ));
-            let reason = format!("not measured: the model does not fit ({why})");
+            let reason = format!("{NOT_MEASURED}the model does not fit ({why})");
             return Ok(Some((unmeasured(reason), None, None, false)));
         }
         self.observer.note(&format!(
@@ -232,11 +265,12 @@ impl Recommend {
             }
         ));
         let dir = c.folder();
-        let Some((m, record)) = crate::measure::measure_candidate(
+        let Some((m, record, _)) = crate::measure::measure_candidate(
             self.source.as_ref(),
             self.observer.as_ref(),
             c,
             &self.artifact_dir.join(&dir),
+            false,
             cancel,
         )
         .await?
@@ -261,6 +295,43 @@ impl Recommend {
         )))
     }
 
+    /// Measures every candidate in turn (or `parallel` at a time).
+    async fn gather_grid(&self, cancel: &CancelToken) -> Result<Gathered, Error> {
+        let mut g = Gathered::default();
+        let total = self.candidates.len();
+        let parallel = self.parallel.max(1);
+        let mut next = 0;
+        while next < total && !g.interrupted {
+            if cancel.is_cancelled() {
+                g.interrupted = true;
+                break;
+            }
+            let chunk: Vec<(usize, &CandidateSpec)> = self
+                .candidates
+                .iter()
+                .enumerate()
+                .skip(next)
+                .take(parallel)
+                .collect();
+            next += chunk.len();
+            let runs = chunk.iter().map(|(i, c)| self.one(*i, total, c, cancel));
+            // Every member of the group is kept, whatever another one did: an interrupt
+            // ends the recommendation after the group.
+            for ((_, c), one) in chunk.iter().zip(futures_util::future::join_all(runs).await) {
+                let Some((candidate, dir, record, stopped)) = one? else {
+                    g.interrupted = true;
+                    continue;
+                };
+                g.count(record.as_ref(), true);
+                g.candidates.push(candidate);
+                g.dirs.push(dir);
+                g.deployments.insert(c.name.clone(), record);
+                g.interrupted |= stopped;
+            }
+        }
+        Ok(g)
+    }
+
     /// Starts a recommendation ranked by `objective`, writing into `dir`, with each
     /// candidate's run made by `source`.
     pub fn builder(
@@ -282,6 +353,8 @@ impl Recommend {
             log: None,
             proposals: Vec::new(),
             parallel: 1,
+            strategy: Strategy::Grid,
+            slas: Vec::new(),
         })
     }
 
@@ -300,42 +373,32 @@ impl Recommend {
                 "the peak is given as concurrent requests: a faster candidate holds each request for less time, so the same traffic keeps fewer of them in flight; give the peak in requests/s (peak_rps) or output tokens/s to compare candidates of different speeds",
             );
         }
-        let mut candidates = Vec::new();
-        let mut dirs = Vec::new();
-        let mut deployments: BTreeMap<String, Option<DeploymentRecord>> = BTreeMap::new();
-        let mut interrupted = false;
-        let total = self.candidates.len();
-        // One candidate at a time, or `parallel` at a time when they share nothing.
-        let parallel = self.parallel.max(1);
-        let mut next = 0;
-        while next < total && !interrupted {
-            if cancel.is_cancelled() {
-                interrupted = true;
-                break;
-            }
-            let chunk: Vec<(usize, &CandidateSpec)> = self
-                .candidates
-                .iter()
-                .enumerate()
-                .skip(next)
-                .take(parallel)
-                .collect();
-            next += chunk.len();
-            let runs = chunk.iter().map(|(i, c)| self.one(*i, total, c, cancel));
-            // Every member of the group is kept, whatever another one did: an interrupt
-            // ends the recommendation after the group.
-            for ((_, c), one) in chunk.iter().zip(futures_util::future::join_all(runs).await) {
-                let Some((candidate, dir, record, stopped)) = one? else {
-                    interrupted = true;
-                    continue;
+        let g = match self.strategy {
+            Strategy::Grid => self.gather_grid(cancel).await?,
+            Strategy::Adaptive(budget) => {
+                let launches = Launches {
+                    specs: &self.candidates,
+                    objective: self.objective,
+                    peak: self.peak,
+                    slas: &self.slas,
+                    observer: self.observer.as_ref(),
+                    source: self.source.as_ref(),
+                    artifact_dir: &self.artifact_dir,
                 };
-                candidates.push(candidate);
-                dirs.push(dir);
-                deployments.insert(c.name.clone(), record);
-                interrupted |= stopped;
+                crate::adaptive::gather(&launches, budget, cancel).await?
             }
-        }
-        let recommendations = recommend(&candidates, self.objective, self.peak)?;
+        };
+        let interrupted = g.interrupted;
+        let candidates = &g.candidates;
+        let measured = candidates
+            .iter()
+            .filter(|c| {
+                !c.unmet_reason
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with(NOT_MEASURED) || r.starts_with(SERVER_EXITED))
+            })
+            .count();
+        let recommendations = recommend(candidates, self.objective, self.peak)?;
         if let Some(log) = &self.log {
             for r in &recommendations {
                 log.info(&format!(
@@ -348,10 +411,26 @@ impl Recommend {
         }
         let by_name: BTreeMap<&str, (Option<&str>, &CandidateSpec)> = candidates
             .iter()
-            .zip(&dirs)
-            .zip(&self.candidates)
-            .map(|((c, d), spec)| (c.name.as_str(), (d.as_deref(), spec)))
+            .zip(&g.dirs)
+            .filter_map(|(c, d)| {
+                let spec = self.candidates.iter().find(|s| s.name == c.name)?;
+                Some((c.name.as_str(), (d.as_deref(), spec)))
+            })
             .collect();
+        let launchable = self.candidates.iter().filter(|c| c.unfit.is_none()).count() as u32;
+        let spent = (g.launches > 0).then(|| Spent {
+            launches: g.launches,
+            instance_hours: g.instance_hours,
+            cost: g.cost,
+            grid_launches: launchable,
+            grid_instance_hours: match self.strategy {
+                Strategy::Grid if !interrupted => Some(g.instance_hours),
+                _ => (!g.full_hours.is_empty()).then(|| {
+                    g.full_hours.iter().sum::<f64>() / g.full_hours.len() as f64
+                        * f64::from(launchable)
+                }),
+            },
+        });
         let doc = Recommendations {
             schema_version: SCHEMA_VERSION,
             kneepoint_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -378,7 +457,8 @@ impl Recommend {
                         artifact_dir: dir.map(str::to_owned),
                         max_concurrency: spec.and_then(|s| s.max_concurrency),
                         prediction: spec.and_then(|s| s.prediction.clone()),
-                        deployment: deployments.get(&r.name).cloned().flatten(),
+                        deployment: g.deployments.get(&r.name).cloned().flatten(),
+                        trials: g.trials.get(&r.name).cloned().unwrap_or_default(),
                     }
                 })
                 .collect(),
@@ -389,10 +469,22 @@ impl Recommend {
                 .map(|c| c.name.clone())
                 .collect(),
             proposals: self.proposals.clone(),
-            pareto: kneepoint_planner::candidates_front(&candidates),
+            pareto: kneepoint_planner::candidates_front(candidates),
+            strategy: match self.strategy {
+                Strategy::Grid => "grid".into(),
+                Strategy::Adaptive(_) => "adaptive".into(),
+            },
+            search_stop: g.stop.clone(),
+            spent,
         };
         write_document(&self.artifact_dir.join(folder::RECOMMENDATIONS), &doc)?;
-        let ranked = doc.candidates;
+        let Recommendations {
+            candidates: ranked,
+            strategy,
+            search_stop,
+            spent,
+            ..
+        } = doc;
         crate::render::render_quietly(&self.artifact_dir, self.observer.as_ref());
         Ok(RecommendReport {
             objective: self.objective,
@@ -402,6 +494,10 @@ impl Recommend {
             artifact_dir: self.artifact_dir,
             interrupted,
             proposals: self.proposals,
+            measured,
+            strategy,
+            search_stop,
+            spent,
         })
     }
 }

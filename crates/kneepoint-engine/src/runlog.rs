@@ -65,6 +65,8 @@ impl RunLog {
     }
 
     fn write(&self, level: &str, message: &str) {
+        // A message can quote a server's log or its command line.
+        let message = kneepoint_core::secrets::scrub(message);
         let stamp = kneepoint_metrics::export::rfc3339(now_ns());
         let mut lines = message.trim_matches('\n').lines();
         let first = lines.next().unwrap_or("");

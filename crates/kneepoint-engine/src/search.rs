@@ -69,7 +69,10 @@ impl SearchBuilder {
                 .iter()
                 .any(|s| s.metric == kneepoint_planner::Metric::ErrorRate)
             {
-                config.slas.push(kneepoint_planner::Sla::error_rate(limit)?);
+                // Named apart from a user's `error_rate_sla`: nobody set it.
+                let mut guard = kneepoint_planner::Sla::error_rate(limit)?;
+                guard.name = "error_guard".into();
+                config.slas.push(guard);
             }
         }
         match (self.request_count, self.bench.explicit_request_count()) {
@@ -114,10 +117,21 @@ pub struct Search {
     by_confidence: bool,
 }
 
+/// The most probes a screening search makes.
+pub const SCREEN_ITERATIONS: u32 = 4;
+
 impl Search {
     /// The search's parameters (its range, SLAs, budget).
     pub fn search_config(&self) -> &SearchConfig {
         &self.config
+    }
+
+    /// The same search made coarse, to screen a configuration: at most
+    /// [`SCREEN_ITERATIONS`] probes, a bracket within 25 %.
+    pub fn screening(mut self) -> Self {
+        self.config.max_iterations = self.config.max_iterations.min(SCREEN_ITERATIONS);
+        self.config.precision = self.config.precision.max(0.25);
+        self
     }
 }
 
@@ -189,9 +203,21 @@ impl Search {
                 Ok::<_, Stop>(m)
             }
         };
+        let started = std::time::Instant::now();
+        let max_probes = self.config.max_iterations;
         let after = |search: &kneepoint_planner::SearchPlanner| -> Result<(), Stop> {
             if let Some(r) = search.history().last() {
                 observer.probe_decided(r);
+            }
+            // A real-time server can make each probe minutes long: say what the whole search
+            // may take while there is time to change it.
+            let first = started.elapsed().as_secs_f64();
+            if search.history().len() == 1 && first > 60.0 {
+                observer.note(&format!(
+                    "probe 1 took {:.1} min; a search runs up to {max_probes} probes, so this one may take up to about {:.0} min: fewer requests per probe (request_count) or a lower search_max_iterations shorten it",
+                    first / 60.0,
+                    first * f64::from(max_probes) / 60.0
+                ));
             }
             let done = summaries.try_lock().map(|s| s.clone()).unwrap_or_default();
             write_search_history(&dir, &description, search, &done, RunState::Running)

@@ -34,7 +34,9 @@ impl SweepBuilder {
         self
     }
 
-    /// The concurrency levels, each sending the settings' request count.
+    /// The concurrency levels, each sending the settings' request count (none given: the
+    /// default sweep's, [`crate::DEFAULT_CONCURRENCY`], kept loaded with
+    /// [`crate::default_level_counts`] when no request count was given either).
     pub fn levels(mut self, levels: impl IntoIterator<Item = u32>) -> Self {
         self.levels = levels.into_iter().collect();
         self
@@ -75,7 +77,7 @@ impl SweepBuilder {
     }
 
     /// Validates everything and creates the artifact folder.
-    pub fn build(self) -> Result<Sweep, Error> {
+    pub fn build(mut self) -> Result<Sweep, Error> {
         if !(0.0..1.0).contains(&self.headroom) {
             return Err(Error::invalid("headroom must be at least 0 and below 1"));
         }
@@ -104,11 +106,23 @@ impl SweepBuilder {
             None if settings.open_loop.is_some() && self.levels.is_empty() => {
                 SweepPlan::uniform(&[1], count)?
             }
-            None if self.levels.is_empty() => {
-                return Err(Error::invalid(
-                    "a sweep needs concurrency levels: call .levels([...])",
-                ))
-            }
+            // No levels: the default sweep's, as the CLI runs it (64, 256, 1024), each with the
+            // given count, or kept loaded with its default counts.
+            None if self.levels.is_empty() => match self.bench.explicit_request_count() {
+                Some(n) => SweepPlan::uniform(&crate::DEFAULT_CONCURRENCY, n)?,
+                None => {
+                    self.bench.default_lead_in();
+                    SweepPlan::new(
+                        crate::DEFAULT_CONCURRENCY
+                            .iter()
+                            .map(|&c| kneepoint_planner::SweepLevel {
+                                concurrency: c,
+                                request_count: crate::default_level_counts(c).1,
+                            })
+                            .collect(),
+                    )?
+                }
+            },
             None => SweepPlan::uniform(&self.levels, count)?,
         };
         let bench = self.bench.build()?;

@@ -73,7 +73,8 @@ pub(crate) fn pareto_points(rows: &[LevelRow]) -> Vec<ParetoPoint> {
                 None => ParetoPoint::without_per_request(r.concurrency, r.output_token_throughput),
             }
             .meets_slas(r.meets_slas)
-            .client_limited(r.client_limited.clone());
+            .client_limited(r.client_limited.clone())
+            .with_ttft(r.ttft_p50_ms);
             match (
                 r.relative_se("output_token_throughput_per_user:p50"),
                 r.relative_se("output_token_throughput:avg"),

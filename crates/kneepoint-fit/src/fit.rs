@@ -191,12 +191,12 @@ pub fn fit(model: &ModelSpec, instance: &InstanceType, tp: u32, s: &FitSettings)
             "tensor parallelism {tp} needs more GPUs than the {} the instance has",
             instance.gpu_count
         ));
-    } else if a.heads % tp != 0 {
+    } else if !a.heads.is_multiple_of(tp) {
         reason = Some(format!(
             "tensor parallelism {tp} does not divide the {} attention heads",
             a.heads
         ));
-    } else if a.kv_heads % tp != 0 && tp % a.kv_heads != 0 {
+    } else if !a.kv_heads.is_multiple_of(tp) && !tp.is_multiple_of(a.kv_heads) {
         reason = Some(format!(
             "tensor parallelism {tp} and the {} KV heads do not divide one another",
             a.kv_heads

@@ -62,7 +62,7 @@ impl PromptCounts {
             return None;
         }
         Some(format!(
-            "{ISL_WARNING} the server counted {mean_server:.1} prompt tokens on average where the client counted {mean_client:.1} (server minus client from {} to {} over {} requests, not a constant template offset): the two sides tokenise differently, so the reported ISL is not what the server processed; give the client the server's tokenizer (--tokenizer, or the workload's tokenizer in a library)",
+            "{ISL_WARNING} the server counted {mean_server:.1} prompt tokens on average where the client counted {mean_client:.1} (server minus client from {} to {} over {} requests, not a constant template offset): the two sides tokenise differently, so the reported ISL is not what the server processed; give the client the server's tokenizer (--tokenizer, or the workload's tokenizer in a library; a `kneepoint sim serve` counts prompts from their words unless started with --prompt-tokens builtin)",
             self.min, self.max, self.n
         ))
     }

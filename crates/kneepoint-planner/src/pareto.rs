@@ -12,6 +12,14 @@
 //! which it used. A level the client limited is never on the front. With each point's relative
 //! standard errors the front is redrawn [`PARETO_DRAWS`] times (log-normal, independent) and each
 //! point carries the share of draws where it was on the front.
+//!
+//! An edge smaller than [`PARETO_EDGE`] (3 %) is no edge: a level is left off the front when
+//! another level is within 3 % of it on both axes and clearly better on one of them, or waits
+//! [`PARETO_TTFT_EDGE`] less for the first token. A saturated level, whose extra requests only
+//! queue, keeps the per-user speed (its ITL) and the throughput of the level below it and adds
+//! seconds of TTFT: it no longer enters the front in one run and leaves it in the next on a
+//! 1 % throughput edge. Levels are kept greedily, shortest wait first, each unless one already
+//! kept near-dominates it, so near-ties cannot remove each other in a circle.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -20,6 +28,12 @@ use serde::{Deserialize, Serialize};
 
 /// Redraws of the front when the points carry their spreads.
 pub const PARETO_DRAWS: usize = 400;
+
+/// A relative edge on an axis smaller than this is within a repeat's noise: no edge.
+pub const PARETO_EDGE: f64 = 0.03;
+
+/// A level that waits this much less (relative) for its first token than a near-tie is better.
+pub const PARETO_TTFT_EDGE: f64 = 0.25;
 
 /// What the throughput axis is counted per.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,6 +94,9 @@ pub struct ParetoPoint {
     /// Relative standard errors of `per_user` and of the throughput, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relative_se: Option<[f64; 2]>,
+    /// TTFT p50 in ms, when measured: between two near-ties, the one that waits less wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p50_ms: Option<f64>,
     /// Whether it is on the front (computed).
     #[serde(default)]
     pub on_front: bool,
@@ -107,6 +124,7 @@ impl ParetoPoint {
             meets_slas: None,
             client_limited: None,
             relative_se: None,
+            ttft_p50_ms: None,
             on_front: false,
             front_probability: None,
             dominated_by: None,
@@ -158,6 +176,12 @@ impl ParetoPoint {
         let ok = |v: f64| v.is_finite() && v >= 0.0;
         self.relative_se =
             (ok(per_user_se) && ok(throughput_se)).then_some([per_user_se, throughput_se]);
+        self
+    }
+
+    /// With its TTFT p50 in ms (ignored unless finite and ≥ 0).
+    pub fn with_ttft(mut self, ttft_p50_ms: Option<f64>) -> Self {
+        self.ttft_p50_ms = ttft_p50_ms.filter(|v| v.is_finite() && *v >= 0.0);
         self
     }
 
@@ -255,11 +279,43 @@ fn dominates(a: (f64, f64), b: (f64, f64)) -> bool {
     a.0 >= b.0 && a.1 >= b.1 && (a.0 > b.0 || a.1 > b.1)
 }
 
-/// Which of `xy` (`None`: not eligible) are on the front.
-fn on_front(xy: &[Option<(f64, f64)>]) -> Vec<bool> {
-    xy.iter()
+/// Whether `a` is within [`PARETO_EDGE`] of `b` on both axes and clearly better on one, or on
+/// its wait for the first token (`ttft`, ms).
+fn near_dominates(a: (f64, f64), b: (f64, f64), ttft: (Option<f64>, Option<f64>)) -> bool {
+    let close = |x: f64, y: f64| x >= y * (1.0 - PARETO_EDGE);
+    let ahead = |x: f64, y: f64| x > y * (1.0 + PARETO_EDGE);
+    let waits_less = matches!(ttft, (Some(ta), Some(tb)) if ta < tb * (1.0 - PARETO_TTFT_EDGE));
+    close(a.0, b.0) && close(a.1, b.1) && (ahead(a.0, b.0) || ahead(a.1, b.1) || waits_less)
+}
+
+/// Which of `xy` (`None`: not eligible) are on the front, an edge within the noise being no
+/// edge (`ttft`: each point's TTFT p50, ms).
+fn on_front(xy: &[Option<(f64, f64)>], ttft: &[Option<f64>]) -> Vec<bool> {
+    let exact: Vec<bool> = xy
+        .iter()
         .map(|p| p.is_some_and(|p| !xy.iter().any(|q| q.is_some_and(|q| dominates(q, p)))))
-        .collect()
+        .collect();
+    let t = |i: usize| ttft.get(i).copied().flatten();
+    // Greedily, shortest wait first (then the most of both axes): a level stays unless one
+    // already kept near-dominates it, so near-ties cannot knock each other out in a circle.
+    let mut order: Vec<usize> = (0..xy.len()).filter(|&i| exact[i]).collect();
+    order.sort_by(|&a, &b| {
+        let wait = |i: usize| t(i).unwrap_or(f64::INFINITY);
+        let area = |i: usize| xy[i].map_or(0.0, |(u, v)| u * v);
+        wait(a)
+            .total_cmp(&wait(b))
+            .then(area(b).total_cmp(&area(a)))
+            .then(a.cmp(&b))
+    });
+    let mut kept = vec![false; xy.len()];
+    for &i in &order {
+        let beaten = (0..xy.len()).any(|j| {
+            kept[j]
+                && matches!((xy[j], xy[i]), (Some(a), Some(b)) if near_dominates(a, b, (t(j), t(i))))
+        });
+        kept[i] = !beaten;
+    }
+    kept
 }
 
 /// Marks the front of `points` on `basis` (`slas_required`: a level that failed an SLA is not
@@ -292,18 +348,27 @@ pub fn pareto_front(
                 .then(|| (p.per_user, p.throughput(basis).unwrap_or(0.0)))
         })
         .collect();
-    let marks = on_front(&xy);
-    // the dominating point that beats each on the most ground (the largest product of ratios)
+    let ttft: Vec<Option<f64>> = points.iter().map(|p| p.ttft_p50_ms).collect();
+    let marks = on_front(&xy, &ttft);
+    // the dominating point that beats each on the most ground (the largest product of ratios);
+    // failing one, the near-tie that is clearly better
     let dominator: Vec<Option<usize>> = xy
         .iter()
         .zip(&marks)
-        .map(|(me, on)| {
+        .enumerate()
+        .map(|(i, (me, on))| {
             let me = me.filter(|_| !on)?;
-            xy.iter()
-                .enumerate()
-                .filter_map(|(j, q)| q.filter(|q| dominates(*q, me)).map(|q| (j, q.0 * q.1)))
-                .max_by(|a, b| a.1.total_cmp(&b.1))
-                .map(|(j, _)| j)
+            let best = |rule: &dyn Fn(usize, (f64, f64)) -> bool| {
+                xy.iter()
+                    .enumerate()
+                    .filter_map(|(j, q)| {
+                        q.filter(|q| j != i && rule(j, *q)).map(|q| (j, q.0 * q.1))
+                    })
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(j, _)| j)
+            };
+            best(&|_, q| dominates(q, me))
+                .or_else(|| best(&|j, q| marks[j] && near_dominates(q, me, (ttft[j], ttft[i]))))
         })
         .collect();
     let labels: Vec<String> = points.iter().map(ParetoPoint::label).collect();
@@ -312,7 +377,7 @@ pub fn pareto_front(
         p.front_probability = None;
         p.dominated_by = by.and_then(|j| labels.get(j).cloned());
     }
-    redraw(&mut points, &xy);
+    redraw(&mut points, &xy, &ttft);
     ParetoFront {
         basis,
         per_user: per_user.to_owned(),
@@ -322,7 +387,7 @@ pub fn pareto_front(
 }
 
 /// Each eligible point's share of redraws on the front, when some point carries its spreads.
-fn redraw(points: &mut [ParetoPoint], xy: &[Option<(f64, f64)>]) {
+fn redraw(points: &mut [ParetoPoint], xy: &[Option<(f64, f64)>], ttft: &[Option<f64>]) {
     if points.iter().all(|p| p.relative_se.is_none()) {
         return;
     }
@@ -339,7 +404,7 @@ fn redraw(points: &mut [ParetoPoint], xy: &[Option<(f64, f64)>]) {
                 *d = (m.0 * (su * a).exp(), m.1 * (st * b).exp());
             }
         }
-        for (h, on) in hits.iter_mut().zip(on_front(&drawn)) {
+        for (h, on) in hits.iter_mut().zip(on_front(&drawn, ttft)) {
             *h += usize::from(on);
         }
     }
@@ -386,6 +451,66 @@ mod tests {
             "{}",
             f.sentence()
         );
+    }
+
+    #[test]
+    fn a_saturated_level_that_only_queues_is_off_the_front_in_every_repeat() {
+        // Past saturation, 1024's extra requests wait: per-user speed (ITL) and throughput are
+        // those of 256 within noise, TTFT is 7 s. Whichever of the two reads 1 % higher on
+        // throughput in a repeat, 1024 stays off the front and names 256.
+        for (t256, t1024, u1024) in [(5000.0, 5045.0, 9.9), (5045.0, 5000.0, 10.1)] {
+            let points = vec![
+                ParetoPoint::new(64, 30.0, 3000.0).with_ttft(Some(120.0)),
+                ParetoPoint::new(256, 10.0, t256).with_ttft(Some(900.0)),
+                ParetoPoint::new(1024, u1024, t1024).with_ttft(Some(7000.0)),
+            ];
+            let f = pareto_front(points, ParetoBasis::Instance, false);
+            assert_eq!(labels(&f), ["64", "256"], "{t256} {t1024} {u1024}");
+            let p1024 = f.points.iter().find(|p| p.concurrency == 1024).unwrap();
+            assert_eq!(p1024.dominated_by.as_deref(), Some("256"));
+        }
+        // A clear edge still counts: 10 % more throughput keeps 1024 on the front.
+        let points = vec![
+            ParetoPoint::new(256, 10.0, 5000.0).with_ttft(Some(900.0)),
+            ParetoPoint::new(1024, 9.0, 5500.0).with_ttft(Some(7000.0)),
+        ];
+        let f = pareto_front(points, ParetoBasis::Instance, false);
+        assert_eq!(labels(&f), ["256", "1024"]);
+    }
+
+    #[test]
+    fn near_ties_in_a_circle_keep_one_of_them() {
+        // a beats b on the wait, b beats c on the wait, c beats a by 4.5 % per user: each
+        // near-dominates the next. Kept shortest wait first: a stays, so b goes (a names
+        // it), and c, which only b near-dominated, keeps its clear per-user edge over a.
+        let points = vec![
+            ParetoPoint::new(1, 10.0, 100.0).with_ttft(Some(100.0)),
+            ParetoPoint::new(2, 10.2, 99.0).with_ttft(Some(300.0)),
+            ParetoPoint::new(3, 10.45, 98.0).with_ttft(Some(1000.0)),
+            ParetoPoint::new(4, 30.0, 40.0).with_ttft(Some(50.0)),
+        ];
+        let f = pareto_front(points, ParetoBasis::Instance, false);
+        assert_eq!(labels(&f), ["4", "3", "1"]);
+        let b = f.points.iter().find(|p| p.concurrency == 2).unwrap();
+        assert_eq!(b.dominated_by.as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn near_ties_without_ttft_keep_both_and_a_clear_edge_wins() {
+        // Within 3 % on both axes and neither clearly ahead: both stay.
+        let points = vec![
+            ParetoPoint::new(8, 10.0, 100.0),
+            ParetoPoint::new(16, 9.9, 101.0),
+        ];
+        let f = pareto_front(points, ParetoBasis::Instance, false);
+        assert_eq!(labels(&f), ["8", "16"]);
+        // Within 3 % on throughput, 20 % faster per user: 8 takes it.
+        let points = vec![
+            ParetoPoint::new(8, 12.0, 100.0),
+            ParetoPoint::new(16, 10.0, 101.0),
+        ];
+        let f = pareto_front(points, ParetoBasis::Instance, false);
+        assert_eq!(labels(&f), ["8"]);
     }
 
     #[test]

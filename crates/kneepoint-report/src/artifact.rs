@@ -129,7 +129,7 @@ struct Sample {
 impl Sample {
     fn offer(&mut self, r: RequestRecord) {
         let stride = self.stride.max(1);
-        if self.seen % stride == 0 {
+        if self.seen.is_multiple_of(stride) {
             if self.kept.len() == PLOT_RECORDS {
                 let mut i = 0;
                 self.kept.retain(|_| {
@@ -138,7 +138,7 @@ impl Sample {
                 });
                 self.stride = stride * 2;
             }
-            if self.seen % self.stride.max(1) == 0 {
+            if self.seen.is_multiple_of(self.stride.max(1)) {
                 self.kept.push(r);
             }
         }
@@ -205,6 +205,7 @@ fn level(
         Some(exact) => streamed_level(&path, concurrency, exact, &slo)?,
         None => {
             let records = read_jsonl(&path)?;
+            refuse_repeated(&path, &records)?;
             // Only while the file holds every measured record the summary rests on: a run
             // whose records file failed part way kept summarising what it held in memory.
             let measured = || {
@@ -287,14 +288,43 @@ fn level(
     }) {
         summary.rescale_duration(d);
     }
+    let saved = saved_records(doc.as_ref());
+    if let Some(saved) = saved.filter(|saved| summary.request_count > *saved) {
+        return Err(Error::Missing {
+            path,
+            reason: format!(
+                "holds {} measured records where the run saved {saved}: lines repeated or files joined, which would inflate its throughput; restore the run's own file",
+                summary.request_count
+            ),
+        });
+    }
     Ok(Level {
         dir: dir.to_owned(),
         concurrency,
         records,
         summary,
-        saved_records: saved_records(doc.as_ref()),
+        saved_records: saved,
         info,
         meets_slas: meets,
+    })
+}
+
+/// Refuses a records file holding one request twice (the same id, level origin and start):
+/// a line repeated by an edit or a concatenation would count twice in every rate.
+fn refuse_repeated(path: &Path, records: &[RequestRecord]) -> Result<(), Error> {
+    let mut seen = std::collections::HashSet::with_capacity(records.len());
+    let repeated = records
+        .iter()
+        .filter(|r| !seen.insert((r.request_id, r.origin_unix_ns, r.start_ns)))
+        .count();
+    if repeated == 0 {
+        return Ok(());
+    }
+    Err(Error::Missing {
+        path: path.to_owned(),
+        reason: format!(
+            "holds {repeated} records twice (the same request, started at the same time): lines repeated or files joined, which would inflate its throughput"
+        ),
     })
 }
 

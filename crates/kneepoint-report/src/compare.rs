@@ -307,8 +307,48 @@ fn by_concurrency(a: &Artifact) -> std::collections::BTreeMap<u32, &Level> {
     a.levels.iter().map(|l| (l.concurrency, l)).collect()
 }
 
-/// Compares run `b` against run `a` (the baseline), level by level.
+/// Refuses a run with a level compared with `other`'s that `report` would refuse (a records
+/// file holding fewer measured records than the run saved) or that holds no measured record:
+/// a lost file is not a regression.
+fn refuse_unsound(name: &str, run: &Artifact, other: &Artifact) -> Result<(), Error> {
+    let compared = |c: u32| other.levels.iter().any(|o| o.concurrency == c);
+    for l in run.levels.iter().filter(|l| compared(l.concurrency)) {
+        let at = run.root.join(&l.dir);
+        let reason = match l.short() {
+            Some((read, saved)) => format!(
+                "{}: its records file holds {read} of the {saved} measured records the run saved (cut short or emptied): `kneepoint report --recompute` rebuilds it from what is left, marked partial",
+                at.display()
+            ),
+            None if l.summary.request_count == 0 => format!(
+                "{}: the level holds no measured record",
+                at.display()
+            ),
+            None => continue,
+        };
+        return Err(Error::Compare {
+            reason: format!("run {name}, {reason}"),
+        });
+    }
+    Ok(())
+}
+
+/// Compares run `b` against run `a` (the baseline), level by level; refused
+/// ([`Error::NotComparable`]) when they measured different workloads, targets, models or
+/// time scales ([`differences`](crate::differences)).
 pub fn compare_runs(
+    a: &Artifact,
+    b: &Artifact,
+    config: &CompareConfig,
+) -> Result<Comparison, Error> {
+    let differences = crate::differences(a, b);
+    if !differences.is_empty() {
+        return Err(Error::NotComparable { differences });
+    }
+    compare_runs_forced(a, b, config)
+}
+
+/// [`compare_runs`] whatever the runs measured (`compare --force`).
+pub fn compare_runs_forced(
     a: &Artifact,
     b: &Artifact,
     config: &CompareConfig,
@@ -324,6 +364,8 @@ pub fn compare_runs(
             reason: "compare matches levels by concurrency, and a length sweep's levels all share one: comparing length sweeps level by level is not supported yet (their length_sweep.json rows line up by isl and osl)".into(),
         });
     }
+    refuse_unsound("A", a, b)?;
+    refuse_unsound("B", b, a)?;
     let (la, lb) = (by_concurrency(a), by_concurrency(b));
     let levels: Vec<LevelComparison> = la
         .iter()
@@ -408,8 +450,25 @@ pub fn comparison_text(c: &Comparison) -> String {
     if !c.unmatched.is_empty() {
         let _ = writeln!(
             o,
-            "levels in only one run (not compared): {:?}",
+            "levels in only one run (not compared): {}",
             c.unmatched
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let thin = c
+        .levels
+        .iter()
+        .flat_map(|l| &l.metrics)
+        .flat_map(|m| &m.differences)
+        .any(|d| d.verdict == Verdict::TooFewSamples);
+    if thin {
+        let _ = writeln!(
+            o,
+            "too few samples: a percentile is judged only when each run holds at least {} requests beyond it (p99 needs 1,000 per level, p95 200, p90 100); more requests per level (--request-count) let it be judged",
+            kneepoint_metrics::MIN_TAIL_SAMPLES
         );
     }
     if let Some(c) = &c.caveat {

@@ -51,6 +51,12 @@ pub enum Error {
         /// The drawing library's message.
         message: String,
     },
+    /// The runs measured different things (workload, target, model, time scale).
+    #[error("the runs did not measure the same thing, so a difference would not be a regression: {}; compare them anyway with --force", .differences.join("; "))]
+    NotComparable {
+        /// What differs, one line each.
+        differences: Vec<String>,
+    },
     /// Two runs cannot be compared.
     #[error("cannot compare: {reason}")]
     Compare {

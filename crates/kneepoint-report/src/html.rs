@@ -23,8 +23,8 @@ table{border-collapse:collapse;width:100%;font-size:.85rem;font-variant-numeric:
 th,td{padding:.3rem .5rem;border-bottom:1px solid #e4e4ee;text-align:right}th{background:#f4f5fa}
 td:first-child,th:first-child{text-align:left}tr.knee td{font-weight:600}tr.fail td{color:#b22}
 svg{max-width:100%;height:auto;display:block;margin:.5rem 0}details{margin:.5rem 0}summary{cursor:pointer}
-pre{background:#f6f8fa;padding:.8rem;overflow:auto;font-size:.8rem}.grid{display:grid;grid-template-columns:1fr 1fr;gap:.5rem}
-@media(max-width:900px){.grid{grid-template-columns:1fr}}";
+pre{background:#f6f8fa;padding:.8rem;overflow:auto;font-size:.8rem}.grid{display:grid;grid-template-columns:1fr;gap:.5rem;max-width:820px}
+figcaption{color:#555;font-size:.85rem}";
 
 /// The rendered report: the page and the plot files it inlines.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,23 +106,12 @@ fn ttft_pairs(levels: &[Level]) -> Vec<server_plots::TtftPair> {
 
 fn levels_table(a: &Artifact, out: &mut String) {
     let knee = a.curve("").knee;
-    let longest = a
-        .levels
-        .iter()
-        .filter_map(|l| l.summary.value(Metric::RequestLatency, Stat::P99))
-        .fold(0.0, f64::max);
-    let (div, unit, digits) = if longest >= 2000.0 {
-        (1000.0, "s", 2)
-    } else {
-        (1.0, "ms", 1)
-    };
     // with per-request SLOs (`--goodput`): goodput and the share of requests that met them
     let goodput = a.levels.iter().any(|l| l.summary.goodput.is_some());
-    let _ = write!(out, "<table><thead><tr><th>level</th><th>concurrency</th><th>requests</th><th>errors</th><th>output tok/s</th><th>req/s</th><th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>ITL p50 ms</th><th>ITL p99 ms</th><th>latency p50 {unit}</th><th>p90 {unit}</th><th>p99 {unit}</th>{}<th>SLAs</th></tr></thead><tbody>", if goodput { "<th>goodput req/s</th><th>met SLOs</th>" } else { "" });
+    let _ = write!(out, "<table><thead><tr><th>level</th><th>concurrency</th><th>requests</th><th>errors</th><th>output tok/s</th><th>req/s</th><th>TTFT p50 ms</th><th>TTFT p95 ms</th><th>TTFT p99 ms</th><th>ITL p50 ms</th><th>ITL p95 ms</th><th>e2e p50 ms</th><th>e2e p90 ms</th><th>e2e p99 ms</th>{}<th>SLAs</th></tr></thead><tbody>", if goodput { "<th>goodput req/s</th><th>met SLOs</th>" } else { "" });
     for l in &a.levels {
         let s = &l.summary;
         let st = |m: &str, q: &str| s.stat(m, q);
-        let sec = |q: &str| st("request_latency", q).map(|v| v / div);
         let class = match (l.meets_slas, Some(l.concurrency) == knee) {
             (Some(false), _) => " class=\"fail\"",
             (_, true) => " class=\"knee\"",
@@ -130,7 +119,7 @@ fn levels_table(a: &Artifact, out: &mut String) {
         };
         let _ = write!(
             out,
-            "<tr{class}><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>",
+            "<tr{class}><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td></tr>",
             esc(&l.dir),
             if Some(l.concurrency) == knee { " (knee)" } else { "" },
             l.concurrency,
@@ -139,12 +128,13 @@ fn levels_table(a: &Artifact, out: &mut String) {
             num(Some(s.output_token_throughput), 0),
             num(Some(s.request_throughput), 2),
             num(st("time_to_first_token", "p50"), 1),
+            num(st("time_to_first_token", "p95"), 1),
             num(st("time_to_first_token", "p99"), 1),
             num(st("inter_token_latency", "p50"), 2),
-            num(st("inter_token_latency", "p99"), 2),
-            num(sec("p50"), digits),
-            num(sec("p90"), digits),
-            num(sec("p99"), digits),
+            num(st("inter_token_latency", "p95"), 2),
+            num(st("request_latency", "p50"), 1),
+            num(st("request_latency", "p90"), 1),
+            num(st("request_latency", "p99"), 1),
             if goodput {
                 format!(
                     "<td>{}</td><td>{}</td>",
@@ -172,29 +162,37 @@ fn answer(a: &Artifact) -> String {
     match a.kind {
         RunKind::Lengths => crate::html_lengths::answer(a),
         RunKind::Sweep => {
-            let mut o = s("/zone/summary").unwrap_or_else(|| match u("/knee/knee") {
-                Some(k) => format!("The knee is at concurrency {k}."),
-                None => "No knee among the levels run.".into(),
-            });
+            // One sentence a line, each capitalised and ended.
+            let mut lines = vec![s("/zone/summary").unwrap_or_else(|| match u("/knee/knee") {
+                Some(k) => format!("The knee is at concurrency {k}"),
+                None => "No knee among the levels run".into(),
+            })];
             if let Some(why) = s("/knee_explanation/summary") {
-                let _ = write!(o, " Why: {why}.");
+                lines.push(format!("Why: {why}"));
             }
             let intervals = d
                 .pointer("/zone/intervals")
                 .and_then(|v| serde_json::from_value::<ZoneIntervals>(v.clone()).ok());
             if let Some(i) = intervals {
-                let _ = write!(o, " {}.", capitalise(&i.sentence()));
+                lines.push(i.sentence());
             }
             if let Some(f) = s("/fleet/explanation") {
-                let _ = write!(o, " Fleet: {f}.");
+                lines.push(format!("Fleet: {f}"));
             }
             if let Some([a, b]) = d
                 .pointer("/fleet/instances_interval")
                 .and_then(|v| serde_json::from_value::<[u32; 2]>(v.clone()).ok())
             {
-                let _ = write!(o, " Instances: 90 % interval {a}–{b}.");
+                lines.push(format!("Instances: 90 % interval {a}–{b}"));
             }
-            o
+            lines
+                .iter()
+                .map(|l| {
+                    let l = capitalise(l.trim_end_matches('.'));
+                    format!("{l}.")
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
         }
         RunKind::Search => s("/boundary/explanation").unwrap_or_default(),
         RunKind::Recommend => {
@@ -235,9 +233,15 @@ fn title(a: &Artifact) -> &'static str {
 }
 
 fn inline(out: &mut String, p: &Plot) {
+    // A timeline's empty stretches are the batch at work between waves of starts.
+    let caption = if p.file.starts_with("ttft_timeline_") {
+        "<figcaption>One point per measured request, at its start. Requests start when a slot frees: in a level kept loaded they come in waves, and a stretch without points is the batch generating, not missing data.</figcaption>"
+    } else {
+        ""
+    };
     let _ = write!(
         out,
-        "<figure aria-label=\"{}\">{}</figure>",
+        "<figure aria-label=\"{}\">{}{caption}</figure>",
         esc(&p.title),
         p.svg
     );
@@ -342,7 +346,7 @@ pub fn render(a: &Artifact) -> Result<Rendered, Error> {
     let _ = write!(
         o,
         "<div class=\"answer\"><strong>Answer.</strong> {}</div>",
-        esc(&answer(a))
+        esc(&answer(a)).replace('\n', "<br>")
     );
     if a.kind == RunKind::Lengths {
         o.push_str("<h2>Lengths</h2>");
@@ -381,7 +385,12 @@ pub fn render(a: &Artifact) -> Result<Rendered, Error> {
     }
     if let Some(settings) = a.doc.get("settings").or_else(|| a.doc.get("base_settings")) {
         let pretty = serde_json::to_string_pretty(settings).unwrap_or_default();
-        let _ = write!(o, "<h2>Settings</h2><pre>{}</pre>", esc(&pretty));
+        let _ = write!(
+            o,
+            "<h2>Settings</h2><details><summary>the resolved settings of the run ({} lines of JSON)</summary><pre>{}</pre></details>",
+            pretty.lines().count(),
+            esc(&pretty)
+        );
     }
     let slas = a.slas();
     if !slas.is_empty() {

@@ -31,6 +31,7 @@
 //! ```
 
 mod artifact;
+mod comparable;
 mod compare;
 mod curve;
 mod error;
@@ -56,13 +57,22 @@ use std::path::PathBuf;
 use kneepoint_core::folder;
 
 pub use artifact::{Artifact, Level, RunKind, SHORT_RECORDS_WARNING};
+pub use comparable::differences;
 pub use compare::{
-    compare_runs, comparison_text, Comparison, LevelComparison, MetricComparison, SINGLE_RUN_CAVEAT,
+    compare_runs, compare_runs_forced, comparison_text, Comparison, LevelComparison,
+    MetricComparison, SINGLE_RUN_CAVEAT,
 };
 pub use curve::{Curve, CurvePoint};
 pub use error::Error;
 #[cfg(feature = "render")]
 pub use html::{esc, render, Plot, Rendered};
+
+/// A page can quote a failure's reason, and with it a server's log: what it writes is
+/// scrubbed of every registered secret.
+#[cfg(feature = "render")]
+fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
+    kneepoint_core::secrets::scrub(text)
+}
 
 /// Renders `a`'s report and writes `plots/*.svg` and `report.html` into its folder (and those of
 /// a recommendation's candidates). Returns the files written.
@@ -77,11 +87,11 @@ pub fn write_report(a: &Artifact) -> Result<Vec<PathBuf>, Error> {
     std::fs::create_dir_all(&dir).map_err(Error::write(&dir))?;
     for p in &r.plots {
         let path = dir.join(&p.file);
-        std::fs::write(&path, &p.svg).map_err(Error::write(&path))?;
+        std::fs::write(&path, &*scrub(&p.svg)).map_err(Error::write(&path))?;
         written.push(path);
     }
     let path = a.root.join(folder::REPORT_HTML);
-    std::fs::write(&path, &r.html).map_err(Error::write(&path))?;
+    std::fs::write(&path, &*scrub(&r.html)).map_err(Error::write(&path))?;
     written.push(path);
     Ok(written)
 }

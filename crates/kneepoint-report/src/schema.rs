@@ -289,6 +289,28 @@ pub struct RankedCandidate {
     /// What kneepoint launched to measure it (absent: an endpoint somebody else runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment: Option<DeploymentRecord>,
+    /// The trials the adaptive strategy gave it, in order: `screened`, `searched`, or
+    /// `skipped: why` (empty under the grid strategy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<String>,
+}
+
+/// What a recommendation spent on launched candidates, and what the grid would have.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spent {
+    /// Servers launched (a screened then searched combination twice; a launch that failed
+    /// to start is not counted).
+    pub launches: u32,
+    /// Instance-hours the launches kept up (instances × hours from launch to teardown).
+    pub instance_hours: f64,
+    /// Those instance-hours at each candidate's price.
+    pub cost: f64,
+    /// Launches a grid would have made: one per candidate that fits.
+    pub grid_launches: u32,
+    /// The grid's instance-hours, estimated from the full measurements made (their mean per
+    /// launch × the grid's launches); measured when the strategy was the grid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid_instance_hours: Option<f64>,
 }
 
 /// What kneepoint launched for a candidate, what that took, and how to deploy it again.
@@ -349,6 +371,21 @@ pub struct Recommendations {
     /// against throughput per dollar, per GPU or per instance).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pareto: Option<kneepoint_planner::ParetoFront>,
+    /// `grid` (every candidate measured) or `adaptive` (issue 49: screen, skip, search what
+    /// could win).
+    #[serde(default = "grid")]
+    pub strategy: String,
+    /// Why the adaptive search stopped (`certain`, `exhausted`, `budget`), and how sure its
+    /// winner's lead is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_stop: Option<String>,
+    /// What the launches cost (present when something was launched).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent: Option<Spent>,
+}
+
+fn grid() -> String {
+    "grid".into()
 }
 
 /// Writes `doc` as pretty JSON to `path`, atomically.

@@ -6,7 +6,9 @@
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::plots::{err, legend, linear_chart, render, span, tick, PALETTE, RED};
+use crate::plots::{
+    err, legend, linear_chart, marked_line, render, span, tick, Mark, PALETTE, RED,
+};
 use crate::Error;
 
 /// The server's state at one scrape.
@@ -76,7 +78,7 @@ fn chart_over_time(
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 16))
         .margin(8)
-        .x_label_area_size(30)
+        .x_label_area_size(44)
         .y_label_area_size(60)
         .build_cartesian_2d(0.0..t1, y0..y1)
         .map_err(err(plot))?;
@@ -166,11 +168,12 @@ pub fn client_vs_server_ttft(levels: &[TtftPair]) -> Result<String, Error> {
         true,
     );
     type PairGetter = fn(&TtftPair) -> Option<f64>;
-    let series: [(&str, PairGetter, RGBColor, bool); 4] = [
-        ("client p50", |l| l.client.0, PALETTE[0], false),
-        ("client p95", |l| l.client.1, PALETTE[0], true),
-        ("server p50", |l| l.server.0, PALETTE[1], false),
-        ("server p95", |l| l.server.1, PALETTE[1], true),
+    // Four shapes: client p50 and p95 can coincide (a level with no queue).
+    let series: [(&str, PairGetter, RGBColor, u32, Mark); 4] = [
+        ("client p50", |l| l.client.0, PALETTE[0], 2, Mark::Dot),
+        ("client p95", |l| l.client.1, PALETTE[0], 1, Mark::Ring),
+        ("server p50", |l| l.server.0, PALETTE[1], 2, Mark::Triangle),
+        ("server p95", |l| l.server.1, PALETTE[1], 1, Mark::Cross),
     ];
     render(PLOT, |root| {
         let mut chart = linear_chart(
@@ -180,7 +183,7 @@ pub fn client_vs_server_ttft(levels: &[TtftPair]) -> Result<String, Error> {
             (x0..x1, y0..y1),
             ("concurrency", "time to first token (ms)"),
         )?;
-        for (name, get, color, dashed) in series {
+        for (name, get, color, width, mark) in series {
             let line: Vec<(f64, f64)> = levels
                 .iter()
                 .filter_map(|l| get(l).map(|v| (f64::from(l.concurrency), v)))
@@ -188,20 +191,7 @@ pub fn client_vs_server_ttft(levels: &[TtftPair]) -> Result<String, Error> {
             if line.is_empty() {
                 continue;
             }
-            let width = if dashed { 1 } else { 2 };
-            chart
-                .draw_series(LineSeries::new(line.clone(), color.stroke_width(width)))
-                .map_err(err(PLOT))?
-                .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(width))
-                });
-            chart
-                .draw_series(
-                    line.iter()
-                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
-                )
-                .map_err(err(PLOT))?;
+            marked_line(&mut chart, line, (color, width), mark, name, PLOT)?;
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft, PLOT)
     })

@@ -200,6 +200,10 @@ pub(crate) async fn loaded_loop(
             // Fillers, until the last measured request ends.
             let ended = slots.state.ended.clone();
             while !ctx.cancel.is_cancelled() && !ended.is_cancelled() {
+                // A transport that answers without ever waiting (an in-process model, a
+                // cache) would otherwise keep this loop on its thread forever, and the last
+                // measured requests, whose end stops it, would never run again.
+                tokio::task::yield_now().await;
                 let k = slots.next[2].fetch_add(1, Ordering::Relaxed);
                 let Some(request) = filler(&slots.fillers, k) else {
                     break;

@@ -48,7 +48,10 @@ impl Transport for Paced {
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
         let guard = InFlight(self.in_flight.clone());
-        if self.fail_every.is_some_and(|n| request.id % n == 0) {
+        if self
+            .fail_every
+            .is_some_and(|n| request.id.is_multiple_of(n))
+        {
             drop(guard);
             return Err(Error::status_code(503, "busy"));
         }

@@ -176,7 +176,7 @@ impl Transport for MockTransport {
             s.sent.push(request.clone());
             let n = s.sent.len() as u64;
             let failure = s.failures.pop_front().or(match s.fail_every {
-                Some((k, status)) if n % k == 0 => Some(status),
+                Some((k, status)) if n.is_multiple_of(k) => Some(status),
                 _ => None,
             });
             (s.model.clone(), failure)

@@ -107,9 +107,12 @@ impl std::str::FromStr for MaxTokensField {
 pub struct ApiKey(String);
 
 impl ApiKey {
-    /// Wraps a key.
+    /// Wraps a key, registering it as a secret of this process
+    /// ([`kneepoint_core::secrets`]): whatever kneepoint writes or prints is scrubbed of it.
     pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
+        let key = key.into();
+        kneepoint_core::secrets::register(&key);
+        ApiKey(key)
     }
 
     /// The key itself, for building the `Authorization` header only.

@@ -68,6 +68,14 @@ impl OpenAiTransport {
             });
         }
         let target = uri.authority().map(|a| a.to_string()).unwrap_or_default();
+        // What the process writes or prints is scrubbed of these from now on.
+        kneepoint_core::secrets::register_url(&url);
+        for (name, value) in &config.headers {
+            kneepoint_core::secrets::register_header(name, value);
+        }
+        if let crate::ProxySetting::Url(proxy) = &config.connect.proxy {
+            kneepoint_core::secrets::register_url(proxy);
+        }
         let headers = build_headers(&config)?;
         let ids = RequestIds::new(&config.request_id)?;
 

@@ -25,6 +25,9 @@ const MAX_POOL_SAMPLES: f64 = 64.0 * 1024.0 * 1024.0;
 pub const MAX_CLIP_SECONDS: f64 = 600.0;
 /// The most clips one request carries.
 const MAX_PER_REQUEST: u32 = 64;
+/// The most audio one request may carry, as WAV bytes before base64 (which adds a third): a
+/// request of 64 ten-minute 48 kHz clips would be 5 GB, and a few in flight exhaust memory.
+pub const MAX_REQUEST_AUDIO_BYTES: f64 = 32.0 * 1024.0 * 1024.0;
 /// The shortest clip, seconds (a draw below it is raised to it).
 const MIN_CLIP_SECONDS: f64 = 0.1;
 
@@ -77,15 +80,34 @@ impl AudioClips {
         if !(8_000..=48_000).contains(&self.sample_rate) {
             return bad("the sample rate must be between 8000 and 48000 Hz");
         }
-        let longest = (self.length_s_mean + 3.0 * self.length_s_stddev).min(MAX_CLIP_SECONDS);
+        let longest = self.longest_s();
         if f64::from(self.pool) * longest * f64::from(self.sample_rate) > MAX_POOL_SAMPLES {
             return bad("the pool holds at most 64 million samples (pool × length × rate)");
+        }
+        // 16-bit mono samples, the longest clips drawn for every slot of the request.
+        let per_request = f64::from(self.count) * longest * f64::from(self.sample_rate) * 2.0;
+        if per_request > MAX_REQUEST_AUDIO_BYTES {
+            return Err(Error::InvalidAudio {
+                reason: format!(
+                    "a request would carry up to {:.0} MB of audio ({} clips × {:.1} s × {} Hz × 2 bytes, before base64); at most {:.0} MB: fewer or shorter clips, or a lower sample rate",
+                    per_request / 1e6,
+                    self.count,
+                    longest,
+                    self.sample_rate,
+                    MAX_REQUEST_AUDIO_BYTES / 1e6
+                ),
+            });
         }
         Ok(())
     }
 
-    /// Makes the pool; lengths are drawn from a normal truncated to 0.1–600 s, rounded to the
-    /// millisecond.
+    /// The longest clip drawn: three standard deviations above the mean, at most 600 s.
+    fn longest_s(&self) -> f64 {
+        (self.length_s_mean + 3.0 * self.length_s_stddev).min(MAX_CLIP_SECONDS)
+    }
+
+    /// Makes the pool; lengths are drawn from a normal truncated to 0.1 s and three standard
+    /// deviations above the mean (600 s at most), rounded to the millisecond.
     pub(crate) fn pool(&self, seed: u64) -> Result<Vec<Audio>, Error> {
         let mut rng = StdRng::seed_from_u64(seed ^ 0x6175_6469_6f00);
         let normal = Normal::new(self.length_s_mean, self.length_s_stddev).map_err(|e| {
@@ -97,7 +119,7 @@ impl AudioClips {
             .map(|_| {
                 let seconds = normal
                     .sample(&mut rng)
-                    .clamp(MIN_CLIP_SECONDS, MAX_CLIP_SECONDS);
+                    .clamp(MIN_CLIP_SECONDS, self.longest_s());
                 let duration_ms = (seconds * 1000.0).round() as u32;
                 let wav = wav_bytes(duration_ms, self.sample_rate, &mut rng)?;
                 Ok(Audio {

@@ -46,6 +46,11 @@ pub use synthetic::{
 };
 pub use tokenizer::{load_tokenizer, Tokenizer, TokenizerCounter};
 
+/// The longest input or output length accepted anywhere (flags, files, datasets, traces), in
+/// tokens: the longest context windows served today. A trace row claiming four billion tokens
+/// is refused with its line instead of allocating gigabytes.
+pub const MAX_TOKENS: u32 = 10_000_000;
+
 use kneepoint_core::Request;
 
 /// A source of prepared requests. Requests are generated before a level's timing starts.

@@ -55,6 +55,7 @@ pub async fn sweep_into(dir: &Path) -> anyhow::Result<SweepReport> {
         .levels([1, 8, 32])
         .request_count(64)
         .artifacts(dir)
+        .overwrite(true) // the example runs again as it is
         .build()?
         .run(&CancelToken::new())
         .await?)

@@ -32,6 +32,7 @@ pub async fn search_into(dir: &Path) -> anyhow::Result<SearchReport> {
         .config(config)
         .request_count(64)
         .artifacts(dir)
+        .overwrite(true) // the example runs again as it is
         .build()?
         .run(&CancelToken::new())
         .await?)

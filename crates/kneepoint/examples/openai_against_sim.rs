@@ -17,6 +17,7 @@ pub async fn sweep_sim_into(dir: &Path) -> anyhow::Result<SweepReport> {
         .levels([1, 8])
         .request_count(32)
         .artifacts(dir)
+        .overwrite(true) // the example runs again as it is
         .build()?
         .run(&CancelToken::new())
         .await?;

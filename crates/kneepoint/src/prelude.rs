@@ -1,17 +1,19 @@
 //! The names most programs use: `use kneepoint::prelude::*;`.
 //!
 //! The transport's error is `TransportError` here (it is `kneepoint::types::Error`), so that it
-//! does not hide a program's own `Error`.
+//! does not hide a program's own `Error`. `Search` is the engine's search (it runs probes and
+//! writes artifacts); `SearchPlanner` is the pure decision logic under it, for a program that
+//! measures by itself.
 
 pub use kneepoint_core::{
-    async_trait, iter_stream, Chunk, Error as TransportError, EventStream, Request, RequestRecord,
-    ResponseEvent, TokenCounter, Transport, Usage,
+    async_trait, iter_stream, Chunk, Error as TransportError, EventStream, Metric, Request,
+    RequestRecord, ResponseEvent, Stat, TokenCounter, Transport, Usage,
 };
 pub use kneepoint_engine::{
     CancelToken, LevelSettings, Observer, Recommend, RecommendReport, Search, SearchReport, Sweep,
     SweepReport,
 };
-pub use kneepoint_planner::{SearchConfig, Sla, SweepPlan};
+pub use kneepoint_planner::{SearchConfig, SearchPlanner, Sla, SweepPlan};
 #[cfg(feature = "builtin-tokenizer")]
 pub use kneepoint_workload::load_tokenizer;
 pub use kneepoint_workload::{LengthDist, SyntheticConfig, SyntheticWorkload, Workload};
@@ -19,6 +21,6 @@ pub use kneepoint_workload::{LengthDist, SyntheticConfig, SyntheticWorkload, Wor
 #[cfg(all(feature = "sim", feature = "openai"))]
 pub use crate::LocalSim;
 #[cfg(feature = "sim")]
-pub use kneepoint_sim::SimProfile;
+pub use kneepoint_sim::{SimProfile, SimServer};
 #[cfg(feature = "openai")]
 pub use kneepoint_transport::{OpenAiConfig, OpenAiTransport};

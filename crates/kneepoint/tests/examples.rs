@@ -5,6 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code)]
+#[path = "../examples/config_search.rs"]
+mod config_search;
+#[allow(dead_code)]
 #[path = "../examples/custom_transport_sweep.rs"]
 mod custom_transport_sweep;
 #[allow(dead_code)]
@@ -37,6 +40,35 @@ fn the_examples_are_as_short_as_the_readme_says() {
         "the custom-transport sweep takes {sweep} lines"
     );
     assert!(search <= 30, "the embedded search takes {search} lines");
+    let plan = lines_between(include_str!("../examples/config_search.rs"), "plan");
+    assert!(
+        plan <= 40,
+        "the embedded configuration search takes {plan} lines"
+    );
+}
+
+#[test]
+fn config_search_finds_the_cheapest_configuration_of_the_grid_with_fewer_launches() {
+    let (settings, cost, launches) = config_search::cheapest().unwrap();
+    // The grid, by brute force over the same closed form.
+    let mut grid = f64::MAX;
+    for tp in ["1", "2", "4"] {
+        for seqs in ["32", "128", "512"] {
+            for kv in ["auto", "fp8"] {
+                let s = [
+                    ("tensor_parallel_size", tp),
+                    ("max_num_seqs", seqs),
+                    ("kv_cache_dtype", kv),
+                ];
+                grid = grid.min(config_search::launch(&s));
+            }
+        }
+    }
+    assert!(
+        cost <= grid * 1.05,
+        "{settings}: {cost} vs the grid's {grid}"
+    );
+    assert!(launches < 18, "{launches} launches");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -73,6 +105,9 @@ async fn custom_transport_sweep_writes_a_full_folder_with_a_knee() -> anyhow::Re
     let a = Artifact::load(dir.path())?;
     assert_eq!(a.kind, RunKind::Sweep);
     assert_eq!(a.levels.len(), 3);
+    // An example a newcomer copies runs again as it is, into the same folder.
+    let again = custom_transport_sweep::sweep_into(dir.path()).await?;
+    assert_eq!(again.sent, vec![64, 64, 64]);
     Ok(())
 }
 

@@ -74,3 +74,10 @@ def test_python_m_runs_the_binary():
     out = subprocess.run([sys.executable, "-m", "kneepoint", "--version"],
                          capture_output=True, text=True, check=True, env=dict(os.environ))
     assert out.stdout.startswith("kneepoint ")
+
+
+def test_a_length_sweep_is_read_from_its_own_file(tmp_path):
+    # Issue 46 item 13: sweep(isl=[16, 32]) writes length_sweep.json, not sweep_summary.json.
+    r = kneepoint.sweep(tmp_path / "lengths", isl=[16, 32], osl=4, concurrency=2, request_count=8)
+    assert isinstance(r, kneepoint.LengthSweepResult)
+    assert [row["isl"] for row in r.rows] == [16, 32]

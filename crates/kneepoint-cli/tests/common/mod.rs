@@ -83,12 +83,46 @@ pub fn all_text(dir: &std::path::Path) -> String {
     out
 }
 
+/// A recommend file writing into `out`: the throughput objective, 32 input and 4 output
+/// tokens a request, then `rest` (levels and candidates).
+pub fn recommend_file(out: &Path, rest: &str) -> String {
+    format!(
+        "objective = \"throughput\"\nartifact_dir = {out:?}\n\n[workload]\nprompt_input_tokens_mean = 32\noutput_tokens_mean = 4\n{rest}"
+    )
+}
+
+/// Every file under `root`, by its path relative to `root`, with its bytes.
+pub fn files(root: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(
+                    p.strip_prefix(root).unwrap().to_owned(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    out
+}
+
 /// `kneepoint sim serve --port 0 ARGS` in its own process, and the base URL it prints.
 pub fn sim_serve(args: &[&str]) -> (std::process::Child, String) {
+    sim_serve_with(args, &[])
+}
+
+/// [`sim_serve`] with `env` added to its environment.
+pub fn sim_serve_with(args: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
     use std::io::{BufRead, BufReader};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kneepoint"))
         .args(["sim", "serve", "--port", "0"])
         .args(args)
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -376,7 +376,7 @@ mod tests {
         let u = |id: u64| Unlisted {
             id,
             input_tokens: Some(100 + id as u32),
-            max_output_tokens: (id % 2 == 0).then_some(8),
+            max_output_tokens: id.is_multiple_of(2).then_some(8),
         };
         for (limit, cut) in [(2usize, None), (0, None), (2, Some(3usize))] {
             let path = dir.path().join(format!("u{limit}{cut:?}.json"));
@@ -407,7 +407,7 @@ mod tests {
                 let id = (limit + k) as u64;
                 assert_eq!(e["session_id"], id.to_string());
                 assert_eq!(e["input_tokens"], 100 + id);
-                let osl = if id % 2 == 0 {
+                let osl = if id.is_multiple_of(2) {
                     serde_json::json!(8)
                 } else {
                     serde_json::Value::Null

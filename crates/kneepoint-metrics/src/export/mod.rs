@@ -57,10 +57,12 @@ pub(crate) fn write_json(
     write_atomic(path, &bytes)
 }
 
-/// Writes `bytes` to `path` atomically (temporary file, then rename).
+/// Writes `bytes` to `path` atomically (temporary file, then rename), with every registered
+/// secret ([`kneepoint_core::secrets`]) scrubbed out: a summary can quote a server's message.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let bytes = kneepoint_core::secrets::scrub_bytes(bytes);
     let tmp = path.with_extension("tmp");
-    let written = std::fs::write(&tmp, bytes)
+    let written = std::fs::write(&tmp, &*bytes)
         .map_err(Error::io(&tmp))
         .and_then(|()| std::fs::rename(&tmp, path).map_err(Error::io(path)));
     if written.is_err() {

@@ -39,9 +39,45 @@ fn line_error(e: &serde_json::Error) -> String {
     format!("{what} (at column {})", e.column())
 }
 
+/// The longest line a records file may hold (a record of a million chunk times is ~16 MB).
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// Reads one line (up to and with its `\n`) into `line`, keeping at most `max` bytes of it and
+/// skipping the rest; returns how many bytes the line had and whether a `\n` ended it.
+fn read_line_bounded(
+    reader: &mut dyn std::io::BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<(usize, bool)> {
+    let mut total = 0;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((total, false));
+        }
+        let (take, ended) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = max.saturating_sub(line.len());
+        line.extend_from_slice(&buf[..take.min(room)]);
+        total += take;
+        reader.consume(take);
+        if ended {
+            return Ok((total, true));
+        }
+    }
+}
+
 /// Reads every record of a `profile_export.jsonl` (or `.jsonl.zst`); a malformed line is an
 /// error naming it. A torn last line (a run killed mid-write) is skipped, as the file is
-/// appended line by line; a compressed file cut short keeps what decodes.
+/// appended line by line; a compressed file cut short keeps what decodes. Memory is bounded by
+/// the records, not the file: a line past 64 MiB, or a tail that is not the start of a record
+/// (zero bytes, junk), is an error naming its line and byte offset.
 pub fn read_jsonl(path: &Path) -> Result<Vec<RequestRecord>, Error> {
     let mut out = Vec::new();
     read_jsonl_each(path, |r| out.push(r))?;
@@ -67,10 +103,16 @@ pub fn read_jsonl_each(path: &Path, mut each: impl FnMut(RequestRecord)) -> Resu
         Box::new(std::io::BufReader::with_capacity(1 << 16, file))
     };
     let (mut line, mut n, mut count, mut decoded) = (Vec::new(), 0usize, 0usize, false);
+    let mut offset = 0u64;
+    let parse_error = |line: usize, reason: String| Error::Parse {
+        path: path.to_owned(),
+        line,
+        reason,
+    };
     loop {
         line.clear();
-        let got = match reader.read_until(b'\n', &mut line) {
-            Ok(0) => break,
+        let (got, ended) = match read_line_bounded(&mut *reader, &mut line, MAX_LINE) {
+            Ok((0, _)) => break,
             Ok(k) => k,
             // A compressed stream cut short (a killed run) keeps what decoded; nothing
             // decoding at all is not a records file.
@@ -80,30 +122,48 @@ pub fn read_jsonl_each(path: &Path, mut each: impl FnMut(RequestRecord)) -> Resu
         };
         decoded = true;
         n += 1;
-        let torn_tail = line.last() != Some(&b'\n');
+        let start = offset;
+        offset += got as u64;
+        let junk = |what: &str| {
+            let keep = if zst {
+                String::new()
+            } else {
+                format!(" (`truncate -s {start}` keeps them)")
+            };
+            parse_error(
+                n,
+                format!(
+                    "{got} bytes from byte {start} {what}: not a record, nor one cut short by a killed run; the {count} records before them are whole{keep}"
+                ),
+            )
+        };
+        if got > MAX_LINE {
+            return Err(junk(if ended {
+                "are one line longer than 64 MiB"
+            } else {
+                "run to the end of the file with no line break"
+            }));
+        }
+        let torn_tail = !ended;
         // Valid UTF-8 (every line kneepoint writes) is borrowed as it is: checking it costs a
         // fraction of the lossy conversion's walk.
-        let text = match std::str::from_utf8(&line[..got]) {
+        let text = match std::str::from_utf8(&line) {
             Ok(t) => std::borrow::Cow::Borrowed(t),
-            Err(_) => String::from_utf8_lossy(&line[..got]),
+            Err(_) => String::from_utf8_lossy(&line),
         };
         if text.trim().is_empty() {
             continue;
         }
-        let parsed = record_from_line(text.trim_end());
-        match parsed {
+        match record_from_line(text.trim_end()) {
             Ok(r) => {
                 count += 1;
                 each(r);
             }
-            Err(_) if torn_tail => {}
-            Err(reason) => {
-                return Err(Error::Parse {
-                    path: path.to_owned(),
-                    line: n,
-                    reason,
-                })
-            }
+            // A run killed mid-write leaves the start of a record: kneepoint never writes NUL
+            // bytes, and every record starts with `{`.
+            Err(_) if torn_tail && text.trim_start().starts_with('{') && !text.contains('\0') => {}
+            Err(_) if torn_tail => return Err(junk("end the file")),
+            Err(reason) => return Err(parse_error(n, reason)),
         }
     }
     Ok(count)
@@ -238,6 +298,32 @@ pub(crate) mod tests {
             assert_eq!((y.audio_count, y.audio_ms), (x.audio_count, x.audio_ms));
             assert_eq!(y.connection, x.connection);
         }
+    }
+
+    #[test]
+    /// Issue 46 item 4: a junk tail (zero bytes, an endless line) is named with its line and
+    /// offset, read in bounded memory; a record cut short is still skipped.
+    fn a_junk_tail_is_named_and_never_held_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        let good = record_json(&sample()[1]).to_string();
+        let head = format!("{good}\n{good}\n");
+        std::fs::write(&path, format!("{head}{}", "\0".repeat(4096))).unwrap();
+        let err = read_jsonl(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(":3:") && err.contains(&format!("from byte {}", head.len())),
+            "{err}"
+        );
+        assert!(err.contains("the 2 records before them are whole"), "{err}");
+        // A line longer than the bound is cut off as it is read, not held.
+        let mut line = Vec::new();
+        let endless = vec![b'x'; 3 * 1024 * 1024];
+        let (got, ended) =
+            read_line_bounded(&mut std::io::Cursor::new(&endless), &mut line, 1024).unwrap();
+        assert_eq!((got, ended, line.len()), (endless.len(), false, 1024));
+        // Nothing but a record's start at the end: a killed run, skipped.
+        std::fs::write(&path, format!("{head}{}", &good[..40])).unwrap();
+        assert_eq!(read_jsonl(&path).unwrap().len(), 2);
     }
 
     #[test]

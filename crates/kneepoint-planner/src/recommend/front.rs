@@ -28,17 +28,36 @@ impl ParetoStanding {
         match (self.on_front.as_slice(), self.fastest_per_user) {
             ([], _) | (_, None) => self.dominated_by.clone().unwrap_or_default(),
             (levels, Some(u)) => format!(
-                "on the Pareto front at concurrency {} (from {u:.1} output tokens/s per user to {:.0} {})",
+                "on the Pareto front at concurrency {} (from {u:.1} output tokens/s per user to {} {})",
                 levels
                     .iter()
                     .map(u32::to_string)
                     .collect::<Vec<_>>()
                     .join(", "),
-                self.most_throughput.unwrap_or(f64::NAN),
+                self.most_throughput.map_or("-".into(), grouped),
                 self.basis.label()
             ),
         }
     }
+}
+
+/// `v` rounded to a whole number with its thousands grouped (`11,737,842`).
+pub(crate) fn grouped(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if v < -0.5 {
+        out.push('-');
+    }
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
 }
 
 /// The basis every candidate can be compared on: dollars when all have a price, GPUs when all
@@ -102,7 +121,7 @@ pub(super) fn stand(candidates: &[Candidate], all: &mut [Recommendation]) {
                 .max_by(|a, b| a.per_user.total_cmp(&b.per_user))
                 .map(|p| {
                     format!(
-                        "{} is at least as fast per user and carries at least as many {}, more of one, than its level at concurrency {}",
+                        "{} is as fast per user and carries as many {} (within 3 %), with more of one or a shorter wait for the first token, as its level at concurrency {}",
                         p.dominated_by.as_deref().unwrap_or("another level"),
                         front.basis.label(),
                         p.concurrency,

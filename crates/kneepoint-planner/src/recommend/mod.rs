@@ -44,6 +44,16 @@ impl Objective {
             _ => None,
         }
     }
+
+    /// What the objective ranks by, in words (`lowest cost`, `pareto front`...).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Cost => "lowest cost",
+            Self::Latency => "lowest latency",
+            Self::Throughput => "highest throughput",
+            Self::Pareto => "pareto front (per-user speed against throughput per dollar)",
+        }
+    }
 }
 
 /// One measured level of a candidate: the curve that latency at a partial load is read from.
@@ -277,6 +287,50 @@ fn evaluate(c: &Candidate, peak: Option<PeakPlan>) -> Result<Recommendation, Err
     let load = utilisation * f64::from(p.concurrency);
     r.latency_at_load_ms = latency_at(&c.curve, load).or(p.e2e_p99_ms);
     Ok(r)
+}
+
+/// One candidate's value on `objective` in its own units (cost: the monthly cost at the peak
+/// or the cost per million output tokens; latency: p99 ms at the load; throughput: output
+/// tokens/s per instance) and that value's relative standard error (from its 90 % interval;
+/// 5 % when it has none), for the configuration search. `None`: no operating point, or the
+/// Pareto objective (not one value).
+pub fn objective_value(
+    c: &Candidate,
+    objective: Objective,
+    peak: Option<PeakPlan>,
+) -> Result<Option<(f64, f64)>, Error> {
+    let r = evaluate(c, peak)?;
+    let se = |v: f64, i: Option<[f64; 2]>| {
+        i.filter(|[a, b]| a.is_finite() && b.is_finite() && v > 0.0)
+            .map_or(0.05, |[a, b]| {
+                ((b - a).abs() / (2.0 * 1.645 * v)).max(0.005)
+            })
+    };
+    let throughput_interval = r
+        .point
+        .as_ref()
+        .and_then(|p| p.output_token_throughput_interval);
+    let tput = r.point.as_ref().map(|p| p.output_token_throughput);
+    Ok(match objective {
+        Objective::Cost => r
+            .monthly_cost
+            .or(r.cost_per_million_output_tokens)
+            .map(|v| {
+                (
+                    v,
+                    se(
+                        r.cost_per_million_output_tokens.unwrap_or(v),
+                        r.cost_per_million_interval,
+                    ),
+                )
+            }),
+        Objective::Latency => r.latency_at_load_ms.map(|v| (v, 0.05)),
+        Objective::Throughput => r
+            .output_tokens_per_s_per_instance
+            .map(|v| (v, se(tput.unwrap_or(v), throughput_interval))),
+        Objective::Pareto => None,
+    }
+    .filter(|(v, _)| v.is_finite() && *v > 0.0))
 }
 
 /// `(primary, secondary)` sort keys, smaller is better; `None` when the objective cannot be scored.

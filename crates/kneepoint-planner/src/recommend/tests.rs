@@ -299,3 +299,13 @@ fn the_pareto_objective_lists_the_non_dominated_candidates_fastest_per_user_firs
     );
     assert_eq!(Objective::parse("pareto"), Some(Objective::Pareto));
 }
+
+#[test]
+fn large_numbers_are_grouped_by_thousands() {
+    use super::front::grouped;
+    assert_eq!(grouped(11_737_842.4), "11,737,842");
+    assert_eq!(grouped(999.6), "1,000");
+    assert_eq!(grouped(12.0), "12");
+    assert_eq!(grouped(-1234.0), "-1,234");
+    assert_eq!(grouped(f64::NAN), "-");
+}

@@ -508,6 +508,24 @@ impl SearchPlanner {
         } else {
             String::new()
         };
+        // High confidence is a narrow answer too: an interval wider than ±10 % of the answer
+        // (or open at one end) says the boundary is not pinned down, whatever the bracket did.
+        let wide = match (&interval, lo) {
+            (Some(i), Some(answer)) => match (i.low, i.high) {
+                (Some(l), Some(h)) => f64::from(h.saturating_sub(l)) > 0.2 * f64::from(answer),
+                _ => true,
+            },
+            _ => false,
+        };
+        let confidence = match confidence {
+            Confidence::High if wide => Confidence::Medium,
+            c => c,
+        };
+        let wide_note = if wide && self.stop == Some(StopReason::Converged) {
+            "; the 90 % interval is wider than ±10 % of the answer, so confidence is at most medium"
+        } else {
+            ""
+        };
         let explanation = explain(
             self.stop,
             lo,
@@ -517,6 +535,7 @@ impl SearchPlanner {
             confirmed,
             close,
         ) + &interval.map_or(String::new(), |i| format!("; boundary: {i}"))
+            + wide_note
             + &limited_note;
         Outcome {
             feasible_max: lo,

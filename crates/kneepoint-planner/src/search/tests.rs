@@ -161,7 +161,11 @@ fn a_close_call_under_reported_noise_is_measured_again_and_the_interval_widens()
     // The same curve, each reading off by a fixed pattern of ±4 % and reporting 4 % noise:
     // verdicts near 330 are not certain, so the ends of the bracket are measured again.
     let wobble = |c: u32, k: u32| {
-        let sign = if (c / 8 + k) % 2 == 0 { 1.0 } else { -1.0 };
+        let sign = if (c / 8 + k).is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        };
         50_000.0 * f64::from(c) / 330.0 * (1.0 + 0.04 * sign)
     };
     let s = run(wobble, Some(0.04));
@@ -264,4 +268,50 @@ fn the_goodput_objective_finds_the_highest_concurrency_whose_attainment_holds() 
     assert!(o.probes <= 10, "{o:?}");
     // the answer's own reading holds and the first failure's does not
     assert!(miss(answer) <= 0.01 && miss(o.infeasible_min.unwrap()) > 0.01);
+}
+
+/// Issue 47: confidence never reads high beside an interval wider than ±10 % of the answer
+/// (or open at an end), over straight, steep and stepped curves with noise reported or not.
+#[test]
+fn a_wide_interval_is_never_high_confidence() {
+    let mut wide = 0;
+    for boundary in [20u32, 40, 130, 330, 700] {
+        for noise in [0.0, 0.03, 0.08, 0.15, 0.3] {
+            for reported in [false, true] {
+                for shape in 0..3 {
+                    let wobble = move |c: u32, k: u32| {
+                        let sign = if (c / 8 + k).is_multiple_of(2) {
+                            1.0
+                        } else {
+                            -1.0
+                        };
+                        let x = f64::from(c) / f64::from(boundary);
+                        let base = match shape {
+                            0 => x,
+                            1 => x.powi(4),
+                            _ if x < 1.0 => 0.5 + 0.4 * x,
+                            _ => 2.0 * x,
+                        };
+                        50_000.0 * base * (1.0 + noise * sign)
+                    };
+                    let o = run(wobble, (reported && noise > 0.0).then_some(noise)).outcome();
+                    let (Some(answer), Some(i)) = (o.feasible_max, o.interval) else {
+                        continue;
+                    };
+                    let spans = match (i.low, i.high) {
+                        (Some(l), Some(h)) => f64::from(h - l) > 0.2 * f64::from(answer),
+                        _ => true,
+                    };
+                    if spans {
+                        wide += 1;
+                        assert_ne!(o.confidence, Confidence::High, "{i} around {answer}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        wide > 0,
+        "no case gave a wide interval: the check was not exercised"
+    );
 }

@@ -3,7 +3,7 @@
 
 use plotters::prelude::*;
 
-use super::{err, labelled_line, legend, linear_chart, render_sized, span, PALETTE};
+use super::{err, legend, linear_chart, marked_line, render_sized, span, Mark, PALETTE};
 use crate::Error;
 
 /// One length's figures.
@@ -54,20 +54,18 @@ pub fn lengths_plot(
             (x0..x1, t0..t1),
             ("input tokens", "TTFT, ms"),
         )?;
-        let ttft: [(&str, Get); 2] = [
-            ("TTFT p50", |p| p.ttft_p50_ms),
-            ("TTFT p95", |p| p.ttft_p95_ms),
+        // p50 and p95 coincide where nothing queues: shapes apart as well as colours.
+        let ttft: [(&str, Get, Mark); 2] = [
+            ("TTFT p50", |p| p.ttft_p50_ms, Mark::Ring),
+            ("TTFT p95", |p| p.ttft_p95_ms, Mark::Dot),
         ];
-        for (i, (name, get)) in ttft.into_iter().enumerate() {
+        for (i, (name, get, mark)) in ttft.into_iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
-            let line = pts.iter().filter_map(|p| Some((p.input_tokens, get(p)?)));
-            labelled_line(&mut up, line, color, name, PLOT)?;
-            up.draw_series(
-                pts.iter().filter_map(|p| {
-                    Some(Circle::new((p.input_tokens, get(p)?), 3, color.filled()))
-                }),
-            )
-            .map_err(err(PLOT))?;
+            let line = pts
+                .iter()
+                .filter_map(|p| Some((p.input_tokens, get(p)?)))
+                .collect();
+            marked_line(&mut up, line, (color, 2), mark, name, PLOT)?;
         }
         if let Some((intercept, per_token, label)) = fit {
             let color = PALETTE[2 % PALETTE.len()];
@@ -87,11 +85,17 @@ pub fn lengths_plot(
             (x0..x1, i0..i1),
             ("input tokens", "ITL, ms"),
         )?;
-        let itl: [(&str, Get); 2] = [("ITL p50", |p| p.itl_p50_ms), ("ITL p95", |p| p.itl_p95_ms)];
-        for (i, (name, get)) in itl.into_iter().enumerate() {
+        let itl: [(&str, Get, Mark); 2] = [
+            ("ITL p50", |p| p.itl_p50_ms, Mark::Triangle),
+            ("ITL p95", |p| p.itl_p95_ms, Mark::Cross),
+        ];
+        for (i, (name, get, mark)) in itl.into_iter().enumerate() {
             let color = PALETTE[(i + 3) % PALETTE.len()];
-            let line = pts.iter().filter_map(|p| Some((p.input_tokens, get(p)?)));
-            labelled_line(&mut down, line, color, name, PLOT)?;
+            let line = pts
+                .iter()
+                .filter_map(|p| Some((p.input_tokens, get(p)?)))
+                .collect();
+            marked_line(&mut down, line, (color, 2), mark, name, PLOT)?;
         }
         legend(&mut down, SeriesLabelPosition::UpperLeft, PLOT)?;
         Ok(())

@@ -23,9 +23,11 @@ pub(crate) const GREY: RGBColor = RGBColor(120, 120, 120);
 pub use crate::curve::{Curve, CurvePoint};
 
 mod lengths;
+mod marks;
 mod pareto;
 mod slices;
 pub use lengths::{lengths_plot, LengthCurvePoint};
+pub(crate) use marks::{log_tick, marked_line, merged_labels, Mark};
 pub(crate) use pareto::pareto_of;
 pub use pareto::{pareto_plot, ParetoMarks};
 pub use slices::{read_slices, slices_plot, SlicePoint};
@@ -70,11 +72,25 @@ impl TimeUnit {
     }
 }
 
-/// An axis tick: no trailing `.0`, few digits.
+/// The colour of series `name` among `names`: by its place in their sorted order, so that one
+/// candidate has one colour in every plot whatever order each plot lists them in.
+pub(crate) fn colour_of(names: &[&str], name: &str) -> RGBColor {
+    let mut sorted: Vec<&str> = names.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let i = sorted.iter().position(|n| *n == name).unwrap_or(0);
+    PALETTE[i % PALETTE.len()]
+}
+
+/// An axis tick: no trailing `.0`, few digits; a million and more as `12M` (a label of eight
+/// digits runs into the axis's description).
 pub(crate) fn tick(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
+    } else if a >= 1e6 {
+        let s = format!("{:.1}", v / 1e6);
+        format!("{}M", s.strip_suffix(".0").unwrap_or(&s))
     } else if a >= 100.0 {
         format!("{v:.0}")
     } else if a >= 10.0 {
@@ -253,8 +269,9 @@ pub fn throughput_vs_latency(curves: &[Curve], sla_e2e_ms: Option<f64>) -> Resul
                 .label(format!("p99 latency SLA {} {}", tick(x), unit.name))
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED.stroke_width(2)));
         }
-        for (i, c) in curves.iter().enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
+        let names: Vec<&str> = curves.iter().map(|c| c.name.as_str()).collect();
+        for c in curves {
+            let color = colour_of(&names, &c.name);
             let pts: Vec<(f64, f64, &CurvePoint)> = sorted_points(c)
                 .into_iter()
                 .filter_map(|p| p.e2e_p99_ms.map(|l| (l / unit.ms, p.throughput, p)))
@@ -276,14 +293,20 @@ pub fn throughput_vs_latency(curves: &[Curve], sla_e2e_ms: Option<f64>) -> Resul
                     } else {
                         color
                     };
-                    EmptyElement::at((*x, *y))
-                        + Circle::new((0, 0), 4, fill.filled())
-                        + Text::new(
-                            format!("{}", p.concurrency),
-                            (6, -16),
-                            ("sans-serif", 14).into_font().color(&GREY),
-                        )
+                    Circle::new((*x, *y), 4, fill.filled())
                 }))
+                .map_err(err(PLOT))?;
+            let at: Vec<(f64, f64, u32)> = pts
+                .iter()
+                .map(|(x, y, p)| (*x, *y, p.concurrency))
+                .collect();
+            chart
+                .draw_series(merged_labels(&at, (x1 - x0, y1 - y0)).into_iter().map(
+                    |(x, y, text)| {
+                        EmptyElement::at((x, y))
+                            + Text::new(text, (6, -16), ("sans-serif", 14).into_font().color(&GREY))
+                    },
+                ))
                 .map_err(err(PLOT))?;
             let marks = pts.iter().filter(|(_, _, p)| {
                 Some(p.concurrency) == c.knee || Some(p.concurrency) == c.chosen
@@ -325,11 +348,13 @@ pub fn latency_percentiles(curve: &Curve) -> Result<String, Error> {
         true,
     );
     type Getter = fn(&CurvePoint) -> Option<f64>;
-    let series: [(&str, Getter, RGBColor); 3] = [
-        ("p50", |p| p.e2e_p50_ms, PALETTE[0]),
-        ("p90", |p| p.e2e_p90_ms, PALETTE[1]),
-        ("p99", |p| p.e2e_p99_ms, RED),
+    // Shapes apart as well as colours: at a level with no tail the three coincide.
+    let series: [(&str, Getter, RGBColor, Mark); 3] = [
+        ("p50", |p| p.e2e_p50_ms, PALETTE[0], Mark::Ring),
+        ("p90", |p| p.e2e_p90_ms, PALETTE[1], Mark::Triangle),
+        ("p99", |p| p.e2e_p99_ms, RED, Mark::Dot),
     ];
+    let log = c1 / c0 > 4.0;
     render(PLOT, |root| {
         let caption = format!("Request latency percentiles — {}", curve.name);
         let mut builder = ChartBuilder::on(root);
@@ -341,41 +366,36 @@ pub fn latency_percentiles(curve: &Curve) -> Result<String, Error> {
         macro_rules! draw_with {
             ($chart:expr) => {{
                 let mut chart = $chart;
+                let x_tick = |v: &f64| if log { log_tick(*v) } else { tick(*v) };
                 chart
                     .configure_mesh()
                     .x_desc("concurrency")
                     .y_desc(format!("request latency ({})", unit.name))
-                    .x_label_formatter(&|v| tick(*v))
+                    .x_label_formatter(&x_tick)
                     .y_label_formatter(&|v| tick(*v))
                     .label_style(("sans-serif", 14))
                     .axis_desc_style(("sans-serif", 15))
+                    // a log axis's minor lines crowd into a grey band near each decade
+                    .light_line_style(if log {
+                        TRANSPARENT
+                    } else {
+                        RGBColor(235, 235, 235).into()
+                    })
                     .draw()
                     .map_err(err(PLOT))?;
-                for (name, get, color) in series {
+                for (name, get, color, mark) in series {
                     let line: Vec<(f64, f64)> = pts
                         .iter()
                         .filter_map(|p| {
                             get(p).map(|v| (f64::from(p.concurrency.max(1)), v / unit.ms))
                         })
                         .collect();
-                    chart
-                        .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
-                        .map_err(err(PLOT))?
-                        .label(name)
-                        .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                        });
-                    chart
-                        .draw_series(
-                            line.iter()
-                                .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
-                        )
-                        .map_err(err(PLOT))?;
+                    marked_line(&mut chart, line, (color, 2), mark, name, PLOT)?;
                 }
                 legend(&mut chart, SeriesLabelPosition::UpperLeft, PLOT)?;
             }};
         }
-        if c1 / c0 > 4.0 {
+        if log {
             draw_with!(builder
                 .build_cartesian_2d((c0 * 0.8..c1 * 1.25).log_scale(), y0..y1)
                 .map_err(err(PLOT))?);

@@ -9,7 +9,7 @@ use plotters::prelude::*;
 
 use serde_json::Value;
 
-use super::{err, legend, linear_chart, render, span, tick, GREY, PALETTE, RED};
+use super::{err, legend, linear_chart, render, span, tick, GREY, RED};
 use crate::artifact::{Artifact, RunKind};
 use crate::Error;
 
@@ -111,8 +111,9 @@ pub fn pareto_plot(f: &ParetoFront, marks: &ParetoMarks) -> Result<String, Error
             .map_err(err(PLOT))?
             .label("Pareto front")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(1)));
-        for (i, name) in names.iter().enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
+        let all: Vec<&str> = names.iter().map(|n| n.unwrap_or("")).collect();
+        for name in &names {
+            let color = super::colour_of(&all, name.unwrap_or(""));
             let mine: Vec<&(&ParetoPoint, f64, f64)> = pts
                 .iter()
                 .filter(|(p, _, _)| p.candidate.as_deref() == *name)
@@ -140,15 +141,23 @@ pub fn pareto_plot(f: &ParetoFront, marks: &ParetoMarks) -> Result<String, Error
                         .map(|(_, x, y)| Cross::new((*x, *y), 5, RED.stroke_width(2))),
                 )
                 .map_err(err(PLOT))?;
+            let at: Vec<(f64, f64, u32)> = mine
+                .iter()
+                .map(|(p, x, y)| (*x, *y, p.concurrency))
+                .collect();
             chart
-                .draw_series(mine.iter().map(|(p, x, y)| {
-                    EmptyElement::at((*x, *y))
-                        + Text::new(
-                            p.concurrency.to_string(),
-                            (6, -16),
-                            ("sans-serif", 13).into_font().color(&GREY),
-                        )
-                }))
+                .draw_series(
+                    super::merged_labels(&at, (x1 - x0, y1 - y0))
+                        .into_iter()
+                        .map(|(x, y, text)| {
+                            EmptyElement::at((x, y))
+                                + Text::new(
+                                    text,
+                                    (6, -16),
+                                    ("sans-serif", 13).into_font().color(&GREY),
+                                )
+                        }),
+                )
                 .map_err(err(PLOT))?;
         }
         if let Some(k) = marks.knee {

@@ -79,6 +79,8 @@ fn every_plot_is_an_svg_with_its_marks() {
 #[test]
 fn ticks_read_well() {
     assert_eq!(tick(60000.0), "60000");
+    assert_eq!(tick(12_500_000.0), "12.5M");
+    assert_eq!(tick(10_000_000.0), "10M");
     assert_eq!(tick(12.0), "12");
     assert_eq!(tick(12.5), "12.5");
     assert_eq!(tick(0.25), "0.25");
@@ -95,4 +97,13 @@ fn empty_inputs_still_draw() {
     assert!(latency_percentiles(&Curve::default()).is_ok());
     assert!(ttft_timeline(&[], "x").is_ok());
     assert!(ttft_histogram(&[], "x").is_ok());
+}
+
+/// Issue 47: a candidate has one colour in every plot, whatever order each lists them in.
+#[test]
+fn one_candidate_one_colour() {
+    let a = super::colour_of(&["slow", "fast"], "fast");
+    let b = super::colour_of(&["fast", "slow"], "fast");
+    assert_eq!(a, b);
+    assert_ne!(a, super::colour_of(&["fast", "slow"], "slow"));
 }

@@ -72,16 +72,27 @@ pub fn parse_burstgpt(path: &Path, text: &str) -> Result<Vec<TraceEntry>, Error>
             fields[k]
                 .parse::<f64>()
                 .ok()
-                .filter(|v| {
-                    v.is_finite() && *v >= 0.0 && v.fract() == 0.0 && *v <= f64::from(u32::MAX)
-                })
-                .map(|v| v as u32)
+                .filter(|v| v.is_finite() && *v >= 0.0 && v.fract() == 0.0)
                 .ok_or_else(|| {
                     err(
                         path,
                         i + 1,
                         format!("{what} {:?} is not a token count", fields[k]),
                     )
+                })
+                .and_then(|v| {
+                    if v > f64::from(crate::MAX_TOKENS) {
+                        return Err(err(
+                            path,
+                            i + 1,
+                            format!(
+                                "{what} {:?}: at most {} tokens",
+                                fields[k],
+                                crate::MAX_TOKENS
+                            ),
+                        ));
+                    }
+                    Ok(v as u32)
                 })
         };
         let (input, output) = (

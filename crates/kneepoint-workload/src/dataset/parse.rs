@@ -104,8 +104,18 @@ pub fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<DatasetEntry>, Error> 
                 ))
             }
         };
-        if r.output_length == Some(0) {
-            return Err(err(path, Some(n), "`output_length` must be at least 1"));
+        if let Some(o) = r
+            .output_length
+            .filter(|o| *o == 0 || *o > crate::MAX_TOKENS)
+        {
+            return Err(err(
+                path,
+                Some(n),
+                format!(
+                    "`output_length` must be at least 1 and at most {} tokens, not {o}",
+                    crate::MAX_TOKENS
+                ),
+            ));
         }
         out.push(DatasetEntry {
             turn: None,
@@ -204,6 +214,9 @@ pub fn parse_sharegpt_turns(
     Ok(out)
 }
 
+/// The longest think time a trace's `delay` may give: a day, in ms (`1e15` would hang a run).
+pub const MAX_DELAY_MS: u64 = 86_400_000;
+
 /// Trace JSONL (Mooncake's form, as AIPerf reads it): `input_length`, `output_length`, and
 /// optional `timestamp`, `hash_ids`, `session_id` and `delay`.
 pub fn parse_trace(path: &Path, text: &str) -> Result<Vec<TraceEntry>, Error> {
@@ -219,6 +232,27 @@ pub fn parse_trace(path: &Path, text: &str) -> Result<Vec<TraceEntry>, Error> {
                 path,
                 Some(i + 1),
                 "input_length and output_length must be at least 1",
+            ));
+        }
+        if e.input_length.max(e.output_length) > crate::MAX_TOKENS {
+            return Err(err(
+                path,
+                Some(i + 1),
+                format!(
+                    "input_length {} / output_length {}: at most {} tokens each",
+                    e.input_length,
+                    e.output_length,
+                    crate::MAX_TOKENS
+                ),
+            ));
+        }
+        if let Some(d) = e.delay.filter(|d| *d > MAX_DELAY_MS) {
+            return Err(err(
+                path,
+                Some(i + 1),
+                format!(
+                    "`delay` {d} ms is more than a day of think time (at most {MAX_DELAY_MS} ms)"
+                ),
             ));
         }
         if e.delay.is_some() && e.session_id.is_none() {

@@ -22,11 +22,19 @@ import tempfile
 from pathlib import Path
 from typing import Optional, Union
 
-from ._artifacts import Level, RecommendResult, SearchResult, SweepResult
+from ._artifacts import (
+    LengthSweepResult,
+    Level,
+    RecommendResult,
+    SearchResult,
+    SweepResult,
+    load_sweep,
+)
 from ._binary import KneepointError, binary, flag_args, run_command
 
 __all__ = [
     "KneepointError",
+    "LengthSweepResult",
     "Level",
     "RecommendResult",
     "SearchResult",
@@ -58,13 +66,14 @@ def version() -> str:
 
 def sweep(
     artifact_dir: Optional[PathLike] = None, *, echo: bool = False, **options: object
-) -> SweepResult:
+) -> Union[SweepResult, LengthSweepResult]:
     """Runs `kneepoint sweep` (the built-in simulator unless `url=` is given) and returns its
-    results. `echo=True` lets the table print to this process's standard output."""
+    results: a `LengthSweepResult` when lengths were swept (`isl=[16, 32]`), else a
+    `SweepResult`. `echo=True` lets the table print to this process's standard output."""
     out = _artifact_dir("sweep", artifact_dir)
     options.setdefault("quiet", True)
     run_command("sweep", options={**options, "artifact_dir": str(out)}, echo=echo)
-    return SweepResult.load(out)
+    return load_sweep(out)
 
 
 def search(

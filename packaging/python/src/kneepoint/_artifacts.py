@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Union, Any, Dict, Iterator, List, Optional
 
 
 def _json(path: Path) -> Any:
@@ -131,6 +131,34 @@ class SweepResult(_Run):
         """The per-level table as a pandas DataFrame (needs pandas)."""
         keep = [{k: v for k, v in r.items() if not isinstance(v, (dict, list))} for r in self.rows]
         return _frame(keep)
+
+
+class LengthSweepResult(_Run):
+    """A length sweep's results (`sweep(isl=[...])`): `length_sweep.json` as a dict."""
+
+    FILE = "length_sweep.json"
+
+    @property
+    def rows(self) -> List[Dict[str, Any]]:
+        """One dict per length: isl, osl, TTFT, latency and throughput."""
+        return self._list("rows")
+
+    @property
+    def prefill(self) -> Dict[str, Any]:
+        """The prefill rate fitted to TTFT against the input lengths (empty with one length)."""
+        return self._block("prefill")
+
+    def rows_frame(self):
+        """The per-length table as a pandas DataFrame (needs pandas)."""
+        keep = [{k: v for k, v in r.items() if not isinstance(v, (dict, list))} for r in self.rows]
+        return _frame(keep)
+
+
+def load_sweep(dir: Path) -> Union["SweepResult", LengthSweepResult]:
+    """A sweep's folder: a length sweep's `length_sweep.json`, else `sweep_summary.json`."""
+    if (Path(dir) / LengthSweepResult.FILE).exists():
+        return LengthSweepResult.load(Path(dir))
+    return SweepResult.load(Path(dir))
 
 
 class SearchResult(_Run):

@@ -1,0 +1,295 @@
+//! Issue 49's acceptance: `recommend` over gpt-oss-20b on ml.g6e.12xlarge with a matrix of
+//! tensor parallelism × max_num_seqs × KV-cache dtype, each combination launched as
+//! `kneepoint sim serve --model-config ... --instance ...` (the predicted engine of that
+//! setting), once with `search_strategy = "grid"` and once with `"adaptive"`: the adaptive
+//! winner's cost per million output tokens is within 5 % of the grid's, for at most 40 % of
+//! the grid's instance-hours, and nothing launched is left running.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kneepoint");
+const MODEL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../kneepoint-fit/configs/gpt-oss-20b.json"
+);
+
+fn config(out: &Path, strategy: &str) -> String {
+    format!(
+        r#"
+objective = "cost"
+artifact_dir = {out:?}
+search_strategy = "{strategy}"
+
+[model]
+config = {MODEL:?}
+
+[workload]
+prompt_input_tokens_mean = 256
+output_tokens_mean = 64
+
+[search_params]
+tpot_sla_ms = 40
+ttft_sla_ms = 1500
+concurrency_min = 1
+concurrency_max = 512
+search_max_iterations = 7
+request_count = 48
+
+[[candidates]]
+name = "gpt-oss"
+instance_type = "ml.g6e.12xlarge"
+price_per_hour = 10.49
+[candidates.deploy]
+command = "{{kneepoint}} sim serve --port {{port}} --model-config {MODEL} --instance ml.g6e.12xlarge --tensor-parallel-size {{tensor_parallel_size}} --max-num-seqs {{max_num_seqs}} --kv-cache-dtype {{kv_cache_dtype}} --time-scale 0.2"
+ready_path = "/health"
+ready_timeout_s = 120
+[candidates.matrix]
+tensor_parallel_size = [1, 2, 4]
+max_num_seqs = [32, 128, 512]
+kv_cache_dtype = ["auto", "fp8"]
+"#
+    )
+}
+
+fn recommend(dir: &Path, strategy: &str) -> (Value, String) {
+    let cfg = dir.join(format!("{strategy}.toml"));
+    let out = dir.join(strategy);
+    std::fs::write(&cfg, config(&out, strategy)).unwrap();
+    let o = Command::new(BIN)
+        .args(["recommend", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{strategy}: {text}");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap();
+    (doc, text)
+}
+
+fn winner(doc: &Value) -> (String, f64) {
+    let c = doc["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["rank"] == 1)
+        .unwrap_or_else(|| panic!("nothing ranked: {doc:#}"));
+    (
+        c["name"].as_str().unwrap().to_owned(),
+        c["cost_per_million_output_tokens"].as_f64().unwrap(),
+    )
+}
+
+#[test]
+fn the_adaptive_search_finds_the_grids_winner_for_a_fraction_of_its_launches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (grid, _) = recommend(tmp.path(), "grid");
+    let (adaptive, text) = recommend(tmp.path(), "adaptive");
+    let (gw, gc) = winner(&grid);
+    let (aw, ac) = winner(&adaptive);
+    let spent = |d: &Value| d["spent"]["instance_hours"].as_f64().unwrap();
+    let (gh, ah) = (spent(&grid), spent(&adaptive));
+    eprintln!(
+        "grid: {gw} at {gc:.4} for {gh:.5} instance-hours ({} launches); adaptive: {aw} at {ac:.4} for {ah:.5} ({} launches); {}",
+        grid["spent"]["launches"], adaptive["spent"]["launches"], adaptive["search_stop"]
+    );
+    assert_eq!(grid["strategy"], "grid");
+    assert_eq!(adaptive["strategy"], "adaptive");
+    assert_eq!(grid["spent"]["launches"], 18, "{grid:#}");
+    assert!(
+        ac <= gc * 1.05,
+        "adaptive {aw} at {ac} vs grid {gw} at {gc}"
+    );
+    assert!(
+        ah <= 0.4 * gh,
+        "adaptive spent {ah} of the grid's {gh} instance-hours"
+    );
+    // each candidate says what it got, and the printed answer what was spent
+    for c in adaptive["candidates"].as_array().unwrap() {
+        let t = c["trials"].as_array().unwrap();
+        assert!(!t.is_empty(), "{c:#}");
+        assert!(
+            t.iter().all(|t| {
+                let t = t.as_str().unwrap();
+                t.starts_with("screened") || t.starts_with("searched") || t.starts_with("skipped: ")
+            }),
+            "{t:?}"
+        );
+    }
+    assert!(text.contains("spent: "), "{text}");
+    assert!(text.contains("the grid would launch 18"), "{text}");
+    assert!(text.contains("adaptive search stopped: "), "{text}");
+    // nothing launched is left
+    assert!(kneepoint_deploy::find_leftovers().is_empty());
+}
+
+/// Ctrl-C during the adaptive search's second launch: exit 130, the first trial's results
+/// kept in recommendations.json with its trial named, the running server stopped.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_during_an_adaptive_trial_keeps_the_finished_ones_and_stops_the_server() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    // The fast profile is measured first (the values keep their order), the calibrated one
+    // in real time with 2,000 requests takes far longer than the test waits.
+    let cfg = format!(
+        r#"
+objective = "throughput"
+artifact_dir = {out:?}
+search_strategy = "adaptive"
+[workload]
+prompt_input_tokens_mean = 32
+output_tokens_mean = 4
+[sweep_params]
+concurrency = [4]
+request_count = 2000
+[[candidates]]
+name = "sim"
+instance_type = "local"
+price_per_hour = 2.0
+[candidates.deploy]
+command = ["{{kneepoint}}", "sim", "serve", "--port", "{{port}}", "--profile", "{{profile}}", "--time-scale", "1"]
+ready_path = "/health"
+[candidates.matrix]
+profile = ["fast", "calibrated"]
+"#
+    );
+    std::fs::write(tmp.path().join("rec.toml"), cfg).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["recommend", "--quiet", "--config"])
+        .arg(tmp.path().join("rec.toml"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let records = out.join("candidate_sim_profile_calibrated/concurrency_4/profile_export.jsonl");
+    let t0 = Instant::now();
+    while std::fs::read_to_string(&records).map_or(0, |s| s.lines().count()) < 5 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "the second trial never started"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "exited early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(kneepoint_deploy::launched_by(child.id()).len(), 1);
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(120),
+            "still running after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+    assert!(kneepoint_deploy::launched_by(child.id()).is_empty());
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    assert_eq!(doc["strategy"], "adaptive");
+    let fast = doc["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "sim profile=fast")
+        .unwrap();
+    assert!(
+        fast["point"]["output_token_throughput"].as_f64().unwrap() > 0.0,
+        "{fast}"
+    );
+    assert!(
+        fast["trials"][0].as_str().unwrap().starts_with("searched"),
+        "{fast}"
+    );
+    assert_eq!(doc["spent"]["launches"], 2, "{doc:#}");
+}
+
+/// The adaptive strategy launches through the same path as the grid: a combination whose
+/// server refuses to start is listed with the server's words, the others are measured, and
+/// nothing launched is left running.
+#[test]
+fn a_combination_that_will_not_start_is_listed_and_nothing_is_left() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let cfg = format!(
+        r#"
+objective = "throughput"
+artifact_dir = {out:?}
+search_strategy = "adaptive"
+[workload]
+prompt_input_tokens_mean = 32
+output_tokens_mean = 4
+[sweep_params]
+concurrency = [2, 8]
+request_count = 32
+[[candidates]]
+name = "sim"
+instance_type = "local"
+price_per_hour = 2.0
+[candidates.deploy]
+command = ["{{kneepoint}}", "sim", "serve", "--port", "{{port}}", "--profile", "{{profile}}", "--time-scale", "1"]
+ready_path = "/health"
+ready_timeout_s = 60
+[candidates.matrix]
+profile = ["fast", "no-such-profile"]
+"#
+    );
+    std::fs::write(tmp.path().join("rec.toml"), cfg).unwrap();
+    let child = Command::new(BIN)
+        .args(["recommend", "--config"])
+        .arg(tmp.path().join("rec.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let launcher = child.id();
+    let o = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap();
+    let by = |n: &str| {
+        doc["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    let bad = by("sim profile=no-such-profile");
+    assert!(bad["rank"].is_null(), "{bad}");
+    let trial = bad["trials"][0].as_str().unwrap();
+    assert!(
+        trial.contains("not measured") && trial.contains("no-such-profile"),
+        "{trial}"
+    );
+    let fast = by("sim profile=fast");
+    assert!(
+        fast["point"]["output_token_throughput"].as_f64().unwrap() > 0.0,
+        "{fast}"
+    );
+    assert!(kneepoint_deploy::launched_by(launcher).is_empty());
+    assert_eq!(
+        doc["spent"]["launches"], 1,
+        "the refused launch is not counted: {doc:#}"
+    );
+}

@@ -1,0 +1,91 @@
+//! `kneepoint sim serve --model-config ... --instance ...`: one engine of a model on an
+//! instance with vLLM's settings, as stage-1 sizing predicts it (issue 49 part 4).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+const MODEL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../kneepoint-fit/configs/gpt-oss-20b.json"
+);
+
+/// The serve's first two lines (the listening line and the engine line), then it is stopped;
+/// or its error when it refused to start.
+fn serve(extra: &[&str]) -> Result<(String, String), String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kneepoint"))
+        .args(["sim", "serve", "--port", "0", "--model-config", MODEL])
+        .args(["--instance", "ml.g6e.12xlarge"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (mut first, mut engine) = (String::new(), String::new());
+    out.read_line(&mut first).unwrap();
+    if first.is_empty() {
+        let o = child.wait_with_output().unwrap();
+        assert!(!o.status.success());
+        return Err(String::from_utf8_lossy(&o.stderr).into_owned());
+    }
+    out.read_line(&mut engine).unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    Ok((first, engine))
+}
+
+/// The `KV cache N tokens` figure of an engine line.
+fn kv_tokens(engine: &str) -> u64 {
+    engine
+        .split("KV cache ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no KV figure in {engine:?}"))
+}
+
+#[test]
+fn the_engine_follows_its_settings_and_refuses_what_vllm_would_not_start() {
+    let (first, auto) = serve(&["--tensor-parallel-size", "4", "--max-num-seqs", "128"]).unwrap();
+    assert!(
+        first.contains("gpt-oss-20b on ml.g6e.12xlarge (predicted)"),
+        "{first}"
+    );
+    assert!(
+        auto.contains("max_num_seqs 128, max_num_batched_tokens 8192"),
+        "{auto}"
+    );
+    // fp8 holds a token in half the bytes: about twice the tokens in the same memory
+    let (_, fp8) = serve(&[
+        "--tensor-parallel-size",
+        "4",
+        "--max-num-seqs",
+        "128",
+        "--kv-cache-dtype",
+        "fp8",
+        "--max-num-batched-tokens",
+        "2048",
+    ])
+    .unwrap();
+    let ratio = kv_tokens(&fp8) as f64 / kv_tokens(&auto) as f64;
+    assert!((1.9..=2.1).contains(&ratio), "{auto} / {fp8}");
+    assert!(fp8.contains("max_num_batched_tokens 2048"), "{fp8}");
+    // one GPU of the four: one replica of four, less cache than four GPUs give
+    let (first1, one) = serve(&["--tensor-parallel-size", "1"]).unwrap();
+    assert!(first1.contains("one of its 4 replicas"), "{first1}");
+    assert!(kv_tokens(&one) < kv_tokens(&auto), "{one} vs {auto}");
+    // what vLLM would refuse to start is refused, with the fit's reason
+    let e = serve(&["--tensor-parallel-size", "3"]).unwrap_err();
+    assert!(e.contains("does not divide the 64 attention heads"), "{e}");
+    let e = serve(&[
+        "--tensor-parallel-size",
+        "1",
+        "--gpu-memory-utilization",
+        "0.1",
+    ])
+    .unwrap_err();
+    assert!(e.contains("does not fit on ml.g6e.12xlarge"), "{e}");
+    let e = serve(&["--profile", "fast"]).unwrap_err();
+    assert!(e.contains("give one"), "{e}");
+}

@@ -1,0 +1,132 @@
+//! What the search may leave untried: the combinations that cannot fit, and those that cannot
+//! win by a calibrated prediction or by the additive model of the screenings.
+
+use super::{ConfigSearch, Status};
+
+impl ConfigSearch {
+    /// Combination `i`'s merit estimated from the screenings: an additive model (a mean and
+    /// one effect per setting's value) fitted by least squares (backfitting, which an
+    /// unbalanced set of screenings needs: plain means per value would credit a value with its
+    /// companions' effects), with the model's own relative error: the residuals' spread
+    /// (corrected for the effects fitted), doubled, or [`ConfigSearch::model_error`] when
+    /// larger. Settings that interact (tensor parallelism with the batch limit under a latency
+    /// SLA) leave large residuals, and the model then skips little. `None` until every one of
+    /// `i`'s values was screened and there are two more screenings than effects.
+    pub(super) fn additive(&self, i: usize) -> Option<(f64, f64)> {
+        let seen: Vec<(Vec<usize>, f64)> = (0..self.len())
+            .filter_map(|j| self.evidence(j).map(|(m, _)| (self.value_indices(j), m)))
+            .collect();
+        let effects = 1 + self.dims.iter().map(|d| d.values.len() - 1).sum::<usize>();
+        if seen.len() < effects + 2 {
+            return None;
+        }
+        let mine = self.value_indices(i);
+        for (d, v) in mine.iter().enumerate() {
+            if !seen.iter().any(|(vs, _)| vs[d] == *v) {
+                return None;
+            }
+        }
+        let mean = seen.iter().map(|(_, m)| m).sum::<f64>() / seen.len() as f64;
+        let mut effect: Vec<Vec<f64>> = self
+            .dims
+            .iter()
+            .map(|d| vec![0.0; d.values.len()])
+            .collect();
+        for _ in 0..50 {
+            for d in 0..self.dims.len() {
+                for v in 0..self.dims[d].values.len() {
+                    let residuals: Vec<f64> = seen
+                        .iter()
+                        .filter(|(vs, _)| vs[d] == v)
+                        .map(|(vs, m)| {
+                            let others: f64 = (0..self.dims.len())
+                                .filter(|&e| e != d)
+                                .map(|e| effect[e][vs[e]])
+                                .sum();
+                            m - mean - others
+                        })
+                        .collect();
+                    if !residuals.is_empty() {
+                        effect[d][v] = residuals.iter().sum::<f64>() / residuals.len() as f64;
+                    }
+                }
+            }
+        }
+        let fitted = |vs: &[usize]| {
+            mean + vs
+                .iter()
+                .enumerate()
+                .map(|(d, v)| effect[d][*v])
+                .sum::<f64>()
+        };
+        let squares: f64 = seen.iter().map(|(vs, m)| (m - fitted(vs)).powi(2)).sum();
+        let spread = (squares / (seen.len() - effects) as f64).sqrt();
+        Some((fitted(&mine), self.model_error.max((2.0 * spread).exp_m1())))
+    }
+
+    /// How predictions sit against measurements: the mean gap (log) between what was measured
+    /// and what was predicted for the same combinations, and the spread of those gaps around
+    /// it (with fewer than three pairs, as if predictions were right within a factor of 2). A first-order prediction is often off by a common factor (the
+    /// efficiencies it assumes, a simulator's time scale) while it still orders the
+    /// combinations; the skip rule compares predictions moved by that factor, with an error
+    /// at least twice the spread.
+    pub(super) fn prior_calibration(&self) -> Option<(f64, f64)> {
+        let gaps: Vec<f64> = (0..self.len())
+            .filter_map(|i| {
+                let measured = self.evidence(i)?.0;
+                let predicted = self.merit(self.priors[i].predicted?)?;
+                Some(measured - predicted)
+            })
+            .collect();
+        if gaps.is_empty() {
+            return None;
+        }
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        // with fewer than three pairs the spread is not known: a factor of 2 (ln 2 / 2 as its
+        // "spread", doubled below) until then
+        let spread = if gaps.len() < 3 {
+            std::f64::consts::LN_2 / 2.0
+        } else {
+            (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        Some((mean, spread))
+    }
+
+    pub(super) fn skip_what_cannot_win(&mut self) {
+        let best = self.best_merit();
+        let calibration = self.prior_calibration();
+        for i in 0..self.len() {
+            if self.status[i] != Status::Untried {
+                continue;
+            }
+            if let Some(why) = &self.priors[i].cannot_fit {
+                self.status[i] = Status::Skipped(format!("cannot fit: {why}"));
+                continue;
+            }
+            // a prediction counts once it is calibrated against a measurement
+            let prior = self.priors[i]
+                .predicted
+                .and_then(|p| self.merit(p))
+                .zip(calibration)
+                .map(|(p, (gap, spread))| (p + gap, self.prior_error.max((2.0 * spread).exp_m1())));
+            // ln(1 + error): a prediction may be this far too pessimistic
+            let predicted = prior
+                .map(|(p, error)| (p, error, "predicted (calibrated on the measured)"))
+                .or_else(|| {
+                    self.additive(i)
+                        .map(|(p, error)| (p, error, "estimated from the screenings"))
+                });
+            if let (Some((p, error, how)), Some(b)) = (predicted, best) {
+                if p + error.ln_1p() < b {
+                    self.status[i] = Status::Skipped(format!(
+                        "cannot win: {how} {:.0} % behind the best measured; it would have to do {:.0} % better than that, beyond the estimate's {:.0} % error",
+                        (1.0 - (p - b).exp()) * 100.0,
+                        (b - p).exp_m1() * 100.0,
+                        error * 100.0
+                    ));
+                }
+            }
+        }
+    }
+}
