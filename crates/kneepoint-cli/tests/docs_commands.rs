@@ -3,7 +3,8 @@
 //! example cannot name a flag or a value the code no longer takes, whatever its target (a
 //! real endpoint, SageMaker, a cluster); and every documented sweep and search runs, made
 //! small, with a simulator in place of the endpoint it names (`--url`, or a SageMaker endpoint
-//! with signatures checked).
+//! with signatures checked); `report` and `compare` run on saved runs in place of the folders
+//! they name, and `k8s job` as written.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -185,6 +186,54 @@ struct Stand {
     /// A SageMaker-protocol server checking signatures of [`ACCESS_KEY`], for
     /// `--sagemaker-endpoint` (given as `--endpoint-url`).
     sagemaker: String,
+    /// Two saved runs of one small sweep (the second a copy), for `report` and `compare`.
+    runs: [PathBuf; 2],
+}
+
+/// A documented `report`, `compare` or `k8s job` with its folders replaced by saved runs
+/// (`None` for a placeholder argument, `...`).
+fn on_saved_runs(args: &[String], stand: &Stand) -> Option<Vec<String>> {
+    if args.iter().any(|a| a.contains("...")) {
+        return None;
+    }
+    let (command, rest) = args.split_first()?;
+    let takes_value = |f: &str| matches!(f, "--json" | "--tolerance" | "--confidence" | "--resamples");
+    match command.as_str() {
+        "report" | "compare" => {
+            let mut out = vec![command.clone()];
+            let mut folders = stand.runs.iter();
+            let mut i = 0;
+            while i < rest.len() {
+                let a = &rest[i];
+                if a.starts_with('-') {
+                    out.push(a.clone());
+                    if takes_value(a) {
+                        i += 1;
+                        let v = rest.get(i)?;
+                        out.push(match a.as_str() {
+                            // a file the command writes goes beside the saved runs
+                            "--json" => stand.runs[0]
+                                .with_file_name(Path::new(v).file_name()?)
+                                .display()
+                                .to_string(),
+                            _ => v.clone(),
+                        });
+                    }
+                } else {
+                    out.push(folders.next()?.display().to_string());
+                }
+                i += 1;
+            }
+            Some(out)
+        }
+        "k8s" => Some(
+            args.iter()
+                .take_while(|w| !w.starts_with('>'))
+                .cloned()
+                .collect(),
+        ),
+        _ => None,
+    }
 }
 
 /// The throwaway key the SageMaker stand-in checks.
@@ -211,7 +260,7 @@ fn made_small(args: &[String], dir: &Path, stand: &Stand) -> Option<Vec<String>>
         return (shipped && !writes).then(|| args.to_vec());
     }
     if !matches!(command, "sweep" | "search") {
-        return None;
+        return on_saved_runs(args, stand);
     }
     let mut out = vec![command.to_owned()];
     let mut given = std::collections::BTreeSet::new();
@@ -327,11 +376,22 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
         &["--sigv4-access-key-id", ACCESS_KEY.0],
         &[("KNEEPOINT_SIM_SECRET_ACCESS_KEY", ACCESS_KEY.1)],
     );
+    let runs = [tmp.path().join("saved-a"), tmp.path().join("saved-b")];
+    let saved = std::process::Command::new(env!("CARGO_BIN_EXE_kneepoint"))
+        .args(["sweep", "--sim-profile", "fast", "--sim-time-scale", "1", "--isl", "32"])
+        .args(["--osl", "4", "--concurrency", "2,4", "--request-count", "24", "--quiet"])
+        .arg("--artifact-dir")
+        .arg(&runs[0])
+        .status()
+        .unwrap();
+    assert!(saved.success());
+    copy_folder(&runs[0], &runs[1]);
     let stand = Stand {
         openai: openai_url,
         sagemaker: sagemaker_url,
+        runs,
     };
-    let (mut ran, mut on_stand) = (0, 0);
+    let (mut ran, mut on_stand, mut on_saved) = (0, 0, 0);
     let mut failed = Vec::new();
     for f in std::iter::once(root().join("README.md")).chain(
         std::fs::read_dir(root().join("docs"))
@@ -351,6 +411,9 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
                         continue;
                     };
                     ran += 1;
+                    if matches!(small[0].as_str(), "report" | "compare" | "k8s") {
+                        on_saved += 1;
+                    }
                     if small
                         .iter()
                         .any(|a| a == "--url" || a == "--sagemaker-endpoint")
@@ -396,11 +459,30 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
         on_stand >= 5,
         "only {on_stand} ran against a stand-in endpoint"
     );
-    eprintln!("{ran} documented commands ran, {on_stand} of them against a stand-in endpoint");
+    // the README's report and compare, and the Kubernetes job of scale-out.md
+    assert!(on_saved >= 3, "only {on_saved} report, compare or k8s commands ran");
+    eprintln!(
+        "{ran} documented commands ran, {on_stand} of them against a stand-in endpoint, \
+         {on_saved} on saved runs"
+    );
     assert!(
         failed.is_empty(),
         "{} documented commands failed:\n{}",
         failed.len(),
         failed.join("\n")
     );
+}
+
+/// `from` copied into `to`, folders and files.
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_folder(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
 }
