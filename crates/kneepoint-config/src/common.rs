@@ -14,6 +14,7 @@ use crate::endpoint::{deadlines, openai_config};
 use crate::error::bail;
 use crate::file::{FileConfig, WorkloadSection};
 use crate::load::{early_stop, level_duration, ramp_up, resolve_open_loop, resolve_runs};
+use crate::options::flags_over;
 use crate::workload::{conversations, dataset, lengths, mixture, prefix};
 use crate::{CommonArgs, Protocol, Result, RoutesPlan, Target, DEFAULT_REQUEST_COUNT};
 
@@ -176,7 +177,8 @@ impl CommonSettings {
         let wl = file.workload.clone().unwrap_or_default();
         let sw = file.sweep_params.clone().unwrap_or_default();
         let sim = file.simulator.clone().unwrap_or_default();
-        let load = file.load.clone().unwrap_or_default();
+        let load = flags_over(&args.load.section, &file.load.clone().unwrap_or_default());
+        let runs = flags_over(&args.load.runs, &file.runs.clone().unwrap_or_default());
         let url = args.endpoint.url.first().cloned().or(ep.url.clone());
         let sm_name = args
             .sagemaker
@@ -231,7 +233,7 @@ impl CommonSettings {
             .clone()
             .or(file.artifact_dir.clone())
             .unwrap_or_else(|| crate::common::default_artifact_dir("sweep"));
-        let open_loop = resolve_open_loop(args, &load)?;
+        let open_loop = resolve_open_loop(&load)?;
         let output_control = !args.endpoint.no_output_control && wl.output_control.unwrap_or(true);
         let mut levels = LevelSettings::default();
         levels.request_count = request_count;
@@ -248,15 +250,15 @@ impl CommonSettings {
         if levels.lead_in.is_some() && levels.warmup_requests > 0 {
             bail!("--lead-in replaces --warmup-requests (a lead-in is a warm-up with no pause before the measured requests): give one of them");
         }
-        levels.runs = resolve_runs(args, &file.runs.clone().unwrap_or_default())?;
-        levels.ramp_up = ramp_up(args, &load, open_loop.is_some())?;
+        levels.runs = resolve_runs(&runs)?;
+        levels.ramp_up = ramp_up(&load, open_loop.is_some())?;
         levels.open_loop = open_loop;
-        levels.duration = level_duration(args, &load)?;
-        levels.early_stop = early_stop(args, &load, file.runs.as_ref())?;
+        levels.duration = level_duration(&load)?;
+        levels.early_stop = early_stop(&load, &runs)?;
         if levels.lead_in.is_some() && (levels.open_loop.is_some() || levels.duration.is_some()) {
             bail!("--lead-in keeps a closed loop of a set request count loaded: not an open loop (--request-rate) or a timed level (--duration)");
         }
-        levels.slice_s = args.load.slice_s.or(load.slice_s);
+        levels.slice_s = load.slice_s;
         if let Some(s) = levels.slice_s {
             // A day at most: `1e300` would be printed with 300 digits in every warning.
             if !(s.is_finite() && s > 0.0 && s <= 86_400.0) {
@@ -265,7 +267,7 @@ impl CommonSettings {
                 );
             }
         }
-        if let Some(spec) = args.load.goodput.as_deref().or(load.goodput.as_deref()) {
+        if let Some(spec) = load.goodput.as_deref() {
             levels.goodput = kneepoint_metrics::GoodputSlo::parse(spec)?;
         }
         levels.seed = args.workload.seed.or(wl.seed).unwrap_or(0);

@@ -68,59 +68,11 @@ pub struct FileConfig {
     pub candidates: Vec<CandidateSection>,
 }
 
-/// `[load]`: open-loop arrivals (the `--request-rate` family of flags).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoadSection {
-    /// Request rates, one level each (requests/s).
-    pub request_rate: Option<Vec<f64>>,
-    /// `poisson`, `constant` or `gamma`.
-    pub arrival: Option<String>,
-    /// Gamma shape.
-    pub burstiness: Option<f64>,
-    /// Cap on requests in flight.
-    pub max_in_flight: Option<u32>,
-    /// Replay a trace dataset at its recorded times, this many times faster.
-    pub replay_speedup: Option<f64>,
-    /// Seconds per level instead of a request count.
-    pub duration_s: Option<f64>,
-    /// Grace for requests in flight at the end of a timed level, seconds.
-    pub grace_s: Option<f64>,
-    /// Warm-up seconds of a timed level.
-    pub warmup_duration_s: Option<f64>,
-    /// Spread each closed-loop level's first wave over this many seconds.
-    pub ramp_up_s: Option<f64>,
-    /// Stop a level early once its intervals are this narrow (fraction of the mean).
-    pub early_stop_width: Option<f64>,
-    /// Requests before early stopping is considered.
-    pub early_stop_min_requests: Option<u32>,
-    /// End a level once the 90 % interval of `precision_statistic` is within ± this fraction.
-    pub target_precision: Option<f64>,
-    /// The statistic `target_precision` watches (`request_latency:p99` by default).
-    pub precision_statistic: Option<String>,
-    /// Time slices of each level, seconds (see `--slice-s`).
-    pub slice_s: Option<f64>,
-    /// Per-request SLOs for goodput, `metric:limit_ms` pairs (see `--goodput`).
-    pub goodput: Option<String>,
-}
+/// `[load]`: the same group as the Load flags ([`crate::LoadOptions`]).
+pub type LoadSection = crate::LoadOptions;
 
-/// `[runs]`: repeated runs of each level (the `--num-runs` family of flags).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunsSection {
-    /// Runs per level (the cap when converging).
-    pub num_runs: Option<u32>,
-    /// Confidence level of the intervals.
-    pub confidence_level: Option<f64>,
-    /// The statistic whose convergence stops the repetition (`<metric>_<stat>`).
-    pub converge_on: Option<String>,
-    /// `ci-width` or `cv`.
-    pub converge_criterion: Option<String>,
-    /// Threshold of the test.
-    pub converge_threshold: Option<f64>,
-    /// Runs before convergence may stop.
-    pub min_runs: Option<u32>,
-}
+/// `[runs]`: the same group as the repeated-runs flags ([`crate::RunsOptions`]).
+pub type RunsSection = crate::RunsOptions;
 
 /// `[[candidates]]`: one deployment to measure and rank.
 #[derive(Debug, Clone, Default, Deserialize)]

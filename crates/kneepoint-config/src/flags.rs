@@ -308,100 +308,18 @@ pub struct LoadArgs {
     /// two waves measured); 0 turns it off.
     #[arg(long, value_name = "N")]
     pub lead_in: Option<u32>,
-    /// Open loop: send requests at these rates (requests/s; one level per rate, comma-separated)
-    /// on an arrival schedule instead of keeping a number in flight. Latency is reported from
-    /// the actual and from the intended start, and the schedule lag is measured.
-    #[arg(long, value_delimiter = ',', value_name = "RPS")]
-    pub request_rate: Vec<f64>,
-    /// Open loop: `poisson` (default), `constant` or `gamma`.
-    #[arg(long, value_name = "PROCESS", value_parser = ["poisson", "constant", "gamma"])]
-    pub arrival: Option<String>,
-    /// Open loop, gamma arrivals: the shape (1 = Poisson, < 1 burstier, > 1 smoother).
-    #[arg(long, value_name = "B")]
-    pub burstiness: Option<f64>,
-    /// Run each level for this many seconds instead of a request count (closed loop: requests
-    /// are drawn while the time lasts; open loop: the schedule covers this time).
-    #[arg(long, value_name = "SECONDS")]
-    pub duration_s: Option<f64>,
-    /// With --duration-s: how long requests in flight at the end may finish before they are
-    /// cancelled and recorded as cancelled (default 30).
-    #[arg(long, value_name = "SECONDS")]
-    pub grace_s: Option<f64>,
-    /// With --duration-s: warm-up time at the level's own load before measuring (default 0;
-    /// --warmup-requests is the count-based warm-up).
-    #[arg(long, value_name = "SECONDS")]
-    pub warmup_duration_s: Option<f64>,
-    /// Closed loop: spread each level's first wave of requests over this many seconds (slot k
-    /// of n starts k/n of the way through), instead of sending them all at the same instant.
-    /// Requests are timed from when they are sent.
-    #[arg(long, value_name = "SECONDS")]
-    pub ramp_up_s: Option<f64>,
-    /// Stop a level before its request count (or duration) once the confidence intervals of
-    /// its mean request latency and mean TTFT are narrower than this fraction of the means
-    /// (e.g. 0.05); requests in flight finish. Batch means of one wave of requests each.
-    #[arg(long, value_name = "FRACTION")]
-    pub early_stop_width: Option<f64>,
-    /// With --early-stop-width or --target-precision: requests recorded before stopping early
-    /// is considered (default 200).
-    #[arg(long, value_name = "N")]
-    pub early_stop_min_requests: Option<u32>,
-    /// End a level as soon as the 90 % interval of one statistic (--precision-statistic) is
-    /// within ± this fraction of it (0.02 = ±2 %), the request count being the cap; requests in
-    /// flight finish. The cheap way to get every answer's error bars to a set width. A
-    /// percentile is judged over ten sections with two values beyond it each (p99 needs 2,000
-    /// requests, p90 200): a smaller cap runs in full.
-    #[arg(long, value_name = "FRACTION", conflicts_with = "early_stop_width")]
-    pub target_precision: Option<f64>,
-    /// The statistic --target-precision watches: request_latency, time_to_first_token or
-    /// inter_token_latency, with avg or a percentile (default request_latency:p99).
-    #[arg(long, value_name = "METRIC:STAT", requires = "target_precision")]
-    pub precision_statistic: Option<String>,
-    /// Cut each level into slices of this many seconds: per-slice aggregates in
-    /// profile_export_aiperf_timeslices.json/.csv (AIPerf's shapes), throughput and latency per
-    /// slice in report.html, and a level whose first and last slices differ beyond noise
-    /// flagged not_steady.
-    #[arg(long, value_name = "SECONDS")]
-    pub slice_s: Option<f64>,
+    /// The `[load]` section's settings: open loop, timed levels, ramp, early stop, slices,
+    /// goodput.
+    #[command(flatten)]
+    pub section: crate::LoadOptions,
     /// Empty the server's prefix cache before every level (and every run of one) so that one
     /// level does not warm the next: `POST <server>/reset_prefix_cache` (vLLM started with
     /// VLLM_SERVER_DEV_MODE=1), or the URL given (SGLang: http://host:port/flush_cache).
     #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "auto")]
     pub reset_prefix_cache: Option<String>,
-    /// Per-request SLOs, AIPerf's form: `metric:limit_ms` pairs, e.g.
-    /// "time_to_first_token:500 inter_token_latency:50" (time_to_first_token,
-    /// inter_token_latency, request_latency). Each level reports goodput (requests/s meeting
-    /// them all) and slo_miss_rate (the share, failures included, that did not).
-    #[arg(long, value_name = "SLOS")]
-    pub goodput: Option<String>,
-    /// Open loop: replay a trace dataset (`--dataset`, trace format) at its recorded send
-    /// times, sped up by this factor (2 = twice as fast). Sends up to `--request-count` records.
-    #[arg(long, value_name = "FACTOR")]
-    pub replay_speedup: Option<f64>,
-    /// Open loop: cap on requests in flight (default: none). Requests waiting for a slot are
-    /// sent late and the lag counts against the server.
-    #[arg(long, value_name = "N")]
-    pub max_in_flight: Option<u32>,
-    /// Runs of each level (default 1). With more than one, each run is kept in
-    /// `profile_runs/run_NNNN/` and `aggregate/` gets mean, std, CV, standard error and a
-    /// Student-t confidence interval of every statistic; the level's own files pool the runs.
-    #[arg(long, value_name = "N")]
-    pub num_runs: Option<u32>,
-    /// Confidence level of the multi-run intervals (default 0.95).
-    #[arg(long, value_name = "P")]
-    pub confidence_level: Option<f64>,
-    /// Stop repeating a level once this statistic converges, e.g. `time_to_first_token_p99`
-    /// (`<metric>_<stat>`; `--num-runs` is then the cap).
-    #[arg(long, value_name = "STAT")]
-    pub converge_on: Option<String>,
-    /// `ci-width` (interval width / mean, default) or `cv` (coefficient of variation).
-    #[arg(long, value_name = "TEST", value_parser = ["ci-width", "ci_width", "cv"])]
-    pub converge_criterion: Option<String>,
-    /// Threshold of the convergence test (default 0.05).
-    #[arg(long, value_name = "X")]
-    pub converge_threshold: Option<f64>,
-    /// Runs before convergence may stop the repetition (default 3, at least 2).
-    #[arg(long, value_name = "N")]
-    pub min_runs: Option<u32>,
+    /// The `[runs]` section's settings: repeated runs and convergence.
+    #[command(flatten)]
+    pub runs: crate::RunsOptions,
     /// Run shard K of N of this sweep (0-based, as Kubernetes' completion index): each
     /// level's concurrency and request count (or request rate) are shared out, and the shard
     /// draws prompts of its own. Merge the shards' folders with `kneepoint merge`.

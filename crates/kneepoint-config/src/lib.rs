@@ -52,6 +52,7 @@ mod limits;
 mod load;
 mod matrix_keys;
 mod prepare;
+mod options;
 mod publish;
 mod recommend;
 mod request_counts;
@@ -79,6 +80,7 @@ pub use file::{
 pub use fit::{catalog, predicted_profile, FitArgs, FitInputs, ModelSection};
 pub use flags::{CommonArgs, RecommendArgs, SearchArgs, SlaArgs, SweepArgs};
 pub use kneepoint_engine::{OpenLoopSettings, RunsSettings};
+pub use options::{flags_over, LoadOptions, RunsOptions};
 pub use prepare::prepare;
 pub use publish::{OutputSection, Publish, PublishArgs, Published};
 pub use recommend::{recommendation, PriceTable};

@@ -1,6 +1,7 @@
 //! How levels load the endpoint: timed levels, open-loop arrivals, repeated runs, the ramp of
-//! a closed loop's first wave and early stop, from the flags and the `[load]` and `[runs]`
-//! sections.
+//! a closed loop's first wave and early stop, from the `[load]` and `[runs]` groups (the
+//! flags over the file's sections, [`crate::options::flags_over`]), checked and turned into
+//! the engine's types.
 
 use std::time::Duration;
 
@@ -9,14 +10,10 @@ use kneepoint_metrics::{ConvergenceRule, Criterion};
 use kneepoint_runner::{Arrival, EarlyStop, LevelDuration, PrecisionTarget};
 
 use crate::error::bail;
-use crate::file::{LoadSection, RunsSection};
-use crate::{CommonArgs, Result};
+use crate::{LoadOptions, Result, RunsOptions};
 
-/// A timed level from the flags and the `[load]` section (`None`: count-bound levels).
-pub(crate) fn level_duration(
-    args: &CommonArgs,
-    file: &LoadSection,
-) -> Result<Option<LevelDuration>> {
+/// A timed level (`None`: count-bound levels).
+pub(crate) fn level_duration(load: &LoadOptions) -> Result<Option<LevelDuration>> {
     let secs = |what: &str, v: f64, zero_ok: bool| -> Result<Duration> {
         if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) || v > 1e7 {
             bail!(
@@ -26,9 +23,8 @@ pub(crate) fn level_duration(
         }
         Ok(Duration::from_secs_f64(v))
     };
-    let grace = args.load.grace_s.or(file.grace_s);
-    let warm = args.load.warmup_duration_s.or(file.warmup_duration_s);
-    let Some(d) = args.load.duration_s.or(file.duration_s) else {
+    let (grace, warm) = (load.grace_s, load.warmup_duration_s);
+    let Some(d) = load.duration_s else {
         if grace.is_some() || warm.is_some() {
             bail!("grace_s and warmup_duration_s need duration_s");
         }
@@ -41,21 +37,12 @@ pub(crate) fn level_duration(
     }))
 }
 
-/// Open-loop arrivals from the flags and `[load]`.
-pub(crate) fn resolve_open_loop(
-    args: &CommonArgs,
-    file: &LoadSection,
-) -> Result<Option<OpenLoopSettings>> {
+/// Open-loop arrivals.
+pub(crate) fn resolve_open_loop(load: &LoadOptions) -> Result<Option<OpenLoopSettings>> {
     {
-        let rates = if args.load.request_rate.is_empty() {
-            file.request_rate.clone().unwrap_or_default()
-        } else {
-            args.load.request_rate.clone()
-        };
-        let arrival = args.load.arrival.clone().or(file.arrival.clone());
-        let burstiness = args.load.burstiness.or(file.burstiness);
-        let cap = args.load.max_in_flight.or(file.max_in_flight);
-        let replay = args.load.replay_speedup.or(file.replay_speedup);
+        let rates = load.request_rate.clone().unwrap_or_default();
+        let (arrival, burstiness) = (load.arrival.clone(), load.burstiness);
+        let (cap, replay) = (load.max_in_flight, load.replay_speedup);
         if let Some(f) = replay {
             if !(f.is_finite() && f > 0.0) {
                 bail!("replay_speedup must be a positive factor, not {f}");
@@ -92,29 +79,19 @@ pub(crate) fn resolve_open_loop(
     }
 }
 
-/// Repeated runs from the flags and `[runs]`.
-pub(crate) fn resolve_runs(args: &CommonArgs, file: &RunsSection) -> Result<RunsSettings> {
+/// Repeated runs.
+pub(crate) fn resolve_runs(runs: &RunsOptions) -> Result<RunsSettings> {
     {
-        let num_runs = args.load.num_runs.or(file.num_runs).unwrap_or(1);
+        let num_runs = runs.num_runs.unwrap_or(1);
         if num_runs == 0 {
             bail!("num_runs must be at least 1");
         }
-        let confidence = args
-            .load
-            .confidence_level
-            .or(file.confidence_level)
-            .unwrap_or(0.95);
+        let confidence = runs.confidence_level.unwrap_or(0.95);
         if !(confidence > 0.0 && confidence < 1.0) {
             bail!("confidence_level must be between 0 and 1 (exclusive), not {confidence}");
         }
-        let statistic = args.load.converge_on.clone().or(file.converge_on.clone());
-        let criterion = args
-            .load
-            .converge_criterion
-            .clone()
-            .or(file.converge_criterion.clone());
-        let threshold = args.load.converge_threshold.or(file.converge_threshold);
-        let min_runs = args.load.min_runs.or(file.min_runs);
+        let (statistic, criterion) = (runs.converge_on.clone(), runs.converge_criterion.clone());
+        let (threshold, min_runs) = (runs.converge_threshold, runs.min_runs);
         let convergence = match statistic {
             None => {
                 if criterion.is_some() || threshold.is_some() || min_runs.is_some() {
@@ -162,12 +139,8 @@ pub(crate) fn resolve_runs(args: &CommonArgs, file: &RunsSection) -> Result<Runs
 }
 
 /// Closed loop: the time each phase's first wave is spread over.
-pub(crate) fn ramp_up(
-    args: &CommonArgs,
-    load: &LoadSection,
-    open_loop: bool,
-) -> Result<Option<Duration>> {
-    Ok(match args.load.ramp_up_s.or(load.ramp_up_s) {
+pub(crate) fn ramp_up(load: &LoadOptions, open_loop: bool) -> Result<Option<Duration>> {
+    Ok(match load.ramp_up_s {
         None => None,
         Some(_) if open_loop => {
             bail!("ramp_up_s spreads a closed loop's first wave; an open loop (request_rate, replay_speedup) has its own schedule")
@@ -178,18 +151,10 @@ pub(crate) fn ramp_up(
 }
 
 /// Early stop of a level once its statistics are precise enough.
-pub(crate) fn early_stop(
-    args: &CommonArgs,
-    load: &LoadSection,
-    runs: Option<&RunsSection>,
-) -> Result<Option<EarlyStop>> {
+pub(crate) fn early_stop(load: &LoadOptions, runs: &RunsOptions) -> Result<Option<EarlyStop>> {
     Ok({
-        let width = args.load.early_stop_width.or(load.early_stop_width);
-        let min = args
-            .load
-            .early_stop_min_requests
-            .or(load.early_stop_min_requests);
-        let target = args.load.target_precision.or(load.target_precision);
+        let (width, min) = (load.early_stop_width, load.early_stop_min_requests);
+        let target = load.target_precision;
         if let Some(t) = target {
             if width.is_some() {
                 bail!("give early_stop_width or target_precision, not both");
@@ -197,11 +162,9 @@ pub(crate) fn early_stop(
             if !(t.is_finite() && t > 0.0 && t < 1.0) {
                 bail!("target_precision must be a fraction above 0 (e.g. 0.02 for ±2 %), not {t}");
             }
-            let spec = args
-                .load
+            let spec = load
                 .precision_statistic
                 .clone()
-                .or(load.precision_statistic.clone())
                 .unwrap_or_else(|| "request_latency:p99".into());
             return Ok(Some(EarlyStop {
                 min_requests: min.unwrap_or(200).max(20) as usize,
@@ -224,11 +187,7 @@ pub(crate) fn early_stop(
             Some(w) => Some(EarlyStop {
                 min_requests: min.unwrap_or(200).max(20) as usize,
                 max_relative_width: w,
-                confidence: args
-                    .load
-                    .confidence_level
-                    .or(runs.and_then(|r| r.confidence_level))
-                    .unwrap_or(0.95),
+                confidence: runs.confidence_level.unwrap_or(0.95),
                 batch: 1,
                 target: None,
             }),
