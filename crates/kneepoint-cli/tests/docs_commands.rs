@@ -197,7 +197,8 @@ fn on_saved_runs(args: &[String], stand: &Stand) -> Option<Vec<String>> {
         return None;
     }
     let (command, rest) = args.split_first()?;
-    let takes_value = |f: &str| matches!(f, "--json" | "--tolerance" | "--confidence" | "--resamples");
+    let takes_value =
+        |f: &str| matches!(f, "--json" | "--tolerance" | "--confidence" | "--resamples");
     match command.as_str() {
         "report" | "compare" => {
             let mut out = vec![command.clone()];
@@ -378,8 +379,24 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
     );
     let runs = [tmp.path().join("saved-a"), tmp.path().join("saved-b")];
     let saved = std::process::Command::new(env!("CARGO_BIN_EXE_kneepoint"))
-        .args(["sweep", "--sim-profile", "fast", "--sim-time-scale", "1", "--isl", "32"])
-        .args(["--osl", "4", "--concurrency", "2,4", "--request-count", "24", "--quiet"])
+        .args([
+            "sweep",
+            "--sim-profile",
+            "fast",
+            "--sim-time-scale",
+            "1",
+            "--isl",
+            "32",
+        ])
+        .args([
+            "--osl",
+            "4",
+            "--concurrency",
+            "2,4",
+            "--request-count",
+            "24",
+            "--quiet",
+        ])
         .arg("--artifact-dir")
         .arg(&runs[0])
         .status()
@@ -460,7 +477,10 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
         "only {on_stand} ran against a stand-in endpoint"
     );
     // the README's report and compare, and the Kubernetes job of scale-out.md
-    assert!(on_saved >= 3, "only {on_saved} report, compare or k8s commands ran");
+    assert!(
+        on_saved >= 3,
+        "only {on_saved} report, compare or k8s commands ran"
+    );
     eprintln!(
         "{ran} documented commands ran, {on_stand} of them against a stand-in endpoint, \
          {on_saved} on saved runs"

@@ -141,10 +141,16 @@ fn resolved(case: &str, file: &Path, tmp: &Path) -> String {
     let mut argv = vec!["kneepoint".to_owned()];
     argv.extend(line.split(' ').map(str::to_owned));
     if !case.contains("{file}") {
-        argv.extend(["--artifact-dir".to_owned(), tmp.join("out").display().to_string()]);
+        argv.extend([
+            "--artifact-dir".to_owned(),
+            tmp.join("out").display().to_string(),
+        ]);
     }
     let text = match Cli::try_parse_from(&argv) {
-        Err(e) => format!("refused by the flags: {}", e.to_string().lines().next().unwrap_or("")),
+        Err(e) => format!(
+            "refused by the flags: {}",
+            e.to_string().lines().next().unwrap_or("")
+        ),
         Ok(cli) => match cli.command {
             Command::Sweep(a) => match SweepSettings::resolve(&a) {
                 Ok(s) => format!("{s:#?}"),

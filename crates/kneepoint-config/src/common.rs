@@ -174,7 +174,7 @@ impl CommonSettings {
         request_count: Option<u32>,
     ) -> Result<Self> {
         let ep = file.endpoint.clone().unwrap_or_default();
-        let wl = file.workload.clone().unwrap_or_default();
+        let wl = flags_over(&args.workload, &file.workload.clone().unwrap_or_default());
         let sw = file.sweep_params.clone().unwrap_or_default();
         let sim = file.simulator.clone().unwrap_or_default();
         let load = flags_over(&args.load.section, &file.load.clone().unwrap_or_default());
@@ -226,7 +226,7 @@ impl CommonSettings {
         if request_count == 0 {
             bail!("request_count must be at least 1");
         }
-        let (isl, osl) = lengths(args, &wl)?;
+        let (isl, osl) = lengths(&wl)?;
         let artifact_dir = args
             .output
             .artifact_dir
@@ -270,7 +270,7 @@ impl CommonSettings {
         if let Some(spec) = load.goodput.as_deref() {
             levels.goodput = kneepoint_metrics::GoodputSlo::parse(spec)?;
         }
-        levels.seed = args.workload.seed.or(wl.seed).unwrap_or(0);
+        levels.seed = wl.seed.unwrap_or(0);
         let shard = args
             .load
             .shard
@@ -325,18 +325,17 @@ impl CommonSettings {
             backoff: Duration::from_millis(args.load.retry_backoff_ms.unwrap_or(500)),
         };
         levels.deadlines = deadlines(args, &ep)?;
-        let conversations = multi_turn(args, &wl, &levels)?;
+        let conversations = multi_turn(&wl, &levels)?;
         let routes = routes_plan(args, conversations.is_some(), sm_name.is_some())?;
-        let images = images(args, &wl, transport.api, sm_name.is_some())?;
+        let images = images(&wl, transport.api, sm_name.is_some())?;
         if images.is_some() && conversations.is_some() {
             bail!("images go with single requests for now: a conversation's history would send them without their images");
         }
-        let audio = crate::workload::audio(args, &wl, transport.api, sm_name.is_some())?;
+        let audio = crate::workload::audio(&wl, transport.api, sm_name.is_some())?;
         if audio.is_some() && conversations.is_some() {
             bail!("audio goes with single requests for now: a conversation's history would send it without its audio");
         }
         let pooling = pooling(
-            args,
             &wl,
             transport.api,
             sm_name.is_some(),
@@ -352,15 +351,10 @@ impl CommonSettings {
             )?,
             target: target(args, &ep, sim_profile, transport, routes, sagemaker)?,
             levels,
-            tokenizer: args
-                .workload
-                .tokenizer
-                .clone()
-                .or(wl.tokenizer.clone())
-                .unwrap_or_else(|| "builtin".into()),
-            lengths: crate::workload::length_points(args, &wl)?,
-            mixture: mixture(args, &wl)?,
-            prefix: prefix(args, &wl),
+            tokenizer: wl.tokenizer.clone().unwrap_or_else(|| "builtin".into()),
+            lengths: crate::workload::length_points(&wl)?,
+            mixture: mixture(&wl)?,
+            prefix: prefix(&wl),
             conversations,
             images,
             audio,
@@ -417,22 +411,18 @@ fn target(
 
 /// Multi-turn conversations, where they can run: synthetic prompts in a closed loop with
 /// count-bound levels.
-fn multi_turn(
-    args: &CommonArgs,
-    wl: &WorkloadSection,
-    levels: &LevelSettings,
-) -> Result<Option<Conversations>> {
-    let from_dataset = args.workload.dataset_multi_turn || wl.dataset_multi_turn.unwrap_or(false);
-    let has_dataset = args.workload.dataset.is_some() || wl.dataset.is_some();
+fn multi_turn(wl: &WorkloadSection, levels: &LevelSettings) -> Result<Option<Conversations>> {
+    let from_dataset = wl.dataset_multi_turn;
+    let has_dataset = wl.dataset.is_some();
     if from_dataset && !has_dataset {
         bail!("--dataset-multi-turn reads the turns of a ShareGPT --dataset; give one");
     }
-    let c = match conversations(args, wl)? {
+    let c = match conversations(wl)? {
         Some(_) if has_dataset => bail!(
             "with --dataset the file gives the turns: use --dataset-multi-turn (ShareGPT) instead of conversation_turn_mean"
         ),
         Some(c) => c,
-        None if from_dataset => crate::workload::turn_delays(args, wl)?,
+        None if from_dataset => crate::workload::turn_delays(wl)?,
         None => return Ok(None),
     };
     if levels.open_loop.is_some() {
@@ -482,34 +472,25 @@ fn routes_plan(
 
 /// Images per request, where they can be sent: chat requests of synthetic prompts.
 fn images(
-    args: &CommonArgs,
     wl: &WorkloadSection,
     api: kneepoint_transport::Api,
     sagemaker: bool,
 ) -> Result<Option<kneepoint_workload::Images>> {
-    let count = args
-        .workload
-        .images_per_request
-        .or(wl.images_per_request)
-        .unwrap_or(0);
+    let count = wl.images_per_request.unwrap_or(0);
     if count == 0 {
         return Ok(None);
     }
     if api != kneepoint_transport::Api::Chat || sagemaker {
         bail!("images go in chat requests to an OpenAI-compatible endpoint (--endpoint-type chat)");
     }
-    if args.workload.dataset.is_some() || wl.dataset.is_some() {
+    if wl.dataset.is_some() {
         bail!("images are added to synthetic prompts: drop --dataset or --images-per-request");
     }
     let i = kneepoint_workload::Images {
         count,
-        width: args.workload.image_width.or(wl.image_width).unwrap_or(512),
-        height: args
-            .workload
-            .image_height
-            .or(wl.image_height)
-            .unwrap_or(512),
-        pool: args.workload.image_pool.or(wl.image_pool).unwrap_or(16),
+        width: wl.image_width.unwrap_or(512),
+        height: wl.image_height.unwrap_or(512),
+        pool: wl.image_pool.unwrap_or(16),
     };
     i.validate()?;
     Ok(Some(i))
@@ -517,7 +498,6 @@ fn images(
 
 /// Pooling requests for an embeddings, rerank or score endpoint type.
 fn pooling(
-    args: &CommonArgs,
     wl: &WorkloadSection,
     api: kneepoint_transport::Api,
     sagemaker: bool,
@@ -525,7 +505,7 @@ fn pooling(
 ) -> Result<Option<kneepoint_workload::Pooling>> {
     use kneepoint_transport::Api;
     use kneepoint_workload::Pooling;
-    let batch = args.workload.batch_size.or(wl.batch_size);
+    let batch = wl.batch_size;
     if !api.is_pooling() {
         if batch.is_some() {
             bail!("--batch-size is for the pooling endpoint types (embeddings, rerank, score)");
@@ -538,7 +518,7 @@ fn pooling(
     if conversations {
         bail!("pooling endpoints take no conversations: drop the conversation_turn options");
     }
-    if args.workload.dataset.is_some() || wl.dataset.is_some() {
+    if wl.dataset.is_some() {
         bail!("pooling requests are synthetic for now: drop --dataset");
     }
     if batch == Some(0) {

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use kneepoint_sim::FaultPlan;
 use kneepoint_transport::{Api, MaxTokensField, RequestIdStyle};
-use kneepoint_workload::MixEntry;
 use serde::Deserialize;
 
 use crate::error::Context;
@@ -229,75 +228,8 @@ pub struct EndpointSection {
     pub aws_profile: Option<String>,
 }
 
-/// `[workload]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WorkloadSection {
-    /// Tokenizer: `builtin`, a tokenizer.json path, or a Hugging Face model id (local cache).
-    pub tokenizer: Option<String>,
-    /// Tokens of a shared system prompt inside each input.
-    pub shared_prefix_tokens: Option<u32>,
-    /// Distinct shared prefixes.
-    pub shared_prefix_pool: Option<u32>,
-    /// Weighted (isl, osl) pairs instead of the means.
-    pub mixture: Option<Vec<MixEntry>>,
-    /// Pooling endpoints: inputs per request or documents per query.
-    pub batch_size: Option<u32>,
-    /// Images attached to each request.
-    pub images_per_request: Option<u32>,
-    /// Image width, pixels.
-    pub image_width: Option<u32>,
-    /// Image height, pixels.
-    pub image_height: Option<u32>,
-    /// Distinct images made.
-    pub image_pool: Option<u32>,
-    /// Audio clips attached to each request.
-    pub audio_per_request: Option<u32>,
-    /// Mean clip length, seconds.
-    pub audio_length_mean: Option<f64>,
-    /// Its standard deviation, seconds.
-    pub audio_length_stddev: Option<f64>,
-    /// Samples per second.
-    pub audio_sample_rate: Option<u32>,
-    /// Distinct clips made.
-    pub audio_pool: Option<u32>,
-    /// Every human turn of a ShareGPT dataset, as conversations.
-    pub dataset_multi_turn: Option<bool>,
-    /// Multi-turn: mean turns per conversation.
-    pub conversation_turn_mean: Option<f64>,
-    /// Standard deviation of the turns per conversation.
-    pub conversation_turn_stddev: Option<f64>,
-    /// Mean think time before a turn, ms.
-    pub conversation_turn_delay_mean: Option<f64>,
-    /// Its standard deviation, ms.
-    pub conversation_turn_delay_stddev: Option<f64>,
-    /// Multiplies every think time.
-    pub conversation_turn_delay_ratio: Option<f64>,
-    /// A dataset file instead of synthetic prompts.
-    pub dataset: Option<PathBuf>,
-    /// `jsonl`, `sharegpt` or `trace`.
-    pub dataset_format: Option<String>,
-    /// `sequential`, `random` or `shuffle`.
-    pub sampling: Option<String>,
-    /// Tokens per trace block.
-    pub trace_block_tokens: Option<u32>,
-    /// A trace with session_ids: `turn` or `context` (what a turn's input_length counts).
-    pub session_input_length: Option<String>,
-    /// Stream responses.
-    pub streaming: Option<bool>,
-    /// Mean input tokens.
-    pub prompt_input_tokens_mean: Option<f64>,
-    /// Input tokens stddev.
-    pub prompt_input_tokens_stddev: Option<f64>,
-    /// Mean output tokens.
-    pub output_tokens_mean: Option<f64>,
-    /// Output tokens stddev.
-    pub output_tokens_stddev: Option<f64>,
-    /// Seed.
-    pub seed: Option<u64>,
-    /// Send `ignore_eos` and `min_tokens`.
-    pub output_control: Option<bool>,
-}
+/// `[workload]`: the same group as the Workload flags ([`crate::flags::WorkloadArgs`]).
+pub type WorkloadSection = crate::workload_flags::WorkloadOptions;
 
 /// `[sweep_params]`.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -13,10 +13,7 @@ use merge::Merge;
 use serde::Deserialize;
 
 /// The flags over the file's section: every field the flags set, else the file's.
-pub fn flags_over<T: Merge>(flags: &T, file: &T) -> T
-where
-    T: Clone,
-{
+pub fn flags_over<T: Merge + Clone>(flags: &T, file: &T) -> T {
     let mut out = flags.clone();
     out.merge(file.clone());
     out

@@ -299,7 +299,7 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .or(file.price_table.as_ref().map(|p| base.join(p)));
     let table = table_path.as_deref().map(PriceTable::load).transpose()?;
     let wl = file.workload.clone().unwrap_or_default();
-    let (isl, osl) = crate::workload::mean_lengths(&crate::CommonArgs::default(), &wl);
+    let (isl, osl) = crate::workload::mean_lengths(&wl);
     let fit = FitInputs::resolve(
         &FitArgs::default(),
         file.model.as_ref(),

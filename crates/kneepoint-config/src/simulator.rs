@@ -20,8 +20,8 @@ pub(crate) fn profile(
         .or(sim.profile.as_deref())
         .unwrap_or("calibrated");
     let mut p = if name == "predicted" {
-        let wl = file.workload.clone().unwrap_or_default();
-        let (isl, osl) = crate::workload::mean_lengths(args, &wl);
+        let wl = crate::flags_over(&args.workload, &file.workload.clone().unwrap_or_default());
+        let (isl, osl) = crate::workload::mean_lengths(&wl);
         let base = args.config.as_deref().and_then(std::path::Path::parent);
         let Some(inputs) =
             FitInputs::resolve(&args.simulator.fit, file.model.as_ref(), base, isl, osl)?

@@ -1,31 +1,20 @@
 //! What to send: lengths, mixtures, shared prefixes and datasets, from the flags and
 //! `[workload]`.
 
-use kneepoint_workload::{
-    Conversations, DatasetConfig, DatasetFormat, LengthDist, Lengths, Sampling, SharedPrefix,
-};
+use kneepoint_workload::{Conversations, DatasetConfig, LengthDist, Lengths, SharedPrefix};
 
-use crate::error::{bail, Context};
+use crate::error::bail;
 use crate::file::WorkloadSection;
 use crate::limits::dist;
 use crate::{CommonArgs, Result};
 
 /// The mean input and output lengths the flags and `[workload]` ask for (1024 / 256 unless
 /// set).
-pub(crate) fn mean_lengths(args: &CommonArgs, wl: &WorkloadSection) -> (f64, f64) {
+pub(crate) fn mean_lengths(wl: &WorkloadSection) -> (f64, f64) {
+    let first = |l: &Option<Vec<f64>>| l.as_ref().and_then(|l| l.first().copied());
     (
-        args.workload
-            .isl
-            .first()
-            .copied()
-            .or(wl.prompt_input_tokens_mean)
-            .unwrap_or(1024.0),
-        args.workload
-            .osl
-            .first()
-            .copied()
-            .or(wl.output_tokens_mean)
-            .unwrap_or(256.0),
+        first(&wl.isl).unwrap_or(1024.0),
+        first(&wl.osl).unwrap_or(256.0),
     )
 }
 
@@ -39,14 +28,16 @@ pub(crate) fn length_seed(seed: u64, p: kneepoint_planner::LengthPoint) -> u64 {
 /// The length pairs of a length sweep: `None` unless `--isl` or `--osl` lists several lengths
 /// (a single one of either comes from the flags, `[workload]` or the default).
 pub(crate) fn length_points(
-    args: &CommonArgs,
     wl: &WorkloadSection,
 ) -> Result<Option<Vec<kneepoint_planner::LengthPoint>>> {
-    let (isl, osl) = (&args.workload.isl, &args.workload.osl);
+    let (isl, osl) = (
+        wl.isl.as_deref().unwrap_or_default(),
+        wl.osl.as_deref().unwrap_or_default(),
+    );
     if isl.len() <= 1 && osl.len() <= 1 {
         return Ok(None);
     }
-    let (isl_mean, osl_mean) = mean_lengths(args, wl);
+    let (isl_mean, osl_mean) = mean_lengths(wl);
     let whole = |v: f64, what: &str| -> Result<u32> {
         dist(v, 0.0, what)?;
         if v.fract() != 0.0 {
@@ -68,30 +59,16 @@ pub(crate) fn length_points(
 }
 
 /// Input and output length distributions.
-pub(crate) fn lengths(args: &CommonArgs, wl: &WorkloadSection) -> Result<(LengthDist, LengthDist)> {
-    let (isl_mean, osl_mean) = mean_lengths(args, wl);
-    let isl = dist(
-        isl_mean,
-        args.workload
-            .isl_stddev
-            .or(wl.prompt_input_tokens_stddev)
-            .unwrap_or(0.0),
-        "input length",
-    )?;
-    let osl = dist(
-        osl_mean,
-        args.workload
-            .osl_stddev
-            .or(wl.output_tokens_stddev)
-            .unwrap_or(0.0),
-        "output length",
-    )?;
+pub(crate) fn lengths(wl: &WorkloadSection) -> Result<(LengthDist, LengthDist)> {
+    let (isl_mean, osl_mean) = mean_lengths(wl);
+    let isl = dist(isl_mean, wl.isl_stddev.unwrap_or(0.0), "input length")?;
+    let osl = dist(osl_mean, wl.osl_stddev.unwrap_or(0.0), "output length")?;
     Ok((isl, osl))
 }
 
 /// A weighted mixture of (isl, osl) pairs replacing the two distributions.
-pub(crate) fn mixture(args: &CommonArgs, wl: &WorkloadSection) -> Result<Option<Lengths>> {
-    Ok(match (&args.workload.mix, &wl.mixture) {
+pub(crate) fn mixture(wl: &WorkloadSection) -> Result<Option<Lengths>> {
+    Ok(match (&wl.mix, &wl.mixture) {
         (Some(m), _) => Some(Lengths::parse_mixture(m)?),
         (None, Some(entries)) => {
             let l = Lengths::Mixture(entries.clone());
@@ -103,19 +80,9 @@ pub(crate) fn mixture(args: &CommonArgs, wl: &WorkloadSection) -> Result<Option<
 }
 
 /// Multi-turn conversations (none when the mean is absent or 1 without spread).
-pub(crate) fn conversations(
-    args: &CommonArgs,
-    wl: &WorkloadSection,
-) -> Result<Option<Conversations>> {
-    let mean = args
-        .workload
-        .conversation_turn_mean
-        .or(wl.conversation_turn_mean);
-    let stddev = args
-        .workload
-        .conversation_turn_stddev
-        .or(wl.conversation_turn_stddev)
-        .unwrap_or(0.0);
+pub(crate) fn conversations(wl: &WorkloadSection) -> Result<Option<Conversations>> {
+    let mean = wl.conversation_turn_mean;
+    let stddev = wl.conversation_turn_stddev.unwrap_or(0.0);
     let Some(mean) = mean else {
         if stddev > 0.0 {
             bail!("conversation_turn_stddev needs conversation_turn_mean");
@@ -134,30 +101,18 @@ pub(crate) fn conversations(
     if mean > max || mean + 10.0 * stddev > max {
         bail!("conversation_turn_mean (+ 10 stddev) must be at most {max} turns");
     }
-    let mut c = turn_delays(args, wl)?;
+    let mut c = turn_delays(wl)?;
     c.turns = LengthDist::mean_stddev(mean, stddev);
     Ok(Some(c))
 }
 
 /// The think-time options alone (the turns come from elsewhere: a dataset).
-pub(crate) fn turn_delays(args: &CommonArgs, wl: &WorkloadSection) -> Result<Conversations> {
+pub(crate) fn turn_delays(wl: &WorkloadSection) -> Result<Conversations> {
     let c = Conversations {
         turns: LengthDist::Fixed(1),
-        delay_ms_mean: args
-            .workload
-            .conversation_turn_delay_mean
-            .or(wl.conversation_turn_delay_mean)
-            .unwrap_or(0.0),
-        delay_ms_stddev: args
-            .workload
-            .conversation_turn_delay_stddev
-            .or(wl.conversation_turn_delay_stddev)
-            .unwrap_or(0.0),
-        delay_ratio: args
-            .workload
-            .conversation_turn_delay_ratio
-            .or(wl.conversation_turn_delay_ratio)
-            .unwrap_or(1.0),
+        delay_ms_mean: wl.conversation_turn_delay_mean.unwrap_or(0.0),
+        delay_ms_stddev: wl.conversation_turn_delay_stddev.unwrap_or(0.0),
+        delay_ratio: wl.conversation_turn_delay_ratio.unwrap_or(1.0),
     };
     c.validate()?;
     if c.delay_ms_mean * c.delay_ratio > kneepoint_workload::MAX_THINK_TIME_MS {
@@ -167,20 +122,12 @@ pub(crate) fn turn_delays(args: &CommonArgs, wl: &WorkloadSection) -> Result<Con
 }
 
 /// Shared system-prompt prefixes.
-pub(crate) fn prefix(args: &CommonArgs, wl: &WorkloadSection) -> Option<SharedPrefix> {
-    match args
-        .workload
-        .shared_prefix_tokens
-        .or(wl.shared_prefix_tokens)
-    {
+pub(crate) fn prefix(wl: &WorkloadSection) -> Option<SharedPrefix> {
+    match wl.shared_prefix_tokens {
         None | Some(0) => None,
         Some(tokens) => Some(SharedPrefix {
             tokens,
-            pool: args
-                .workload
-                .shared_prefix_pool
-                .or(wl.shared_prefix_pool)
-                .unwrap_or(1),
+            pool: wl.shared_prefix_pool.unwrap_or(1),
         }),
     }
 }
@@ -191,32 +138,23 @@ pub(crate) fn dataset(
     wl: &WorkloadSection,
     osl: &LengthDist,
 ) -> Result<Option<DatasetConfig>> {
-    Ok(match args.workload.dataset.clone().or(wl.dataset.clone()) {
+    Ok(match wl.dataset.clone() {
         None => None,
         Some(path) => {
             let mut d = DatasetConfig::new(path);
-            let file_format = wl
-                .dataset_format
-                .as_deref()
-                .map(str::parse::<DatasetFormat>);
-            if let Some(f) = args.workload.dataset_format.map(Ok).or(file_format) {
-                d.format = Some(f.context("[workload] dataset_format")?);
+            if let Some(f) = wl.dataset_format {
+                d.format = Some(f);
             }
-            let file_sampling = wl.sampling.as_deref().map(str::parse::<Sampling>);
-            if let Some(o) = args.workload.sampling.map(Ok).or(file_sampling) {
-                d.sampling = o.context("[workload] sampling")?;
+            if let Some(o) = wl.sampling {
+                d.sampling = o;
             }
-            if let Some(b) = args.workload.trace_block_tokens.or(wl.trace_block_tokens) {
+            if let Some(b) = wl.trace_block_tokens {
                 d.trace_block_tokens = b;
             }
-            let file_session = wl
-                .session_input_length
-                .as_deref()
-                .map(str::parse::<kneepoint_workload::dataset::SessionLength>);
-            if let Some(l) = args.workload.session_input_length.map(Ok).or(file_session) {
-                d.session_length = l.context("[workload] session_input_length")?;
+            if let Some(l) = wl.session_input_length {
+                d.session_length = l;
             }
-            d.seed = args.workload.seed.or(wl.seed).unwrap_or(0);
+            d.seed = wl.seed.unwrap_or(0);
             d.default_output_tokens = osl.mean().round().max(1.0) as u32;
             d.output_control =
                 !args.endpoint.no_output_control && wl.output_control.unwrap_or(true);
@@ -227,13 +165,11 @@ pub(crate) fn dataset(
 
 /// Audio clips per request, where they can be sent: chat requests of synthetic prompts.
 pub(crate) fn audio(
-    args: &CommonArgs,
     wl: &WorkloadSection,
     api: kneepoint_transport::Api,
     sagemaker: bool,
 ) -> Result<Option<kneepoint_workload::AudioClips>> {
-    let a = &args.workload;
-    let count = a.audio_per_request.or(wl.audio_per_request).unwrap_or(0);
+    let count = wl.audio_per_request.unwrap_or(0);
     if count == 0 {
         return Ok(None);
     }
@@ -242,21 +178,15 @@ pub(crate) fn audio(
             "audio goes in chat requests to an OpenAI-compatible endpoint (--endpoint-type chat)"
         );
     }
-    if a.dataset.is_some() || wl.dataset.is_some() {
+    if wl.dataset.is_some() {
         bail!("audio is added to synthetic prompts: drop --dataset or --audio-per-request");
     }
     let clips = kneepoint_workload::AudioClips {
         count,
-        length_s_mean: a.audio_length_mean.or(wl.audio_length_mean).unwrap_or(5.0),
-        length_s_stddev: a
-            .audio_length_stddev
-            .or(wl.audio_length_stddev)
-            .unwrap_or(0.0),
-        sample_rate: a
-            .audio_sample_rate
-            .or(wl.audio_sample_rate)
-            .unwrap_or(16_000),
-        pool: a.audio_pool.or(wl.audio_pool).unwrap_or(16),
+        length_s_mean: wl.audio_length_mean.unwrap_or(5.0),
+        length_s_stddev: wl.audio_length_stddev.unwrap_or(0.0),
+        sample_rate: wl.audio_sample_rate.unwrap_or(16_000),
+        pool: wl.audio_pool.unwrap_or(16),
     };
     clips.validate()?;
     Ok(Some(clips))

@@ -1,13 +1,42 @@
-//! The flags for what is sent ([`WorkloadArgs`]), flattened into every command that sends.
+//! What is sent ([`WorkloadOptions`]): the Workload flags, flattened into every command that
+//! sends, and the file's `[workload]` section, in one struct. A few keys are spelt as
+//! SageMaker spells them in the file (`prompt_input_tokens_stddev` for `--isl-stddev`), a few
+//! exist on one side only (`--mix` and `mixture`, `streaming`, `output_control`).
 
 use std::path::PathBuf;
 
 use clap::Args;
+use kneepoint_workload::MixEntry;
+use merge::Merge;
+use serde::Deserialize;
+
+/// The flags' name for [`WorkloadOptions`].
+pub type WorkloadArgs = WorkloadOptions;
+
+/// A string in the file parsed as the flag parses it (`FromStr`), its error kept.
+fn parsed<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(s) => s.parse().map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+/// One length in the file (`prompt_input_tokens_mean`), a list of one on the flags' side.
+fn one_length<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.map(|v| vec![v]))
+}
 
 /// What is sent: synthetic lengths, shared prefixes, conversations, images, audio, pooling
 /// batches, or a dataset.
-#[derive(Debug, Clone, Default, Args)]
-pub struct WorkloadArgs {
+#[derive(Debug, Clone, Default, Args, Deserialize, Merge)]
+#[serde(deny_unknown_fields)]
+#[merge(strategy = merge::option::overwrite_none)]
+pub struct WorkloadOptions {
     /// Tokenizer for prompt lengths: `builtin` (o200k_base, default), a tokenizer.json path, or
     /// a Hugging Face model id found in the local cache.
     #[arg(long, value_name = "SPEC")]
@@ -55,6 +84,8 @@ pub struct WorkloadArgs {
     /// conversation (the server's own replies make the history), with the
     /// --conversation-turn-delay-* think times.
     #[arg(long)]
+    #[serde(default)]
+    #[merge(strategy = merge::bool::overwrite_false)]
     pub dataset_multi_turn: bool,
     /// Multi-turn: mean turns per conversation (AIPerf's option; 1 = single-turn requests).
     /// Concurrency then counts conversations, and each turn is sent with the conversation so
@@ -76,6 +107,7 @@ pub struct WorkloadArgs {
     /// A weighted mixture of (input, output) lengths instead of --isl/--osl:
     /// ISL:OSL:WEIGHT,... e.g. 1024:256:0.7,128:1024:0.3.
     #[arg(long, value_name = "MIX")]
+    #[serde(skip)]
     pub mix: Option<String>,
     /// Requests from a dataset instead of synthetic prompts: single-turn JSONL, ShareGPT JSON,
     /// or a trace JSONL (input_length, output_length, timestamp, hash_ids, session_id, delay).
@@ -84,9 +116,11 @@ pub struct WorkloadArgs {
     /// The dataset's format: jsonl, sharegpt, trace (Mooncake's) or burstgpt (BurstGPT's CSV)
     /// (default: detected; .csv is BurstGPT).
     #[arg(long, value_name = "FORMAT")]
+    #[serde(default, deserialize_with = "parsed")]
     pub dataset_format: Option<kneepoint_workload::DatasetFormat>,
     /// Order of dataset records: sequential, random or shuffle.
     #[arg(long, value_name = "ORDER")]
+    #[serde(default, deserialize_with = "parsed")]
     pub sampling: Option<kneepoint_workload::Sampling>,
     /// Tokens per trace block (hash_ids), default 512.
     #[arg(long, value_name = "TOKENS")]
@@ -96,23 +130,46 @@ pub struct WorkloadArgs {
     /// replies included); `context`: the whole prompt the server sees, each turn built to
     /// exactly that length from what it shares with the turn before it.
     #[arg(long, value_name = "turn|context")]
+    #[serde(default, deserialize_with = "parsed")]
     pub session_input_length: Option<kneepoint_workload::dataset::SessionLength>,
     /// Mean input tokens. A list (`--isl 128,1024,4096`) makes `sweep` a length sweep: one
     /// level per length at one concurrency (default 1), TTFT and ITL against the length, and
     /// the fitted prefill rate.
     #[arg(long, value_name = "TOKENS", value_delimiter = ',')]
-    pub isl: Vec<f64>,
+    #[serde(
+        default,
+        rename = "prompt_input_tokens_mean",
+        deserialize_with = "one_length"
+    )]
+    pub isl: Option<Vec<f64>>,
     /// Standard deviation of input tokens.
     #[arg(long, value_name = "TOKENS")]
+    #[serde(rename = "prompt_input_tokens_stddev")]
     pub isl_stddev: Option<f64>,
     /// Mean output tokens; a list sweeps output lengths (with an `--isl` list of the same
     /// length, the two pair up in order).
     #[arg(long, value_name = "TOKENS", value_delimiter = ',')]
-    pub osl: Vec<f64>,
+    #[serde(
+        default,
+        rename = "output_tokens_mean",
+        deserialize_with = "one_length"
+    )]
+    pub osl: Option<Vec<f64>>,
     /// Standard deviation of output tokens.
     #[arg(long, value_name = "TOKENS")]
+    #[serde(rename = "output_tokens_stddev")]
     pub osl_stddev: Option<f64>,
     /// Seed for the workload.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// File only: weighted (isl, osl) pairs instead of the means (`--mix` on the command line).
+    #[arg(skip)]
+    pub mixture: Option<Vec<MixEntry>>,
+    /// File only: stream responses (`--streaming` on the command line, in the Endpoint group).
+    #[arg(skip)]
+    pub streaming: Option<bool>,
+    /// File only: send `ignore_eos` and `min_tokens` (`--no-output-control` on the command
+    /// line, in the Endpoint group).
+    #[arg(skip)]
+    pub output_control: Option<bool>,
 }
