@@ -228,7 +228,7 @@ pub struct EndpointSection {
     pub aws_profile: Option<String>,
 }
 
-/// `[workload]`: the same group as the Workload flags ([`crate::flags::WorkloadArgs`]).
+/// `[workload]`: the same group as the Workload flags ([`crate::WorkloadOptions`]).
 pub type WorkloadSection = crate::workload_flags::WorkloadOptions;
 
 /// `[sweep_params]`.

@@ -89,3 +89,4 @@ pub use request_counts::RequestCounts;
 pub use sagemaker::SageMakerSettings;
 pub use simulator::fault_plan;
 pub use target::{Protocol, RoutesPlan, Target};
+pub use workload_flags::WorkloadOptions;
