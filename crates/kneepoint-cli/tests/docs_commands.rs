@@ -4,7 +4,8 @@
 //! real endpoint, SageMaker, a cluster); and every documented sweep and search runs, made
 //! small, with a simulator in place of the endpoint it names (`--url`, or a SageMaker endpoint
 //! with signatures checked); `report` and `compare` run on saved runs in place of the folders
-//! they name, and `k8s job` as written.
+//! they name, and `k8s job` as written; a `recommend` or `--dataset` naming a file the
+//! repository does not ship runs on the shipped candidates file or a small trace.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -188,6 +189,25 @@ struct Stand {
     sagemaker: String,
     /// Two saved runs of one small sweep (the second a copy), for `report` and `compare`.
     runs: [PathBuf; 2],
+    /// A small trace (24 records, 50 ms apart), for a `--dataset` the repository does not ship.
+    trace: PathBuf,
+}
+
+/// A documented `recommend` naming a candidates file the repository does not ship, on the
+/// shipped one (`examples/recommend-sim.toml`); the shipped file as written has its own test.
+fn on_shipped_candidates(args: &[String], dir: &Path) -> Option<Vec<String>> {
+    let at = args.iter().position(|a| a == "--config")?;
+    if root().join(args.get(at + 1)?).is_file() {
+        return None;
+    }
+    let mut out = args.to_vec();
+    out[at + 1] = "examples/recommend-sim.toml".into();
+    out.extend([
+        "--quiet".into(),
+        "--artifact-dir".into(),
+        dir.display().to_string(),
+    ]);
+    Some(out)
 }
 
 /// A documented `report`, `compare` or `k8s job` with its folders replaced by saved runs
@@ -260,6 +280,9 @@ fn made_small(args: &[String], dir: &Path, stand: &Stand) -> Option<Vec<String>>
         let writes = args.iter().any(|a| a.starts_with("--json"));
         return (shipped && !writes).then(|| args.to_vec());
     }
+    if command == "recommend" {
+        return on_shipped_candidates(args, dir);
+    }
     if !matches!(command, "sweep" | "search") {
         return on_saved_runs(args, stand);
     }
@@ -296,9 +319,13 @@ fn made_small(args: &[String], dir: &Path, stand: &Stand) -> Option<Vec<String>>
             ("--endpoint-url", Some(_)) => Some(stand.sagemaker.clone()),
             (_, v) => v,
         };
-        if flag == "--dataset" && !root().join(value.as_deref().unwrap_or("")).is_file() {
-            return None;
-        }
+        // a dataset the repository does not ship: the small trace
+        let value = match (flag.as_str(), value) {
+            ("--dataset", Some(v)) if !root().join(&v).is_file() => {
+                Some(stand.trace.display().to_string())
+            }
+            (_, v) => v,
+        };
         let cap = |v: &str, most: f64| -> String {
             v.split(',')
                 .map(|x| {
@@ -351,8 +378,12 @@ fn made_small(args: &[String], dir: &Path, stand: &Stand) -> Option<Vec<String>>
         ("--concurrency", &["--concurrency", "2,4"]),
     ];
     for (flag, add) in defaults {
-        let open_loop = given.contains("--request-rate") || given.contains("--duration-s");
+        let open_loop = given.contains("--request-rate")
+            || given.contains("--duration-s")
+            || given.contains("--replay-speedup");
+        let from_dataset = given.contains("--dataset") && matches!(flag, "--isl" | "--osl");
         if given.contains(flag)
+            || from_dataset
             || (flag == "--concurrency" && (open_loop || command == "search"))
             || (flag == "--sim-profile" && !on_sim)
         {
@@ -403,12 +434,23 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
         .unwrap();
     assert!(saved.success());
     copy_folder(&runs[0], &runs[1]);
+    let trace = tmp.path().join("trace.jsonl");
+    let records: Vec<String> = (0..24)
+        .map(|i| {
+            format!(
+                r#"{{"timestamp": {}, "input_length": 32, "output_length": 4, "hash_ids": [{i}]}}"#,
+                i * 50
+            )
+        })
+        .collect();
+    std::fs::write(&trace, records.join("\n") + "\n").unwrap();
     let stand = Stand {
         openai: openai_url,
         sagemaker: sagemaker_url,
         runs,
+        trace,
     };
-    let (mut ran, mut on_stand, mut on_saved) = (0, 0, 0);
+    let (mut ran, mut on_stand, mut on_saved, mut on_files) = (0, 0, 0, 0);
     let mut failed = Vec::new();
     for f in std::iter::once(root().join("README.md")).chain(
         std::fs::read_dir(root().join("docs"))
@@ -430,6 +472,10 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
                     ran += 1;
                     if matches!(small[0].as_str(), "report" | "compare" | "k8s") {
                         on_saved += 1;
+                    }
+                    let trace = stand.trace.display().to_string();
+                    if small[0] == "recommend" || small.contains(&trace) {
+                        on_files += 1;
                     }
                     if small
                         .iter()
@@ -483,7 +529,7 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
     );
     eprintln!(
         "{ran} documented commands ran, {on_stand} of them against a stand-in endpoint, \
-         {on_saved} on saved runs"
+         {on_saved} on saved runs, {on_files} on the shipped candidates or a small trace"
     );
     assert!(
         failed.is_empty(),
