@@ -101,7 +101,47 @@ peak_concurrency = 1000
 headroom = 0.2
 "#;
 
-/// Command lines (after `kneepoint`); `{file}` is [`FILE`] written to disk.
+/// A second file: a SageMaker endpoint and the client options of `[endpoint]`.
+const SAGEMAKER_FILE: &str = r#"
+artifact_dir = "from-file"
+
+[endpoint]
+sagemaker_endpoint = "file-endpoint"
+region = "eu-west-1"
+endpoint_url = "http://127.0.0.1:9"
+body_format = "tgi"
+payload_codec = "jsonlines"
+inference_component = "ic-1"
+target_variant = "blue"
+custom_attributes = "team=a"
+target_container_hostname = "c1"
+target_model = "m.tar.gz"
+session_id = "s-1"
+inference_id = "i-1"
+aws_profile = "bench"
+request_timeout_s = 30
+idle_timeout_s = 5
+extra_body = { temperature = 0.5 }
+"#;
+
+/// A third: an OpenAI endpoint's client options in the file.
+const CLIENT_FILE: &str = r#"
+[endpoint]
+url = "http://127.0.0.1:9/v1"
+path = "/v2/generate"
+insecure_skip_verify = true
+http2 = true
+proxy = "none"
+source_addrs = "127.0.0.2-127.0.0.3"
+request_id_header = "x-trace"
+request_id_format = "integer"
+max_tokens_field = "max_completion_tokens"
+response_timeout_s = 9
+first_token_timeout_s = 8
+"#;
+
+/// Command lines (after `kneepoint`); `{file}` is [`FILE`] written to disk, `{sagemaker}`
+/// [`SAGEMAKER_FILE`], `{client}` [`CLIENT_FILE`].
 const CASES: &[&str] = &[
     "sweep",
     "sweep --concurrency 8,32 --request-count 100,200 --isl 512 --isl-stddev 50 --osl 128 --seed 7",
@@ -122,6 +162,14 @@ const CASES: &[&str] = &[
     "search --config {file} --e2e-sla-ms 9000 --search-max-iterations 4",
     "search --sla time_to_first_token:p95:lt:300 --sla-by-confidence --num-runs 3",
     "search",
+    "sweep --config {sagemaker}",
+    "sweep --config {sagemaker} --sagemaker-body chat --region us-east-2 --payload-codec sse",
+    "sweep --sagemaker-endpoint ep --region us-east-1 --sagemaker-body tgi --payload-codec jsonlines --inference-component ic --target-variant v1 --custom-attributes a=b --aws-profile p",
+    "sweep --config {client}",
+    "sweep --config {client} --proxy http://127.0.0.1:3128 --endpoint-path /v1/x --request-id-header none",
+    "sweep --url http://127.0.0.1:9/v1 --url http://127.0.0.1:10/v1 --model m1,m2 --route-by round-robin",
+    "sweep --url http://127.0.0.1:9/v1 --insecure --http2 --source-addrs 127.0.0.2 --request-timeout-s 30 --extra-body {\"temperature\":0.5}",
+    "sweep --url http://127.0.0.1:9/v1 --route-by sticky",
 ];
 
 /// A refusal with its causes.
@@ -136,11 +184,18 @@ fn refusal(e: &dyn std::error::Error) -> String {
 }
 
 /// The resolved settings of one case, or the refusal.
-fn resolved(case: &str, file: &Path, tmp: &Path) -> String {
-    let line = case.replace("{file}", file.to_str().unwrap());
+fn resolved(case: &str, tmp: &Path) -> String {
+    let line = ["file", "sagemaker", "client"]
+        .iter()
+        .fold(case.to_owned(), |l, f| {
+            l.replace(
+                &format!("{{{f}}}"),
+                tmp.join(format!("{f}.toml")).to_str().unwrap(),
+            )
+        });
     let mut argv = vec!["kneepoint".to_owned()];
     argv.extend(line.split(' ').map(str::to_owned));
-    if !case.contains("{file}") {
+    if !case.contains("{file}") && !case.contains("{client}") && !case.contains("{sagemaker}") {
         argv.extend([
             "--artifact-dir".to_owned(),
             tmp.join("out").display().to_string(),
@@ -163,19 +218,46 @@ fn resolved(case: &str, file: &Path, tmp: &Path) -> String {
             _ => panic!("only sweeps and searches here"),
         },
     };
-    text.replace(tmp.to_str().unwrap(), "<tmp>")
+    undated(&text.replace(tmp.to_str().unwrap(), "<tmp>"))
+}
+
+/// The default artifact folder's time stamp (`sweep-20261206T090357Z`) as `sweep-<time>`.
+fn undated(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("artifacts/") {
+        let (head, tail) = rest.split_at(i + "artifacts/".len());
+        out.push_str(head);
+        let name_end = tail.find('-').map_or(0, |d| d + 1);
+        let stamp = tail.get(name_end..name_end + 16).unwrap_or("");
+        let dated = stamp.len() == 16 && stamp.as_bytes()[8] == b'T' && stamp.ends_with('Z');
+        if dated {
+            out.push_str(&tail[..name_end]);
+            out.push_str("<time>");
+            rest = &tail[name_end + 16..];
+        } else {
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[test]
 fn resolved_settings_are_as_saved() {
     let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("settings.toml");
-    std::fs::write(&file, FILE).unwrap();
+    for (name, text) in [
+        ("file", FILE),
+        ("sagemaker", SAGEMAKER_FILE),
+        ("client", CLIENT_FILE),
+    ] {
+        std::fs::write(tmp.path().join(format!("{name}.toml")), text).unwrap();
+    }
     let mut out = String::new();
     for case in CASES {
-        let once = resolved(case, &file, tmp.path());
+        let once = resolved(case, tmp.path());
         // the same twice: nothing in it depends on the run (an address, a clock)
-        assert_eq!(once, resolved(case, &file, tmp.path()), "{case}");
+        assert_eq!(once, resolved(case, tmp.path()), "{case}");
         out.push_str(&format!("===== {case}\n{once}\n"));
     }
     check("resolved.txt", &out);

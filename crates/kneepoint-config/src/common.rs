@@ -173,24 +173,20 @@ impl CommonSettings {
         file: &FileConfig,
         request_count: Option<u32>,
     ) -> Result<Self> {
-        let ep = file.endpoint.clone().unwrap_or_default();
+        let ep = flags_over(&args.endpoint, &file.endpoint.clone().unwrap_or_default());
         let wl = flags_over(&args.workload, &file.workload.clone().unwrap_or_default());
         let sw = file.sweep_params.clone().unwrap_or_default();
         let sim = file.simulator.clone().unwrap_or_default();
         let load = flags_over(&args.load.section, &file.load.clone().unwrap_or_default());
         let runs = flags_over(&args.load.runs, &file.runs.clone().unwrap_or_default());
-        let url = args.endpoint.url.first().cloned().or(ep.url.clone());
-        let sm_name = args
-            .sagemaker
-            .sagemaker_endpoint
-            .clone()
-            .or(ep.sagemaker_endpoint.clone());
+        let url = ep.url.as_ref().and_then(|u| u.first().cloned());
+        let sm_name = ep.sagemaker_endpoint.clone();
         // Without a URL or a SageMaker endpoint, the built-in simulator.
         let sim_profile = match (&url, &sm_name) {
             (None, None) => Some(crate::simulator::profile(args, &sim, file)?),
             _ => None,
         };
-        let transport = openai_config(args, &ep, &wl, url.as_deref(), sim_profile.as_ref())?;
+        let transport = openai_config(&ep, &wl, url.as_deref(), sim_profile.as_ref())?;
         let sim_protocol = args
             .simulator
             .sim_protocol
@@ -234,7 +230,7 @@ impl CommonSettings {
             .or(file.artifact_dir.clone())
             .unwrap_or_else(|| crate::common::default_artifact_dir("sweep"));
         let open_loop = resolve_open_loop(&load)?;
-        let output_control = !args.endpoint.no_output_control && wl.output_control.unwrap_or(true);
+        let output_control = !ep.no_output_control && wl.output_control.unwrap_or(true);
         let mut levels = LevelSettings::default();
         levels.request_count = request_count;
         levels.warmup_requests = args
@@ -324,9 +320,9 @@ impl CommonSettings {
             max_retries: args.load.retries.unwrap_or(0),
             backoff: Duration::from_millis(args.load.retry_backoff_ms.unwrap_or(500)),
         };
-        levels.deadlines = deadlines(args, &ep)?;
+        levels.deadlines = deadlines(&ep)?;
         let conversations = multi_turn(&wl, &levels)?;
-        let routes = routes_plan(args, conversations.is_some(), sm_name.is_some())?;
+        let routes = routes_plan(&ep, conversations.is_some(), sm_name.is_some())?;
         let images = images(&wl, transport.api, sm_name.is_some())?;
         if images.is_some() && conversations.is_some() {
             bail!("images go with single requests for now: a conversation's history would send them without their images");
@@ -347,9 +343,9 @@ impl CommonSettings {
             publish: crate::Publish::resolve(
                 &args.output.publish,
                 file.output.as_ref(),
-                args.sagemaker.aws_profile.clone(),
+                ep.aws_profile.clone(),
             )?,
-            target: target(args, &ep, sim_profile, transport, routes, sagemaker)?,
+            target: target(&ep, sim_profile, transport, routes, sagemaker)?,
             levels,
             tokenizer: wl.tokenizer.clone().unwrap_or_else(|| "builtin".into()),
             lengths: crate::workload::length_points(&wl)?,
@@ -378,7 +374,6 @@ impl CommonSettings {
 /// simulator's when it speaks SageMaker) makes the protocol SageMaker's, whose settings follow
 /// `openai`'s body fields; otherwise the OpenAI configuration is the protocol spoken.
 fn target(
-    args: &CommonArgs,
     ep: &crate::file::EndpointSection,
     sim: Option<SimProfile>,
     openai: OpenAiConfig,
@@ -387,12 +382,10 @@ fn target(
 ) -> Result<Target> {
     let protocol = match sagemaker {
         #[cfg(feature = "sagemaker")]
-        Some(name) => Protocol::SageMaker(crate::sagemaker::sagemaker_settings(
-            args, ep, &openai, name,
-        )?),
+        Some(name) => Protocol::SageMaker(crate::sagemaker::sagemaker_settings(ep, &openai, name)?),
         #[cfg(not(feature = "sagemaker"))]
         Some(_) => {
-            let _ = (args, ep);
+            let _ = ep;
             bail!("this build has no SageMaker support: build kneepoint-config with its `sagemaker` feature");
         }
         None => Protocol::OpenAi {
@@ -438,16 +431,17 @@ fn multi_turn(wl: &WorkloadSection, levels: &LevelSettings) -> Result<Option<Con
 
 /// The routes `--model a,b` and repeated `--url`s ask for; none for one model on one URL.
 fn routes_plan(
-    args: &CommonArgs,
+    ep: &crate::EndpointOptions,
     conversations: bool,
     sagemaker: bool,
 ) -> Result<Option<RoutesPlan>> {
-    let models = match &args.endpoint.model {
+    let urls = ep.url.clone().unwrap_or_default();
+    let models = match &ep.model {
         Some(m) => crate::endpoint::parse_models(m)?,
         None => Vec::new(),
     };
-    if models.len() <= 1 && args.endpoint.url.len() <= 1 {
-        if args.endpoint.route_by.is_some() {
+    if models.len() <= 1 && urls.len() <= 1 {
+        if ep.route_by.is_some() {
             bail!("--route-by needs several models (--model a,b) or several --url");
         }
         return Ok(None);
@@ -458,16 +452,12 @@ fn routes_plan(
     if models.is_empty() {
         bail!("with several --url, name the model(s) with --model");
     }
-    let rule = match args.endpoint.route_by.as_deref() {
+    let rule = match ep.route_by.as_deref() {
         Some(r) => r.parse()?,
         None if conversations => kneepoint_transport::RouteRule::Sticky,
         None => kneepoint_transport::RouteRule::RoundRobin,
     };
-    Ok(Some(RoutesPlan {
-        urls: args.endpoint.url.clone(),
-        models,
-        rule,
-    }))
+    Ok(Some(RoutesPlan { urls, models, rule }))
 }
 
 /// Images per request, where they can be sent: chat requests of synthetic prompts.

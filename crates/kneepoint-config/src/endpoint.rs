@@ -9,7 +9,7 @@ use kneepoint_transport::{ApiKey, ConnectOptions, OpenAiConfig, ProxySetting, Re
 use crate::error::{bail, Context};
 use crate::file::{EndpointSection, WorkloadSection};
 use crate::limits::seconds;
-use crate::{CommonArgs, Result};
+use crate::Result;
 
 /// Body fields kneepoint writes itself: an `extra_body` that set them would make the records
 /// describe requests other than those sent.
@@ -29,43 +29,36 @@ const OWN_FIELDS: [&str; 9] = [
 /// simulator `sim` (whose model it names). Without a model, a URL target's is asked of the
 /// server (`GET /v1/models`) when the run starts.
 pub(crate) fn openai_config(
-    args: &CommonArgs,
     ep: &EndpointSection,
     wl: &WorkloadSection,
     url: Option<&str>,
     sim: Option<&SimProfile>,
 ) -> Result<OpenAiConfig> {
-    let api = args.endpoint.endpoint_type.or(ep.api).unwrap_or_default();
-    let streaming = args.endpoint.streaming.or(wl.streaming).unwrap_or(true);
-    let max_tokens_field = args
-        .endpoint
-        .max_tokens_field
-        .or(ep.max_tokens_field)
-        .unwrap_or_default();
+    let api = ep.endpoint_type.unwrap_or_default();
+    let streaming = ep.streaming.or(wl.streaming).unwrap_or(true);
+    let max_tokens_field = ep.max_tokens_field.unwrap_or_default();
     // The first of several models is the primary one (see `routes`).
-    let model = args
-        .endpoint
+    let model = ep
         .model
         .as_deref()
         .map(|m| parse_models(m).map(|v| v[0].0.clone()))
-        .transpose()?
-        .or(ep.model.clone());
+        .transpose()?;
     let mut transport = OpenAiConfig::new(
         url.unwrap_or("http://127.0.0.1:0"),
         model.unwrap_or_else(|| sim.map(|p| p.model.clone()).unwrap_or_default()),
     );
     transport.api = api;
-    transport.path = args.endpoint.endpoint_path.clone().or(ep.path.clone());
+    transport.path = ep.endpoint_path.clone();
     transport.streaming = streaming;
     transport.max_tokens_field = max_tokens_field;
-    transport.request_id = request_id_header(args, ep)?;
+    transport.request_id = request_id_header(ep)?;
     transport.connect = ConnectOptions {
-        ca_bundle: args.endpoint.ca_bundle.clone().or(ep.ca_bundle.clone()),
-        client_cert: args.endpoint.client_cert.clone().or(ep.client_cert.clone()),
-        client_key: args.endpoint.client_key.clone().or(ep.client_key.clone()),
-        insecure_skip_verify: args.endpoint.insecure || ep.insecure_skip_verify.unwrap_or(false),
-        http2: args.endpoint.http2 || ep.http2.unwrap_or(false),
-        proxy: match args.endpoint.proxy.as_ref().or(ep.proxy.as_ref()) {
+        ca_bundle: ep.ca_bundle.clone(),
+        client_cert: ep.client_cert.clone(),
+        client_key: ep.client_key.clone(),
+        insecure_skip_verify: ep.insecure,
+        http2: ep.http2,
+        proxy: match ep.proxy.as_ref() {
             None => ProxySetting::Environment,
             Some(p) if p.eq_ignore_ascii_case("none") => ProxySetting::Off,
             Some(p) if p.starts_with("http://") || p.starts_with("https://") => {
@@ -73,19 +66,17 @@ pub(crate) fn openai_config(
             }
             Some(_) => bail!("--proxy must be an http:// or https:// URL, or none"),
         },
-        source_addrs: args
-            .endpoint
+        source_addrs: ep
             .source_addrs
             .as_deref()
-            .or(ep.source_addrs.as_deref())
             .map(kneepoint_transport::parse_source_addrs)
             .transpose()?
             .unwrap_or_default(),
     };
-    if let Some(b) = &ep.extra_body {
+    if let Some(b) = &ep.extra_body_map {
         transport.extra_body = b.clone();
     }
-    if let Some(b) = &args.endpoint.extra_body {
+    if let Some(b) = &ep.extra_body {
         let v: serde_json::Value =
             serde_json::from_str(b).context("--extra-body must be a JSON object")?;
         let serde_json::Value::Object(m) = v else {
@@ -100,15 +91,13 @@ pub(crate) fn openai_config(
     {
         bail!("extra_body must not set {k:?}: kneepoint sets it from its own settings (and records what it sent); use the matching option instead (--model, --osl, --streaming, --endpoint-type, --max-tokens-field)");
     }
-    transport.headers = ep.headers.clone().into_iter().collect();
-    for h in &args.endpoint.headers {
+    transport.headers = ep.header_map.clone().into_iter().collect();
+    for h in &ep.headers {
         transport.headers.push(parse_header(h)?);
     }
-    let key_env = args
-        .endpoint
+    let key_env = ep
         .api_key_env
         .clone()
-        .or(ep.api_key_env.clone())
         .unwrap_or_else(|| "OPENAI_API_KEY".into());
     if url.is_some() {
         if let Ok(k) = std::env::var(&key_env) {
@@ -124,55 +113,30 @@ pub(crate) fn openai_config(
 }
 
 /// The per-request deadlines.
-pub(crate) fn deadlines(args: &CommonArgs, ep: &EndpointSection) -> Result<Deadlines> {
+pub(crate) fn deadlines(ep: &EndpointSection) -> Result<Deadlines> {
     let request_timeout = seconds(
         "request timeout",
-        Some(
-            args.endpoint
-                .request_timeout_s
-                .or(ep.request_timeout_s)
-                .unwrap_or(600.0),
-        ),
+        Some(ep.request_timeout_s.unwrap_or(600.0)),
     )?;
     Ok(Deadlines {
         request: request_timeout,
-        response: seconds(
-            "response timeout",
-            args.endpoint.response_timeout_s.or(ep.response_timeout_s),
-        )?,
-        first_token: seconds(
-            "first-token timeout",
-            args.endpoint
-                .first_token_timeout_s
-                .or(ep.first_token_timeout_s),
-        )?,
-        idle: seconds(
-            "idle timeout",
-            args.endpoint.idle_timeout_s.or(ep.idle_timeout_s),
-        )?,
+        response: seconds("response timeout", ep.response_timeout_s)?,
+        first_token: seconds("first-token timeout", ep.first_token_timeout_s)?,
+        idle: seconds("idle timeout", ep.idle_timeout_s)?,
     })
 }
 
 /// `--request-id-header` / `--request-id-format` (or `[endpoint]`'s keys) over the default
 /// (`x-request-id` with a UUID).
-fn request_id_header(args: &CommonArgs, ep: &EndpointSection) -> Result<RequestIdHeader> {
+fn request_id_header(ep: &EndpointSection) -> Result<RequestIdHeader> {
     let mut h = RequestIdHeader::default();
-    match args
-        .endpoint
-        .request_id_header
-        .as_ref()
-        .or(ep.request_id_header.as_ref())
-    {
+    match ep.request_id_header.as_ref() {
         Some(n) if n.eq_ignore_ascii_case("none") => h.name = None,
         Some(n) if n.trim().is_empty() => bail!("--request-id-header needs a name (or none)"),
         Some(n) => h.name = Some(n.trim().to_ascii_lowercase()),
         None => {}
     }
-    h.style = args
-        .endpoint
-        .request_id_format
-        .or(ep.request_id_format)
-        .unwrap_or_default();
+    h.style = ep.request_id_format.unwrap_or_default();
     Ok(h)
 }
 

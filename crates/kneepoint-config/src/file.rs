@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use kneepoint_sim::FaultPlan;
-use kneepoint_transport::{Api, MaxTokensField, RequestIdStyle};
 use serde::Deserialize;
 
 use crate::error::Context;
@@ -152,81 +151,9 @@ pub struct FleetSection {
     pub headroom: Option<f64>,
 }
 
-/// `[endpoint]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EndpointSection {
-    /// Base URL.
-    pub url: Option<String>,
-    /// `chat` or `completions`.
-    #[serde(rename = "type")]
-    pub api: Option<Api>,
-    /// Request path override.
-    pub path: Option<String>,
-    /// The `model` field.
-    pub model: Option<String>,
-    /// Environment variable holding the API key (keys are never read from the file).
-    pub api_key_env: Option<String>,
-    /// Extra headers.
-    #[serde(default)]
-    pub headers: std::collections::BTreeMap<String, String>,
-    /// Extra body fields.
-    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
-    /// `max_tokens` or `max_completion_tokens`.
-    pub max_tokens_field: Option<MaxTokensField>,
-    /// The header naming each request (`x-request-id`), or `"none"`.
-    pub request_id_header: Option<String>,
-    /// `uuid` or `integer`.
-    pub request_id_format: Option<RequestIdStyle>,
-    /// PEM CA bundle trusted besides the system's roots.
-    pub ca_bundle: Option<PathBuf>,
-    /// PEM client certificate (mTLS).
-    pub client_cert: Option<PathBuf>,
-    /// PEM key of `client_cert`.
-    pub client_key: Option<PathBuf>,
-    /// Accept any server certificate.
-    pub insecure_skip_verify: Option<bool>,
-    /// Offer HTTP/2 by ALPN.
-    pub http2: Option<bool>,
-    /// A proxy URL, or `"none"` (default: the environment's).
-    pub proxy: Option<String>,
-    /// Local addresses to connect from, in turn (`127.0.0.2-127.0.0.9`, or a list).
-    pub source_addrs: Option<String>,
-    /// Per-request deadline, seconds.
-    pub request_timeout_s: Option<f64>,
-    /// Response-headers deadline, seconds.
-    pub response_timeout_s: Option<f64>,
-    /// First-token deadline, seconds.
-    pub first_token_timeout_s: Option<f64>,
-    /// Idle-gap deadline, seconds.
-    pub idle_timeout_s: Option<f64>,
-    /// A SageMaker endpoint name (instead of `url`).
-    pub sagemaker_endpoint: Option<String>,
-    /// Its AWS region.
-    pub region: Option<String>,
-    /// SageMaker runtime URL override.
-    pub endpoint_url: Option<String>,
-    /// `chat`, `completions` or `tgi`.
-    pub body_format: Option<String>,
-    /// `sse` or `jsonlines`.
-    pub payload_codec: Option<String>,
-    /// `X-Amzn-SageMaker-Inference-Component`.
-    pub inference_component: Option<String>,
-    /// `X-Amzn-SageMaker-Target-Variant`.
-    pub target_variant: Option<String>,
-    /// `X-Amzn-SageMaker-Custom-Attributes`.
-    pub custom_attributes: Option<String>,
-    /// `X-Amzn-SageMaker-Target-Container-Hostname`.
-    pub target_container_hostname: Option<String>,
-    /// `X-Amzn-SageMaker-Target-Model`.
-    pub target_model: Option<String>,
-    /// `X-Amzn-SageMaker-Session-Id`.
-    pub session_id: Option<String>,
-    /// `X-Amzn-SageMaker-Inference-Id`.
-    pub inference_id: Option<String>,
-    /// AWS profile for credentials.
-    pub aws_profile: Option<String>,
-}
+/// `[endpoint]`: the same group as the Endpoint and SageMaker flags
+/// ([`crate::EndpointOptions`]).
+pub type EndpointSection = crate::EndpointOptions;
 
 /// `[workload]`: the same group as the Workload flags ([`crate::WorkloadOptions`]).
 pub type WorkloadSection = crate::workload_flags::WorkloadOptions;

@@ -43,6 +43,7 @@ mod deploy_sagemaker;
 mod deploy_section;
 mod describe;
 mod endpoint;
+mod endpoint_options;
 mod error;
 mod expanded;
 mod file;
@@ -70,6 +71,7 @@ pub use common::{parse_start_at, CommonSettings, ServerMetricsPlan, MAX_START_AH
 pub use deploy_section::{
     Command as DeployCommand, DeploySection, KubernetesSection, SageMakerDeploySection, Scalar,
 };
+pub use endpoint_options::EndpointOptions;
 pub use error::{Error, Result};
 pub use file::{default_level_counts, DEFAULT_LEAD_IN};
 pub use file::{

@@ -141,7 +141,7 @@ impl FromFile {
         if let Some(at) = at {
             let mut ep = c.endpoint.clone().unwrap_or_default();
             match at {
-                At::Url(url) => ep.url = Some(url.to_owned()),
+                At::Url(url) => ep.url = Some(vec![url.to_owned()]),
                 At::SageMaker(name) => ep.sagemaker_endpoint = Some(name.to_owned()),
             }
             f.endpoint = Some(ep);

@@ -9,7 +9,7 @@ use kneepoint_transport::{Api, OpenAiConfig};
 
 use crate::error::{bail, Context};
 use crate::file::EndpointSection;
-use crate::{CommonArgs, Result};
+use crate::Result;
 
 /// How to reach a SageMaker endpoint.
 #[derive(Debug, Clone)]
@@ -23,36 +23,24 @@ pub struct SageMakerSettings {
 /// The SageMaker settings of the flags and `[endpoint]` for endpoint `name`; the request
 /// body's fields (model, streaming, deadlines, TLS...) follow `transport`.
 pub(crate) fn sagemaker_settings(
-    args: &CommonArgs,
     ep: &EndpointSection,
     transport: &OpenAiConfig,
     name: String,
 ) -> Result<SageMakerSettings> {
     use kneepoint_transport::sagemaker::{BodyFormat, CodecKind, InvokeHeaders, SageMakerConfig};
-    let region = crate::aws::aws_region(args.sagemaker.region.clone().or(ep.region.clone()));
+    let region = crate::aws::aws_region(ep.region.clone());
     let mut c = SageMakerConfig::new(name, region);
-    c.endpoint_url = args
-        .sagemaker
-        .endpoint_url
-        .clone()
-        .or(ep.endpoint_url.clone());
-    let file_body = ep.body_format.as_deref().map(str::parse).transpose();
-    let flag_body = args.sagemaker.sagemaker_body.as_deref().map(str::parse);
-    c.body = match flag_body
-        .transpose()
-        .context("--sagemaker-body")?
-        .or(file_body.context("[endpoint] body_format")?)
-    {
+    c.endpoint_url = ep.endpoint_url.clone();
+    // (a flag's value was checked by clap: a parse error is the file's)
+    let body = ep.sagemaker_body.as_deref().map(str::parse).transpose();
+    c.body = match body.context("[endpoint] body_format")? {
         Some(b) => b,
         None if transport.api == Api::Completions => BodyFormat::OpenAiCompletions,
         None => BodyFormat::OpenAiChat,
     };
-    let file_codec = ep.payload_codec.as_deref().map(str::parse).transpose();
-    let flag_codec = args.sagemaker.payload_codec.as_deref().map(str::parse);
-    c.codec = flag_codec
-        .transpose()
-        .context("--payload-codec")?
-        .or(file_codec.context("[endpoint] payload_codec")?)
+    let codec = ep.payload_codec.as_deref().map(str::parse).transpose();
+    c.codec = codec
+        .context("[endpoint] payload_codec")?
         .unwrap_or(CodecKind::Sse);
     c.model = transport.model.clone();
     c.streaming = transport.streaming;
@@ -62,42 +50,18 @@ pub(crate) fn sagemaker_settings(
     c.extra_body = transport.extra_body.clone();
     c.connect_timeout = transport.connect_timeout;
     c.headers = InvokeHeaders {
-        custom_attributes: args
-            .sagemaker
-            .custom_attributes
-            .clone()
-            .or(ep.custom_attributes.clone()),
-        target_variant: args
-            .sagemaker
-            .target_variant
-            .clone()
-            .or(ep.target_variant.clone()),
-        target_container_hostname: args
-            .sagemaker
-            .target_container_hostname
-            .clone()
-            .or(ep.target_container_hostname.clone()),
-        inference_component: args
-            .sagemaker
-            .inference_component
-            .clone()
-            .or(ep.inference_component.clone()),
+        custom_attributes: ep.custom_attributes.clone(),
+        target_variant: ep.target_variant.clone(),
+        target_container_hostname: ep.target_container_hostname.clone(),
+        inference_component: ep.inference_component.clone(),
         session_id: ep.session_id.clone(),
         inference_id: ep.inference_id.clone(),
-        target_model: args
-            .sagemaker
-            .target_model
-            .clone()
-            .or(ep.target_model.clone()),
+        target_model: ep.target_model.clone(),
     };
     c.validate()?;
     Ok(SageMakerSettings {
         config: c,
-        aws_profile: args
-            .sagemaker
-            .aws_profile
-            .clone()
-            .or(ep.aws_profile.clone()),
+        aws_profile: ep.aws_profile.clone(),
     })
 }
 
