@@ -140,6 +140,36 @@ response_timeout_s = 9
 first_token_timeout_s = 8
 "#;
 
+/// A fourth: every search key and another fleet peak.
+const SEARCH_FILE: &str = r#"
+artifact_dir = "from-file"
+
+[search_params]
+search_recipe = "max-goodput-under-slo"
+e2e_sla_ms = 20000
+error_rate_sla = 0.02
+slas = ["time_to_first_token:p99:lt:3000"]
+concurrency_min = 4
+concurrency_max = 512
+search_max_iterations = 8
+search_initial_points = 64
+request_count = 48
+precision = 0.1
+sla_by_confidence = true
+confirm_margin = 0.1
+attainment = 0.95
+
+[runs]
+num_runs = 2
+
+[load]
+goodput = "time_to_first_token:900"
+
+[fleet]
+peak_rps = 40
+headroom = 0.3
+"#;
+
 /// Command lines (after `kneepoint`); `{file}` is [`FILE`] written to disk, `{sagemaker}`
 /// [`SAGEMAKER_FILE`], `{client}` [`CLIENT_FILE`].
 const CASES: &[&str] = &[
@@ -170,6 +200,10 @@ const CASES: &[&str] = &[
     "sweep --url http://127.0.0.1:9/v1 --url http://127.0.0.1:10/v1 --model m1,m2 --route-by round-robin",
     "sweep --url http://127.0.0.1:9/v1 --insecure --http2 --source-addrs 127.0.0.2 --request-timeout-s 30 --extra-body {\"temperature\":0.5}",
     "sweep --url http://127.0.0.1:9/v1 --route-by sticky",
+    "search --config {search}",
+    "search --config {search} --objective sla --concurrency-max 64 --precision 0.2",
+    "sweep --config {search}",
+    "sweep --config {search} --peak-rps 10 --headroom 0.1",
 ];
 
 /// A refusal with its causes.
@@ -185,7 +219,7 @@ fn refusal(e: &dyn std::error::Error) -> String {
 
 /// The resolved settings of one case, or the refusal.
 fn resolved(case: &str, tmp: &Path) -> String {
-    let line = ["file", "sagemaker", "client"]
+    let line = ["file", "sagemaker", "client", "search"]
         .iter()
         .fold(case.to_owned(), |l, f| {
             l.replace(
@@ -195,7 +229,11 @@ fn resolved(case: &str, tmp: &Path) -> String {
         });
     let mut argv = vec!["kneepoint".to_owned()];
     argv.extend(line.split(' ').map(str::to_owned));
-    if !case.contains("{file}") && !case.contains("{client}") && !case.contains("{sagemaker}") {
+    if !case.contains("{file}")
+        && !case.contains("{client}")
+        && !case.contains("{sagemaker}")
+        && !case.contains("{search}")
+    {
         argv.extend([
             "--artifact-dir".to_owned(),
             tmp.join("out").display().to_string(),
@@ -250,6 +288,7 @@ fn resolved_settings_are_as_saved() {
         ("file", FILE),
         ("sagemaker", SAGEMAKER_FILE),
         ("client", CLIENT_FILE),
+        ("search", SEARCH_FILE),
     ] {
         std::fs::write(tmp.path().join(format!("{name}.toml")), text).unwrap();
     }

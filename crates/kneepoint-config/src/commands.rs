@@ -10,6 +10,7 @@ use kneepoint_workload::LengthDist;
 
 use crate::error::bail;
 use crate::file::{FileConfig, SearchSection};
+use crate::options::flags_over;
 use crate::{CommonSettings, Result, SearchArgs, SlaArgs, SweepArgs, DEFAULT_CONCURRENCY};
 
 fn load(path: &Option<PathBuf>) -> Result<FileConfig> {
@@ -245,23 +246,19 @@ impl SweepSettings {
                 bail!("{} needs streaming responses", s.name);
             }
         }
-        let fleet = file.fleet.clone().unwrap_or_default();
+        let fleet = flags_over(&args.fleet, &file.fleet.clone().unwrap_or_default());
         let peaks = [
-            args.peak_concurrency
-                .or(fleet.peak_concurrency)
-                .map(PeakTraffic::Concurrency),
-            args.peak_rps
-                .or(fleet.peak_rps)
-                .map(PeakTraffic::RequestsPerSecond),
-            args.peak_output_tokens_per_s
-                .or(fleet.peak_output_tokens_per_s)
+            fleet.peak_concurrency.map(PeakTraffic::Concurrency),
+            fleet.peak_rps.map(PeakTraffic::RequestsPerSecond),
+            fleet
+                .peak_output_tokens_per_s
                 .map(PeakTraffic::OutputTokensPerSecond),
         ];
         let given: Vec<PeakTraffic> = peaks.into_iter().flatten().collect();
         if given.len() > 1 {
             bail!("give one of --peak-concurrency, --peak-rps, --peak-output-tokens-per-s");
         }
-        let headroom = args.headroom.or(fleet.headroom).unwrap_or(0.2);
+        let headroom = fleet.headroom.unwrap_or(0.2);
         if !(0.0..1.0).contains(&headroom) {
             bail!("--headroom must be at least 0 and below 1");
         }
@@ -270,7 +267,7 @@ impl SweepSettings {
             if let Some(s) = slas.first() {
                 bail!("a length sweep judges no SLA ({} was given): it reports TTFT and ITL against the prompt's length; use --goodput to count the requests meeting per-request SLOs", s.name);
             }
-            if !given.is_empty() || args.headroom.is_some() || fleet.headroom.is_some() {
+            if !given.is_empty() || fleet.headroom.is_some() || fleet.headroom.is_some() {
                 bail!("a length sweep sizes no fleet: drop the peak and the headroom");
             }
         }
@@ -303,7 +300,10 @@ impl SearchSettings {
 
     /// [`SearchSettings::resolve`] with the file already read.
     pub fn resolve_with(args: &SearchArgs, file: &FileConfig) -> Result<Self> {
-        let sp = file.search_params.clone().unwrap_or_default();
+        let sp = flags_over(
+            &args.search,
+            &file.search_params.clone().unwrap_or_default(),
+        );
         let recipe_goodput = match sp.search_recipe.as_deref() {
             None | Some("max-concurrency-under-sla") => false,
             Some("max-goodput-under-slo") => true,
@@ -336,7 +336,7 @@ impl SearchSettings {
             bail!("the search finds the highest concurrency under the SLAs in a closed loop; request_rate (open loop) applies to `kneepoint sweep`");
         }
         let mut slas = slas(&args.sla, &sp)?;
-        let objective = args.objective.as_deref().or(sp.objective.as_deref());
+        let objective = sp.objective.as_deref();
         let goodput = match objective {
             None => recipe_goodput,
             Some("sla") if recipe_goodput => bail!("--objective sla contradicts search_recipe = \"max-goodput-under-slo\" in the config file: drop one of them"),
@@ -344,7 +344,7 @@ impl SearchSettings {
             Some("goodput") => true,
             Some(o) => bail!("objective {o:?} is not known: sla or goodput (a search_recipe of max-goodput-under-slo means goodput)"),
         };
-        let attainment = args.attainment.or(sp.attainment);
+        let attainment = sp.attainment;
         if goodput {
             slas.push(goodput_sla(&common, attainment.unwrap_or(0.99))?);
         } else if attainment.is_some() {
@@ -355,24 +355,24 @@ impl SearchSettings {
         common.check_goodput(&search.slas)?;
         search.request_count = common.levels.request_count;
         search.streaming = common.target.protocol().streaming();
-        if let Some(v) = args.concurrency_min.or(sp.concurrency_min) {
+        if let Some(v) = sp.concurrency_min {
             search.concurrency_min = v;
         }
-        if let Some(v) = args.concurrency_max.or(sp.concurrency_max) {
+        if let Some(v) = sp.concurrency_max {
             search.concurrency_max = v;
         }
-        if let Some(v) = args.search_max_iterations.or(sp.search_max_iterations) {
+        if let Some(v) = sp.search_max_iterations {
             search.max_iterations = v;
         }
-        search.initial_points = args.search_initial_points.or(sp.search_initial_points);
-        if let Some(v) = args.precision.or(sp.precision) {
+        search.initial_points = sp.search_initial_points;
+        if let Some(v) = sp.precision {
             search.precision = v;
         }
-        if let Some(v) = args.confirm_margin.or(sp.confirm_margin) {
+        if let Some(v) = sp.confirm_margin {
             search.confirm_margin = v;
         }
         search.validate()?;
-        let sla_by_confidence = args.sla_by_confidence || sp.sla_by_confidence.unwrap_or(false);
+        let sla_by_confidence = sp.sla_by_confidence;
         if sla_by_confidence && common.levels.runs.num_runs < 2 {
             bail!("sla_by_confidence judges each probe by its confidence interval across runs: set num_runs to 2 or more");
         }

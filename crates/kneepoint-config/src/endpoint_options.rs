@@ -19,13 +19,6 @@ fn one_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String
     Ok(Option::<String>::deserialize(d)?.map(|v| vec![v]))
 }
 
-/// A collection the flags never fill (`#[arg(skip)]`) takes the file's.
-fn fill_empty<T: Default + PartialEq>(left: &mut T, right: T) {
-    if *left == T::default() {
-        *left = right;
-    }
-}
-
 /// The endpoint and the client that reaches it (`[endpoint]` and its flags): an
 /// OpenAI-compatible URL (API, model, headers, TLS, proxy, deadlines) or a SageMaker endpoint
 /// (its flags under their own `--help` heading).
@@ -169,7 +162,7 @@ pub struct EndpointOptions {
     /// File only: extra headers (`--header` on the command line).
     #[arg(skip)]
     #[serde(default, rename = "headers")]
-    #[merge(strategy = fill_empty)]
+    #[merge(strategy = crate::options::fill_empty)]
     pub header_map: std::collections::BTreeMap<String, String>,
     /// File only: extra body fields as a table (`--extra-body JSON` on the command line).
     #[arg(skip)]

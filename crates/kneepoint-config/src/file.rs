@@ -97,59 +97,11 @@ pub struct CandidateSection {
     pub matrix: Option<std::collections::BTreeMap<String, Vec<crate::Scalar>>>,
 }
 
-/// `[search_params]` (SageMaker's names).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SearchSection {
-    /// `max-concurrency-under-sla` (default) or `max-goodput-under-slo` (the goodput
-    /// objective).
-    pub search_recipe: Option<String>,
-    /// p95 TTFT limit, ms.
-    pub ttft_sla_ms: Option<f64>,
-    /// p95 ITL limit, ms.
-    pub tpot_sla_ms: Option<f64>,
-    /// p99 end-to-end limit, ms.
-    pub e2e_sla_ms: Option<f64>,
-    /// Mean error-rate limit (fraction).
-    pub error_rate_sla: Option<f64>,
-    /// General SLAs, `metric:stat:op:threshold`.
-    #[serde(default)]
-    pub slas: Vec<String>,
-    /// Lowest concurrency probed.
-    pub concurrency_min: Option<u32>,
-    /// Highest concurrency probed.
-    pub concurrency_max: Option<u32>,
-    /// Probe budget.
-    pub search_max_iterations: Option<u32>,
-    /// Above this, bracketing without a prediction grows x4.
-    pub search_initial_points: Option<u32>,
-    /// Requests per probe.
-    pub request_count: Option<u32>,
-    /// Final bracket width.
-    pub precision: Option<f64>,
-    /// Judge SLAs at the pessimistic end of the across-run confidence interval.
-    pub sla_by_confidence: Option<bool>,
-    /// Close-call margin.
-    pub confirm_margin: Option<f64>,
-    /// `sla` (default) or `goodput` (see `--objective`).
-    pub objective: Option<String>,
-    /// The share of requests that must meet every goodput SLO (see `--attainment`).
-    pub attainment: Option<f64>,
-}
+/// `[search_params]`: the same group as the search's flags ([`crate::SearchOptions`]).
+pub type SearchSection = crate::SearchOptions;
 
-/// `[fleet]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FleetSection {
-    /// Peak concurrent requests.
-    pub peak_concurrency: Option<f64>,
-    /// Peak requests per second.
-    pub peak_rps: Option<f64>,
-    /// Peak output tokens per second.
-    pub peak_output_tokens_per_s: Option<f64>,
-    /// Reserved capacity fraction (default 0.2).
-    pub headroom: Option<f64>,
-}
+/// `[fleet]`: the same group as the sweep's fleet flags ([`crate::FleetOptions`]).
+pub type FleetSection = crate::FleetOptions;
 
 /// `[endpoint]`: the same group as the Endpoint and SageMaker flags
 /// ([`crate::EndpointOptions`]).

@@ -27,18 +27,9 @@ pub struct SweepArgs {
         value_name = "N,N,..."
     )]
     pub concurrency: Vec<u32>,
-    /// Peak concurrent requests to serve: prints the fleet size.
-    #[arg(long, help_heading = "Sweep", value_name = "N")]
-    pub peak_concurrency: Option<f64>,
-    /// Peak requests per second to serve: prints the fleet size.
-    #[arg(long, help_heading = "Sweep", value_name = "RPS")]
-    pub peak_rps: Option<f64>,
-    /// Peak output tokens per second to serve: prints the fleet size.
-    #[arg(long, help_heading = "Sweep", value_name = "TOKENS")]
-    pub peak_output_tokens_per_s: Option<f64>,
-    /// Capacity held in reserve on each instance when sizing the fleet (0.2 = plan at 80 %).
-    #[arg(long, help_heading = "Sweep", value_name = "FRACTION")]
-    pub headroom: Option<f64>,
+    /// Peak traffic to size a fleet for, and the headroom (`[fleet]` in the file).
+    #[command(flatten)]
+    pub fleet: crate::FleetOptions,
 }
 
 /// `kneepoint search`.
@@ -50,39 +41,9 @@ pub struct SearchArgs {
     /// The SLAs the answer must meet (at least one).
     #[command(flatten, next_help_heading = "SLAs")]
     pub sla: SlaArgs,
-    /// Lowest concurrency probed (default 16).
-    #[arg(long, help_heading = "Search", value_name = "N")]
-    pub concurrency_min: Option<u32>,
-    /// Highest concurrency probed (default 4096).
-    #[arg(long, help_heading = "Search", value_name = "N")]
-    pub concurrency_max: Option<u32>,
-    /// Probes in all, confirmations included (default 10).
-    #[arg(long, help_heading = "Search", value_name = "N")]
-    pub search_max_iterations: Option<u32>,
-    /// Above this level, bracketing without a prediction grows x4 instead of x2.
-    #[arg(long, help_heading = "Search", value_name = "N")]
-    pub search_initial_points: Option<u32>,
-    /// Relative width of the final bracket (default 0.05).
-    #[arg(long, help_heading = "Search", value_name = "FRACTION")]
-    pub precision: Option<f64>,
-    /// Re-measure an answer whose smallest SLA margin is below this, unless the search's noise
-    /// estimate is well under it (default 0.05; 0 = never).
-    #[arg(long, help_heading = "Search", value_name = "FRACTION")]
-    pub confirm_margin: Option<f64>,
-    /// With --num-runs of at least 2: a probe meets an SLA only if the SLA holds at the
-    /// pessimistic end of its confidence interval across runs (the upper end for a limit, the
-    /// lower end for a floor), not just at the pooled value.
-    #[arg(long, help_heading = "Search")]
-    pub sla_by_confidence: bool,
-    /// What the answer maximises under: `sla` (default: every SLA holds at its statistic) or
-    /// `goodput` (AIPerf's max-goodput-under-slo: the share of requests meeting every
-    /// per-request SLO of --goodput is at least --attainment; any SLAs given must hold too).
-    #[arg(long, help_heading = "Search", value_name = "sla|goodput")]
-    pub objective: Option<String>,
-    /// With --objective goodput: the share of requests, failures included, that must meet
-    /// every SLO of --goodput (default 0.99).
-    #[arg(long, help_heading = "Search", value_name = "FRACTION")]
-    pub attainment: Option<f64>,
+    /// How the search probes and what it maximises (`[search_params]` in the file).
+    #[command(flatten)]
+    pub search: crate::SearchOptions,
 }
 
 /// Options shared by every command that sends load, grouped by concern (each group is its own

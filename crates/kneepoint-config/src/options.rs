@@ -19,6 +19,13 @@ pub fn flags_over<T: Merge + Clone>(flags: &T, file: &T) -> T {
     out
 }
 
+/// The merge of a collection the flags never fill (`#[arg(skip)]`): the file's.
+pub(crate) fn fill_empty<T: Default + PartialEq>(left: &mut T, right: T) {
+    if *left == T::default() {
+        *left = right;
+    }
+}
+
 /// `[load]` and its flags: open-loop arrivals, timed levels, the first wave's ramp, early stop,
 /// time slices and goodput.
 #[derive(Debug, Clone, Default, PartialEq, Args, Deserialize, Merge)]
@@ -123,6 +130,92 @@ pub struct RunsOptions {
     pub min_runs: Option<u32>,
 }
 
+/// `[fleet]` and the sweep's fleet flags: the peak traffic to size a fleet for.
+#[derive(Debug, Clone, Default, PartialEq, Args, Deserialize, Merge)]
+#[serde(deny_unknown_fields)]
+#[merge(strategy = merge::option::overwrite_none)]
+pub struct FleetOptions {
+    /// Peak concurrent requests to serve: prints the fleet size.
+    #[arg(long, help_heading = "Sweep", value_name = "N")]
+    pub peak_concurrency: Option<f64>,
+    /// Peak requests per second to serve: prints the fleet size.
+    #[arg(long, help_heading = "Sweep", value_name = "RPS")]
+    pub peak_rps: Option<f64>,
+    /// Peak output tokens per second to serve: prints the fleet size.
+    #[arg(long, help_heading = "Sweep", value_name = "TOKENS")]
+    pub peak_output_tokens_per_s: Option<f64>,
+    /// Capacity held in reserve on each instance when sizing the fleet (0.2 = plan at 80 %).
+    #[arg(long, help_heading = "Sweep", value_name = "FRACTION")]
+    pub headroom: Option<f64>,
+}
+
+/// `[search_params]` (SageMaker's names) and the search's flags. The section's SLAs and
+/// request count are file keys only: their flags are the SLA group's and `--request-count`.
+#[derive(Debug, Clone, Default, PartialEq, Args, Deserialize, Merge)]
+#[serde(deny_unknown_fields)]
+#[merge(strategy = merge::option::overwrite_none)]
+pub struct SearchOptions {
+    /// Lowest concurrency probed (default 16).
+    #[arg(long, help_heading = "Search", value_name = "N")]
+    pub concurrency_min: Option<u32>,
+    /// Highest concurrency probed (default 4096).
+    #[arg(long, help_heading = "Search", value_name = "N")]
+    pub concurrency_max: Option<u32>,
+    /// Probes in all, confirmations included (default 10).
+    #[arg(long, help_heading = "Search", value_name = "N")]
+    pub search_max_iterations: Option<u32>,
+    /// Above this level, bracketing without a prediction grows x4 instead of x2.
+    #[arg(long, help_heading = "Search", value_name = "N")]
+    pub search_initial_points: Option<u32>,
+    /// Relative width of the final bracket (default 0.05).
+    #[arg(long, help_heading = "Search", value_name = "FRACTION")]
+    pub precision: Option<f64>,
+    /// Re-measure an answer whose smallest SLA margin is below this, unless the search's noise
+    /// estimate is well under it (default 0.05; 0 = never).
+    #[arg(long, help_heading = "Search", value_name = "FRACTION")]
+    pub confirm_margin: Option<f64>,
+    /// With --num-runs of at least 2: a probe meets an SLA only if the SLA holds at the
+    /// pessimistic end of its confidence interval across runs (the upper end for a limit, the
+    /// lower end for a floor), not just at the pooled value.
+    #[arg(long, help_heading = "Search")]
+    #[serde(default)]
+    #[merge(strategy = merge::bool::overwrite_false)]
+    pub sla_by_confidence: bool,
+    /// What the answer maximises under: `sla` (default: every SLA holds at its statistic) or
+    /// `goodput` (AIPerf's max-goodput-under-slo: the share of requests meeting every
+    /// per-request SLO of --goodput is at least --attainment; any SLAs given must hold too).
+    #[arg(long, help_heading = "Search", value_name = "sla|goodput")]
+    pub objective: Option<String>,
+    /// With --objective goodput: the share of requests, failures included, that must meet
+    /// every SLO of --goodput (default 0.99).
+    #[arg(long, help_heading = "Search", value_name = "FRACTION")]
+    pub attainment: Option<f64>,
+    /// File only: `max-concurrency-under-sla` (default) or `max-goodput-under-slo` (the
+    /// goodput objective).
+    #[arg(skip)]
+    pub search_recipe: Option<String>,
+    /// File only: p95 TTFT limit, ms (`--ttft-sla-ms`).
+    #[arg(skip)]
+    pub ttft_sla_ms: Option<f64>,
+    /// File only: p95 ITL limit, ms (`--tpot-sla-ms`).
+    #[arg(skip)]
+    pub tpot_sla_ms: Option<f64>,
+    /// File only: p99 end-to-end limit, ms (`--e2e-sla-ms`).
+    #[arg(skip)]
+    pub e2e_sla_ms: Option<f64>,
+    /// File only: mean error-rate limit, a fraction (`--error-rate-sla`).
+    #[arg(skip)]
+    pub error_rate_sla: Option<f64>,
+    /// File only: general SLAs, `metric:stat:op:threshold` (`--sla`).
+    #[arg(skip)]
+    #[serde(default)]
+    #[merge(strategy = fill_empty)]
+    pub slas: Vec<String>,
+    /// File only: requests per probe (`--request-count`).
+    #[arg(skip)]
+    pub request_count: Option<u32>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +234,13 @@ mod tests {
         assert_eq!(both.duration_s, Some(30.0));
         assert_eq!(both.request_rate, Some(vec![2.0]));
         assert_eq!(flags_over(&LoadOptions::default(), &file), file);
+    }
+
+    #[test]
+    fn a_file_only_list_survives_the_merge() {
+        let file: SearchOptions = toml::from_str("slas = [\"error_rate:avg:lt:0.1\"]").unwrap();
+        let both = flags_over(&SearchOptions::default(), &file);
+        assert_eq!(both.slas, ["error_rate:avg:lt:0.1"]);
     }
 
     #[test]
