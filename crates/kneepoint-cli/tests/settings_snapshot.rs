@@ -170,6 +170,23 @@ peak_rps = 40
 headroom = 0.3
 "#;
 
+/// A fifth: the built-in simulator's section.
+const SIM_FILE: &str = r#"
+artifact_dir = "from-file"
+
+[simulator]
+profile = "fast"
+time_scale = 2.5
+seed = 9
+slowdown = 1.5
+jitter = 0.1
+drift = 0.01
+degrade = 0.001
+protocol = "sagemaker"
+reasoning_share = 0.25
+faults = { rate = 0.1, kinds = ["http_500"] }
+"#;
+
 /// Command lines (after `kneepoint`); `{file}` is [`FILE`] written to disk, `{sagemaker}`
 /// [`SAGEMAKER_FILE`], `{client}` [`CLIENT_FILE`].
 const CASES: &[&str] = &[
@@ -204,6 +221,9 @@ const CASES: &[&str] = &[
     "search --config {search} --objective sla --concurrency-max 64 --precision 0.2",
     "sweep --config {search}",
     "sweep --config {search} --peak-rps 10 --headroom 0.1",
+    "sweep --config {sim}",
+    "sweep --config {sim} --sim-profile calibrated --sim-time-scale 1 --sim-jitter 0 --sim-protocol openai --sim-fault-rate 0.2 --sim-faults stall --sim-stall-ms 50",
+    "sweep --sim-slowdown 2 --sim-drift 0.2 --sim-degrade 0.01 --sim-reasoning-share 0.5",
 ];
 
 /// A refusal with its causes.
@@ -219,7 +239,7 @@ fn refusal(e: &dyn std::error::Error) -> String {
 
 /// The resolved settings of one case, or the refusal.
 fn resolved(case: &str, tmp: &Path) -> String {
-    let line = ["file", "sagemaker", "client", "search"]
+    let line = ["file", "sagemaker", "client", "search", "sim"]
         .iter()
         .fold(case.to_owned(), |l, f| {
             l.replace(
@@ -233,6 +253,7 @@ fn resolved(case: &str, tmp: &Path) -> String {
         && !case.contains("{client}")
         && !case.contains("{sagemaker}")
         && !case.contains("{search}")
+        && !case.contains("{sim}")
     {
         argv.extend([
             "--artifact-dir".to_owned(),
@@ -289,6 +310,7 @@ fn resolved_settings_are_as_saved() {
         ("sagemaker", SAGEMAKER_FILE),
         ("client", CLIENT_FILE),
         ("search", SEARCH_FILE),
+        ("sim", SIM_FILE),
     ] {
         std::fs::write(tmp.path().join(format!("{name}.toml")), text).unwrap();
     }

@@ -176,7 +176,7 @@ impl CommonSettings {
         let ep = flags_over(&args.endpoint, &file.endpoint.clone().unwrap_or_default());
         let wl = flags_over(&args.workload, &file.workload.clone().unwrap_or_default());
         let sw = file.sweep_params.clone().unwrap_or_default();
-        let sim = file.simulator.clone().unwrap_or_default();
+        let sim = flags_over(&args.simulator, &file.simulator.clone().unwrap_or_default());
         let load = flags_over(&args.load.section, &file.load.clone().unwrap_or_default());
         let runs = flags_over(&args.load.runs, &file.runs.clone().unwrap_or_default());
         let url = ep.url.as_ref().and_then(|u| u.first().cloned());
@@ -187,12 +187,7 @@ impl CommonSettings {
             _ => None,
         };
         let transport = openai_config(&ep, &wl, url.as_deref(), sim_profile.as_ref())?;
-        let sim_protocol = args
-            .simulator
-            .sim_protocol
-            .clone()
-            .or(sim.protocol.clone())
-            .unwrap_or_else(|| "openai".into());
+        let sim_protocol = sim.sim_protocol.clone().unwrap_or_else(|| "openai".into());
         if !matches!(sim_protocol.as_str(), "openai" | "sagemaker") {
             bail!("the simulator protocol must be openai or sagemaker, not {sim_protocol:?}");
         }

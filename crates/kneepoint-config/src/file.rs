@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use kneepoint_sim::FaultPlan;
 use serde::Deserialize;
 
 use crate::error::Context;
@@ -125,32 +124,8 @@ pub struct SweepSection {
     pub lead_in_request_count: Option<u32>,
 }
 
-/// `[simulator]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SimulatorSection {
-    /// `calibrated` or `fast`.
-    pub profile: Option<String>,
-    /// Wall seconds per modelled second.
-    pub time_scale: Option<f64>,
-    /// Seed.
-    pub seed: Option<u64>,
-    /// Fault injection: `{rate, kinds, stall_ms}`.
-    pub faults: Option<FaultPlan>,
-    /// Multiplies every engine step cost (1.2 = a server 20 % slower), to model a slower or
-    /// faster deployment.
-    pub slowdown: Option<f64>,
-    /// Relative standard deviation of each engine step (noise between requests and runs).
-    pub jitter: Option<f64>,
-    /// A slowly wandering slowdown (noisy neighbours): see `--sim-drift`.
-    pub drift: Option<f64>,
-    /// A server that slows as it runs: see `--sim-degrade`.
-    pub degrade: Option<f64>,
-    /// `openai` (default) or `sagemaker`: the protocol the simulator speaks.
-    pub protocol: Option<String>,
-    /// Share of each chat response streamed as reasoning (a reasoning model).
-    pub reasoning_share: Option<f64>,
-}
+/// `[simulator]`: the same group as the simulator's flags ([`crate::SimulatorOptions`]).
+pub type SimulatorSection = crate::SimulatorOptions;
 
 impl FileConfig {
     /// Reads a `.toml` or `.json` file.

@@ -89,6 +89,6 @@ pub use recommend::{recommendation, PriceTable};
 pub use request_counts::RequestCounts;
 #[cfg(feature = "sagemaker")]
 pub use sagemaker::SageMakerSettings;
-pub use simulator::fault_plan;
+pub use simulator::{fault_plan, SimulatorOptions};
 pub use target::{Protocol, RoutesPlan, Target};
 pub use workload_flags::WorkloadOptions;
