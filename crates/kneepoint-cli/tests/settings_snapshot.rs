@@ -187,6 +187,35 @@ reasoning_share = 0.25
 faults = { rate = 0.1, kinds = ["http_500"] }
 "#;
 
+/// A sixth: stage-1 sizing's `[model]` for the predicted simulator (`{configs}` is the
+/// repository's model configs).
+const MODEL_FILE: &str = r#"
+artifact_dir = "from-file"
+
+[simulator]
+profile = "predicted"
+
+[model]
+config = "{configs}/gpt-oss-20b.json"
+instance = "ml.g6e.12xlarge"
+tensor_parallel = 2
+gpu_memory_utilization = 0.85
+kv_cache_dtype = "fp8"
+max_num_seqs = 128
+reserve_gib = 3.0
+step_overhead_ms = 2.5
+bandwidth_efficiency = 0.7
+compute_efficiency = 0.4
+"#;
+
+/// The repository's model configs (crates/kneepoint-fit/configs).
+fn configs() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kneepoint-fit/configs")
+        .display()
+        .to_string()
+}
+
 /// Command lines (after `kneepoint`); `{file}` is [`FILE`] written to disk, `{sagemaker}`
 /// [`SAGEMAKER_FILE`], `{client}` [`CLIENT_FILE`].
 const CASES: &[&str] = &[
@@ -224,6 +253,9 @@ const CASES: &[&str] = &[
     "sweep --config {sim}",
     "sweep --config {sim} --sim-profile calibrated --sim-time-scale 1 --sim-jitter 0 --sim-protocol openai --sim-fault-rate 0.2 --sim-faults stall --sim-stall-ms 50",
     "sweep --sim-slowdown 2 --sim-drift 0.2 --sim-degrade 0.01 --sim-reasoning-share 0.5",
+    "sweep --config {model}",
+    "sweep --config {model} --tensor-parallel 4 --kv-cache-dtype auto --max-num-seqs 256 --weights bf16",
+    "sweep --sim-profile predicted --model-config {configs}/gpt-oss-20b.json --instance ml.g6e.xlarge",
 ];
 
 /// A refusal with its causes.
@@ -239,7 +271,7 @@ fn refusal(e: &dyn std::error::Error) -> String {
 
 /// The resolved settings of one case, or the refusal.
 fn resolved(case: &str, tmp: &Path) -> String {
-    let line = ["file", "sagemaker", "client", "search", "sim"]
+    let line = ["file", "sagemaker", "client", "search", "sim", "model"]
         .iter()
         .fold(case.to_owned(), |l, f| {
             l.replace(
@@ -247,6 +279,7 @@ fn resolved(case: &str, tmp: &Path) -> String {
                 tmp.join(format!("{f}.toml")).to_str().unwrap(),
             )
         });
+    let line = line.replace("{configs}", &configs());
     let mut argv = vec!["kneepoint".to_owned()];
     argv.extend(line.split(' ').map(str::to_owned));
     if !case.contains("{file}")
@@ -254,6 +287,7 @@ fn resolved(case: &str, tmp: &Path) -> String {
         && !case.contains("{sagemaker}")
         && !case.contains("{search}")
         && !case.contains("{sim}")
+        && !case.contains("{model}")
     {
         argv.extend([
             "--artifact-dir".to_owned(),
@@ -277,7 +311,8 @@ fn resolved(case: &str, tmp: &Path) -> String {
             _ => panic!("only sweeps and searches here"),
         },
     };
-    undated(&text.replace(tmp.to_str().unwrap(), "<tmp>"))
+    let text = text.replace(tmp.to_str().unwrap(), "<tmp>");
+    undated(&text.replace(&configs(), "<configs>"))
 }
 
 /// The default artifact folder's time stamp (`sweep-20261206T090357Z`) as `sweep-<time>`.
@@ -311,7 +346,9 @@ fn resolved_settings_are_as_saved() {
         ("client", CLIENT_FILE),
         ("search", SEARCH_FILE),
         ("sim", SIM_FILE),
+        ("model", MODEL_FILE),
     ] {
+        let text = text.replace("{configs}", &configs());
         std::fs::write(tmp.path().join(format!("{name}.toml")), text).unwrap();
     }
     let mut out = String::new();

@@ -7,17 +7,22 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use kneepoint_fit::{Catalog, Efficiency, Fit, FitSettings, ModelSpec, Prediction, WeightFormat};
 use kneepoint_sim::{ExpertReads, SimProfile};
+use merge::Merge;
 use serde::Deserialize;
 
 use crate::error::{bail, Context};
 use crate::Result;
 
-/// The flags that describe a model and where it runs, for stage-1 sizing.
-#[derive(Debug, Clone, Default, Args)]
+/// A model and where it runs, for stage-1 sizing: the flags and the file's `[model]` in one
+/// struct (the file's `config` is `--model-config`; its paths are relative to the file).
+#[derive(Debug, Clone, Default, Args, Deserialize, Merge)]
+#[serde(deny_unknown_fields)]
+#[merge(strategy = merge::option::overwrite_none)]
 pub struct FitArgs {
     /// The model's Hugging Face `config.json`, for `--sim-profile predicted` (`recommend` reads
     /// it from the config file's `[model]`).
     #[arg(long, value_name = "FILE")]
+    #[serde(rename = "config")]
     pub model_config: Option<PathBuf>,
     /// The instance type the model would run on (a name in the instance catalog).
     #[arg(long, value_name = "TYPE")]
@@ -55,35 +60,8 @@ pub struct FitArgs {
     pub compute_efficiency: Option<f64>,
 }
 
-/// `[model]`: the same settings in a config file (paths relative to the config file).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelSection {
-    /// The model's `config.json`.
-    pub config: Option<PathBuf>,
-    /// The instance type (for `--sim-profile predicted`; candidates name their own).
-    pub instance: Option<String>,
-    /// Tensor-parallel degree.
-    pub tensor_parallel: Option<u32>,
-    /// Share of GPU memory the engine may use.
-    pub gpu_memory_utilization: Option<f64>,
-    /// `auto` or `fp8`.
-    pub kv_cache_dtype: Option<String>,
-    /// The weights' format, instead of what the config says.
-    pub weights: Option<String>,
-    /// The engine's limit on running sequences.
-    pub max_num_seqs: Option<u32>,
-    /// GiB per GPU kept for activations and the runtime.
-    pub reserve_gib: Option<f64>,
-    /// An instance catalog file.
-    pub instance_catalog: Option<PathBuf>,
-    /// Prediction: fixed cost of one step, ms.
-    pub step_overhead_ms: Option<f64>,
-    /// Prediction: share of the memory bandwidth reached.
-    pub bandwidth_efficiency: Option<f64>,
-    /// Prediction: share of the dense BF16 peak reached.
-    pub compute_efficiency: Option<f64>,
-}
+/// `[model]`: the same group as the flags ([`FitArgs`]), paths relative to the config file.
+pub type ModelSection = FitArgs;
 
 /// Everything stage-1 sizing needs, resolved and checked.
 #[derive(Debug, Clone)]
@@ -127,11 +105,16 @@ impl FitInputs {
         isl: f64,
         osl: f64,
     ) -> Result<Option<Self>> {
-        let d = ModelSection::default();
-        let f = file.unwrap_or(&d);
-        let from_file =
-            |p: &Option<PathBuf>| p.as_ref().map(|p| base.map_or(p.clone(), |b| b.join(p)));
-        let Some(path) = args.model_config.clone().or(from_file(&f.config)) else {
+        let mut f = file.cloned().unwrap_or_default();
+        let from_file = |p: &mut Option<PathBuf>| {
+            if let (Some(p), Some(b)) = (p.as_mut(), base) {
+                *p = b.join(&*p);
+            }
+        };
+        from_file(&mut f.model_config);
+        from_file(&mut f.instance_catalog);
+        let m = crate::flags_over(args, &f);
+        let Some(path) = m.model_config.clone() else {
             return Ok(None);
         };
         let limit = kneepoint_fit::MAX_DIM as f64;
@@ -149,48 +132,38 @@ impl FitInputs {
         })?;
         let mut model = ModelSpec::from_hf_config(&text)
             .with_context(|| format!("in the model config {}", path.display()))?;
-        if let Some(w) = args.weights.as_ref().or(f.weights.as_ref()) {
+        if let Some(w) = m.weights.as_ref() {
             model.weights = WeightFormat::parse(w)?;
         }
-        let catalog = catalog(
-            args.instance_catalog
-                .clone()
-                .or(from_file(&f.instance_catalog))
-                .as_deref(),
-        )?;
+        let catalog = catalog(m.instance_catalog.as_deref())?;
         let mut s = FitSettings::new(isl.round() as u64, osl.round() as u64);
-        if let Some(u) = args.gpu_memory_utilization.or(f.gpu_memory_utilization) {
+        if let Some(u) = m.gpu_memory_utilization {
             s.gpu_memory_utilization = u;
         }
-        s.kv_cache_bits = match args
-            .kv_cache_dtype
-            .as_deref()
-            .or(f.kv_cache_dtype.as_deref())
-            .unwrap_or("auto")
-        {
+        s.kv_cache_bits = match m.kv_cache_dtype.as_deref().unwrap_or("auto") {
             "auto" | "bf16" | "fp16" => 16.0,
             "fp8" | "fp8_e4m3" | "fp8_e5m2" => 8.0,
             other => bail!("--kv-cache-dtype must be auto or fp8, not {other:?}"),
         };
-        if let Some(n) = args.max_num_seqs.or(f.max_num_seqs) {
+        if let Some(n) = m.max_num_seqs {
             s.max_num_seqs = n;
         }
-        s.reserve_gib = args.reserve_gib.or(f.reserve_gib);
-        if let Some(tp) = args.tensor_parallel.or(f.tensor_parallel) {
+        s.reserve_gib = m.reserve_gib;
+        if let Some(tp) = m.tensor_parallel {
             s.tensor_parallel = vec![tp];
         }
         s.validate()?;
         let mut e = Efficiency::default();
-        if let Some(v) = args.step_overhead_ms.or(f.step_overhead_ms) {
+        if let Some(v) = m.step_overhead_ms {
             e.step_overhead_ms = v;
         }
-        if let Some(v) = args.bandwidth_efficiency.or(f.bandwidth_efficiency) {
+        if let Some(v) = m.bandwidth_efficiency {
             e.bandwidth = v;
         }
-        if let Some(v) = args.compute_efficiency.or(f.compute_efficiency) {
+        if let Some(v) = m.compute_efficiency {
             e.compute = v;
         }
-        let instance = args.instance.clone().or(f.instance.clone());
+        let instance = m.instance.clone();
         if let Some(i) = &instance {
             catalog.get(i)?;
         }
