@@ -138,6 +138,12 @@ request_id_format = "integer"
 max_tokens_field = "max_completion_tokens"
 response_timeout_s = 9
 first_token_timeout_s = 8
+
+[output]
+archive = true
+s3 = "s3://bucket/runs"
+s3_endpoint_url = "http://127.0.0.1:9"
+s3_region = "eu-central-1"
 "#;
 
 /// A fourth: every search key and another fleet peak.
@@ -253,6 +259,8 @@ const CASES: &[&str] = &[
     "sweep --config {sim}",
     "sweep --config {sim} --sim-profile calibrated --sim-time-scale 1 --sim-jitter 0 --sim-protocol openai --sim-fault-rate 0.2 --sim-faults stall --sim-stall-ms 50",
     "sweep --sim-slowdown 2 --sim-drift 0.2 --sim-degrade 0.01 --sim-reasoning-share 0.5",
+    "sweep --config {client} --s3-region us-west-2 --s3-part-size-mib 8 --output-s3 s3://other/x",
+    "sweep --archive --s3-endpoint-url http://127.0.0.1:10",
     "sweep --config {model}",
     "sweep --config {model} --tensor-parallel 4 --kv-cache-dtype auto --max-num-seqs 256 --weights bf16",
     "sweep --sim-profile predicted --model-config {configs}/gpt-oss-20b.json --instance ml.g6e.xlarge",

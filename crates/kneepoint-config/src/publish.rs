@@ -8,19 +8,25 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 #[cfg(feature = "sagemaker")]
 use kneepoint_transport::s3::S3Location;
+use merge::Merge;
 use serde::Deserialize;
 
 use crate::error::Context;
 use crate::Result;
 
 /// The flags.
-#[derive(Debug, Clone, Default, Args)]
+#[derive(Debug, Clone, Default, Args, Deserialize, Merge)]
+#[serde(deny_unknown_fields)]
+#[merge(strategy = merge::option::overwrite_none)]
 pub struct PublishArgs {
     /// Write a .tar.gz of the artifact folder beside it when the run ends.
     #[arg(long)]
+    #[serde(default)]
+    #[merge(strategy = merge::bool::overwrite_false)]
     pub archive: bool,
     /// Upload that archive to S3 (implies --archive): s3://bucket/prefix.
     #[arg(long, value_name = "S3_URL")]
+    #[serde(rename = "s3")]
     pub output_s3: Option<String>,
     /// An S3-compatible server instead of AWS (path-style), e.g. http://127.0.0.1:9000.
     #[arg(long, value_name = "URL")]
@@ -31,22 +37,13 @@ pub struct PublishArgs {
     /// Archives above this many MiB go up as a multipart upload in parts of this size
     /// (default 64; at least 5, S3's smallest part).
     #[arg(long, value_name = "MIB")]
+    #[serde(skip)]
     pub s3_part_size_mib: Option<u64>,
 }
 
-/// `[output]` in a config file.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutputSection {
-    /// Write the archive.
-    pub archive: Option<bool>,
-    /// Upload it here.
-    pub s3: Option<String>,
-    /// An S3-compatible server.
-    pub s3_endpoint_url: Option<String>,
-    /// The bucket's region.
-    pub s3_region: Option<String>,
-}
+/// `[output]`: the same group as the archive flags ([`PublishArgs`]; the file's `s3` is
+/// `--output-s3`; the part size is a flag only).
+pub type OutputSection = PublishArgs;
 
 /// The resolved publishing settings.
 #[derive(Debug, Clone, Default)]
@@ -90,16 +87,15 @@ impl Publish {
         file: Option<&OutputSection>,
         profile: Option<String>,
     ) -> Result<Self> {
-        let d = OutputSection::default();
-        let f = file.unwrap_or(&d);
-        let s3 = args.output_s3.clone().or(f.s3.clone());
+        let p = crate::flags_over(args, &file.cloned().unwrap_or_default());
+        let s3 = p.output_s3.clone();
         #[cfg(feature = "sagemaker")]
         let s3 = s3.map(|u| S3Location::parse(&u)).transpose()?;
         #[cfg(not(feature = "sagemaker"))]
         if s3.is_some() {
             crate::error::bail!("this build cannot upload to S3: build kneepoint-config with its `sagemaker` feature (the AWS client)");
         }
-        let part_size = match args.s3_part_size_mib {
+        let part_size = match p.s3_part_size_mib {
             Some(m) if m < 5 => {
                 crate::error::bail!("--s3-part-size-mib must be at least 5 (S3's smallest part)")
             }
@@ -107,16 +103,15 @@ impl Publish {
             None => None,
         };
         Ok(Publish {
-            archive: args.archive || f.archive.unwrap_or(false) || s3.is_some(),
+            archive: p.archive || s3.is_some(),
             #[cfg(feature = "sagemaker")]
             s3,
-            endpoint: args
+            endpoint: p
                 .s3_endpoint_url
                 .clone()
-                .or(f.s3_endpoint_url.clone())
                 .or_else(|| env("AWS_ENDPOINT_URL_S3"))
                 .or_else(|| env("AWS_ENDPOINT_URL")),
-            region: crate::aws::aws_region(args.s3_region.clone().or(f.s3_region.clone())),
+            region: crate::aws::aws_region(p.s3_region.clone()),
             profile,
             part_size,
         })
