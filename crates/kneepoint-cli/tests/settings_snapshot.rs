@@ -191,6 +191,11 @@ degrade = 0.001
 protocol = "sagemaker"
 reasoning_share = 0.25
 faults = { rate = 0.1, kinds = ["http_500"] }
+
+[sweep_params]
+concurrency = [2, 8]
+request_count = [100, 200]
+lead_in_request_count = 64
 "#;
 
 /// A sixth: stage-1 sizing's `[model]` for the predicted simulator (`{configs}` is the
@@ -259,6 +264,10 @@ const CASES: &[&str] = &[
     "sweep --config {sim}",
     "sweep --config {sim} --sim-profile calibrated --sim-time-scale 1 --sim-jitter 0 --sim-protocol openai --sim-fault-rate 0.2 --sim-faults stall --sim-stall-ms 50",
     "sweep --sim-slowdown 2 --sim-drift 0.2 --sim-degrade 0.01 --sim-reasoning-share 0.5",
+    "sweep --config {sim} --lead-in 0 --request-count 50",
+    "sweep --config {sim} --lead-in 0 --warmup-requests 5",
+    "sweep --lead-in 300 --concurrency 4,16",
+    "search --ttft-sla-ms 900 --request-count 64 --warmup-requests 2",
     "sweep --config {client} --s3-region us-west-2 --s3-part-size-mib 8 --output-s3 s3://other/x",
     "sweep --archive --s3-endpoint-url http://127.0.0.1:10",
     "sweep --config {model}",

@@ -155,17 +155,15 @@ impl SweepSettings {
 
     /// [`SweepSettings::resolve`] with the file already read.
     pub fn resolve_with(args: &SweepArgs, file: &FileConfig) -> Result<Self> {
-        let sw = file.sweep_params.clone().unwrap_or_default();
-        let counts = args
-            .common
-            .load
-            .request_count
-            .clone()
-            .or(sw.request_count.clone());
+        let sw = flags_over(
+            &args.common.load.counts,
+            &file.sweep_params.clone().unwrap_or_default(),
+        );
+        let counts = sw.request_count.clone();
         let mut common = CommonSettings::resolve(
             &args.common,
             file,
-            sw.request_count.as_ref().map(crate::RequestCounts::first),
+            counts.as_ref().map(crate::RequestCounts::first),
         )?;
         let concurrency = if !args.concurrency.is_empty() {
             args.concurrency.clone()
@@ -206,7 +204,7 @@ impl SweepSettings {
             SweepPlan::uniform(&concurrency, c.saturating_mul(4).max(32))?
         } else {
             let lv = &common.levels;
-            let off = args.common.load.lead_in.or(sw.lead_in_request_count) == Some(0);
+            let off = sw.lead_in == Some(0);
             let loaded = !off
                 && lv.open_loop.is_none()
                 && lv.duration.is_none()
@@ -312,6 +310,7 @@ impl SearchSettings {
         if let Some(c) = args
             .common
             .load
+            .counts
             .request_count
             .as_ref()
             .and_then(|c| c.per_level())

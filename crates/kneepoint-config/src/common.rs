@@ -175,7 +175,10 @@ impl CommonSettings {
     ) -> Result<Self> {
         let ep = flags_over(&args.endpoint, &file.endpoint.clone().unwrap_or_default());
         let wl = flags_over(&args.workload, &file.workload.clone().unwrap_or_default());
-        let sw = file.sweep_params.clone().unwrap_or_default();
+        let sw = flags_over(
+            &args.load.counts,
+            &file.sweep_params.clone().unwrap_or_default(),
+        );
         let sim = flags_over(&args.simulator, &file.simulator.clone().unwrap_or_default());
         let load = flags_over(&args.load.section, &file.load.clone().unwrap_or_default());
         let runs = flags_over(&args.load.runs, &file.runs.clone().unwrap_or_default());
@@ -209,6 +212,7 @@ impl CommonSettings {
         // (a sweep's per-level counts are laid on its plan; this is the first level's)
         let request_count = args
             .load
+            .counts
             .request_count
             .as_ref()
             .map(crate::RequestCounts::first)
@@ -228,16 +232,8 @@ impl CommonSettings {
         let output_control = !ep.no_output_control && wl.output_control.unwrap_or(true);
         let mut levels = LevelSettings::default();
         levels.request_count = request_count;
-        levels.warmup_requests = args
-            .load
-            .warmup_requests
-            .or(sw.warmup_request_count)
-            .unwrap_or(0);
-        levels.lead_in = args
-            .load
-            .lead_in
-            .or(sw.lead_in_request_count)
-            .filter(|n| *n > 0);
+        levels.warmup_requests = sw.warmup_requests.unwrap_or(0);
+        levels.lead_in = sw.lead_in.filter(|n| *n > 0);
         if levels.lead_in.is_some() && levels.warmup_requests > 0 {
             bail!("--lead-in replaces --warmup-requests (a lead-in is a warm-up with no pause before the measured requests): give one of them");
         }

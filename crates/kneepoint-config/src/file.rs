@@ -109,20 +109,8 @@ pub type EndpointSection = crate::EndpointOptions;
 /// `[workload]`: the same group as the Workload flags ([`crate::WorkloadOptions`]).
 pub type WorkloadSection = crate::workload_flags::WorkloadOptions;
 
-/// `[sweep_params]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SweepSection {
-    /// Levels.
-    pub concurrency: Option<Vec<u32>>,
-    /// Measured requests per level: one count, or a list of one per level.
-    pub request_count: Option<crate::RequestCounts>,
-    /// Warm-up requests per level.
-    pub warmup_request_count: Option<u32>,
-    /// Keep each closed-loop level loaded with a lead-in of at least this many requests (0:
-    /// off; a sweep given no request count defaults to 256).
-    pub lead_in_request_count: Option<u32>,
-}
+/// `[sweep_params]`: the same group as the count flags ([`crate::CountOptions`]).
+pub type SweepSection = crate::CountOptions;
 
 /// `[simulator]`: the same group as the simulator's flags ([`crate::SimulatorOptions`]).
 pub type SimulatorSection = crate::SimulatorOptions;

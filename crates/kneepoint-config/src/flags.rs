@@ -78,20 +78,9 @@ pub struct CommonArgs {
 /// How each level runs: request counts, warm-up, open loop, timed levels, early stop, repeated runs, retries, shards.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LoadArgs {
-    /// Measured requests per level: one count for all, or one per level in the levels' order
-    /// (`--concurrency 64,256,1024 --request-count 256,512,2048`; a search takes one).
-    #[arg(long, value_name = "N[,N...]")]
-    pub request_count: Option<crate::RequestCounts>,
-    /// Warm-up requests per level, excluded from metrics.
-    #[arg(long, value_name = "N")]
-    pub warmup_requests: Option<u32>,
-    /// Keep each closed-loop level loaded from its first measured request to its last: a
-    /// lead-in of at least N requests (and one per slot) sent with no pause before the
-    /// measured ones, and fillers after them until the last one ends; rates are counted from
-    /// the measured starts. A sweep given no request count does this by default (N = 256,
-    /// two waves measured); 0 turns it off.
-    #[arg(long, value_name = "N")]
-    pub lead_in: Option<u32>,
+    /// Request counts per level, warm-up and lead-in (`[sweep_params]` in the file).
+    #[command(flatten)]
+    pub counts: crate::CountOptions,
     /// The `[load]` section's settings: open loop, timed levels, ramp, early stop, slices,
     /// goodput.
     #[command(flatten)]

@@ -82,7 +82,9 @@ pub use file::{
 pub use fit::{catalog, predicted_profile, FitArgs, FitInputs, ModelSection};
 pub use flags::{CommonArgs, RecommendArgs, SearchArgs, SlaArgs, SweepArgs};
 pub use kneepoint_engine::{OpenLoopSettings, RunsSettings};
-pub use options::{flags_over, FleetOptions, LoadOptions, RunsOptions, SearchOptions};
+pub use options::{
+    flags_over, CountOptions, FleetOptions, LoadOptions, RunsOptions, SearchOptions,
+};
 pub use prepare::prepare;
 pub use publish::{OutputSection, Publish, PublishArgs, Published};
 pub use recommend::{recommendation, PriceTable};

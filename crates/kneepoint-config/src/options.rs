@@ -5,8 +5,8 @@
 //! by field; the resolved group is then checked and turned into its engine type beside the
 //! code that uses it (`load.rs`).
 //!
-//! The merge is the `merge` crate's derive with its `overwrite_none` strategy, not a hand-written
-//! `.or(` per field.
+//! The merge is the `merge` crate's derive with its `overwrite_none` strategy, not a
+//! hand-written fallback per field.
 
 use clap::Args;
 use merge::Merge;
@@ -128,6 +128,34 @@ pub struct RunsOptions {
     /// Runs before convergence may stop the repetition (default 3, at least 2).
     #[arg(long, value_name = "N")]
     pub min_runs: Option<u32>,
+}
+
+/// `[sweep_params]` (SageMaker's names) and the Load group's count flags: requests per level,
+/// warm-up and lead-in. The levels (`concurrency`) are a file key here; their flag is the
+/// sweep's own `--concurrency`.
+#[derive(Debug, Clone, Default, PartialEq, Args, Deserialize, Merge)]
+#[serde(deny_unknown_fields)]
+#[merge(strategy = merge::option::overwrite_none)]
+pub struct CountOptions {
+    /// Measured requests per level: one count for all, or one per level in the levels' order
+    /// (`--concurrency 64,256,1024 --request-count 256,512,2048`; a search takes one).
+    #[arg(long, value_name = "N[,N...]")]
+    pub request_count: Option<crate::RequestCounts>,
+    /// Warm-up requests per level, excluded from metrics.
+    #[arg(long, value_name = "N")]
+    #[serde(rename = "warmup_request_count")]
+    pub warmup_requests: Option<u32>,
+    /// Keep each closed-loop level loaded from its first measured request to its last: a
+    /// lead-in of at least N requests (and one per slot) sent with no pause before the
+    /// measured ones, and fillers after them until the last one ends; rates are counted from
+    /// the measured starts. A sweep given no request count does this by default (N = 256,
+    /// two waves measured); 0 turns it off.
+    #[arg(long, value_name = "N")]
+    #[serde(rename = "lead_in_request_count")]
+    pub lead_in: Option<u32>,
+    /// File only: the levels (`--concurrency` on the command line).
+    #[arg(skip)]
+    pub concurrency: Option<Vec<u32>>,
 }
 
 /// `[fleet]` and the sweep's fleet flags: the peak traffic to size a fleet for.
