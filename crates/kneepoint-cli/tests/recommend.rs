@@ -67,9 +67,11 @@ async fn recommend(dir: &Path, config: &str, objective: &str) -> kneepoint_cli::
     std::fs::write(dir.join("prices.toml"), PRICES).unwrap();
     let args = RecommendArgs {
         config: dir.join("rec.toml"),
-        objective: Some(objective.into()),
-        price_table: None,
-        artifact_dir: Some(dir.join(format!("out-{objective}"))),
+        options: kneepoint_config::RecommendOptions {
+            objective: Some(objective.into()),
+            artifact_dir: Some(dir.join(format!("out-{objective}"))),
+            ..Default::default()
+        },
         overwrite: false,
         quiet: true,
         ..Default::default()
@@ -256,9 +258,11 @@ fn bad_recommend_configs_are_clear_errors() {
         std::fs::write(tmp.path().join("c.toml"), config).unwrap();
         let args = RecommendArgs {
             config: tmp.path().join("c.toml"),
-            objective: objective.map(str::to_owned),
-            price_table: None,
-            artifact_dir: Some(tmp.path().join("o")),
+            options: kneepoint_config::RecommendOptions {
+                objective: objective.map(str::to_owned),
+                artifact_dir: Some(tmp.path().join("o")),
+                ..Default::default()
+            },
             overwrite: true,
             quiet: true,
             ..Default::default()

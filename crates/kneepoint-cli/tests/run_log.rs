@@ -110,7 +110,10 @@ simulator = { profile = "fast", time_scale = 1.0 }
     let out = tmp.path().join("out");
     let args = RecommendArgs {
         config: tmp.path().join("rec.toml"),
-        artifact_dir: Some(out.clone()),
+        options: kneepoint_config::RecommendOptions {
+            artifact_dir: Some(out.clone()),
+            ..Default::default()
+        },
         quiet: true,
         ..Default::default()
     };

@@ -116,6 +116,17 @@ pub type SweepSection = crate::CountOptions;
 pub type SimulatorSection = crate::SimulatorOptions;
 
 impl FileConfig {
+    /// The top-level keys `kneepoint recommend` reads, as its flags' group (`price_table`
+    /// relative to `base`, the file's folder).
+    pub fn recommend_options(&self, base: &Path) -> crate::RecommendOptions {
+        crate::RecommendOptions {
+            objective: self.objective.clone(),
+            strategy: self.search_strategy.clone(),
+            price_table: self.price_table.as_ref().map(|p| base.join(p)),
+            artifact_dir: self.artifact_dir.clone(),
+        }
+    }
+
     /// Reads a `.toml` or `.json` file.
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)

@@ -188,19 +188,9 @@ pub struct RecommendArgs {
     /// the levels (`[sweep_params]`, when there are no SLAs) and the peak (`[fleet]`).
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
-    /// `cost`, `latency`, `throughput` or `pareto` (overrides the file).
-    #[arg(long, value_parser = ["cost", "latency", "throughput", "pareto"])]
-    pub objective: Option<String>,
-    /// How launches are spent: grid (every combination) or adaptive (skip what cannot fit
-    /// or win, screen, search fully what could win; overrides the file's `search_strategy`).
-    #[arg(long, value_parser = ["grid", "adaptive"])]
-    pub strategy: Option<String>,
-    /// A dated price table (TOML or JSON) for candidates without `price_per_hour`.
-    #[arg(long, value_name = "FILE")]
-    pub price_table: Option<PathBuf>,
-    /// Where results go (one sub-folder per candidate).
-    #[arg(long, value_name = "DIR")]
-    pub artifact_dir: Option<PathBuf>,
+    /// The objective, strategy, price table and folder (the file's top-level keys).
+    #[command(flatten)]
+    pub options: crate::RecommendOptions,
     /// Replace the recommendation already in --artifact-dir. Without it such a folder is
     /// refused.
     #[arg(long)]

@@ -83,7 +83,8 @@ pub use fit::{catalog, predicted_profile, FitArgs, FitInputs, ModelSection};
 pub use flags::{CommonArgs, RecommendArgs, SearchArgs, SlaArgs, SweepArgs};
 pub use kneepoint_engine::{OpenLoopSettings, RunsSettings};
 pub use options::{
-    flags_over, CountOptions, FleetOptions, LoadOptions, RunsOptions, SearchOptions,
+    flags_over, CountOptions, FleetOptions, LoadOptions, RecommendOptions, RunsOptions,
+    SearchOptions,
 };
 pub use prepare::prepare;
 pub use publish::{OutputSection, Publish, PublishArgs, Published};

@@ -8,6 +8,8 @@
 //! The merge is the `merge` crate's derive with its `overwrite_none` strategy, not a
 //! hand-written fallback per field.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use merge::Merge;
 use serde::Deserialize;
@@ -156,6 +158,28 @@ pub struct CountOptions {
     /// File only: the levels (`--concurrency` on the command line).
     #[arg(skip)]
     pub concurrency: Option<Vec<u32>>,
+}
+
+/// The recommendation's own settings: its flags, and the file's top-level keys of the same
+/// names (`search_strategy` for `--strategy`) taken by [`crate::FileConfig::recommend_options`]
+/// (the file's top level holds `[[candidates]]` and every section beside them, so these keys
+/// are read there and projected, not deserialized into this struct).
+#[derive(Debug, Clone, Default, PartialEq, Args, Merge)]
+#[merge(strategy = merge::option::overwrite_none)]
+pub struct RecommendOptions {
+    /// `cost`, `latency`, `throughput` or `pareto` (overrides the file).
+    #[arg(long, value_parser = ["cost", "latency", "throughput", "pareto"])]
+    pub objective: Option<String>,
+    /// How launches are spent: grid (every combination) or adaptive (skip what cannot fit
+    /// or win, screen, search fully what could win; overrides the file's `search_strategy`).
+    #[arg(long, value_parser = ["grid", "adaptive"])]
+    pub strategy: Option<String>,
+    /// A dated price table (TOML or JSON) for candidates without `price_per_hour`.
+    #[arg(long, value_name = "FILE")]
+    pub price_table: Option<PathBuf>,
+    /// Where results go (one sub-folder per candidate).
+    #[arg(long, value_name = "DIR")]
+    pub artifact_dir: Option<PathBuf>,
 }
 
 /// `[fleet]` and the sweep's fleet flags: the peak traffic to size a fleet for.

@@ -284,20 +284,17 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
             args.config.display()
         );
     }
-    let objective_name = args
-        .objective
-        .clone()
-        .or(file.objective.clone())
-        .unwrap_or_else(|| "cost".into());
+    let base = args.config.parent().unwrap_or(Path::new("."));
+    let options = crate::flags_over(&args.options, &file.recommend_options(base));
+    let objective_name = options.objective.clone().unwrap_or_else(|| "cost".into());
     let Some(objective) = Objective::parse(&objective_name) else {
         bail!("objective must be cost, latency, throughput or pareto, not {objective_name:?}");
     };
-    let base = args.config.parent().unwrap_or(Path::new("."));
-    let table_path = args
+    let table = options
         .price_table
-        .clone()
-        .or(file.price_table.as_ref().map(|p| base.join(p)));
-    let table = table_path.as_deref().map(PriceTable::load).transpose()?;
+        .as_deref()
+        .map(PriceTable::load)
+        .transpose()?;
     let wl = file.workload.clone().unwrap_or_default();
     let (isl, osl) = crate::workload::mean_lengths(&wl);
     let fit = FitInputs::resolve(
@@ -343,7 +340,7 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         let p = price(
             c,
             table.as_ref(),
-            table_path.as_deref(),
+            options.price_table.as_deref(),
             fit.as_ref().map(|f| &f.catalog),
         )?;
         let count = c.instance_count.unwrap_or(1);
@@ -376,10 +373,9 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         }
         specs.push(spec);
     }
-    let root = args
+    let root = options
         .artifact_dir
         .clone()
-        .or(file.artifact_dir.clone())
         .unwrap_or_else(|| crate::common::default_artifact_dir("recommend"));
     let sp = file.search_params.clone().unwrap_or_default();
     let with_slas = sp.ttft_sla_ms.is_some()
@@ -431,7 +427,10 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .currency(currency)
         .price_table(table.as_ref().map(|t| {
             PriceSource::new(
-                table_path.as_ref().map(|p| p.display().to_string()),
+                options
+                    .price_table
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
                 t.as_of.clone(),
                 t.source.clone(),
             )
@@ -439,7 +438,13 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .observer(observer)
         .proposals(proposals)
         .parallel(parallel)
-        .strategy(strategy(args, &file, parallel, observer_note.as_ref())?)
+        .strategy(strategy(
+            args,
+            &options,
+            &file,
+            parallel,
+            observer_note.as_ref(),
+        )?)
         .slas(crate::commands::slas(&crate::SlaArgs::default(), &sp)?)
         .overwrite(args.overwrite);
     for s in specs {
@@ -518,15 +523,12 @@ fn stage_one(
 /// The strategy the flag or the file names (grid by default), with its budget.
 fn strategy(
     args: &RecommendArgs,
+    options: &crate::RecommendOptions,
     file: &FileConfig,
     parallel: usize,
     observer: &dyn Observer,
 ) -> Result<Strategy> {
-    let name = args
-        .strategy
-        .clone()
-        .or(file.search_strategy.clone())
-        .unwrap_or_else(|| "grid".into());
+    let name = options.strategy.clone().unwrap_or_else(|| "grid".into());
     let budget = Budget {
         max_launches: file.max_launches,
         max_instance_hours: file.max_instance_hours,
@@ -542,7 +544,7 @@ fn strategy(
     match name.as_str() {
         "grid" => {
             let budgeted = budget.max_launches.is_some() || budget.max_instance_hours.is_some();
-            if budgeted && args.strategy.is_some() {
+            if budgeted && args.options.strategy.is_some() {
                 // the flag chose the grid over the file's adaptive search, to compare them
                 observer.note("--strategy grid: the file's max_launches / max_instance_hours bound the adaptive strategy only, and are not applied");
             } else if budgeted {
