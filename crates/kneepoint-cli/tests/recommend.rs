@@ -68,7 +68,7 @@ async fn recommend(dir: &Path, config: &str, objective: &str) -> kneepoint_cli::
     let args = RecommendArgs {
         config: dir.join("rec.toml"),
         options: kneepoint_config::RecommendOptions {
-            objective: Some(objective.into()),
+            objective: Some(objective.parse().unwrap()),
             artifact_dir: Some(dir.join(format!("out-{objective}"))),
             ..Default::default()
         },
@@ -259,7 +259,7 @@ fn bad_recommend_configs_are_clear_errors() {
         let args = RecommendArgs {
             config: tmp.path().join("c.toml"),
             options: kneepoint_config::RecommendOptions {
-                objective: objective.map(str::to_owned),
+                objective: objective.map(|o| o.parse().unwrap()),
                 artifact_dir: Some(tmp.path().join("o")),
                 ..Default::default()
             },

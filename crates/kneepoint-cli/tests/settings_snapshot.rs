@@ -227,6 +227,12 @@ fn configs() -> String {
         .to_string()
 }
 
+/// A seventh: a choice the code does not know, refused at its key.
+const BAD_FILE: &str = r#"
+[simulator]
+protocol = "grpc"
+"#;
+
 /// Command lines (after `kneepoint`); `{file}` is [`FILE`] written to disk, `{sagemaker}`
 /// [`SAGEMAKER_FILE`], `{client}` [`CLIENT_FILE`].
 const CASES: &[&str] = &[
@@ -268,6 +274,8 @@ const CASES: &[&str] = &[
     "sweep --config {sim} --lead-in 0 --warmup-requests 5",
     "sweep --lead-in 300 --concurrency 4,16",
     "search --ttft-sla-ms 900 --request-count 64 --warmup-requests 2",
+    "search --config {bad}",
+    "sweep --config {bad}",
     "sweep --config {client} --s3-region us-west-2 --s3-part-size-mib 8 --output-s3 s3://other/x",
     "sweep --archive --s3-endpoint-url http://127.0.0.1:10",
     "sweep --config {model}",
@@ -288,14 +296,22 @@ fn refusal(e: &dyn std::error::Error) -> String {
 
 /// The resolved settings of one case, or the refusal.
 fn resolved(case: &str, tmp: &Path) -> String {
-    let line = ["file", "sagemaker", "client", "search", "sim", "model"]
-        .iter()
-        .fold(case.to_owned(), |l, f| {
-            l.replace(
-                &format!("{{{f}}}"),
-                tmp.join(format!("{f}.toml")).to_str().unwrap(),
-            )
-        });
+    let line = [
+        "file",
+        "sagemaker",
+        "client",
+        "search",
+        "sim",
+        "model",
+        "bad",
+    ]
+    .iter()
+    .fold(case.to_owned(), |l, f| {
+        l.replace(
+            &format!("{{{f}}}"),
+            tmp.join(format!("{f}.toml")).to_str().unwrap(),
+        )
+    });
     let line = line.replace("{configs}", &configs());
     let mut argv = vec!["kneepoint".to_owned()];
     argv.extend(line.split(' ').map(str::to_owned));
@@ -305,6 +321,7 @@ fn resolved(case: &str, tmp: &Path) -> String {
         && !case.contains("{search}")
         && !case.contains("{sim}")
         && !case.contains("{model}")
+        && !case.contains("{bad}")
     {
         argv.extend([
             "--artifact-dir".to_owned(),
@@ -364,6 +381,7 @@ fn resolved_settings_are_as_saved() {
         ("search", SEARCH_FILE),
         ("sim", SIM_FILE),
         ("model", MODEL_FILE),
+        ("bad", BAD_FILE),
     ] {
         let text = text.replace("{configs}", &configs());
         std::fs::write(tmp.path().join(format!("{name}.toml")), text).unwrap();

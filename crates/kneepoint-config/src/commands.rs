@@ -11,6 +11,7 @@ use kneepoint_workload::LengthDist;
 use crate::error::bail;
 use crate::file::{FileConfig, SearchSection};
 use crate::options::flags_over;
+use crate::SearchObjective;
 use crate::{CommonSettings, Result, SearchArgs, SlaArgs, SweepArgs, DEFAULT_CONCURRENCY};
 
 fn load(path: &Option<PathBuf>) -> Result<FileConfig> {
@@ -335,13 +336,11 @@ impl SearchSettings {
             bail!("the search finds the highest concurrency under the SLAs in a closed loop; request_rate (open loop) applies to `kneepoint sweep`");
         }
         let mut slas = slas(&args.sla, &sp)?;
-        let objective = sp.objective.as_deref();
-        let goodput = match objective {
+        let goodput = match sp.objective {
             None => recipe_goodput,
-            Some("sla") if recipe_goodput => bail!("--objective sla contradicts search_recipe = \"max-goodput-under-slo\" in the config file: drop one of them"),
-            Some("sla") => false,
-            Some("goodput") => true,
-            Some(o) => bail!("objective {o:?} is not known: sla or goodput (a search_recipe of max-goodput-under-slo means goodput)"),
+            Some(SearchObjective::Sla) if recipe_goodput => bail!("--objective sla contradicts search_recipe = \"max-goodput-under-slo\" in the config file: drop one of them"),
+            Some(SearchObjective::Sla) => false,
+            Some(SearchObjective::Goodput) => true,
         };
         let attainment = sp.attainment;
         if goodput {

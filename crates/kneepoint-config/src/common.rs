@@ -190,10 +190,7 @@ impl CommonSettings {
             _ => None,
         };
         let transport = openai_config(&ep, &wl, url.as_deref(), sim_profile.as_ref())?;
-        let sim_protocol = sim.sim_protocol.clone().unwrap_or_else(|| "openai".into());
-        if !matches!(sim_protocol.as_str(), "openai" | "sagemaker") {
-            bail!("the simulator protocol must be openai or sagemaker, not {sim_protocol:?}");
-        }
+        let sim_protocol = sim.sim_protocol.unwrap_or(crate::SimProtocol::OpenAi);
         if sm_name.is_some() && url.is_some() {
             bail!(
                 "give either --url (an OpenAI-compatible server) or --sagemaker-endpoint, not both"
@@ -202,7 +199,7 @@ impl CommonSettings {
         // The SageMaker endpoint's name: the one asked for, or the simulator's.
         let sagemaker = match (
             &sm_name,
-            sim_profile.is_some() && sim_protocol == "sagemaker",
+            sim_profile.is_some() && sim_protocol == crate::SimProtocol::SageMaker,
         ) {
             (Some(name), _) => Some(name.clone()),
             (None, true) => Some("kneepoint-sim".to_owned()),

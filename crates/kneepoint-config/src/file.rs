@@ -45,7 +45,8 @@ pub struct FileConfig {
     /// Where results go.
     pub artifact_dir: Option<PathBuf>,
     /// `kneepoint recommend`: what to rank by (`cost`, `latency` or `throughput`).
-    pub objective: Option<String>,
+    #[serde(default, deserialize_with = "crate::choices::parsed")]
+    pub objective: Option<kneepoint_planner::Objective>,
     /// `kneepoint recommend`: a dated price table (TOML or JSON) for candidates without a price.
     pub price_table: Option<PathBuf>,
     /// `kneepoint recommend`: the currency prices are in (default `USD`).
@@ -55,7 +56,8 @@ pub struct FileConfig {
     pub parallel_candidates: Option<u32>,
     /// `kneepoint recommend`: `grid` (every combination measured, the default) or `adaptive`
     /// (the configuration search: skip what cannot fit or win, screen, search what could win).
-    pub search_strategy: Option<String>,
+    #[serde(default, deserialize_with = "crate::choices::parsed")]
+    pub search_strategy: Option<crate::SearchStrategy>,
     /// `kneepoint recommend`, adaptive strategy: at most this many launches.
     pub max_launches: Option<u32>,
     /// `kneepoint recommend`, adaptive strategy: at most this many instance-hours of launches.
@@ -120,8 +122,8 @@ impl FileConfig {
     /// relative to `base`, the file's folder).
     pub fn recommend_options(&self, base: &Path) -> crate::RecommendOptions {
         crate::RecommendOptions {
-            objective: self.objective.clone(),
-            strategy: self.search_strategy.clone(),
+            objective: self.objective,
+            strategy: self.search_strategy,
             price_table: self.price_table.as_ref().map(|p| base.join(p)),
             artifact_dir: self.artifact_dir.clone(),
         }

@@ -34,6 +34,7 @@
 //! ```
 
 mod aws;
+mod choices;
 mod command_line;
 mod commands;
 mod common;
@@ -66,6 +67,7 @@ mod target;
 mod workload;
 mod workload_flags;
 
+pub use choices::{SearchObjective, SearchStrategy, SimProtocol};
 pub use commands::{SearchSettings, SweepSettings};
 pub use common::{parse_start_at, CommonSettings, ServerMetricsPlan, MAX_START_AHEAD_S};
 pub use deploy_section::{

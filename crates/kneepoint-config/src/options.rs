@@ -168,12 +168,12 @@ pub struct CountOptions {
 #[merge(strategy = merge::option::overwrite_none)]
 pub struct RecommendOptions {
     /// `cost`, `latency`, `throughput` or `pareto` (overrides the file).
-    #[arg(long, value_parser = ["cost", "latency", "throughput", "pareto"])]
-    pub objective: Option<String>,
+    #[arg(long, value_parser = crate::choices::choice::<kneepoint_planner::Objective>(&["cost", "latency", "throughput", "pareto"]))]
+    pub objective: Option<kneepoint_planner::Objective>,
     /// How launches are spent: grid (every combination) or adaptive (skip what cannot fit
     /// or win, screen, search fully what could win; overrides the file's `search_strategy`).
-    #[arg(long, value_parser = ["grid", "adaptive"])]
-    pub strategy: Option<String>,
+    #[arg(long, value_parser = crate::choices::choice::<crate::SearchStrategy>(&["grid", "adaptive"]))]
+    pub strategy: Option<crate::SearchStrategy>,
     /// A dated price table (TOML or JSON) for candidates without `price_per_hour`.
     #[arg(long, value_name = "FILE")]
     pub price_table: Option<PathBuf>,
@@ -237,7 +237,8 @@ pub struct SearchOptions {
     /// `goodput` (AIPerf's max-goodput-under-slo: the share of requests meeting every
     /// per-request SLO of --goodput is at least --attainment; any SLAs given must hold too).
     #[arg(long, help_heading = "Search", value_name = "sla|goodput")]
-    pub objective: Option<String>,
+    #[serde(default, deserialize_with = "crate::choices::parsed")]
+    pub objective: Option<crate::SearchObjective>,
     /// With --objective goodput: the share of requests, failures included, that must meet
     /// every SLO of --goodput (default 0.99).
     #[arg(long, help_heading = "Search", value_name = "FRACTION")]

@@ -20,6 +20,7 @@ use serde::Deserialize;
 use crate::error::{bail, Context};
 use crate::expanded::Expanded;
 use crate::file::{CandidateSection, FileConfig};
+use crate::SearchStrategy;
 use crate::{
     FitArgs, FitInputs, RecommendArgs, Result, SearchArgs, SearchSettings, SweepArgs, SweepSettings,
 };
@@ -286,10 +287,7 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
     }
     let base = args.config.parent().unwrap_or(Path::new("."));
     let options = crate::flags_over(&args.options, &file.recommend_options(base));
-    let objective_name = options.objective.clone().unwrap_or_else(|| "cost".into());
-    let Some(objective) = Objective::parse(&objective_name) else {
-        bail!("objective must be cost, latency, throughput or pareto, not {objective_name:?}");
-    };
+    let objective = options.objective.unwrap_or(Objective::Cost);
     let table = options
         .price_table
         .as_deref()
@@ -528,7 +526,7 @@ fn strategy(
     parallel: usize,
     observer: &dyn Observer,
 ) -> Result<Strategy> {
-    let name = options.strategy.clone().unwrap_or_else(|| "grid".into());
+    let name = options.strategy.unwrap_or(SearchStrategy::Grid);
     let budget = Budget {
         max_launches: file.max_launches,
         max_instance_hours: file.max_instance_hours,
@@ -541,8 +539,8 @@ fn strategy(
     if budget.max_launches == Some(0) {
         bail!("max_launches must be at least 1");
     }
-    match name.as_str() {
-        "grid" => {
+    match name {
+        SearchStrategy::Grid => {
             let budgeted = budget.max_launches.is_some() || budget.max_instance_hours.is_some();
             if budgeted && args.options.strategy.is_some() {
                 // the flag chose the grid over the file's adaptive search, to compare them
@@ -552,10 +550,9 @@ fn strategy(
             }
             Ok(Strategy::Grid)
         }
-        "adaptive" if parallel > 1 => bail!(
+        SearchStrategy::Adaptive if parallel > 1 => bail!(
             "the adaptive strategy chooses each launch from the ones before it: parallel_candidates must be 1"
         ),
-        "adaptive" => Ok(Strategy::Adaptive(budget)),
-        other => bail!("search_strategy must be grid or adaptive, not {other:?}"),
+        SearchStrategy::Adaptive => Ok(Strategy::Adaptive(budget)),
     }
 }

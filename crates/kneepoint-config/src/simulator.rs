@@ -55,9 +55,13 @@ pub struct SimulatorOptions {
     pub sim_stall_ms: Option<u64>,
     /// Built-in simulator: speak `openai` (default) or the `sagemaker` runtime protocol (signed
     /// requests, event streams) to the client.
-    #[arg(long, value_name = "PROTOCOL", value_parser = ["openai", "sagemaker"])]
-    #[serde(rename = "protocol")]
-    pub sim_protocol: Option<String>,
+    #[arg(long, value_name = "PROTOCOL", value_parser = crate::choices::choice::<crate::SimProtocol>(&["openai", "sagemaker"]))]
+    #[serde(
+        rename = "protocol",
+        default,
+        deserialize_with = "crate::choices::parsed"
+    )]
+    pub sim_protocol: Option<crate::SimProtocol>,
     /// Built-in simulator: multiply every engine step cost (1.2 = a server 20 % slower).
     #[arg(long, value_name = "FACTOR")]
     #[serde(rename = "slowdown")]

@@ -13,19 +13,6 @@ use serde::Deserialize;
 /// The flags' name for [`WorkloadOptions`].
 pub type WorkloadArgs = WorkloadOptions;
 
-/// A string in the file parsed as the flag parses it (`FromStr`), its error kept.
-fn parsed<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: std::str::FromStr,
-    T::Err: std::fmt::Display,
-{
-    match Option::<String>::deserialize(d)? {
-        None => Ok(None),
-        Some(s) => s.parse().map(Some).map_err(serde::de::Error::custom),
-    }
-}
-
 /// One length in the file (`prompt_input_tokens_mean`), a list of one on the flags' side.
 fn one_length<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.map(|v| vec![v]))
@@ -116,11 +103,11 @@ pub struct WorkloadOptions {
     /// The dataset's format: jsonl, sharegpt, trace (Mooncake's) or burstgpt (BurstGPT's CSV)
     /// (default: detected; .csv is BurstGPT).
     #[arg(long, value_name = "FORMAT")]
-    #[serde(default, deserialize_with = "parsed")]
+    #[serde(default, deserialize_with = "crate::choices::parsed")]
     pub dataset_format: Option<kneepoint_workload::DatasetFormat>,
     /// Order of dataset records: sequential, random or shuffle.
     #[arg(long, value_name = "ORDER")]
-    #[serde(default, deserialize_with = "parsed")]
+    #[serde(default, deserialize_with = "crate::choices::parsed")]
     pub sampling: Option<kneepoint_workload::Sampling>,
     /// Tokens per trace block (hash_ids), default 512.
     #[arg(long, value_name = "TOKENS")]
@@ -130,7 +117,7 @@ pub struct WorkloadOptions {
     /// replies included); `context`: the whole prompt the server sees, each turn built to
     /// exactly that length from what it shares with the turn before it.
     #[arg(long, value_name = "turn|context")]
-    #[serde(default, deserialize_with = "parsed")]
+    #[serde(default, deserialize_with = "crate::choices::parsed")]
     pub session_input_length: Option<kneepoint_workload::dataset::SessionLength>,
     /// Mean input tokens. A list (`--isl 128,1024,4096`) makes `sweep` a length sweep: one
     /// level per length at one concurrency (default 1), TTFT and ITL against the length, and

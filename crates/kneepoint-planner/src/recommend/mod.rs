@@ -33,6 +33,16 @@ pub enum Objective {
     Pareto,
 }
 
+impl std::str::FromStr for Objective {
+    type Err = String;
+    /// [`Objective::parse`], with the choices in the error.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::parse(s).ok_or_else(|| {
+            format!("objective must be cost, latency, throughput or pareto, not {s:?}")
+        })
+    }
+}
+
 impl Objective {
     /// Parses `cost`, `latency`, `throughput` or `pareto`.
     pub fn parse(s: &str) -> Option<Self> {
