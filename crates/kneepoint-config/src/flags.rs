@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 pub use crate::endpoint_options::EndpointArgs;
-pub use crate::simulator::SimulatorArgs;
+pub use crate::simulator_options::SimulatorArgs;
 pub use crate::sla_flags::SlaArgs;
 pub use crate::workload_flags::WorkloadArgs;
 

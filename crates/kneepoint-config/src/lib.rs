@@ -61,6 +61,7 @@ mod request_counts;
 #[cfg(feature = "sagemaker")]
 mod sagemaker;
 mod simulator;
+mod simulator_options;
 mod sla_flags;
 mod stage_two;
 mod target;
@@ -94,6 +95,7 @@ pub use recommend::{recommendation, PriceTable};
 pub use request_counts::RequestCounts;
 #[cfg(feature = "sagemaker")]
 pub use sagemaker::SageMakerSettings;
-pub use simulator::{fault_plan, SimulatorOptions};
+pub use simulator::fault_plan;
+pub use simulator_options::SimulatorOptions;
 pub use target::{Protocol, RoutesPlan, Target};
 pub use workload_flags::WorkloadOptions;

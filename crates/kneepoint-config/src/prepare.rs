@@ -1,6 +1,7 @@
 //! What every load-sending command shares: the target (starting the built-in simulator when
 //! there is no URL), the transport and the workload, handed to the engine as a bench.
 
+use kneepoint_engine::BenchOptions;
 use std::sync::Arc;
 
 use kneepoint_core::{TokenCounter, Transport};

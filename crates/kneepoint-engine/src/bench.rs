@@ -15,7 +15,7 @@ use crate::{Error, LevelSettings, Observer, Silent};
 
 /// A transport, a workload and the level settings: what every sweep, search and
 /// recommendation candidate runs its levels with. Built by [`Bench::builder`] (or through
-/// the sweep and search builders, which forward the same methods).
+/// the sweep and search builders, which hold one: [`crate::BenchOptions`]).
 pub struct Bench {
     pub(crate) transport: Arc<dyn Transport>,
     pub(crate) workload: Arc<Mutex<Box<dyn Workload>>>,
@@ -56,24 +56,24 @@ impl std::fmt::Debug for Bench {
     }
 }
 
-/// Builds a [`Bench`].
+/// Builds a [`Bench`]: its options are [`crate::BenchOptions`]'s.
 pub struct BenchBuilder {
-    transport: Arc<dyn Transport>,
-    workload: Option<Box<dyn Workload>>,
-    counter: Option<Arc<dyn TokenCounter>>,
-    settings: LevelSettings,
+    pub(crate) transport: Arc<dyn Transport>,
+    pub(crate) workload: Option<Box<dyn Workload>>,
+    pub(crate) counter: Option<Arc<dyn TokenCounter>>,
+    pub(crate) settings: LevelSettings,
     /// Set by [`BenchBuilder::settings`].
-    settings_given: bool,
+    pub(crate) settings_given: bool,
     /// Set by [`BenchBuilder::request_count`]: wins over the settings', whatever the order.
-    request_count: Option<u32>,
-    description: Value,
-    observer: Arc<dyn Observer>,
-    artifact_dir: Option<PathBuf>,
-    trace: Option<Vec<u64>>,
-    keep: Vec<Box<dyn Any + Send + Sync>>,
-    overwrite: bool,
-    server_metrics: Option<kneepoint_scrape::ScrapeSettings>,
-    prefix_reset: Option<crate::PrefixCacheReset>,
+    pub(crate) request_count: Option<u32>,
+    pub(crate) description: Value,
+    pub(crate) observer: Arc<dyn Observer>,
+    pub(crate) artifact_dir: Option<PathBuf>,
+    pub(crate) trace: Option<Vec<u64>>,
+    pub(crate) keep: Vec<Box<dyn Any + Send + Sync>>,
+    pub(crate) overwrite: bool,
+    pub(crate) server_metrics: Option<kneepoint_scrape::ScrapeSettings>,
+    pub(crate) prefix_reset: Option<crate::PrefixCacheReset>,
 }
 
 /// Prepares `dir` for a new run: refuses a folder that holds a kneepoint run (a new run would
@@ -113,28 +113,6 @@ pub(crate) fn fresh_folder(dir: &Path, overwrite: bool) -> Result<(), Error> {
 }
 
 impl BenchBuilder {
-    /// Scrape these Prometheus endpoints (the server's `/metrics`, a DCGM exporter) around
-    /// every level: `server_metrics_export.*` per level, and the server's view in each
-    /// level's summary (`None`, the default: no scraping).
-    pub fn server_metrics(mut self, settings: Option<kneepoint_scrape::ScrapeSettings>) -> Self {
-        self.server_metrics = settings;
-        self
-    }
-
-    /// Replace a previous run in the artifact folder (by default such a folder is refused).
-    pub fn overwrite(mut self, yes: bool) -> Self {
-        self.overwrite = yes;
-        self
-    }
-
-    /// Empty the server's prefix cache before every level (and every run of one), so that one
-    /// level's prompts do not warm the next (`None`, the default: never). A failed first reset
-    /// stops the run; a later one is a warning.
-    pub fn reset_prefix_cache(mut self, reset: Option<crate::PrefixCacheReset>) -> Self {
-        self.prefix_reset = reset;
-        self
-    }
-
     pub(crate) fn level_settings(&self) -> LevelSettings {
         let mut s = self.settings.clone();
         if let Some(n) = self.request_count {
@@ -172,68 +150,9 @@ impl BenchBuilder {
         self.request_count
     }
 
-    /// The prompts (required).
-    pub fn workload(mut self, workload: impl Workload + 'static) -> Self {
-        self.workload = Some(Box::new(workload));
-        self
-    }
-
-    /// The prompts, already boxed.
-    pub fn boxed_workload(mut self, workload: Box<dyn Workload>) -> Self {
-        self.workload = Some(workload);
-        self
-    }
-
-    /// Counts output tokens when the server reports no usage (default: the workload's own
-    /// tokenizer, see [`Workload::token_counter`]; a workload without one falls back to a
-    /// whitespace-word estimate).
-    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
-        self.counter = Some(counter);
-        self
-    }
-
-    /// How every level runs (a [`BenchBuilder::request_count`] wins over theirs, whatever
-    /// the order of the calls).
-    pub fn settings(mut self, settings: LevelSettings) -> Self {
-        self.settings = settings;
-        self.settings_given = true;
-        self
-    }
-
     /// Measured requests per level.
     pub fn request_count(mut self, n: u32) -> Self {
         self.request_count = Some(n);
-        self
-    }
-
-    /// The run's settings as recorded in every export's `input_config` (no secrets).
-    pub fn description(mut self, description: Value) -> Self {
-        self.description = description;
-        self
-    }
-
-    /// Receives progress (default: [`Silent`]).
-    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
-        self.observer = observer;
-        self
-    }
-
-    /// The artifact folder (required; created if missing).
-    pub fn artifacts(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.artifact_dir = Some(dir.into());
-        self
-    }
-
-    /// A trace replay's recorded send times (ms, in record order), for
-    /// [`crate::OpenLoopSettings::replay`].
-    pub fn trace(mut self, send_times_ms: Vec<u64>) -> Self {
-        self.trace = Some(send_times_ms);
-        self
-    }
-
-    /// Keeps `value` alive as long as the bench (an in-process server, say).
-    pub fn keep_alive(mut self, value: impl Any + Send + Sync) -> Self {
-        self.keep.push(Box::new(value));
         self
     }
 
@@ -383,87 +302,3 @@ impl Bench {
         config
     }
 }
-
-/// The [`BenchBuilder`] methods, forwarded by the sweep and search builders.
-macro_rules! bench_methods {
-    () => {
-        /// The prompts (required).
-        pub fn workload(mut self, workload: impl kneepoint_workload::Workload + 'static) -> Self {
-            self.bench = self.bench.workload(workload);
-            self
-        }
-
-        /// The prompts, already boxed.
-        pub fn boxed_workload(mut self, workload: Box<dyn kneepoint_workload::Workload>) -> Self {
-            self.bench = self.bench.boxed_workload(workload);
-            self
-        }
-
-        /// Counts output tokens when the server reports no usage.
-        pub fn token_counter(
-            mut self,
-            counter: std::sync::Arc<dyn kneepoint_core::TokenCounter>,
-        ) -> Self {
-            self.bench = self.bench.token_counter(counter);
-            self
-        }
-
-        /// How every level runs.
-        pub fn settings(mut self, settings: $crate::LevelSettings) -> Self {
-            self.bench = self.bench.settings(settings);
-            self
-        }
-
-        /// The run's settings as recorded in every export (no secrets).
-        pub fn description(mut self, description: serde_json::Value) -> Self {
-            self.bench = self.bench.description(description);
-            self
-        }
-
-        /// Receives progress (default: silent).
-        pub fn observer(mut self, observer: std::sync::Arc<dyn $crate::Observer>) -> Self {
-            self.bench = self.bench.observer(observer);
-            self
-        }
-
-        /// The artifact folder (required; created if missing).
-        pub fn artifacts(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-            self.bench = self.bench.artifacts(dir);
-            self
-        }
-
-        /// A trace replay's recorded send times (ms, in record order).
-        pub fn trace(mut self, send_times_ms: Vec<u64>) -> Self {
-            self.bench = self.bench.trace(send_times_ms);
-            self
-        }
-
-        /// Replace a previous run in the artifact folder (refused by default).
-        pub fn overwrite(mut self, yes: bool) -> Self {
-            self.bench = self.bench.overwrite(yes);
-            self
-        }
-
-        /// Scrape these Prometheus endpoints around every level (default: none).
-        pub fn server_metrics(
-            mut self,
-            settings: Option<kneepoint_scrape::ScrapeSettings>,
-        ) -> Self {
-            self.bench = self.bench.server_metrics(settings);
-            self
-        }
-
-        /// Keeps `value` alive as long as the run (an in-process server, say).
-        pub fn keep_alive(mut self, value: impl std::any::Any + Send + Sync) -> Self {
-            self.bench = self.bench.keep_alive(value);
-            self
-        }
-
-        /// Empty the server's prefix cache before every level (default: never).
-        pub fn reset_prefix_cache(mut self, reset: Option<$crate::PrefixCacheReset>) -> Self {
-            self.bench = self.bench.reset_prefix_cache(reset);
-            self
-        }
-    };
-}
-pub(crate) use bench_methods;

@@ -15,7 +15,8 @@ use kneepoint_runner::CancelToken;
 use kneepoint_workload::Workload;
 use serde_json::json;
 
-use crate::bench::{bench_methods, BenchBuilder};
+use crate::bench::BenchBuilder;
+use crate::BenchOptions;
 use crate::{Bench, Error};
 
 /// Makes the workload of one length pair.
@@ -31,9 +32,13 @@ pub struct LengthSweepBuilder {
     workloads: Option<LengthWorkloads>,
 }
 
-impl LengthSweepBuilder {
-    bench_methods!();
+impl BenchOptions for LengthSweepBuilder {
+    fn bench_mut(&mut self) -> &mut BenchBuilder {
+        &mut self.bench
+    }
+}
 
+impl LengthSweepBuilder {
     /// Measured requests per length.
     pub fn request_count(mut self, n: u32) -> Self {
         self.bench = self.bench.request_count(n);

@@ -60,6 +60,7 @@ mod adaptive;
 mod adaptive_prior;
 mod archive;
 mod bench;
+mod bench_options;
 mod candidate;
 mod counted;
 mod defaults;
@@ -93,6 +94,7 @@ mod timed;
 
 pub use archive::{archive_path, write_archive};
 pub use bench::{Bench, BenchBuilder};
+pub use bench_options::BenchOptions;
 pub use candidate::{CandidateRun, CandidateSource, CandidateSpec, Prepared};
 pub use defaults::{default_level_counts, DEFAULT_CONCURRENCY, DEFAULT_LEAD_IN};
 pub use deployment::{DeployError, Deployment};

@@ -9,9 +9,10 @@ use kneepoint_planner::{Measurement, Probe, SearchConfig};
 use kneepoint_runner::{drive_search, CancelToken};
 use tokio::sync::Mutex;
 
-use crate::bench::{bench_methods, BenchBuilder};
+use crate::bench::BenchBuilder;
 use crate::search_doc::{cost_of, probe_dir, write_search_history, zone_of, SearchReport};
 use crate::sweep_doc::RunState;
+use crate::BenchOptions;
 use crate::{Bench, Error};
 
 /// Builds a [`Search`]: the bench's methods and the search's parameters.
@@ -27,9 +28,13 @@ pub struct SearchBuilder {
 /// that fails fast meets every latency SLA, and such a level must never be the answer.
 pub const DEFAULT_ERROR_GUARD: f64 = 0.05;
 
-impl SearchBuilder {
-    bench_methods!();
+impl BenchOptions for SearchBuilder {
+    fn bench_mut(&mut self) -> &mut BenchBuilder {
+        &mut self.bench
+    }
+}
 
+impl SearchBuilder {
     /// Measured requests per probe: replaces the `request_count` of [`SearchBuilder::config`].
     pub fn request_count(mut self, n: u32) -> Self {
         self.request_count = Some(n);

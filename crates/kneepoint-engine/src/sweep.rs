@@ -9,8 +9,9 @@ use kneepoint_planner::{OperatingZone, PeakTraffic, Sla, SweepLevel, SweepPlan};
 use kneepoint_runner::CancelToken;
 use serde_json::Value;
 
-use crate::bench::{bench_methods, BenchBuilder};
+use crate::bench::BenchBuilder;
 use crate::sweep_doc::{conclude, write_sweep_summary, RunState, SweepDoc, SweepReport};
+use crate::BenchOptions;
 use crate::{Bench, Error};
 
 /// Builds a [`Sweep`]: the bench's methods (workload, settings, artifacts, observer...) and
@@ -25,9 +26,13 @@ pub struct SweepBuilder {
     extend_to: Option<u32>,
 }
 
-impl SweepBuilder {
-    bench_methods!();
+impl BenchOptions for SweepBuilder {
+    fn bench_mut(&mut self) -> &mut BenchBuilder {
+        &mut self.bench
+    }
+}
 
+impl SweepBuilder {
     /// Measured requests per level.
     pub fn request_count(mut self, n: u32) -> Self {
         self.bench = self.bench.request_count(n);

@@ -4,6 +4,7 @@
 //! creates no folder.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use kneepoint_engine::BenchOptions;
 use std::sync::Arc;
 
 use kneepoint_engine::{CancelToken, Sweep};

@@ -4,6 +4,7 @@
 //! zone; the same sweep with a healthy client marks none.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use kneepoint_engine::BenchOptions;
 use std::sync::Arc;
 use std::time::Duration;
 

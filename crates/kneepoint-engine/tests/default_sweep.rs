@@ -2,6 +2,7 @@
 //! the CLI runs (64, 256, 1024, each kept loaded with its default counts), not an error.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use kneepoint_engine::BenchOptions;
 use std::sync::Arc;
 
 use kneepoint_engine::{default_level_counts, CancelToken, Sweep, DEFAULT_CONCURRENCY};

@@ -4,6 +4,7 @@
 //! recipe and times land in `recommendations.json`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use kneepoint_engine::BenchOptions;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -5,6 +5,7 @@
 //! prepared in full.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use kneepoint_engine::BenchOptions;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

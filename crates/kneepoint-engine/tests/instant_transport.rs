@@ -6,6 +6,7 @@
 //! thread, so a regression fails in a minute instead of hanging.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use kneepoint_engine::BenchOptions;
 use std::sync::Arc;
 use std::time::Duration;
 

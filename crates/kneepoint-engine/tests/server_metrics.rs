@@ -2,6 +2,7 @@
 //! engine's own state log; the knee's cause for a KV-bound and a compute-bound engine; and
 //! endpoints that are missing, slow or not Prometheus at all.
 
+use kneepoint_engine::BenchOptions;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

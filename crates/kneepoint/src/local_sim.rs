@@ -1,6 +1,7 @@
 //! The built-in simulator on a loopback port with the OpenAI-compatible client pointed at it:
 //! the server with known truth that tests and demos sweep.
 
+use kneepoint_engine::BenchOptions;
 use std::net::SocketAddr;
 use std::sync::Arc;
 

@@ -3,15 +3,16 @@
 //! The transport's error is `TransportError` here (it is `kneepoint::types::Error`), so that it
 //! does not hide a program's own `Error`. `Search` is the engine's search (it runs probes and
 //! writes artifacts); `SearchPlanner` is the pure decision logic under it, for a program that
-//! measures by itself.
+//! measures by itself. `BenchOptions` gives the sweep and search builders their common
+//! options (`.workload`, `.artifacts`, `.settings`, `.observer`...).
 
 pub use kneepoint_core::{
     async_trait, iter_stream, Chunk, Error as TransportError, EventStream, Metric, Request,
     RequestRecord, ResponseEvent, Stat, TokenCounter, Transport, Usage,
 };
 pub use kneepoint_engine::{
-    CancelToken, LevelSettings, Observer, Recommend, RecommendReport, Search, SearchReport, Sweep,
-    SweepReport,
+    BenchOptions, CancelToken, LevelSettings, Observer, Recommend, RecommendReport, Search,
+    SearchReport, Sweep, SweepReport,
 };
 pub use kneepoint_planner::{SearchConfig, SearchPlanner, Sla, SweepPlan};
 #[cfg(feature = "builtin-tokenizer")]

@@ -2,6 +2,7 @@
 //! into a folder, and the level files read back.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use kneepoint_engine::BenchOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
