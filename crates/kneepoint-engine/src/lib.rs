@@ -15,7 +15,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use kneepoint_core::{async_trait, iter_stream, Chunk, Error, EventStream, Request, ResponseEvent};
-//! use kneepoint_engine::{CancelToken, Sweep, Transport};
+//! use kneepoint_engine::{BenchOptions, CancelToken, Sweep, Transport};
 //! use kneepoint_workload::{load_tokenizer, LengthDist, SyntheticWorkload};
 //!
 //! /// A model that answers every prompt with four tokens at once.

@@ -278,12 +278,9 @@ pub fn export_csv(parts: &[Part]) -> String {
 /// (`k=v;…`) instead of a column each, so that a page with runaway labels stays a small file.
 const MAX_LABEL_COLUMNS: usize = 64;
 
-fn csv_of(all: &PerSeries) -> String {
-    let mut out = format!(
-        "# kneepoint server metrics export (CSV)\n# kneepoint_version: {}\n# schema_version: {SCHEMA_VERSION}\n#\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    let sections: [(&str, Vec<String>); 3] = [
+/// The CSV's sections and the statistic columns of each, in order.
+fn section_stats() -> [(&'static str, Vec<String>); 3] {
+    [
         (
             "gauge",
             kneepoint_core::metric::GAUGE_STATS
@@ -304,7 +301,15 @@ fn csv_of(all: &PerSeries) -> String {
             );
             v
         }),
-    ];
+    ]
+}
+
+fn csv_of(all: &PerSeries) -> String {
+    let mut out = format!(
+        "# kneepoint server metrics export (CSV)\n# kneepoint_version: {}\n# schema_version: {SCHEMA_VERSION}\n#\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    let sections = section_stats();
     let mut first = true;
     for (kind, stats) in sections {
         let rows: Vec<(&String, &Meta, &SeriesStats)> = all
