@@ -97,44 +97,51 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             )
             .await
             .context("starting the simulator")?;
-            // A closed stdout (e.g. piped into `head`) must not stop the server.
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(
-                out,
-                "kneepoint-sim ({} profile, model {:?}, time scale {}) listening on {}",
-                p.name,
-                p.model,
-                p.time_scale,
-                server.base_url()
+            announce(
+                &p,
+                &server.base_url(),
+                engine.model_config.is_some(),
+                checks,
             );
-            if engine.model_config.is_some() {
-                let _ = writeln!(
-                    out,
-                    "engine: max_num_seqs {}, max_num_batched_tokens {}, KV cache {} tokens, context {} tokens",
-                    p.max_num_seqs, p.max_num_batched_tokens, p.kv_cache_tokens, p.max_model_len
-                );
-            }
-            if let Some(f) = p.fixed {
-                let _ = writeln!(
-                    out,
-                    "fixed latency: first token {} ms after arrival, then one every {} ms (× time scale)",
-                    f.ttft_ms, f.itl_ms
-                );
-            }
-            let _ = writeln!(out, "OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /truth (server-side timings, JSON lines), DELETE /truth");
-            let _ = writeln!(
-                out,
-                "SageMaker routes: POST /endpoints/NAME/invocations, POST /endpoints/NAME/invocations-response-stream ({})",
-                if checks { "SigV4 signatures checked" } else { "signatures not checked" }
-            );
-            let _ = out.flush();
-            drop(out);
             tokio::signal::ctrl_c()
                 .await
                 .context("waiting for Ctrl-C")?;
             Ok(())
         }
     }
+}
+
+/// What the started simulator serves and where, on stdout (a closed stdout is ignored).
+fn announce(p: &SimProfile, base_url: &str, engine_given: bool, checks: bool) {
+    // A closed stdout (e.g. piped into `head`) must not stop the server.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "kneepoint-sim ({} profile, model {:?}, time scale {}) listening on {}",
+        p.name, p.model, p.time_scale, base_url
+    );
+    if engine_given {
+        let _ = writeln!(
+            out,
+            "engine: max_num_seqs {}, max_num_batched_tokens {}, KV cache {} tokens, context {} tokens",
+            p.max_num_seqs, p.max_num_batched_tokens, p.kv_cache_tokens, p.max_model_len
+        );
+    }
+    if let Some(f) = p.fixed {
+        let _ = writeln!(
+            out,
+            "fixed latency: first token {} ms after arrival, then one every {} ms (× time scale)",
+            f.ttft_ms, f.itl_ms
+        );
+    }
+    let _ = writeln!(out, "OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /truth (server-side timings, JSON lines), DELETE /truth");
+    let _ = writeln!(
+        out,
+        "SageMaker routes: POST /endpoints/NAME/invocations, POST /endpoints/NAME/invocations-response-stream ({})",
+        if checks { "SigV4 signatures checked" } else { "signatures not checked" }
+    );
+    let _ = out.flush();
+    drop(out);
 }
 
 /// The predicted engine of `--model-config` on `--instance` with vLLM's settings: refused with

@@ -246,27 +246,13 @@ impl SweepSettings {
             }
         }
         let fleet = flags_over(&args.fleet, &file.fleet.clone().unwrap_or_default());
-        let peaks = [
-            fleet.peak_concurrency.map(PeakTraffic::Concurrency),
-            fleet.peak_rps.map(PeakTraffic::RequestsPerSecond),
-            fleet
-                .peak_output_tokens_per_s
-                .map(PeakTraffic::OutputTokensPerSecond),
-        ];
-        let given: Vec<PeakTraffic> = peaks.into_iter().flatten().collect();
-        if given.len() > 1 {
-            bail!("give one of --peak-concurrency, --peak-rps, --peak-output-tokens-per-s");
-        }
-        let headroom = fleet.headroom.unwrap_or(0.2);
-        if !(0.0..1.0).contains(&headroom) {
-            bail!("--headroom must be at least 0 and below 1");
-        }
+        let (peak, headroom) = (fleet.peak()?, fleet.headroom()?);
         if common.lengths.is_some() {
             // nothing of these would be used: a length sweep has no knee, zone or fleet
             if let Some(s) = slas.first() {
                 bail!("a length sweep judges no SLA ({} was given): it reports TTFT and ITL against the prompt's length; use --goodput to count the requests meeting per-request SLOs", s.name);
             }
-            if !given.is_empty() || fleet.headroom.is_some() || fleet.headroom.is_some() {
+            if peak.is_some() || fleet.headroom.is_some() {
                 bail!("a length sweep sizes no fleet: drop the peak and the headroom");
             }
         }
@@ -274,7 +260,7 @@ impl SweepSettings {
             common,
             plan,
             slas,
-            peak: given.first().copied(),
+            peak,
             headroom,
         })
     }

@@ -201,6 +201,37 @@ pub struct FleetOptions {
     pub headroom: Option<f64>,
 }
 
+impl FleetOptions {
+    /// The peak given (one of the three; two are refused).
+    pub fn peak(&self) -> crate::Result<Option<kneepoint_planner::PeakTraffic>> {
+        use kneepoint_planner::PeakTraffic;
+        let given: Vec<PeakTraffic> = [
+            self.peak_concurrency.map(PeakTraffic::Concurrency),
+            self.peak_rps.map(PeakTraffic::RequestsPerSecond),
+            self.peak_output_tokens_per_s
+                .map(PeakTraffic::OutputTokensPerSecond),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if given.len() > 1 {
+            crate::error::bail!(
+                "give one of --peak-concurrency, --peak-rps, --peak-output-tokens-per-s"
+            );
+        }
+        Ok(given.first().copied())
+    }
+
+    /// The capacity held in reserve (default 0.2), at least 0 and below 1.
+    pub fn headroom(&self) -> crate::Result<f64> {
+        let headroom = self.headroom.unwrap_or(0.2);
+        if !(0.0..1.0).contains(&headroom) {
+            crate::error::bail!("--headroom must be at least 0 and below 1");
+        }
+        Ok(headroom)
+    }
+}
+
 /// `[search_params]` (SageMaker's names) and the search's flags. The section's SLAs and
 /// request count are file keys only: their flags are the SLA group's and `--request-count`.
 #[derive(Debug, Clone, Default, PartialEq, Args, Deserialize, Merge)]

@@ -161,6 +161,34 @@ fn statistics(
     });
 }
 
+/// Each metric's values over the successful requests, sorted, and every request's rank
+/// among them (`None` where it has no value).
+fn ranked_columns(metrics: &[Option<RequestMetrics>]) -> (Vec<Vec<f64>>, Vec<Vec<Option<u32>>>) {
+    let value = |m: &RequestMetrics, i: usize| match i {
+        0 => m.ttft_ms,
+        1 => m.itl_ms,
+        2 => m.request_latency_ms,
+        _ => m.tokens_per_s_per_user,
+    };
+    // each metric's values sorted once, and every request's rank among them
+    let mut columns: Vec<Vec<f64>> = Vec::with_capacity(METRICS.len());
+    let mut ranks: Vec<Vec<Option<u32>>> = vec![vec![None; metrics.len()]; METRICS.len()];
+    for (i, rank) in ranks.iter_mut().enumerate() {
+        let mut idx: Vec<(f64, usize)> = metrics
+            .iter()
+            .enumerate()
+            .filter_map(|(row, m)| Some((value(m.as_ref()?, i)?, row)))
+            .filter(|(v, _)| v.is_finite())
+            .collect();
+        idx.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (k, (_, row)) in idx.iter().enumerate() {
+            rank[*row] = Some(k as u32);
+        }
+        columns.push(idx.into_iter().map(|(v, _)| v).collect());
+    }
+    (columns, ranks)
+}
+
 /// The 90 % interval of each statistic of a level's measured (profiling-phase) records (keyed `metric:stat`,
 /// e.g. `request_latency:p99`, `output_token_throughput:avg`), with the level's measured
 /// `values` for the level-wide ones (`error_rate`, `output_token_throughput`,
@@ -188,28 +216,7 @@ pub fn level_intervals(
         .iter()
         .map(|r| r.error.is_none().then(|| RequestMetrics::of(r)))
         .collect();
-    let value = |m: &RequestMetrics, i: usize| match i {
-        0 => m.ttft_ms,
-        1 => m.itl_ms,
-        2 => m.request_latency_ms,
-        _ => m.tokens_per_s_per_user,
-    };
-    // each metric's values sorted once, and every request's rank among them
-    let mut columns: Vec<Vec<f64>> = Vec::with_capacity(METRICS.len());
-    let mut ranks: Vec<Vec<Option<u32>>> = vec![vec![None; sorted.len()]; METRICS.len()];
-    for (i, rank) in ranks.iter_mut().enumerate() {
-        let mut idx: Vec<(f64, usize)> = metrics
-            .iter()
-            .enumerate()
-            .filter_map(|(row, m)| Some((value(m.as_ref()?, i)?, row)))
-            .filter(|(v, _)| v.is_finite())
-            .collect();
-        idx.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (k, (_, row)) in idx.iter().enumerate() {
-            rank[*row] = Some(k as u32);
-        }
-        columns.push(idx.into_iter().map(|(v, _)| v).collect());
-    }
+    let (columns, ranks) = ranked_columns(&metrics);
     let rows: Vec<Row> = sorted
         .iter()
         .zip(&metrics)

@@ -229,43 +229,7 @@ fn level(
             (s, records)
         }
     };
-    // The ISL check's verdict is the run's: its saved warning is kept verbatim and none is
-    // added, so that `report` reproduces a folder byte for byte whichever version of the check
-    // wrote it (or whether one existed yet).
-    if let Some(saved) = doc
-        .as_ref()
-        .and_then(|d| d.pointer("/kneepoint/warnings"))
-        .and_then(Value::as_array)
-    {
-        let isl = kneepoint_metrics::ISL_WARNING;
-        let saved_isl: Vec<String> = saved
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|w| w.starts_with(isl))
-            .map(str::to_owned)
-            .collect();
-        // The recomputed verdict goes; the saved one stands where the check puts its
-        // warning: before "every request failed" and the interruption or thin-level notes.
-        summary.warnings.retain(|w| !w.starts_with(isl));
-        let at = summary
-            .warnings
-            .iter()
-            .position(|w| {
-                w == "every request failed"
-                    || w.starts_with("interrupted:")
-                    || w.starts_with("only ")
-            })
-            .unwrap_or(summary.warnings.len());
-        summary.warnings.splice(at..at, saved_isl);
-        // So is the note of an earlier recompute from a short records file.
-        summary.warnings.extend(
-            saved
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|w| w.starts_with(SHORT_RECORDS_WARNING))
-                .map(str::to_owned),
-        );
-    }
+    keep_saved_warnings(&mut summary, doc.as_ref());
     // The server's view and the client's health are not in the records: they are kept from
     // the saved summary.
     summary.server = doc
@@ -307,6 +271,47 @@ fn level(
         info,
         meets_slas: meets,
     })
+}
+
+/// Keeps the run's own verdicts among `summary`'s warnings, from its saved document: the ISL
+/// check's and an earlier recompute's note.
+fn keep_saved_warnings(summary: &mut LevelSummary, doc: Option<&Value>) {
+    // The ISL check's verdict is the run's: its saved warning is kept verbatim and none is
+    // added, so that `report` reproduces a folder byte for byte whichever version of the check
+    // wrote it (or whether one existed yet).
+    if let Some(saved) = doc
+        .and_then(|d| d.pointer("/kneepoint/warnings"))
+        .and_then(Value::as_array)
+    {
+        let isl = kneepoint_metrics::ISL_WARNING;
+        let saved_isl: Vec<String> = saved
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|w| w.starts_with(isl))
+            .map(str::to_owned)
+            .collect();
+        // The recomputed verdict goes; the saved one stands where the check puts its
+        // warning: before "every request failed" and the interruption or thin-level notes.
+        summary.warnings.retain(|w| !w.starts_with(isl));
+        let at = summary
+            .warnings
+            .iter()
+            .position(|w| {
+                w == "every request failed"
+                    || w.starts_with("interrupted:")
+                    || w.starts_with("only ")
+            })
+            .unwrap_or(summary.warnings.len());
+        summary.warnings.splice(at..at, saved_isl);
+        // So is the note of an earlier recompute from a short records file.
+        summary.warnings.extend(
+            saved
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|w| w.starts_with(SHORT_RECORDS_WARNING))
+                .map(str::to_owned),
+        );
+    }
 }
 
 /// Refuses a records file holding one request twice (the same id, level origin and start):
