@@ -13,7 +13,6 @@ use kneepoint_workload::{Conversations, DatasetConfig, LengthDist, Lengths, Shar
 use crate::endpoint::{deadlines, openai_config};
 use crate::error::bail;
 use crate::file::{FileConfig, WorkloadSection};
-use crate::load::{early_stop, level_duration, ramp_up, resolve_open_loop, resolve_runs};
 use crate::options::flags_over;
 use crate::workload::{conversations, dataset, lengths, mixture, prefix};
 use crate::{CommonArgs, Protocol, Result, RoutesPlan, Target, DEFAULT_REQUEST_COUNT};
@@ -225,89 +224,15 @@ impl CommonSettings {
             .clone()
             .or(file.artifact_dir.clone())
             .unwrap_or_else(|| crate::common::default_artifact_dir("sweep"));
-        let open_loop = resolve_open_loop(&load)?;
         let output_control = !ep.no_output_control && wl.output_control.unwrap_or(true);
-        let mut levels = LevelSettings::default();
-        levels.request_count = request_count;
-        levels.warmup_requests = sw.warmup_requests.unwrap_or(0);
-        levels.lead_in = sw.lead_in.filter(|n| *n > 0);
-        if levels.lead_in.is_some() && levels.warmup_requests > 0 {
-            bail!("--lead-in replaces --warmup-requests (a lead-in is a warm-up with no pause before the measured requests): give one of them");
-        }
-        levels.runs = resolve_runs(&runs)?;
-        levels.ramp_up = ramp_up(&load, open_loop.is_some())?;
-        levels.open_loop = open_loop;
-        levels.duration = level_duration(&load)?;
-        levels.early_stop = early_stop(&load, &runs)?;
-        if levels.lead_in.is_some() && (levels.open_loop.is_some() || levels.duration.is_some()) {
-            bail!("--lead-in keeps a closed loop of a set request count loaded: not an open loop (--request-rate) or a timed level (--duration)");
-        }
-        levels.slice_s = load.slice_s;
-        if let Some(s) = levels.slice_s {
-            // A day at most: `1e300` would be printed with 300 digits in every warning.
-            if !(s.is_finite() && s > 0.0 && s <= 86_400.0) {
-                bail!(
-                    "slice_s must be a positive number of seconds up to 86400 (a day), not {s:e}"
-                );
-            }
-        }
-        if let Some(spec) = load.goodput.as_deref() {
-            levels.goodput = kneepoint_metrics::GoodputSlo::parse(spec)?;
-        }
+        let mut levels = crate::load::level_settings(&sw, &load, &runs, request_count)?;
         levels.seed = wl.seed.unwrap_or(0);
-        let shard = args
-            .load
-            .shard
-            .as_deref()
-            .map(kneepoint_planner::Shard::parse)
-            .transpose()?;
-        if let Some(sh) = shard {
-            if url.is_none() && sm_name.is_none() {
-                bail!("--shard needs the endpoint every shard sends to (--url): with the built-in simulator each shard would measure a simulator of its own");
-            }
-            levels.seed = sh.seed(levels.seed);
-            levels.warmup_requests = sh.share(levels.warmup_requests);
-            if let Some(o) = levels.open_loop.as_mut() {
-                if o.replay_speedup.is_some() {
-                    bail!(
-                        "a trace replay cannot be sharded: each shard would replay the whole trace"
-                    );
-                }
-                o.rates = o.rates.iter().map(|r| sh.share_rate(*r)).collect();
-                if let Some(m) = o.max_in_flight {
-                    if m < sh.count {
-                        bail!(
-                            "--max-in-flight {m} cannot be shared by {} shards",
-                            sh.count
-                        );
-                    }
-                    o.max_in_flight = Some(sh.share(m));
-                }
-                // A closed loop's counts are shared with its levels; an open loop's here.
-                levels.request_count = sh.share(levels.request_count).max(1);
-            }
-        }
-        levels.start_at_unix_ns = args
-            .load
-            .start_at
-            .as_deref()
-            .map(parse_start_at)
-            .transpose()?;
-        levels.require_finish_reason = !args.load.allow_missing_finish_reason;
-        levels.trust_server_usage = args.load.trust_server_usage;
-        levels.export_outputs = args.output.export_outputs_json;
-        levels.compress_records = args.output.records_zstd;
-        if let Some(n) = args.output.records_in_memory {
-            levels.records_in_memory = n;
-        }
-        levels.exact_percentiles = args.output.exact_percentiles;
-        if let Some(n) = args.output.inputs_limit {
-            levels.inputs_limit = n;
-        }
-        levels.retry = RetryPolicy {
-            max_retries: args.load.retries.unwrap_or(0),
-            backoff: Duration::from_millis(args.load.retry_backoff_ms.unwrap_or(500)),
-        };
+        let shard = crate::load::shard(
+            args.load.shard.as_deref(),
+            &mut levels,
+            url.is_some() || sm_name.is_some(),
+        )?;
+        apply_flags(&mut levels, args)?;
         levels.deadlines = deadlines(&ep)?;
         let conversations = multi_turn(&wl, &levels)?;
         let routes = routes_plan(&ep, conversations.is_some(), sm_name.is_some())?;
@@ -415,6 +340,33 @@ fn multi_turn(wl: &WorkloadSection, levels: &LevelSettings) -> Result<Option<Con
         );
     }
     Ok(Some(c))
+}
+
+/// What the flags alone set on the levels: the start time, finish reasons, usage trust,
+/// outputs, records and retries.
+fn apply_flags(levels: &mut LevelSettings, args: &CommonArgs) -> Result<()> {
+    levels.start_at_unix_ns = args
+        .load
+        .start_at
+        .as_deref()
+        .map(parse_start_at)
+        .transpose()?;
+    levels.require_finish_reason = !args.load.allow_missing_finish_reason;
+    levels.trust_server_usage = args.load.trust_server_usage;
+    levels.export_outputs = args.output.export_outputs_json;
+    levels.compress_records = args.output.records_zstd;
+    if let Some(n) = args.output.records_in_memory {
+        levels.records_in_memory = n;
+    }
+    levels.exact_percentiles = args.output.exact_percentiles;
+    if let Some(n) = args.output.inputs_limit {
+        levels.inputs_limit = n;
+    }
+    levels.retry = RetryPolicy {
+        max_retries: args.load.retries.unwrap_or(0),
+        backoff: Duration::from_millis(args.load.retry_backoff_ms.unwrap_or(500)),
+    };
+    Ok(())
 }
 
 /// The routes `--model a,b` and repeated `--url`s ask for; none for one model on one URL.

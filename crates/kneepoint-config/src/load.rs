@@ -10,7 +10,8 @@ use kneepoint_metrics::{ConvergenceRule, Criterion};
 use kneepoint_runner::{Arrival, EarlyStop, LevelDuration, PrecisionTarget};
 
 use crate::error::bail;
-use crate::{LoadOptions, Result, RunsOptions};
+use crate::{CountOptions, LoadOptions, Result, RunsOptions};
+use kneepoint_engine::LevelSettings;
 
 /// A timed level (`None`: count-bound levels).
 pub(crate) fn level_duration(load: &LoadOptions) -> Result<Option<LevelDuration>> {
@@ -136,6 +137,78 @@ pub(crate) fn resolve_runs(runs: &RunsOptions) -> Result<RunsSettings> {
         };
         Ok(RunsSettings::new(num_runs, confidence, convergence))
     }
+}
+
+/// The level settings of the merged groups (`request_count` already resolved): warm-up or
+/// lead-in, repeated runs, ramp, open loop, duration, early stop, slices and goodput.
+pub(crate) fn level_settings(
+    counts: &CountOptions,
+    load: &LoadOptions,
+    runs: &RunsOptions,
+    request_count: u32,
+) -> Result<LevelSettings> {
+    let open_loop = resolve_open_loop(load)?;
+    let mut levels = LevelSettings::default();
+    levels.request_count = request_count;
+    levels.warmup_requests = counts.warmup_requests.unwrap_or(0);
+    levels.lead_in = counts.lead_in.filter(|n| *n > 0);
+    if levels.lead_in.is_some() && levels.warmup_requests > 0 {
+        bail!("--lead-in replaces --warmup-requests (a lead-in is a warm-up with no pause before the measured requests): give one of them");
+    }
+    levels.runs = resolve_runs(runs)?;
+    levels.ramp_up = ramp_up(load, open_loop.is_some())?;
+    levels.open_loop = open_loop;
+    levels.duration = level_duration(load)?;
+    levels.early_stop = early_stop(load, runs)?;
+    if levels.lead_in.is_some() && (levels.open_loop.is_some() || levels.duration.is_some()) {
+        bail!("--lead-in keeps a closed loop of a set request count loaded: not an open loop (--request-rate) or a timed level (--duration)");
+    }
+    levels.slice_s = load.slice_s;
+    if let Some(s) = levels.slice_s {
+        // A day at most: `1e300` would be printed with 300 digits in every warning.
+        if !(s.is_finite() && s > 0.0 && s <= 86_400.0) {
+            bail!("slice_s must be a positive number of seconds up to 86400 (a day), not {s:e}");
+        }
+    }
+    if let Some(spec) = load.goodput.as_deref() {
+        levels.goodput = kneepoint_metrics::GoodputSlo::parse(spec)?;
+    }
+    Ok(levels)
+}
+
+/// Shares the levels out to shard K of N (`--shard K/N`), when asked; `remote` is whether
+/// every shard sends to one endpoint (a simulator of each shard's own would not be).
+pub(crate) fn shard(
+    spec: Option<&str>,
+    levels: &mut LevelSettings,
+    remote: bool,
+) -> Result<Option<kneepoint_planner::Shard>> {
+    let shard = spec.map(kneepoint_planner::Shard::parse).transpose()?;
+    if let Some(sh) = shard {
+        if !remote {
+            bail!("--shard needs the endpoint every shard sends to (--url): with the built-in simulator each shard would measure a simulator of its own");
+        }
+        levels.seed = sh.seed(levels.seed);
+        levels.warmup_requests = sh.share(levels.warmup_requests);
+        if let Some(o) = levels.open_loop.as_mut() {
+            if o.replay_speedup.is_some() {
+                bail!("a trace replay cannot be sharded: each shard would replay the whole trace");
+            }
+            o.rates = o.rates.iter().map(|r| sh.share_rate(*r)).collect();
+            if let Some(m) = o.max_in_flight {
+                if m < sh.count {
+                    bail!(
+                        "--max-in-flight {m} cannot be shared by {} shards",
+                        sh.count
+                    );
+                }
+                o.max_in_flight = Some(sh.share(m));
+            }
+            // A closed loop's counts are shared with its levels; an open loop's here.
+            levels.request_count = sh.share(levels.request_count).max(1);
+        }
+    }
+    Ok(shard)
 }
 
 /// Closed loop: the time each phase's first wave is spread over.
