@@ -308,68 +308,19 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .and_then(|s| s.concurrency.clone())
         .unwrap_or_else(|| crate::DEFAULT_CONCURRENCY.to_vec());
     let (expanded, proposals) = crate::deploy::expand(&file.candidates, objective)?;
-    let parallel = match file.parallel_candidates {
-        Some(0) => bail!("parallel_candidates must be at least 1"),
-        Some(n) => n as usize,
-        None => 1,
-    };
-    let local = expanded
-        .iter()
-        .filter(|e| {
-            e.section
-                .deploy
-                .as_ref()
-                .is_some_and(|d| d.kind.as_deref().unwrap_or("local") == "local")
-        })
-        .count();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if parallel > 1 && local > 1 && parallel.min(local) > cores {
-        bail!(
-            "parallel_candidates = {parallel} would run {} local servers at once on {cores} cores: each would measure the others' load, not its own; use at most {cores}",
-            parallel.min(local)
-        );
-    }
+    let parallel = parallel_candidates(&file, &expanded)?;
     for why in &proposals {
         observer.note(why);
     }
     let mut specs = Vec::new();
     for e in &expanded {
-        let c = &e.section;
-        let p = price(
-            c,
-            table.as_ref(),
-            options.price_table.as_deref(),
-            fit.as_ref().map(|f| &f.catalog),
-        )?;
-        let count = c.instance_count.unwrap_or(1);
-        let instance_type = c.instance_type.clone().unwrap_or_default();
-        // GPUs per instance from the catalog in use (the user's over the built-in one)
-        let gpus = match &fit {
-            Some(f) => f.catalog.get(&instance_type).ok().map(|t| t.gpu_count),
-            None => kneepoint_fit::Catalog::builtin()
-                .get(&instance_type)
-                .ok()
-                .map(|t| t.gpu_count),
-        };
-        let mut spec = CandidateSpec::new(&c.name, instance_type, p)
-            .with_instance_count(count)
-            .with_gpus(gpus)
-            .with_settings(e.combination.clone());
-        if let Some(fit) = &fit {
-            spec = stage_one(spec, (c, &e.values), fit, &levels, observer.as_ref())?;
-        }
-        // A launched engine told to run at most N sequences at once holds no more than N
-        // per instance, whatever its memory would allow: the same bound as stage 1's.
-        if let Some(n) = e
-            .values
-            .get("max_num_seqs")
-            .and_then(|v| v.parse::<u32>().ok())
-        {
-            let engine = n.max(1).saturating_mul(count);
-            let bound = spec.max_concurrency.map_or(engine, |b| b.min(engine));
-            spec = spec.with_max_concurrency(Some(bound));
-        }
-        specs.push(spec);
+        specs.push(candidate_spec(
+            e,
+            (table.as_ref(), options.price_table.as_deref()),
+            fit.as_ref(),
+            &levels,
+            observer.as_ref(),
+        )?);
     }
     let root = options
         .artifact_dir
@@ -405,19 +356,7 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         observer: observer.clone(),
     };
     source.check(&root)?;
-    if expanded.iter().any(|e| e.section.deploy.is_some()) {
-        let left = kneepoint_deploy::find_leftovers();
-        if !left.is_empty() {
-            observer.warning(&format!(
-                "{} server(s) launched by an earlier kneepoint run are still running and may compete with these measurements ({}): `kneepoint cleanup` stops them",
-                left.len(),
-                left.iter()
-                    .map(|l| format!("{} (pid {})", l.candidate, l.pgid))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-    }
+    warn_leftovers(&expanded, observer.as_ref());
     let observer_note = observer.clone();
     let mut r = Recommend::builder(objective, &root, source)
         .by_search(with_slas)
@@ -449,6 +388,93 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         r = r.candidate(s);
     }
     Ok(r.build()?)
+}
+
+/// Candidates measured at a time (`parallel_candidates`, default 1): refused where local
+/// servers run at once would outnumber the cores and measure each other's load.
+fn parallel_candidates(file: &FileConfig, expanded: &[crate::deploy::Expanded]) -> Result<usize> {
+    let parallel = match file.parallel_candidates {
+        Some(0) => bail!("parallel_candidates must be at least 1"),
+        Some(n) => n as usize,
+        None => 1,
+    };
+    let local = expanded
+        .iter()
+        .filter(|e| {
+            e.section
+                .deploy
+                .as_ref()
+                .is_some_and(|d| d.kind.as_deref().unwrap_or("local") == "local")
+        })
+        .count();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if parallel > 1 && local > 1 && parallel.min(local) > cores {
+        bail!(
+        "parallel_candidates = {parallel} would run {} local servers at once on {cores} cores: each would measure the others' load, not its own; use at most {cores}",
+        parallel.min(local)
+    );
+    }
+    Ok(parallel)
+}
+
+/// One expanded candidate, priced, with its GPUs, its stage-1 fit and prediction (given a
+/// `[model]`) and the bound its engine's `max_num_seqs` sets.
+fn candidate_spec(
+    e: &crate::deploy::Expanded,
+    (table, table_path): (Option<&PriceTable>, Option<&Path>),
+    fit: Option<&FitInputs>,
+    levels: &[u32],
+    observer: &dyn Observer,
+) -> Result<CandidateSpec> {
+    let c = &e.section;
+    let p = price(c, table, table_path, fit.map(|f| &f.catalog))?;
+    let count = c.instance_count.unwrap_or(1);
+    let instance_type = c.instance_type.clone().unwrap_or_default();
+    // GPUs per instance from the catalog in use (the user's over the built-in one)
+    let gpus = match fit {
+        Some(f) => f.catalog.get(&instance_type).ok().map(|t| t.gpu_count),
+        None => kneepoint_fit::Catalog::builtin()
+            .get(&instance_type)
+            .ok()
+            .map(|t| t.gpu_count),
+    };
+    let mut spec = CandidateSpec::new(&c.name, instance_type, p)
+        .with_instance_count(count)
+        .with_gpus(gpus)
+        .with_settings(e.combination.clone());
+    if let Some(fit) = fit {
+        spec = stage_one(spec, (c, &e.values), fit, levels, observer)?;
+    }
+    // A launched engine told to run at most N sequences at once holds no more than N
+    // per instance, whatever its memory would allow: the same bound as stage 1's.
+    if let Some(n) = e
+        .values
+        .get("max_num_seqs")
+        .and_then(|v| v.parse::<u32>().ok())
+    {
+        let engine = n.max(1).saturating_mul(count);
+        let bound = spec.max_concurrency.map_or(engine, |b| b.min(engine));
+        spec = spec.with_max_concurrency(Some(bound));
+    }
+    Ok(spec)
+}
+
+/// A warning naming the servers an earlier run launched and left running, when this one
+/// launches any: they would compete with its measurements.
+fn warn_leftovers(expanded: &[crate::deploy::Expanded], observer: &dyn Observer) {
+    if expanded.iter().any(|e| e.section.deploy.is_some()) {
+        let left = kneepoint_deploy::find_leftovers();
+        if !left.is_empty() {
+            observer.warning(&format!(
+            "{} server(s) launched by an earlier kneepoint run are still running and may compete with these measurements ({}): `kneepoint cleanup` stops them",
+            left.len(),
+            left.iter()
+                .map(|l| format!("{} (pid {})", l.candidate, l.pgid))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        }
+    }
 }
 
 /// Stage 1 for one candidate: whether the model fits its instance type (at its tensor
