@@ -267,14 +267,32 @@ fn bad_recommend_configs_are_clear_errors() {
             quiet: true,
             ..Default::default()
         };
-        rt.block_on(run_recommend_with(&args, false, &CancelToken::new()))
+        let e = rt
+            .block_on(run_recommend_with(&args, false, &CancelToken::new()))
             .map(|_| ())
-            .unwrap_err()
-            .to_string()
+            .unwrap_err();
+        format!("{e:#}")
     };
     assert!(run("", None).contains("no [[candidates]]"));
     let one = "[[candidates]]\nname = \"a\"\nprice_per_hour = 1.0\n";
-    assert!(run(one, Some("speed")).contains("cost, latency, throughput or pareto"));
+    // an unknown objective: refused at the file's key, and by the flag's parser
+    let e = run(&format!("objective = \"speed\"\n{one}"), None);
+    assert!(e.contains("cost, latency, throughput or pareto"), "{e}");
+    assert!(e.contains("line 1"), "{e}");
+    let flag = <kneepoint_cli::Cli as clap::Parser>::try_parse_from([
+        "kneepoint",
+        "recommend",
+        "--config",
+        "c.toml",
+        "--objective",
+        "speed",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        flag.contains("[possible values: cost, latency, throughput, pareto]"),
+        "{flag}"
+    );
     let unpriced = "[[candidates]]\nname = \"a\"\ninstance_type = \"x\"\n";
     assert!(run(unpriced, None).contains("no price"));
     let twice = format!("{one}{one}");
