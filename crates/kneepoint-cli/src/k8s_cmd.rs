@@ -114,15 +114,9 @@ fn check_job_name(name: &str) -> anyhow::Result<()> {
     );
 }
 
-/// The Indexed Job `args` describe, started at `start_at` (Unix seconds).
-pub fn indexed_job(args: &K8sJobArgs, start_at: u64) -> anyhow::Result<Job> {
-    check_job_name(&args.name)?;
-    if args.shards == 0 || args.shards > 10_000 {
-        bail!("--shards must be between 1 and 10,000");
-    }
-    if args.pvc.is_none() && args.output_s3.is_none() {
-        bail!("give --pvc CLAIM or --output-s3 s3://bucket/prefix: a finished pod's own disk cannot be read back");
-    }
+/// The sweep's flags as each pod runs them: checked (no flag the Job sets, no secret) and
+/// resolved as shard 0's would be, so that a typo fails here and not in N pods.
+fn sweep_flags(args: &K8sJobArgs) -> anyhow::Result<Vec<String>> {
     let mut sweep: Vec<String> = Vec::new();
     for (i, f) in args.sweep.iter().enumerate() {
         let name = f.split('=').next().unwrap_or(f);
@@ -162,6 +156,65 @@ pub fn indexed_job(args: &K8sJobArgs, start_at: u64) -> anyhow::Result<Job> {
             }
         }
     }
+    Ok(sweep)
+}
+
+/// The pod's one container: kneepoint with `command`, its shard index from the Job's
+/// annotation, the API key from a Secret when named, the results volume and its resources.
+fn container(args: &K8sJobArgs, command: Vec<String>) -> anyhow::Result<Container> {
+    let resources: BTreeMap<String, Quantity> = [
+        ("cpu".to_owned(), Quantity(args.cpu.clone())),
+        ("memory".to_owned(), Quantity(args.memory.clone())),
+    ]
+    .into();
+    Ok(Container {
+        name: "kneepoint".into(),
+        image: Some(args.image.clone()),
+        command: Some(vec!["kneepoint".into()]),
+        args: Some(command),
+        env: Some(
+            vec![
+                EnvVar {
+                    name: "SHARD_INDEX".into(),
+                    value_from: Some(EnvVarSource {
+                        field_ref: Some(ObjectFieldSelector {
+                            field_path: INDEX_ANNOTATION.into(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                env("RUST_LOG", "warn"),
+            ]
+            .into_iter()
+            .chain(secret_env(args.api_key_secret.as_deref())?)
+            .collect(),
+        ),
+        volume_mounts: Some(vec![VolumeMount {
+            name: "results".into(),
+            mount_path: "/results".into(),
+            ..Default::default()
+        }]),
+        resources: Some(ResourceRequirements {
+            requests: Some(resources.clone()),
+            limits: Some(resources),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}
+
+/// The Indexed Job `args` describe, started at `start_at` (Unix seconds).
+pub fn indexed_job(args: &K8sJobArgs, start_at: u64) -> anyhow::Result<Job> {
+    check_job_name(&args.name)?;
+    if args.shards == 0 || args.shards > 10_000 {
+        bail!("--shards must be between 1 and 10,000");
+    }
+    if args.pvc.is_none() && args.output_s3.is_none() {
+        bail!("give --pvc CLAIM or --output-s3 s3://bucket/prefix: a finished pod's own disk cannot be read back");
+    }
+    let sweep = sweep_flags(args)?;
     let n = args.shards;
     let dir = format!("/results/{}/shard-$(SHARD_INDEX)", args.name);
     let mut command = vec!["sweep".to_owned()];
@@ -201,52 +254,12 @@ pub fn indexed_job(args: &K8sJobArgs, start_at: u64) -> anyhow::Result<Job> {
             ..Default::default()
         },
     };
-    let resources: BTreeMap<String, Quantity> = [
-        ("cpu".to_owned(), Quantity(args.cpu.clone())),
-        ("memory".to_owned(), Quantity(args.memory.clone())),
-    ]
-    .into();
+    let container = container(args, command)?;
     let labels: BTreeMap<String, String> = [
         ("app.kubernetes.io/name".to_owned(), "kneepoint".to_owned()),
         ("app.kubernetes.io/instance".to_owned(), args.name.clone()),
     ]
     .into();
-    let container = Container {
-        name: "kneepoint".into(),
-        image: Some(args.image.clone()),
-        command: Some(vec!["kneepoint".into()]),
-        args: Some(command),
-        env: Some(
-            vec![
-                EnvVar {
-                    name: "SHARD_INDEX".into(),
-                    value_from: Some(EnvVarSource {
-                        field_ref: Some(ObjectFieldSelector {
-                            field_path: INDEX_ANNOTATION.into(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                },
-                env("RUST_LOG", "warn"),
-            ]
-            .into_iter()
-            .chain(secret_env(args.api_key_secret.as_deref())?)
-            .collect(),
-        ),
-        volume_mounts: Some(vec![VolumeMount {
-            name: "results".into(),
-            mount_path: "/results".into(),
-            ..Default::default()
-        }]),
-        resources: Some(ResourceRequirements {
-            requests: Some(resources.clone()),
-            limits: Some(resources),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
     Ok(Job {
         metadata: ObjectMeta {
             name: Some(args.name.clone()),
