@@ -217,6 +217,53 @@ impl std::fmt::Debug for DatasetWorkload {
     }
 }
 
+/// A trace's (or BurstGPT log's) records as prompts of their exact lengths, their sessions
+/// grouped into conversations.
+fn trace_entries(
+    config: &DatasetConfig,
+    format: DatasetFormat,
+    text: &str,
+    tokenizer: &Arc<dyn Tokenizer>,
+) -> Result<Vec<Prepared>, Error> {
+    let raw = match format {
+        DatasetFormat::BurstGpt => parse_burstgpt(&config.path, text)?,
+        _ => parse_trace(&config.path, text)?,
+    };
+    let grouped = sessions::group(raw);
+    if config.conversations.is_some() && grouped.sessions() == 0 {
+        return Err(Error::Dataset {
+            path: config.path.clone(),
+            line: None,
+            reason: "this trace has no session_id: its records are single requests (conversations come from a trace's sessions or a ShareGPT file's turns)".into(),
+        });
+    }
+    let previous =
+        (config.session_length == SessionLength::Context).then_some(grouped.previous.as_slice());
+    let mut builder = PromptBuilder::new(tokenizer.clone())?;
+    let seed = config.seed;
+    Ok(trace::prompts(
+        &mut builder,
+        &grouped.entries,
+        config.trace_block_tokens,
+        seed,
+        previous,
+    )?
+    .into_iter()
+    .zip(grouped.entries)
+    .zip(grouped.conversation.iter().copied())
+    .map(|(((text, shared), e), conversation)| Prepared {
+        prompt: Prompt::Text(text),
+        input_tokens: e.input_length,
+        output_tokens: Some(e.output_length),
+        extra: serde_json::Map::new(),
+        timestamp_ms: e.timestamp,
+        conversation,
+        delay_ms: e.delay,
+        history_in_prompt: (conversation.is_some() && previous.is_some()).then_some(shared),
+    })
+    .collect())
+}
+
 impl DatasetWorkload {
     /// Reads and prepares the whole dataset (trace prompts are generated here, before any
     /// timing). A malformed record is an error naming the file and line.
@@ -266,44 +313,7 @@ impl DatasetWorkload {
                     .collect::<Result<_, Error>>()?
             }
             DatasetFormat::Trace | DatasetFormat::BurstGpt => {
-                let raw = match format {
-                    DatasetFormat::BurstGpt => parse_burstgpt(&config.path, &text)?,
-                    _ => parse_trace(&config.path, &text)?,
-                };
-                let grouped = sessions::group(raw);
-                if config.conversations.is_some() && grouped.sessions() == 0 {
-                    return Err(Error::Dataset {
-                        path: config.path.clone(),
-                        line: None,
-                        reason: "this trace has no session_id: its records are single requests (conversations come from a trace's sessions or a ShareGPT file's turns)".into(),
-                    });
-                }
-                let previous = (config.session_length == SessionLength::Context)
-                    .then_some(grouped.previous.as_slice());
-                let mut builder = PromptBuilder::new(tokenizer.clone())?;
-                let seed = config.seed;
-                trace::prompts(
-                    &mut builder,
-                    &grouped.entries,
-                    config.trace_block_tokens,
-                    seed,
-                    previous,
-                )?
-                .into_iter()
-                .zip(grouped.entries)
-                .zip(grouped.conversation.iter().copied())
-                .map(|(((text, shared), e), conversation)| Prepared {
-                    prompt: Prompt::Text(text),
-                    input_tokens: e.input_length,
-                    output_tokens: Some(e.output_length),
-                    extra: serde_json::Map::new(),
-                    timestamp_ms: e.timestamp,
-                    conversation,
-                    delay_ms: e.delay,
-                    history_in_prompt: (conversation.is_some() && previous.is_some())
-                        .then_some(shared),
-                })
-                .collect()
+                trace_entries(&config, format, &text, &tokenizer)?
             }
         };
         if entries.is_empty() {
