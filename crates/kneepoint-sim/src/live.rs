@@ -132,24 +132,7 @@ fn run(
             deadline = now;
         }
         let emitted_at = Instant::now();
-        if let Ok(mut m) = metrics.lock() {
-            for id in &step.admitted {
-                if let Some(seq) = live.get(id) {
-                    m.admitted(secs(step_start.saturating_duration_since(seq.arrival)));
-                }
-            }
-            for e in &step.emitted {
-                if let Some(seq) = live.get(&e.id) {
-                    if e.index == 0 {
-                        m.first_token(seq.spec.prompt_tokens, secs(emitted_at - seq.arrival));
-                    }
-                    m.token(seq.last.map(|l| secs(emitted_at - l)));
-                    if e.finished {
-                        m.finished(secs(emitted_at - seq.arrival));
-                    }
-                }
-            }
-        }
+        record_step(&metrics, &live, &step, step_start, emitted_at);
         record_load(&metrics, &engine, &clock, emitted_at);
         for e in step.emitted {
             let Some(seq) = live.get_mut(&e.id) else {
@@ -162,24 +145,7 @@ fn run(
             // The truth of a finished request is logged before its last token goes out, so a
             // client that has read the whole response always finds it.
             if e.finished {
-                let first = seq.first.unwrap_or(emitted_at);
-                let n = seq.spec.output_tokens;
-                let timing = ServerTiming {
-                    server_id: e.id,
-                    client_request_id: seq.client_request_id.clone(),
-                    prompt_tokens: seq.spec.prompt_tokens,
-                    output_tokens: n,
-                    ttft_ms: ms(first - seq.arrival),
-                    itl_ms: if n > 1 {
-                        Some(ms(emitted_at - first) / f64::from(n - 1))
-                    } else {
-                        None
-                    },
-                    latency_ms: ms(emitted_at - seq.arrival),
-                    arrival_unix_ns: clock.unix_ns(seq.arrival),
-                    first_token_unix_ns: clock.unix_ns(first),
-                    last_token_unix_ns: clock.unix_ns(emitted_at),
-                };
+                let timing = timing_of(e.id, seq, emitted_at, &clock);
                 if let Ok(mut t) = truth.lock() {
                     t.push(timing);
                 }
@@ -200,6 +166,56 @@ fn run(
                 live.remove(&e.id);
             }
         }
+    }
+}
+
+/// The engine metrics of one step: admissions' queue times, first tokens, gaps, finishes.
+fn record_step(
+    metrics: &Mutex<EngineMetrics>,
+    live: &std::collections::HashMap<u64, Live>,
+    step: &crate::engine::Step,
+    step_start: Instant,
+    emitted_at: Instant,
+) {
+    if let Ok(mut m) = metrics.lock() {
+        for id in &step.admitted {
+            if let Some(seq) = live.get(id) {
+                m.admitted(secs(step_start.saturating_duration_since(seq.arrival)));
+            }
+        }
+        for e in &step.emitted {
+            if let Some(seq) = live.get(&e.id) {
+                if e.index == 0 {
+                    m.first_token(seq.spec.prompt_tokens, secs(emitted_at - seq.arrival));
+                }
+                m.token(seq.last.map(|l| secs(emitted_at - l)));
+                if e.finished {
+                    m.finished(secs(emitted_at - seq.arrival));
+                }
+            }
+        }
+    }
+}
+
+/// The server's own timing of a request that finished at `emitted_at`.
+fn timing_of(id: u64, seq: &Live, emitted_at: Instant, clock: &WallClock) -> ServerTiming {
+    let first = seq.first.unwrap_or(emitted_at);
+    let n = seq.spec.output_tokens;
+    ServerTiming {
+        server_id: id,
+        client_request_id: seq.client_request_id.clone(),
+        prompt_tokens: seq.spec.prompt_tokens,
+        output_tokens: n,
+        ttft_ms: ms(first - seq.arrival),
+        itl_ms: if n > 1 {
+            Some(ms(emitted_at - first) / f64::from(n - 1))
+        } else {
+            None
+        },
+        latency_ms: ms(emitted_at - seq.arrival),
+        arrival_unix_ns: clock.unix_ns(seq.arrival),
+        first_token_unix_ns: clock.unix_ns(first),
+        last_token_unix_ns: clock.unix_ns(emitted_at),
     }
 }
 
