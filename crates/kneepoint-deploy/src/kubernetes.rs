@@ -128,35 +128,9 @@ impl KubeSpec {
         format!("{}-secrets", self.object_name())
     }
 
-    /// The Deployment and the Service.
-    pub fn manifests(&self) -> Result<(Deployment, Service), Error> {
-        if self.image.trim().is_empty() {
-            return Err(Error::Invalid(format!(
-                "candidate {:?}: the Kubernetes manifest needs an image",
-                self.name
-            )));
-        }
-        if self.command.is_empty() {
-            return Err(Error::Invalid(format!(
-                "candidate {:?}: the Kubernetes manifest needs a command",
-                self.name
-            )));
-        }
-        let name = self.object_name();
-        let labels: BTreeMap<String, String> = [
-            ("app.kubernetes.io/name".to_owned(), name.clone()),
-            (
-                "app.kubernetes.io/managed-by".to_owned(),
-                "kneepoint".to_owned(),
-            ),
-        ]
-        .into();
-        let meta = ObjectMeta {
-            name: Some(name.clone()),
-            namespace: self.namespace.clone(),
-            labels: Some(labels.clone()),
-            ..Default::default()
-        };
+    /// The container's command line, its secrets masked as `$(KNEEPOINT_ARG_SECRET_N)`, and its
+    /// environment, secret-looking variables and those masked values read from the Secret.
+    fn command_and_env(&self) -> (Vec<String>, Vec<EnvVar>) {
         // A secret in the command line becomes `$(KNEEPOINT_ARG_SECRET_N)`, which Kubernetes
         // fills from the Secret before the container starts.
         let mut arg_secrets: Vec<String> = Vec::new();
@@ -199,6 +173,53 @@ impl KubeSpec {
             .collect::<Vec<_>>();
         // Defined before the command refers to them.
         env.extend((1..=arg_secrets.len()).map(|n| from_secret(&format!("{ARG_SECRET}{n}"))));
+        (command, env)
+    }
+
+    /// A GET of the ready path every `period_s`, failed after `failures` in a row.
+    fn probe(&self, period_s: i32, failures: i32) -> Probe {
+        Probe {
+            http_get: Some(HTTPGetAction {
+                path: Some(self.ready_path.clone()),
+                port: IntOrString::String("http".into()),
+                ..Default::default()
+            }),
+            period_seconds: Some(period_s),
+            failure_threshold: Some(failures),
+            ..Default::default()
+        }
+    }
+
+    /// The Deployment and the Service.
+    pub fn manifests(&self) -> Result<(Deployment, Service), Error> {
+        if self.image.trim().is_empty() {
+            return Err(Error::Invalid(format!(
+                "candidate {:?}: the Kubernetes manifest needs an image",
+                self.name
+            )));
+        }
+        if self.command.is_empty() {
+            return Err(Error::Invalid(format!(
+                "candidate {:?}: the Kubernetes manifest needs a command",
+                self.name
+            )));
+        }
+        let name = self.object_name();
+        let labels: BTreeMap<String, String> = [
+            ("app.kubernetes.io/name".to_owned(), name.clone()),
+            (
+                "app.kubernetes.io/managed-by".to_owned(),
+                "kneepoint".to_owned(),
+            ),
+        ]
+        .into();
+        let meta = ObjectMeta {
+            name: Some(name.clone()),
+            namespace: self.namespace.clone(),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        };
+        let (command, env) = self.command_and_env();
         let gpus = (self.gpus > 0).then(|| {
             BTreeMap::from([("nvidia.com/gpu".to_owned(), Quantity(self.gpus.to_string()))])
         });
@@ -212,27 +233,9 @@ impl KubeSpec {
                 container_port: i32::from(self.port),
                 ..Default::default()
             }]),
-            readiness_probe: Some(Probe {
-                http_get: Some(HTTPGetAction {
-                    path: Some(self.ready_path.clone()),
-                    port: IntOrString::String("http".into()),
-                    ..Default::default()
-                }),
-                period_seconds: Some(5),
-                failure_threshold: Some(3),
-                ..Default::default()
-            }),
-            startup_probe: Some(Probe {
-                http_get: Some(HTTPGetAction {
-                    path: Some(self.ready_path.clone()),
-                    port: IntOrString::String("http".into()),
-                    ..Default::default()
-                }),
-                period_seconds: Some(10),
-                // Up to an hour to load weights and compile.
-                failure_threshold: Some(360),
-                ..Default::default()
-            }),
+            readiness_probe: Some(self.probe(5, 3)),
+            // Up to an hour to load weights and compile.
+            startup_probe: Some(self.probe(10, 360)),
             resources: gpus.map(|g| ResourceRequirements {
                 limits: Some(g.clone()),
                 requests: Some(g),
