@@ -358,6 +358,38 @@ impl Recommend {
         })
     }
 
+    /// What the launches spent, and what the grid would have (`None` when nothing launched).
+    fn spent(&self, g: &crate::strategy::Gathered) -> Option<Spent> {
+        let launchable = self.candidates.iter().filter(|c| c.unfit.is_none()).count() as u32;
+        (g.launches > 0).then(|| Spent {
+            launches: g.launches,
+            instance_hours: g.instance_hours,
+            cost: g.cost,
+            grid_launches: launchable,
+            grid_instance_hours: match self.strategy {
+                Strategy::Grid if !g.interrupted => Some(g.instance_hours),
+                _ => (!g.full_hours.is_empty()).then(|| {
+                    g.full_hours.iter().sum::<f64>() / g.full_hours.len() as f64
+                        * f64::from(launchable)
+                }),
+            },
+        })
+    }
+
+    /// The ranking, a line per candidate, in the run log.
+    fn log_ranking(&self, recommendations: &[kneepoint_planner::Recommendation]) {
+        if let Some(log) = &self.log {
+            for r in recommendations {
+                log.info(&format!(
+                    "{} {}: {}",
+                    r.rank.map_or("unranked".into(), |n| format!("#{n}")),
+                    r.name,
+                    r.explanation
+                ));
+            }
+        }
+    }
+
     /// Measures every candidate in turn, ranks them, and writes `recommendations.json`, plots
     /// and `report.html`. Stops early (keeping what was measured) when `cancel` fires.
     pub async fn run(self, cancel: &CancelToken) -> Result<RecommendReport, Error> {
@@ -399,16 +431,7 @@ impl Recommend {
             })
             .count();
         let recommendations = recommend(candidates, self.objective, self.peak)?;
-        if let Some(log) = &self.log {
-            for r in &recommendations {
-                log.info(&format!(
-                    "{} {}: {}",
-                    r.rank.map_or("unranked".into(), |n| format!("#{n}")),
-                    r.name,
-                    r.explanation
-                ));
-            }
-        }
+        self.log_ranking(&recommendations);
         let by_name: BTreeMap<&str, (Option<&str>, &CandidateSpec)> = candidates
             .iter()
             .zip(&g.dirs)
@@ -417,20 +440,7 @@ impl Recommend {
                 Some((c.name.as_str(), (d.as_deref(), spec)))
             })
             .collect();
-        let launchable = self.candidates.iter().filter(|c| c.unfit.is_none()).count() as u32;
-        let spent = (g.launches > 0).then(|| Spent {
-            launches: g.launches,
-            instance_hours: g.instance_hours,
-            cost: g.cost,
-            grid_launches: launchable,
-            grid_instance_hours: match self.strategy {
-                Strategy::Grid if !interrupted => Some(g.instance_hours),
-                _ => (!g.full_hours.is_empty()).then(|| {
-                    g.full_hours.iter().sum::<f64>() / g.full_hours.len() as f64
-                        * f64::from(launchable)
-                }),
-            },
-        });
+        let spent = self.spent(&g);
         let doc = Recommendations {
             schema_version: SCHEMA_VERSION,
             kneepoint_version: env!("CARGO_PKG_VERSION").to_owned(),
