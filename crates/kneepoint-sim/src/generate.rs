@@ -68,49 +68,8 @@ pub(crate) async fn generate(
         let mut rng = state.lengths.lock().ok()?;
         plan.pick(rng.random(), rng.random())
     });
-    match fault {
-        Some(Fault::Http429) => {
-            let mut r = error(
-                StatusCode::TOO_MANY_REQUESTS,
-                "RateLimitError",
-                "injected fault: too many requests",
-            );
-            r.headers_mut().insert(
-                http::header::RETRY_AFTER,
-                http::HeaderValue::from_static("1"),
-            );
-            return r;
-        }
-        Some(Fault::Http500) => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "InternalServerError",
-                "injected fault",
-            );
-        }
-        Some(Fault::Http503) => {
-            return error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "ServiceUnavailable",
-                "injected fault",
-            );
-        }
-        Some(Fault::WrongContentType) => {
-            let mut r = Response::new(full(Bytes::from_static(
-                b"<html><body>gateway</body></html>",
-            )));
-            r.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("text/html"),
-            );
-            return r;
-        }
-        Some(f) if f == Fault::ResetBeforeHeaders || (f.in_stream() && !gen.stream) => {
-            let mut r = Response::new(full(Bytes::new()));
-            r.extensions_mut().insert(ResetMarker);
-            return r;
-        }
-        _ => {}
+    if let Some(r) = fault.and_then(|f| fault_response(f, gen.stream)) {
+        return r;
     }
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
     if state.profile.instant {
@@ -178,6 +137,51 @@ pub(crate) async fn generate(
             "InternalServerError",
             "generation aborted",
         )
+    }
+}
+
+/// The answer an injected fault gives before any generation (`None` for a fault that strikes
+/// in the stream, on a streamed request).
+fn fault_response(fault: Fault, streamed: bool) -> Option<Response<Body>> {
+    match fault {
+        Fault::Http429 => {
+            let mut r = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "RateLimitError",
+                "injected fault: too many requests",
+            );
+            r.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static("1"),
+            );
+            Some(r)
+        }
+        Fault::Http500 => Some(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "injected fault",
+        )),
+        Fault::Http503 => Some(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailable",
+            "injected fault",
+        )),
+        Fault::WrongContentType => {
+            let mut r = Response::new(full(Bytes::from_static(
+                b"<html><body>gateway</body></html>",
+            )));
+            r.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/html"),
+            );
+            Some(r)
+        }
+        f if f == Fault::ResetBeforeHeaders || (f.in_stream() && !streamed) => {
+            let mut r = Response::new(full(Bytes::new()));
+            r.extensions_mut().insert(ResetMarker);
+            Some(r)
+        }
+        _ => None,
     }
 }
 
