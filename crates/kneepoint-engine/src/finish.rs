@@ -40,6 +40,34 @@ impl Bench {
         }
     }
 
+    /// The level's time slices (`--slice-s`), with a warning where they cannot be made.
+    fn slices(
+        &self,
+        concurrency: u32,
+        run: &LevelRun,
+        streamed: bool,
+    ) -> Option<kneepoint_metrics::TimeSlices> {
+        match self.settings.slice_s {
+            Some(s) if !streamed => {
+                let t = kneepoint_metrics::time_slices(concurrency, &run.records, s);
+                if t.is_none() && run.records.len() > 1 {
+                    self.observer.warning(&format!(
+                    "concurrency {concurrency}: no time slices of {s} s (more than {} slices; use longer ones)",
+                    kneepoint_metrics::MAX_SLICES
+                ));
+                }
+                t
+            }
+            Some(_) => {
+                self.observer.warning(&format!(
+                "concurrency {concurrency}: no time slices (the level was summarised in bounded memory)"
+            ));
+                None
+            }
+            None => None,
+        }
+    }
+
     /// [`Bench::finish_level`]'s files and summary.
     fn write_level(
         &self,
@@ -88,33 +116,8 @@ impl Bench {
             input_config["prefix_cache_reset"] = r.clone();
         }
         input_config["level"] = level;
-        // Kept loaded: the rates count over the time the measured requests' load took, from
-        // the rate of their starts (the records' span also holds the lead-in's last wave).
         if !run.measured_starts_ns.is_empty() {
-            let span = summary.benchmark_duration_s;
-            let starts = kneepoint_metrics::loaded_duration_s(&run.measured_starts_ns, concurrency);
-            // No more measured requests than slots: Little's law instead (every slot busy,
-            // each request holding one for its end-to-end latency).
-            let little = || {
-                use kneepoint_core::{Metric, Stat};
-                let mean_s = summary.value(Metric::RequestLatency, Stat::Avg)? / 1000.0;
-                let n = run.measured_starts_ns.len() as f64;
-                let d = n * mean_s / f64::from(concurrency.max(1));
-                (d.is_finite() && d > 0.0).then_some(d)
-            };
-            let (duration, from) = match starts {
-                Some(d) => (Some(d), "measured starts"),
-                None => (little(), "Little's law"),
-            };
-            if let Some(d) = duration {
-                summary.rescale_duration(d);
-            }
-            input_config["level"]["kept_loaded"] = serde_json::json!({
-                "lead_in": run.warmup_records.len(),
-                "duration_s": duration,
-                "duration_from": from,
-                "records_span_s": span,
-            });
+            input_config["level"]["kept_loaded"] = kept_loaded(run, concurrency, &mut summary);
         }
         if streamed.is_some() {
             input_config["level"]["summary"] = crate::streamed::note(run.records_seen, exact);
@@ -124,25 +127,7 @@ impl Bench {
             self.observer
                 .note(&format!("concurrency {concurrency}: {why}"));
         }
-        let slices = match self.settings.slice_s {
-            Some(s) if streamed.is_none() => {
-                let t = kneepoint_metrics::time_slices(concurrency, &run.records, s);
-                if t.is_none() && run.records.len() > 1 {
-                    self.observer.warning(&format!(
-                        "concurrency {concurrency}: no time slices of {s} s (more than {} slices; use longer ones)",
-                        kneepoint_metrics::MAX_SLICES
-                    ));
-                }
-                t
-            }
-            Some(_) => {
-                self.observer.warning(&format!(
-                    "concurrency {concurrency}: no time slices (the level was summarised in bounded memory)"
-                ));
-                None
-            }
-            None => None,
-        };
+        let slices = self.slices(concurrency, run, streamed.is_some());
         if let Some(t) = &slices {
             if let Some(why) = t.steadiness.not_steady() {
                 summary
@@ -194,4 +179,34 @@ impl Bench {
         }
         Ok((summary, run.cancelled))
     }
+}
+
+/// A level kept loaded: its rates counted over the time the measured requests' load took,
+/// from the rate of their starts (the records' span also holds the lead-in's last wave); the
+/// note of how, for the level's `input_config`.
+fn kept_loaded(run: &LevelRun, concurrency: u32, summary: &mut LevelSummary) -> Value {
+    let span = summary.benchmark_duration_s;
+    let starts = kneepoint_metrics::loaded_duration_s(&run.measured_starts_ns, concurrency);
+    // No more measured requests than slots: Little's law instead (every slot busy,
+    // each request holding one for its end-to-end latency).
+    let little = || {
+        use kneepoint_core::{Metric, Stat};
+        let mean_s = summary.value(Metric::RequestLatency, Stat::Avg)? / 1000.0;
+        let n = run.measured_starts_ns.len() as f64;
+        let d = n * mean_s / f64::from(concurrency.max(1));
+        (d.is_finite() && d > 0.0).then_some(d)
+    };
+    let (duration, from) = match starts {
+        Some(d) => (Some(d), "measured starts"),
+        None => (little(), "Little's law"),
+    };
+    if let Some(d) = duration {
+        summary.rescale_duration(d);
+    }
+    serde_json::json!({
+        "lead_in": run.warmup_records.len(),
+        "duration_s": duration,
+        "duration_from": from,
+        "records_span_s": span,
+    })
 }
