@@ -247,6 +247,69 @@ fn inline(out: &mut String, p: &Plot) {
     );
 }
 
+/// The page's head, title, version and start, the unfinished-run warning and the answer.
+fn header(a: &Artifact, o: &mut String) {
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><link rel=\"icon\" href=\"data:,\">");
+    let _ = write!(
+        o,
+        "<title>kneepoint — {}</title><style>{STYLE}</style></head><body>",
+        title(a)
+    );
+    let _ = write!(o, "<h1>{}</h1>", title(a));
+    let version = a
+        .doc
+        .get("kneepoint_version")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let start = a
+        .levels
+        .iter()
+        .filter_map(|l| l.info.as_ref().map(|i| i.start_unix_ns))
+        .min()
+        .map(kneepoint_metrics::export::rfc3339);
+    let _ = write!(
+        o,
+        "<p class=\"meta\">kneepoint {}{}</p>",
+        esc(version),
+        start.map(|s| format!(" · started {s}")).unwrap_or_default()
+    );
+    if a.doc.get("interrupted").and_then(Value::as_bool) == Some(true)
+        || a.doc.get("complete").and_then(Value::as_bool) == Some(false)
+    {
+        o.push_str("<div class=\"warn\">This run did not finish (interrupted or still running): the last level may be partial.</div>");
+    }
+    let _ = write!(
+        o,
+        "<div class=\"answer\"><strong>Answer.</strong> {}</div>",
+        esc(&answer(a)).replace('\n', "<br>")
+    );
+}
+
+/// Each level's TTFT plots, folded, the knee's open.
+fn per_level_section(o: &mut String, per_level: &[(&Level, Vec<Plot>)], knee: Option<u32>) {
+    if per_level.is_empty() {
+        return;
+    }
+    o.push_str("<h2>Time to first token, per level</h2>");
+    for (l, ps) in per_level {
+        let open = if Some(l.concurrency) == knee {
+            " open"
+        } else {
+            ""
+        };
+        let _ = write!(
+            o,
+            "<details{open}><summary>{} — concurrency {}</summary><div class=\"grid\">",
+            esc(&l.dir),
+            l.concurrency
+        );
+        for p in ps {
+            inline(o, p);
+        }
+        o.push_str("</div></details>");
+    }
+}
+
 /// Renders the report of `a`: the page and its plots. Deterministic: the same folder renders the
 /// same bytes.
 pub fn render(a: &Artifact) -> Result<Rendered, Error> {
@@ -314,40 +377,7 @@ pub fn render(a: &Artifact) -> Result<Rendered, Error> {
     }
 
     let mut o = String::new();
-    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><link rel=\"icon\" href=\"data:,\">");
-    let _ = write!(
-        o,
-        "<title>kneepoint — {}</title><style>{STYLE}</style></head><body>",
-        title(a)
-    );
-    let _ = write!(o, "<h1>{}</h1>", title(a));
-    let version = a
-        .doc
-        .get("kneepoint_version")
-        .and_then(Value::as_str)
-        .unwrap_or("?");
-    let start = a
-        .levels
-        .iter()
-        .filter_map(|l| l.info.as_ref().map(|i| i.start_unix_ns))
-        .min()
-        .map(kneepoint_metrics::export::rfc3339);
-    let _ = write!(
-        o,
-        "<p class=\"meta\">kneepoint {}{}</p>",
-        esc(version),
-        start.map(|s| format!(" · started {s}")).unwrap_or_default()
-    );
-    if a.doc.get("interrupted").and_then(Value::as_bool) == Some(true)
-        || a.doc.get("complete").and_then(Value::as_bool) == Some(false)
-    {
-        o.push_str("<div class=\"warn\">This run did not finish (interrupted or still running): the last level may be partial.</div>");
-    }
-    let _ = write!(
-        o,
-        "<div class=\"answer\"><strong>Answer.</strong> {}</div>",
-        esc(&answer(a)).replace('\n', "<br>")
-    );
+    header(a, &mut o);
     if a.kind == RunKind::Lengths {
         o.push_str("<h2>Lengths</h2>");
         crate::html_lengths::table(a, &mut o);
@@ -362,27 +392,7 @@ pub fn render(a: &Artifact) -> Result<Rendered, Error> {
     for p in &plots_out {
         inline(&mut o, p);
     }
-    if !per_level.is_empty() {
-        o.push_str("<h2>Time to first token, per level</h2>");
-        let knee = curves.first().and_then(|c| c.knee);
-        for (l, ps) in &per_level {
-            let open = if Some(l.concurrency) == knee {
-                " open"
-            } else {
-                ""
-            };
-            let _ = write!(
-                o,
-                "<details{open}><summary>{} — concurrency {}</summary><div class=\"grid\">",
-                esc(&l.dir),
-                l.concurrency
-            );
-            for p in ps {
-                inline(&mut o, p);
-            }
-            o.push_str("</div></details>");
-        }
-    }
+    per_level_section(&mut o, &per_level, curves.first().and_then(|c| c.knee));
     if let Some(settings) = a.doc.get("settings").or_else(|| a.doc.get("base_settings")) {
         let pretty = serde_json::to_string_pretty(settings).unwrap_or_default();
         let _ = write!(
