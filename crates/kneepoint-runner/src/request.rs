@@ -399,6 +399,46 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// How long to wait before the next attempt: the backoff (doubled per attempt), or the
+/// server's Retry-After when it asks for longer (at most a minute).
+fn retry_wait(ctx: &Ctx, p: &Progress, attempts: u32) -> Duration {
+    // the backoff, or the server's Retry-After when it asks for longer (at most a minute)
+    let now_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let asked = p
+        .error
+        .as_ref()
+        .and_then(|e| e.retry_after(now_unix_s))
+        .map(|d| d.min(MAX_RETRY_AFTER));
+    ctx.retry
+        .backoff
+        .saturating_mul(1 << (attempts - 1).min(16))
+        .max(asked.unwrap_or_default())
+}
+
+/// A failure for an answer that came but cannot count: no generated tokens, more pooled
+/// items than inputs (or none), or no finish reason where one is required.
+fn check_answer(p: &mut Progress, request: &Request, require_finish_reason: bool) {
+    let pooled = p.pooled.is_some();
+    if p.error.is_none() && p.chunks.is_empty() && !pooled {
+        p.error = Some(Error::malformed("the response carried no generated tokens"));
+    }
+    // A rerank may answer its top documents only (`top_n`), never more than were sent.
+    let items = p.pooled.unwrap_or(0);
+    if p.error.is_none() && pooled && (items == 0 || items as usize > request.prompt.items()) {
+        p.error = Some(Error::malformed(format!(
+            "the server answered {items} items for {} inputs",
+            request.prompt.items()
+        )));
+    }
+    if p.error.is_none() && require_finish_reason && p.finish.is_none() && !pooled {
+        p.error = Some(Error::Incomplete {
+            message: "the response ended without a finish_reason (generation cut short)".into(),
+        });
+    }
+}
+
 /// Sends `request` (retrying as the policy allows), times it against the origin, and returns
 /// its one record.
 pub(crate) async fn run_one(ctx: &Ctx, request: &Request, worker: u32) -> RequestRecord {
@@ -427,20 +467,7 @@ pub(crate) async fn run_turn(
         if !retry {
             break p;
         }
-        // the backoff, or the server's Retry-After when it asks for longer (at most a minute)
-        let now_unix_s = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let asked = p
-            .error
-            .as_ref()
-            .and_then(|e| e.retry_after(now_unix_s))
-            .map(|d| d.min(MAX_RETRY_AFTER));
-        let wait = ctx
-            .retry
-            .backoff
-            .saturating_mul(1 << (attempts - 1).min(16))
-            .max(asked.unwrap_or_default());
+        let wait = retry_wait(ctx, &p, attempts);
         tokio::select! {
             biased;
             _ = ctx.cancel.cancelled() => break p,
@@ -476,22 +503,7 @@ pub(crate) async fn run_turn(
             (Some(client_count), Some(TokenSource::Estimate))
         };
     let pooled = p.pooled.is_some();
-    if p.error.is_none() && p.chunks.is_empty() && !pooled {
-        p.error = Some(Error::malformed("the response carried no generated tokens"));
-    }
-    // A rerank may answer its top documents only (`top_n`), never more than were sent.
-    let items = p.pooled.unwrap_or(0);
-    if p.error.is_none() && pooled && (items == 0 || items as usize > request.prompt.items()) {
-        p.error = Some(Error::malformed(format!(
-            "the server answered {items} items for {} inputs",
-            request.prompt.items()
-        )));
-    }
-    if p.error.is_none() && ctx.require_finish_reason && p.finish.is_none() && !pooled {
-        p.error = Some(Error::Incomplete {
-            message: "the response ended without a finish_reason (generation cut short)".into(),
-        });
-    }
+    check_answer(&mut p, request, ctx.require_finish_reason);
     let mut r = RequestRecord::new(request.id, phase);
     r.x_request_id = ctx.transport.request_id(request);
     r.image_count = (!request.images.is_empty()).then_some(request.images.len() as u32);
