@@ -110,6 +110,26 @@ struct Slots {
     hook: Option<PhaseHook>,
 }
 
+impl Slots {
+    /// The three queues, none taken yet.
+    fn new((lead_in, measured, fillers): (Work, Work, Work), hook: Option<PhaseHook>) -> Self {
+        Slots {
+            lead_in,
+            measured,
+            fillers,
+            next: Default::default(),
+            state: Measured {
+                open: AtomicUsize::new(0),
+                taken_all: AtomicBool::new(false),
+                ended: CancelToken::new(),
+            },
+            starts: Mutex::new(Vec::new()),
+            first: OnceLock::new(),
+            hook,
+        }
+    }
+}
+
 /// Runs the lead-in (under `lead_ctx`), the measured requests (under `ctx`) and the fillers
 /// with `concurrency` slots. Lead-in records go to `lead_tx`, measured ones to `tx`.
 pub(crate) async fn loaded_loop(
@@ -122,20 +142,7 @@ pub(crate) async fn loaded_loop(
 ) -> Result<Loaded, Error> {
     let (lead_ctx, ctx) = (Arc::new(lead_ctx), Arc::new(ctx));
     let workers = (concurrency as usize).min(lead_in.len() + measured.len());
-    let slots = Arc::new(Slots {
-        lead_in,
-        measured,
-        fillers,
-        next: Default::default(),
-        state: Measured {
-            open: AtomicUsize::new(0),
-            taken_all: AtomicBool::new(false),
-            ended: CancelToken::new(),
-        },
-        starts: Mutex::new(Vec::new()),
-        first: OnceLock::new(),
-        hook,
-    });
+    let slots = Arc::new(Slots::new((lead_in, measured, fillers), hook));
     let taken = Arc::new(AtomicUsize::new(0));
     // The ramp spreads the first wave: the lead-in's.
     let gate = crate::ramp::RampGate::start(ramp, workers as u32).map(Arc::new);
