@@ -2,8 +2,8 @@
 //! tensor parallelism × max_num_seqs × KV-cache dtype, each combination launched as
 //! `kneepoint sim serve --model-config ... --instance ...` (the predicted engine of that
 //! setting), once with `search_strategy = "grid"` and once with `"adaptive"`: the adaptive
-//! winner's cost per million output tokens is within 5 % of the grid's, for at most 40 % of
-//! the grid's instance-hours, and nothing launched is left running.
+//! winner is the grid's (or costs, as the grid measured it, within 5 % of the grid's winner),
+//! for at most 40 % of the grid's instance-hours, and nothing launched is left running.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg(target_os = "linux")]
 
@@ -102,9 +102,21 @@ fn the_adaptive_search_finds_the_grids_winner_for_a_fraction_of_its_launches() {
     assert_eq!(grid["strategy"], "grid");
     assert_eq!(adaptive["strategy"], "adaptive");
     assert_eq!(grid["spent"]["launches"], 18, "{grid:#}");
+    // The adaptive winner is the grid's, or as good within 5 %, judged on the grid's own
+    // measurements of both (two runs of one configuration on a busy machine differ by more
+    // than that: 0.0603 and 0.0642 once, the same winner).
+    let grid_cost = |name: &str| {
+        grid["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .and_then(|c| c["cost_per_million_output_tokens"].as_f64())
+    };
+    let chosen = grid_cost(&aw).unwrap_or(f64::INFINITY);
     assert!(
-        ac <= gc * 1.05,
-        "adaptive {aw} at {ac} vs grid {gw} at {gc}"
+        aw == gw || chosen <= gc * 1.05,
+        "adaptive chose {aw} ({ac} as it measured it, {chosen} as the grid did) vs the grid's {gw} at {gc}"
     );
     assert!(
         ah <= 0.4 * gh,
