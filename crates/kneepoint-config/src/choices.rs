@@ -1,6 +1,7 @@
 //! Flags and file keys that name one of a few choices, parsed into enums at the edge: the flag
 //! lists its choices in `--help` and is parsed by [`choice`]; the file's key is parsed the
 //! same way by [`parsed`] (an unknown name is refused with the choices, at the key's line).
+//! Also [`one`]: a file's single value where the flag takes a list.
 
 use std::str::FromStr;
 
@@ -27,6 +28,16 @@ where
         None => Ok(None),
         Some(s) => s.parse().map(Some).map_err(serde::de::Error::custom),
     }
+}
+
+/// One value in the file (`url = "..."`, `prompt_input_tokens_mean = 512`), a list of one on
+/// the flags' side (`--url` repeats, `--isl` takes a list).
+pub(crate) fn one<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.map(|v| vec![v]))
 }
 
 /// The protocol the built-in simulator speaks (`--sim-protocol`, `[simulator] protocol`).

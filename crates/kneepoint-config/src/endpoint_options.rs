@@ -14,11 +14,6 @@ use serde::Deserialize;
 /// The flags' names for [`EndpointOptions`] (one group since the file's `[endpoint]` holds both).
 pub type EndpointArgs = EndpointOptions;
 
-/// One value in the file (`url = "..."`), a list of one on the flags' side (`--url` repeats).
-fn one_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
-    Ok(Option::<String>::deserialize(d)?.map(|v| vec![v]))
-}
-
 /// The endpoint and the client that reaches it (`[endpoint]` and its flags): an
 /// OpenAI-compatible URL (API, model, headers, TLS, proxy, deadlines) or a SageMaker endpoint
 /// (its flags under their own `--help` heading).
@@ -30,7 +25,7 @@ pub struct EndpointOptions {
     /// built-in simulator is started on a loopback port. Repeat it for several replicas: the
     /// requests are spread over them (--route-by).
     #[arg(long)]
-    #[serde(default, deserialize_with = "one_value")]
+    #[serde(default, deserialize_with = "crate::choices::one")]
     pub url: Option<Vec<String>>,
     /// `chat` (/v1/chat/completions), `completions` (/v1/completions), or a pooling endpoint:
     /// `embeddings` (/v1/embeddings), `rerank` (/v1/rerank), `score` (/v1/score).

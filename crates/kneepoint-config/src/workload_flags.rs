@@ -13,11 +13,6 @@ use serde::Deserialize;
 /// The flags' name for [`WorkloadOptions`].
 pub type WorkloadArgs = WorkloadOptions;
 
-/// One length in the file (`prompt_input_tokens_mean`), a list of one on the flags' side.
-fn one_length<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.map(|v| vec![v]))
-}
-
 /// What is sent: synthetic lengths, shared prefixes, conversations, images, audio, pooling
 /// batches, or a dataset.
 #[derive(Debug, Clone, Default, Args, Deserialize, Merge)]
@@ -126,7 +121,7 @@ pub struct WorkloadOptions {
     #[serde(
         default,
         rename = "prompt_input_tokens_mean",
-        deserialize_with = "one_length"
+        deserialize_with = "crate::choices::one"
     )]
     pub isl: Option<Vec<f64>>,
     /// Standard deviation of input tokens.
@@ -139,7 +134,7 @@ pub struct WorkloadOptions {
     #[serde(
         default,
         rename = "output_tokens_mean",
-        deserialize_with = "one_length"
+        deserialize_with = "crate::choices::one"
     )]
     pub osl: Option<Vec<f64>>,
     /// Standard deviation of output tokens.
