@@ -84,6 +84,10 @@ pub fn read_jsonl(path: &Path) -> Result<Vec<RequestRecord>, Error> {
     Ok(out)
 }
 
+/// How every record line starts (a JSON object): a torn last line that starts so is the start
+/// of a record cut short by a killed run.
+const RECORD_START: &str = "{";
+
 /// Reads the records of a `profile_export.jsonl` (or `.jsonl.zst`) one at a time into `each`,
 /// in the file's order and in memory of one line, with [`read_jsonl`]'s rules; returns how
 /// many were read. Levels of millions of records are summarised this way.
@@ -161,7 +165,10 @@ pub fn read_jsonl_each(path: &Path, mut each: impl FnMut(RequestRecord)) -> Resu
             }
             // A run killed mid-write leaves the start of a record: kneepoint never writes NUL
             // bytes, and every record starts with `{`.
-            Err(_) if torn_tail && text.trim_start().starts_with('{') && !text.contains('\0') => {}
+            Err(_)
+                if torn_tail
+                    && text.trim_start().starts_with(RECORD_START)
+                    && !text.contains('\0') => {}
             Err(_) if torn_tail => return Err(junk("end the file")),
             Err(reason) => return Err(parse_error(n, reason)),
         }
