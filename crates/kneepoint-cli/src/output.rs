@@ -153,8 +153,8 @@ fn open_loop_table(o: &SweepOutcome) -> String {
             s.request_throughput,
             v(s.value(Metric::RequestLatency, Stat::P50)),
             v(s.value(Metric::RequestLatency, Stat::P99)),
-            v(s.stat("request_latency_from_schedule", "p50")),
-            v(s.stat("request_latency_from_schedule", "p99")),
+            v(s.value(Metric::RequestLatencyFromSchedule, Stat::P50)),
+            v(s.value(Metric::RequestLatencyFromSchedule, Stat::P99)),
             v(s.value(Metric::ScheduleLag, Stat::P99)),
             s.error_rate * 100.0
         );

@@ -58,7 +58,9 @@ async fn a_long_level_is_summarised_as_it_runs_and_re_rendered_the_same() {
         assert!(n > 50, "{n} records: the level must outgrow the 50 kept");
         // 15 gaps per request: the inter-chunk latencies outgrow exact counting (4,096
         // distinct values) and come from a histogram, or a second pass over the file.
-        let gaps = exact.metrics["inter_chunk_latency"].stats.count;
+        let gaps = exact.metrics[&kneepoint_core::Metric::InterChunkLatency]
+            .stats
+            .count;
         assert!(gaps > 4096, "{gaps} inter-chunk gaps");
         let text = std::fs::read_to_string(level.join("benchmark_summary.txt")).unwrap();
         assert_eq!(
@@ -76,7 +78,10 @@ async fn a_long_level_is_summarised_as_it_runs_and_re_rendered_the_same() {
         );
         for (metric, m) in &exact.metrics {
             for (p, _) in PERCENTILES {
-                let (got, want) = (saved[metric][p].as_f64().unwrap(), m.stats.get(p).unwrap());
+                let (got, want) = (
+                    saved[metric.name()][p].as_f64().unwrap(),
+                    m.stats.get(p).unwrap(),
+                );
                 if exact_percentiles {
                     assert_eq!(got, want, "{metric} {p}");
                 } else {
@@ -87,7 +92,7 @@ async fn a_long_level_is_summarised_as_it_runs_and_re_rendered_the_same() {
                 }
             }
             assert_eq!(
-                saved[metric]["max"].as_f64().unwrap(),
+                saved[metric.name()]["max"].as_f64().unwrap(),
                 m.stats.max,
                 "{metric}"
             );

@@ -7,6 +7,7 @@ mod common;
 use std::path::Path;
 
 use kneepoint_cli::{run_sweep, SweepSettings};
+use kneepoint_core::{Metric, Stat};
 use kneepoint_metrics::export::read_jsonl;
 use kneepoint_metrics::LevelSummary;
 
@@ -15,7 +16,7 @@ fn sweep(extra: &[&str], dir: &Path) -> anyhow::Result<SweepSettings> {
 }
 
 fn p50(s: &LevelSummary, m: &str) -> f64 {
-    s.stat(m, "p50").unwrap()
+    s.value(m.parse().unwrap(), Stat::P50).unwrap()
 }
 
 /// A stalling server: requests queued behind stalled ones are sent late. Their latency from the
@@ -71,7 +72,7 @@ fn a_stall_shows_in_latency_from_the_intended_start() {
             "p50 latency from actual start {:.1} ms, from intended start {:.1} ms, p99 lag {:.1} ms",
             p50(s, "request_latency"),
             p50(s, "request_latency_from_schedule"),
-            s.stat("schedule_lag", "p99").unwrap()
+            s.value(Metric::ScheduleLag, Stat::P99).unwrap()
         )
     };
     println!("calm server:     {}", show(calm));
@@ -92,7 +93,7 @@ fn a_stall_shows_in_latency_from_the_intended_start() {
         "{:?}",
         stalled.warnings
     );
-    let lag = |s: &LevelSummary| s.stat("schedule_lag", "p99").unwrap();
+    let lag = |s: &LevelSummary| s.value(Metric::ScheduleLag, Stat::P99).unwrap();
     assert!(
         lag(calm) * 10.0 < lag(stalled),
         "{} vs {}",

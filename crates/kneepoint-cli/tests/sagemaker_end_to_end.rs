@@ -21,7 +21,8 @@ fn settings(extra: &[&str], dir: &std::path::Path) -> SweepSettings {
 }
 
 fn p50(s: &LevelSummary, m: &str) -> f64 {
-    s.stat(m, "p50").unwrap()
+    s.value(m.parse().unwrap(), kneepoint_core::Stat::P50)
+        .unwrap()
 }
 
 #[test]
@@ -44,7 +45,13 @@ fn the_sagemaker_protocol_measures_what_the_openai_protocol_measures() {
     for (a, b) in openai.summaries.iter().zip(&sagemaker.summaries) {
         assert_eq!(b.error_count, 0, "{:?}", b.error_summary);
         assert_eq!(a.total_output_tokens, b.total_output_tokens);
-        assert_eq!(b.stat("output_sequence_length", "avg"), Some(16.0));
+        assert_eq!(
+            b.value(
+                kneepoint_core::Metric::OutputSequenceLength,
+                kneepoint_core::Stat::Avg
+            ),
+            Some(16.0)
+        );
         let c = a.concurrency;
         println!(
             "concurrency {c}: p50 TTFT {:.2} vs {:.2} ms, ITL {:.2} vs {:.2} ms, latency {:.1} vs {:.1} ms, {:.0} vs {:.0} tok/s (openai vs sagemaker)",
@@ -116,10 +123,15 @@ fn stream_faults_of_the_protocol_are_recorded_per_request() {
     let l = &out.summaries[0];
     assert_eq!(l.request_count, 60);
     assert_eq!(l.ok_count + l.error_count, 60);
-    let server = l.errors_by_kind.get("server").copied().unwrap_or(0);
+    use kneepoint_core::ErrorKind;
+    let server = l
+        .errors_by_kind
+        .get(&ErrorKind::Server)
+        .copied()
+        .unwrap_or(0);
     let malformed = l
         .errors_by_kind
-        .get("malformed_response")
+        .get(&ErrorKind::MalformedResponse)
         .copied()
         .unwrap_or(0);
     assert!(server > 0 && malformed > 0, "{:?}", l.errors_by_kind);

@@ -51,7 +51,12 @@ async fn search_finds_the_boundary_and_writes_its_history() {
     ));
     // The verdicts agree with the measured levels.
     for (r, s) in out.history.iter().zip(&out.summaries) {
-        let p99 = s.stat("request_latency", "p99").unwrap();
+        let p99 = s
+            .value(
+                kneepoint_core::Metric::RequestLatency,
+                kneepoint_core::Stat::P99,
+            )
+            .unwrap();
         assert_eq!(
             r.pass,
             p99 <= 600.0,

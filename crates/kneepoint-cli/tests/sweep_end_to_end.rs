@@ -4,6 +4,7 @@
 
 use clap::Parser;
 use kneepoint_cli::{run_sweep, Cli, Command, SweepSettings};
+use kneepoint_core::{Metric, Stat, TokenSource};
 
 fn settings(extra: &[&str], dir: &std::path::Path) -> SweepSettings {
     settings_at("1", extra, dir)
@@ -68,11 +69,20 @@ async fn sweep_writes_every_artifact_and_one_record_per_request() {
         assert_eq!(summary.error_count, 0, "{:?}", summary.error_summary);
         // ignore_eos makes the simulator generate exactly the requested output, and the
         // client's own count (same tokenizer) agrees with the server's usage
-        assert_eq!(summary.stat("output_sequence_length", "avg"), Some(8.0));
-        assert_eq!(summary.stat("input_sequence_length", "max"), Some(64.0));
+        assert_eq!(
+            summary.value(Metric::OutputSequenceLength, Stat::Avg),
+            Some(8.0)
+        );
+        assert_eq!(
+            summary.value(Metric::InputSequenceLength, Stat::Max),
+            Some(64.0)
+        );
         assert_eq!(summary.osl_mismatches, 0);
         assert_eq!(summary.osl_source_disagreements, 0);
-        assert_eq!(summary.osl_sources.get("usage"), Some(&24));
+        assert_eq!(
+            summary.osl_sources.get(&TokenSource::Usage.into()),
+            Some(&24)
+        );
         let jsonl = std::fs::read_to_string(dir.join("profile_export.jsonl")).unwrap();
         let lines: Vec<serde_json::Value> = jsonl
             .lines()
@@ -307,10 +317,10 @@ async fn a_sweep_with_injected_faults_counts_them() {
         "{:?}",
         sum.errors_by_kind
     );
-    assert!(sum
-        .errors_by_kind
-        .keys()
-        .all(|k| k == "http_status" || k == "incomplete"));
+    assert!(sum.errors_by_kind.keys().all(|k| matches!(
+        k,
+        kneepoint_core::ErrorKind::HttpStatus | kneepoint_core::ErrorKind::Incomplete
+    )));
     let e = format!(
         "{:#}",
         SweepSettings::resolve(&{

@@ -49,6 +49,7 @@ mod request;
 pub mod secrets;
 pub mod server;
 mod sink;
+mod stat_key;
 mod tokens;
 mod transport;
 
@@ -62,7 +63,8 @@ pub use names::UnknownName;
 pub use record::{ErrorRecord, Phase, RequestRecord, TokenSource};
 pub use redact::redact_url;
 pub use request::{Audio, Image, Message, Prompt, Request, Turn};
-pub use server::{ServerSummary, CONCEPTS};
+pub use server::{ServerMetric, ServerSummary, CONCEPTS};
 pub use sink::{RecordSink, VecSink};
+pub use stat_key::{InvalidStatKey, StatKey};
 pub use tokens::{approx_token_count, ApproxTokenCounter, TokenCounter};
 pub use transport::{iter_stream, EventStream, Route, Transport};

@@ -71,8 +71,8 @@ pub enum Metric {
     /// Share of a level's requests (failed ones included) that missed at least one per-request
     /// SLO: one minus the SLO attainment; measured only when SLOs are set.
     SloMissRate,
-    /// A quantity the server publishes (one of [`crate::CONCEPTS`], by name).
-    Server(&'static str),
+    /// A quantity the server publishes (one of [`crate::CONCEPTS`]).
+    Server(crate::server::ServerMetric),
 }
 
 impl Metric {
@@ -139,7 +139,7 @@ impl Metric {
             Metric::OutputTokenThroughput => "output_token_throughput",
             Metric::Goodput => "goodput",
             Metric::SloMissRate => "slo_miss_rate",
-            Metric::Server(name) => name,
+            Metric::Server(m) => m.name(),
         }
     }
 
@@ -172,14 +172,14 @@ impl Metric {
             Metric::OutputTokenThroughput => "Output Token Throughput",
             Metric::Goodput => "Goodput",
             Metric::SloMissRate => "SLO Miss Rate",
-            Metric::Server(name) => name,
+            Metric::Server(m) => m.name(),
         }
     }
 
     /// Its unit (a server quantity's from its concept).
     pub fn unit(self) -> &'static str {
         match self {
-            Metric::Server(name) => crate::server::concept_named(name).map_or("", |c| c.unit),
+            Metric::Server(m) => m.concept().unit,
             m => m.client_unit(),
         }
     }
@@ -229,10 +229,7 @@ impl Metric {
     /// `avg` for a level-wide one, the concept's own for a server quantity.
     pub fn stats(self) -> &'static [Stat] {
         match self {
-            Metric::Server(name) => match crate::server::concept_named(name) {
-                Some(c) => c.kind.typed_stats(),
-                None => &[],
-            },
+            Metric::Server(m) => m.concept().kind.typed_stats(),
             m if m.per_level() => &[Stat::Avg],
             _ => &Stat::DISTRIBUTION,
         }
@@ -265,8 +262,8 @@ impl FromStr for Metric {
         {
             return Ok(*m);
         }
-        match crate::server::concept_named(s) {
-            Some(c) => Ok(Metric::Server(c.name)),
+        match crate::server::ServerMetric::named(s) {
+            Some(m) => Ok(Metric::Server(m)),
             None => Err(UnknownMetric {
                 got: s.to_owned(),
                 closest: closest(s, Metric::names()),
@@ -525,8 +522,8 @@ mod tests {
         for m in Metric::PER_REQUEST.iter().chain(Metric::PER_LEVEL.iter()) {
             assert_eq!(m.name().parse::<Metric>(), Ok(*m));
         }
-        for c in crate::CONCEPTS {
-            assert_eq!(c.name.parse::<Metric>(), Ok(Metric::Server(c.name)));
+        for m in crate::server::ServerMetric::all() {
+            assert_eq!(m.name().parse::<Metric>(), Ok(Metric::Server(m)));
         }
         for s in Stat::every() {
             assert_eq!(s.label().parse::<Stat>(), Ok(s));

@@ -15,7 +15,7 @@ pub enum Phase {
 }
 
 /// Where an output token count came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
     /// The server's `usage` field.

@@ -156,6 +156,55 @@ pub fn concept_named(name: &str) -> Option<&'static Concept> {
     CONCEPTS.iter().find(|c| c.name == name)
 }
 
+/// A quantity the server publishes: one of [`CONCEPTS`], and nothing else (made only by
+/// [`ServerMetric::named`] or [`ServerMetric::all`], so an SLA or a measurement cannot name a
+/// server quantity kneepoint does not read).
+///
+/// ```
+/// use kneepoint_core::{Metric, ServerMetric};
+/// let kv = ServerMetric::named("server_kv_cache_usage").expect("a concept");
+/// assert_eq!(Metric::Server(kv).to_string(), "server_kv_cache_usage");
+/// assert!(ServerMetric::named("anything").is_none());
+/// assert!("anything".parse::<Metric>().is_err());
+/// ```
+///
+/// A name that is no concept does not compile:
+/// ```compile_fail
+/// let m = kneepoint_core::Metric::Server("anything");
+/// ```
+/// nor does a made-up one:
+/// ```compile_fail
+/// let m = kneepoint_core::Metric::Server(kneepoint_core::ServerMetric(200));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServerMetric(u8);
+
+impl ServerMetric {
+    /// The concept called `name`, if kneepoint reads one by that name.
+    pub fn named(name: &str) -> Option<ServerMetric> {
+        CONCEPTS
+            .iter()
+            .position(|c| c.name == name)
+            .and_then(|i| u8::try_from(i).ok())
+            .map(ServerMetric)
+    }
+
+    /// Every server quantity, in table order.
+    pub fn all() -> impl Iterator<Item = ServerMetric> + Clone {
+        (0..CONCEPTS.len()).filter_map(|i| u8::try_from(i).ok().map(ServerMetric))
+    }
+
+    /// Its concept: name, kind, unit and meaning.
+    pub const fn concept(self) -> &'static Concept {
+        &CONCEPTS[self.0 as usize]
+    }
+
+    /// Its name in summaries, exports and SLAs (`server_kv_cache_usage`).
+    pub const fn name(self) -> &'static str {
+        self.concept().name
+    }
+}
+
 /// One metrics endpoint as seen during a level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -247,6 +296,11 @@ mod tests {
             Some(ConceptKind::Histogram)
         );
         assert!(concept_named("ttft").is_none());
+        assert!(ServerMetric::named("ttft").is_none());
+        let kv = ServerMetric::named("server_kv_cache_usage").unwrap();
+        assert_eq!(kv.name(), "server_kv_cache_usage");
+        assert_eq!(ServerMetric::all().count(), CONCEPTS.len());
+        assert!(ServerMetric::all().all(|m| ServerMetric::named(m.name()) == Some(m)));
         let mut s = ServerSummary::default();
         s.set("server_waiting", "avg", 3.0);
         s.set("server_waiting", "max", f64::NAN);

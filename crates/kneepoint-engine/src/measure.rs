@@ -16,22 +16,21 @@ use crate::candidate::{CandidateRun, CandidateSource, CandidateSpec};
 use crate::{Error, Observer};
 
 fn point(s: &LevelSummary) -> OperatingPoint {
-    let st = |m: &str, q: &str| s.stat(m, q);
+    let st = |m: Metric, q: Stat| s.value(m, q);
     OperatingPoint {
         concurrency: s.concurrency,
         output_token_throughput: s.output_token_throughput,
         request_throughput: s.request_throughput,
-        ttft_p50_ms: st("time_to_first_token", "p50"),
-        ttft_p99_ms: st("time_to_first_token", "p99"),
-        itl_p50_ms: st("inter_token_latency", "p50"),
-        itl_p99_ms: st("inter_token_latency", "p99"),
-        e2e_p50_ms: st("request_latency", "p50"),
-        e2e_p90_ms: st("request_latency", "p90"),
-        e2e_p99_ms: st("request_latency", "p99"),
+        ttft_p50_ms: st(Metric::TimeToFirstToken, Stat::P50),
+        ttft_p99_ms: st(Metric::TimeToFirstToken, Stat::P99),
+        itl_p50_ms: st(Metric::InterTokenLatency, Stat::P50),
+        itl_p99_ms: st(Metric::InterTokenLatency, Stat::P99),
+        e2e_p50_ms: st(Metric::RequestLatency, Stat::P50),
+        e2e_p90_ms: st(Metric::RequestLatency, Stat::P90),
+        e2e_p99_ms: st(Metric::RequestLatency, Stat::P99),
         error_rate: s.error_rate,
         output_token_throughput_interval: s
-            .intervals
-            .get("output_token_throughput:avg")
+            .interval(Metric::OutputTokenThroughput, Stat::Avg)
             .map(|i| [i.low, i.high]),
     }
 }

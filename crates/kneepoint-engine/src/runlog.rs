@@ -106,7 +106,8 @@ impl RunLog {
 
     /// One line for a finished level.
     pub fn level(&self, dir: &Path, s: &LevelSummary, partial: bool) {
-        let ms = |m: &str, q: &str| s.stat(m, q).map_or("-".into(), |v| format!("{v:.1}"));
+        use kneepoint_core::{Metric, Stat};
+        let ms = |m: Metric, q: Stat| s.value(m, q).map_or("-".into(), |v| format!("{v:.1}"));
         self.info(&format!(
             "level {} done{}: {} requests ({} failed, error rate {:.2} %), {:.1} output tok/s, {:.2} req/s, TTFT p50/p99 {}/{} ms, ITL p50 {} ms, e2e p50/p99 {}/{} ms -> {}",
             s.concurrency,
@@ -116,11 +117,11 @@ impl RunLog {
             s.error_rate * 100.0,
             s.output_token_throughput,
             s.request_throughput,
-            ms("time_to_first_token", "p50"),
-            ms("time_to_first_token", "p99"),
-            ms("inter_token_latency", "p50"),
-            ms("request_latency", "p50"),
-            ms("request_latency", "p99"),
+            ms(Metric::TimeToFirstToken, Stat::P50),
+            ms(Metric::TimeToFirstToken, Stat::P99),
+            ms(Metric::InterTokenLatency, Stat::P50),
+            ms(Metric::RequestLatency, Stat::P50),
+            ms(Metric::RequestLatency, Stat::P99),
             dir.display()
         ));
     }

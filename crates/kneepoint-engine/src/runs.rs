@@ -300,10 +300,7 @@ pub fn pessimistic(
         let Some(key) = sla.key() else {
             continue;
         };
-        let Some(s) = aggregate
-            .metrics
-            .get(&format!("{}_{}", sla.metric, sla.stat))
-        else {
+        let Some(s) = aggregate.metrics.get(&key.underscored()) else {
             continue;
         };
         let bound = match sla.op {
@@ -312,7 +309,7 @@ pub fn pessimistic(
         };
         m = m.with(key.metric(), key.stat(), bound.unwrap_or(s.mean));
         // the value is already the interval's pessimistic end: its spread is spent
-        m.spread.remove(&format!("{}:{}", key.metric(), key.stat()));
+        m.spread.remove(&key);
     }
     m
 }
@@ -351,6 +348,6 @@ mod tests {
         // TTFT: mean 100, interval up to ~124.8 > 110: fails. Throughput: tight, holds.
         assert!(!checks[0].holds, "{checks:?}");
         assert!(checks[1].holds, "{checks:?}");
-        assert!(strict.get("time_to_first_token", "p95").unwrap() > 120.0);
+        assert!(strict.value(Metric::TimeToFirstToken, Stat::P95).unwrap() > 120.0);
     }
 }

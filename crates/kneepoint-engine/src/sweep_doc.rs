@@ -2,7 +2,7 @@
 //! them, and `sweep_summary.json`. The sweep writes it as it goes; `report` writes it again
 //! from a saved folder.
 
-use kneepoint_core::folder;
+use kneepoint_core::{folder, Metric, Stat};
 use std::path::{Path, PathBuf};
 
 use kneepoint_metrics::LevelSummary;
@@ -76,8 +76,8 @@ pub(crate) fn pareto_points(rows: &[LevelRow]) -> Vec<ParetoPoint> {
             .client_limited(r.client_limited.clone())
             .with_ttft(r.ttft_p50_ms);
             match (
-                r.relative_se("output_token_throughput_per_user:p50"),
-                r.relative_se("output_token_throughput:avg"),
+                r.relative_se(Metric::OutputTokenThroughputPerUser, Stat::P50),
+                r.relative_se(Metric::OutputTokenThroughput, Stat::Avg),
             ) {
                 (Some(u), Some(t)) => p.with_spread(u, t),
                 _ => p,
@@ -146,13 +146,13 @@ fn zone_of(rows: &[LevelRow]) -> Result<OperatingZone, Error> {
                 .client_limited(r.client_limited.is_some())
                 .with_successes(r.request_count.saturating_sub(r.error_count) as u64);
             let throughput = if r.output_token_throughput > 0.0 {
-                "output_token_throughput:avg"
+                Metric::OutputTokenThroughput
             } else {
-                "request_throughput:avg"
+                Metric::RequestThroughput
             };
             match (
-                r.relative_se(throughput),
-                r.relative_se("request_latency:p99"),
+                r.relative_se(throughput, Stat::Avg),
+                r.relative_se(Metric::RequestLatency, Stat::P99),
             ) {
                 (Some(t), Some(l)) => p.with_uncertainty(t, l, r.sla_pass_probability),
                 _ => p,

@@ -4,14 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use kneepoint_core::{Phase, RequestRecord, TokenSource};
+use kneepoint_core::{ErrorKind, Metric, Phase, RequestRecord, Stat, TokenSource};
 
 use crate::prompt_counts::PromptCounts;
 use crate::request_metrics::RequestMetrics;
 use crate::stats::Stats;
 use crate::stream::{Bracket, StreamColumn};
-use crate::summary::{source_name, SCHEDULE_LAG_LIMIT_MS};
-use crate::summary::{ErrorGroup, GoodputSlo, LevelSummary, MetricSummary, RECORD_METRICS};
+use crate::summary::SCHEDULE_LAG_LIMIT_MS;
+use crate::summary::{ErrorGroup, GoodputSlo, LevelSummary, MetricSummary};
+use crate::OslSource;
 
 use crate::error_groups::{ErrorGroups, MAX_ERROR_GROUPS};
 
@@ -32,51 +33,60 @@ impl Column for StreamColumn {
     }
 }
 
-/// Every per-request metric value of a successful record `r` (metrics `m`), by AIPerf name;
-/// a metric with many values per request (the inter-chunk gaps) comes as one slice, so that
-/// its column is looked up once per request.
-fn metric_values(m: &RequestMetrics, mut f: impl FnMut(&'static str, &[f64])) {
-    let mut push = |name: &'static str, v: Option<f64>| {
+/// Every per-request metric value of a successful record `r` (metrics `m`); a metric with
+/// many values per request (the inter-chunk gaps) comes as one slice, so that its column is
+/// looked up once per request.
+fn metric_values(m: &RequestMetrics, mut f: impl FnMut(Metric, &[f64])) {
+    let mut push = |metric: Metric, v: Option<f64>| {
         if let Some(v) = v {
-            f(name, &[v]);
+            f(metric, &[v]);
         }
     };
-    push("time_to_first_token", m.ttft_ms);
-    push("time_to_first_output_token", m.ttfo_ms);
-    push("time_to_second_token", m.ttst_ms);
-    push("request_latency", m.request_latency_ms);
-    push("stream_end_latency", Some(m.stream_end_latency_ms));
-    push("inter_token_latency", m.itl_ms);
-    push("output_token_throughput_per_user", m.tokens_per_s_per_user);
-    push("output_sequence_length", m.osl.map(f64::from));
-    push("reasoning_token_count", m.reasoning_tokens.map(f64::from));
-    push("output_token_count", m.answer_tokens.map(f64::from));
-    push("input_sequence_length", m.isl.map(f64::from));
-    push("time_to_first_token_from_schedule", m.ttft_from_schedule_ms);
+    push(Metric::TimeToFirstToken, m.ttft_ms);
+    push(Metric::TimeToFirstOutputToken, m.ttfo_ms);
+    push(Metric::TimeToSecondToken, m.ttst_ms);
+    push(Metric::RequestLatency, m.request_latency_ms);
+    push(Metric::StreamEndLatency, Some(m.stream_end_latency_ms));
+    push(Metric::InterTokenLatency, m.itl_ms);
     push(
-        "request_latency_from_schedule",
+        Metric::OutputTokenThroughputPerUser,
+        m.tokens_per_s_per_user,
+    );
+    push(Metric::OutputSequenceLength, m.osl.map(f64::from));
+    push(
+        Metric::ReasoningTokenCount,
+        m.reasoning_tokens.map(f64::from),
+    );
+    push(Metric::OutputTokenCount, m.answer_tokens.map(f64::from));
+    push(Metric::InputSequenceLength, m.isl.map(f64::from));
+    push(
+        Metric::TimeToFirstTokenFromSchedule,
+        m.ttft_from_schedule_ms,
+    );
+    push(
+        Metric::RequestLatencyFromSchedule,
         m.request_latency_from_schedule_ms,
     );
     if !m.inter_chunk_ms.is_empty() {
-        f("inter_chunk_latency", &m.inter_chunk_ms);
+        f(Metric::InterChunkLatency, &m.inter_chunk_ms);
     }
     if let Some(c) = &m.connection {
-        f("http_req_dns_lookup", &[c.dns_ms]);
-        f("http_req_connecting", &[c.connecting_ms]);
-        f("http_req_tls_handshaking", &[c.tls_ms]);
-        f("http_req_connection_overhead", &[c.overhead_ms]);
-        f("http_req_connection_reused", &[c.reused]);
-        f("http_req_waiting", &[c.waiting_ms]);
+        f(Metric::HttpReqDnsLookup, &[c.dns_ms]);
+        f(Metric::HttpReqConnecting, &[c.connecting_ms]);
+        f(Metric::HttpReqTlsHandshaking, &[c.tls_ms]);
+        f(Metric::HttpReqConnectionOverhead, &[c.overhead_ms]);
+        f(Metric::HttpReqConnectionReused, &[c.reused]);
+        f(Metric::HttpReqWaiting, &[c.waiting_ms]);
     }
 }
 
 /// Every value a measured record contributes, failed ones included (their schedule lag).
-fn record_values(
-    r: &RequestRecord,
-    mut f: impl FnMut(&'static str, &[f64]),
-) -> Option<RequestMetrics> {
+fn record_values(r: &RequestRecord, mut f: impl FnMut(Metric, &[f64])) -> Option<RequestMetrics> {
     if let Some(i) = r.intended_start_ns {
-        f("schedule_lag", &[r.start_ns.saturating_sub(i) as f64 / 1e6]);
+        f(
+            Metric::ScheduleLag,
+            &[r.start_ns.saturating_sub(i) as f64 / 1e6],
+        );
     }
     if r.error.is_some() {
         return None;
@@ -92,19 +102,19 @@ pub(crate) struct Accumulator<C> {
     slo: GoodputSlo,
     n: usize,
     spans: BTreeMap<u64, (u64, u64)>,
-    cols: BTreeMap<&'static str, C>,
+    cols: BTreeMap<Metric, C>,
     ok: usize,
     good: usize,
     out_tokens: u64,
     pooled_items: Option<u64>,
     in_tokens: u64,
-    osl_sources: BTreeMap<String, usize>,
+    osl_sources: BTreeMap<OslSource, usize>,
     mismatches: usize,
     disagreements: usize,
     rejected: Option<(u32, usize)>,
     rejected_count: usize,
     prompts: PromptCounts,
-    errors_by_kind: BTreeMap<String, usize>,
+    errors_by_kind: BTreeMap<ErrorKind, usize>,
     groups: ErrorGroups,
 }
 
@@ -146,12 +156,12 @@ impl<C: Column> Accumulator<C> {
         span.0 = span.0.min(r.start_ns);
         span.1 = span.1.max(r.end_ns);
         let cols = &mut self.cols;
-        let metrics = record_values(r, |name, vs| {
-            let col = cols.entry(name).or_default();
+        let metrics = record_values(r, |metric, vs| {
+            let col = cols.entry(metric).or_default();
             vs.iter().for_each(|&v| col.push(v));
         });
         if let Some(e) = &r.error {
-            *self.errors_by_kind.entry(e.kind.to_string()).or_default() += 1;
+            *self.errors_by_kind.entry(e.kind).or_default() += 1;
             self.groups.add(e);
             return;
         }
@@ -165,8 +175,8 @@ impl<C: Column> Accumulator<C> {
         if let Some(n) = r.pooled_items {
             *self.pooled_items.get_or_insert(0) += u64::from(n);
         }
-        let source = r.output_tokens_source.map_or("none", source_name);
-        *self.osl_sources.entry(source.to_owned()).or_default() += 1;
+        let source = OslSource(r.output_tokens_source);
+        *self.osl_sources.entry(source).or_default() += 1;
         if let (Some(want), Some(got)) = (r.requested_output_tokens, r.output_tokens) {
             if want != got {
                 self.mismatches += 1;
@@ -205,7 +215,7 @@ impl<C: Column> Accumulator<C> {
     pub(crate) fn finish(
         &self,
         concurrency: u32,
-        stats: impl Fn(&str, &C) -> Option<Stats>,
+        stats: impl Fn(Metric, &C) -> Option<Stats>,
     ) -> LevelSummary {
         let duration_s = self
             .spans
@@ -220,17 +230,15 @@ impl<C: Column> Accumulator<C> {
                 0.0
             }
         };
-        let metrics: BTreeMap<String, MetricSummary> = RECORD_METRICS
+        let metrics: BTreeMap<Metric, MetricSummary> = self
+            .cols
             .iter()
-            .filter_map(|(name, _, unit)| {
-                let stats = stats(name, self.cols.get(name)?)?;
-                Some((
-                    name.to_string(),
-                    MetricSummary {
-                        unit: unit.to_string(),
-                        stats,
-                    },
-                ))
+            .filter_map(|(&metric, col)| {
+                let summary = MetricSummary {
+                    unit: metric.unit().to_owned(),
+                    stats: stats(metric, col)?,
+                };
+                Some((metric, summary))
             })
             .collect();
         let mut error_summary: Vec<ErrorGroup> = self.groups.summary();
@@ -270,10 +278,11 @@ impl<C: Column> Accumulator<C> {
         }
     }
 
-    fn warnings(&self, concurrency: u32, metrics: &BTreeMap<String, MetricSummary>) -> Vec<String> {
+    fn warnings(&self, concurrency: u32, metrics: &BTreeMap<Metric, MetricSummary>) -> Vec<String> {
         let (n, ok) = (self.n, self.ok);
         let mut warnings = Vec::new();
-        if let Some(lag) = metrics.get("schedule_lag").and_then(|m| m.stats.get("p99")) {
+        let lag = metrics.get(&Metric::ScheduleLag);
+        if let Some(lag) = lag.and_then(|m| m.stats.get(Stat::P99.label())) {
             if lag > SCHEDULE_LAG_LIMIT_MS {
                 warnings.push(format!(
                     "the client fell behind its arrival schedule: p99 schedule lag {lag:.1} ms (> {SCHEDULE_LAG_LIMIT_MS} ms), so the offered load was lower than asked; latency from the intended start counts the delay"
@@ -298,7 +307,7 @@ impl<C: Column> Accumulator<C> {
                 self.rejected_count
             ));
         }
-        if let Some(n) = self.osl_sources.get("estimate") {
+        if let Some(n) = self.osl_sources.get(&TokenSource::Estimate.into()) {
             warnings.push(format!(
                 "{n} requests had no server usage; their output length is a whitespace-word estimate"
             ));
@@ -307,7 +316,8 @@ impl<C: Column> Accumulator<C> {
         if n > 0 && ok == 0 {
             warnings.push("every request failed".into());
         }
-        let cancelled = self.errors_by_kind.get("cancelled").copied().unwrap_or(0);
+        let cancelled = self.errors_by_kind.get(&ErrorKind::Cancelled).copied();
+        let cancelled = cancelled.unwrap_or(0);
         if cancelled > 0 {
             warnings.push(format!(
                 "interrupted: {cancelled} requests were cancelled; this level's figures are partial"
@@ -421,7 +431,7 @@ impl StreamingSummary {
 #[derive(Debug)]
 pub struct SecondPass<'a> {
     of: &'a StreamingSummary,
-    brackets: BTreeMap<&'static str, Vec<Bracket>>,
+    brackets: BTreeMap<Metric, Vec<Bracket>>,
 }
 
 impl SecondPass<'_> {
@@ -431,8 +441,8 @@ impl SecondPass<'_> {
             return;
         }
         let brackets = &mut self.brackets;
-        record_values(r, |name, vs| {
-            if let Some(bs) = brackets.get_mut(name) {
+        record_values(r, |metric, vs| {
+            if let Some(bs) = brackets.get_mut(&metric) {
                 for &v in vs {
                     bs.iter_mut().for_each(|b| b.offer(v));
                 }
@@ -445,8 +455,8 @@ impl SecondPass<'_> {
     pub fn summary(self, concurrency: u32) -> LevelSummary {
         let short = self.brackets.values().flatten().any(|b| !b.is_full());
         let brackets = std::cell::RefCell::new(self.brackets);
-        let mut s = self.of.acc.finish(concurrency, |name, c| {
-            match brackets.borrow_mut().get_mut(name) {
+        let mut s = self.of.acc.finish(concurrency, |metric, c| {
+            match brackets.borrow_mut().get_mut(&metric) {
                 Some(b) => c.stats_with(b),
                 None => c.stats(),
             }
@@ -547,7 +557,8 @@ mod tests {
         assert_eq!(again.warnings, exact.warnings);
         for (name, m) in &exact.metrics {
             for (p, _) in crate::PERCENTILES {
-                assert_eq!(again.stat(name, p), m.stats.get(p), "{name} {p}");
+                let got = again.metrics.get(name).and_then(|a| a.stats.get(p));
+                assert_eq!(got, m.stats.get(p), "{name} {p}");
             }
             let got = &again.metrics[name].stats;
             assert!((got.avg - m.stats.avg).abs() <= 1e-9 * m.stats.avg.abs().max(1.0));

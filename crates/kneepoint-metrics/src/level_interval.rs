@@ -17,7 +17,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use kneepoint_core::RequestRecord;
+use kneepoint_core::{Metric, RequestRecord, Stat, StatKey};
 
 use crate::quantile_sorted;
 use crate::request_metrics::RequestMetrics;
@@ -34,20 +34,22 @@ const MIN_RECORDS: usize = 20;
 /// More than this and a level reports no interval (the cost, O(resamples × records), grows
 /// with the level).
 const MAX_RECORDS: usize = 200_000;
-/// The statistics given an interval (AIPerf's names).
-const STATS: [(&str, Option<f64>); 5] = [
-    ("avg", None),
-    ("p50", Some(0.5)),
-    ("p90", Some(0.9)),
-    ("p95", Some(0.95)),
-    ("p99", Some(0.99)),
-];
+/// The statistics given an interval: the mean, then percentiles.
+const STATS: [Stat; 5] = [Stat::Avg, Stat::P50, Stat::P90, Stat::P95, Stat::P99];
 /// The per-request metrics given an interval.
-const METRICS: [&str; 4] = [
-    "time_to_first_token",
-    "inter_token_latency",
-    "request_latency",
-    "output_token_throughput_per_user",
+const METRICS: [Metric; 4] = [
+    Metric::TimeToFirstToken,
+    Metric::InterTokenLatency,
+    Metric::RequestLatency,
+    Metric::OutputTokenThroughputPerUser,
+];
+/// The level-wide values given an interval, in the order of `level_intervals`' `level` and
+/// then the SLO miss rate.
+const LEVEL: [Metric; 4] = [
+    Metric::ErrorRate,
+    Metric::OutputTokenThroughput,
+    Metric::RequestThroughput,
+    Metric::SloMissRate,
 ];
 
 /// A statistic's 90 % interval at one level.
@@ -112,7 +114,7 @@ fn statistics(
         out.push(if n > 0 { sum / n as f64 } else { f64::NAN });
         let mut ks = Vec::with_capacity(8);
         let mut weights = Vec::with_capacity(4);
-        for q in STATS.iter().filter_map(|(_, q)| *q) {
+        for q in STATS.iter().filter_map(|s| s.quantile()) {
             let h = (n.saturating_sub(1)) as f64 * q;
             let lo = h.floor() as usize;
             ks.push(lo);
@@ -200,7 +202,7 @@ pub fn level_intervals(
     records: &[RequestRecord],
     level: [f64; 3],
     slo: &GoodputSlo,
-) -> BTreeMap<String, StatInterval> {
+) -> BTreeMap<StatKey, StatInterval> {
     let mut out = BTreeMap::new();
     // the measured records only, by when they started (runs pooled into one level each count
     // from their own origin: the wall clock orders them)
@@ -262,17 +264,9 @@ pub fn level_intervals(
         }
     }
     let keys = METRICS
-        .iter()
-        .flat_map(|m| STATS.iter().map(move |(s, _)| format!("{m}:{s}")))
-        .chain(
-            [
-                "error_rate",
-                "output_token_throughput",
-                "request_throughput",
-                "slo_miss_rate",
-            ]
-            .map(|m| format!("{m}:avg")),
-        );
+        .into_iter()
+        .flat_map(|m| STATS.map(|s| StatKey::new(m, s)))
+        .chain(LEVEL.map(|m| StatKey::new(m, Stat::Avg)));
     for (i, key) in keys.enumerate() {
         let d = &mut draws[i];
         let p = point[i];
@@ -350,13 +344,13 @@ mod tests {
             let mut out = Vec::new();
             statistics(&rows, &vec![1; rows.len()], &columns, &mut counts, &mut out);
             // numpy's linear quantiles and the mean, as the summary computes them
-            for (j, (label, q)) in STATS.iter().enumerate() {
-                let want = match q {
+            for (j, stat) in STATS.iter().enumerate() {
+                let want = match stat.quantile() {
                     None => latencies.iter().sum::<f64>() / latencies.len() as f64,
-                    Some(q) => quantile_sorted(&latencies, *q).unwrap(),
+                    Some(q) => quantile_sorted(&latencies, q).unwrap(),
                 };
                 let got = out[2 * STATS.len() + j];
-                assert!((got - want).abs() < 1e-6, "n {n} {label}: {got} vs {want}");
+                assert!((got - want).abs() < 1e-6, "n {n} {stat}: {got} vs {want}");
             }
         }
     }
@@ -375,7 +369,7 @@ mod tests {
             [0.0, 10.0, 10.0],
             &GoodputSlo::default(),
         );
-        let k = "request_latency:p99";
+        let k = &StatKey::new(Metric::RequestLatency, Stat::P99);
         let (n, w) = (narrow[k], wide[k]);
         assert!(n.low <= n.high && n.relative_se > 0.0, "{n:?}");
         assert!(w.relative_se > n.relative_se, "{n:?} {w:?}");
@@ -391,10 +385,11 @@ mod tests {
             wide
         );
         // the level-wide throughput is scaled to the measured value
-        let t = wide["request_throughput:avg"];
+        let t = wide[&StatKey::new(Metric::RequestThroughput, Stat::Avg)];
         assert!(t.low < 10.0 && t.high > 10.0, "{t:?}");
         // no SLO, no miss rate; with one, the miss rate's interval surrounds the level's share
-        assert!(!wide.contains_key("slo_miss_rate:avg"));
+        let miss = StatKey::new(Metric::SloMissRate, Stat::Avg);
+        assert!(!wide.contains_key(&miss));
         let recs = records(1000, 1.0);
         let mut e2e: Vec<f64> = recs
             .iter()
@@ -406,7 +401,7 @@ mod tests {
             ..GoodputSlo::default()
         };
         let share = e2e.iter().filter(|v| **v > e2e[e2e.len() / 2]).count() as f64 / 1000.0;
-        let m = level_intervals(8, &recs, [0.0, 10.0, 10.0], &slo)["slo_miss_rate:avg"];
+        let m = level_intervals(8, &recs, [0.0, 10.0, 10.0], &slo)[&miss];
         assert!(
             m.low < share && share < m.high && m.relative_se > 0.0,
             "{m:?} {share}"

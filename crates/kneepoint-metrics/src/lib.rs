@@ -42,6 +42,8 @@ mod stats;
 mod steadiness;
 mod stream;
 mod summary;
+mod summary_keys;
+pub use summary_keys::{known_keys, OslSource};
 mod timeslice;
 pub use steadiness::{SliceChange, Steadiness};
 pub use timeslice::{time_slices, TimeSlice, TimeSlices, MAX_SLICES, STEADY_TOLERANCE};
@@ -58,6 +60,4 @@ pub use error::Error;
 pub use request_metrics::{ConnectionMetrics, RequestMetrics};
 pub use stats::{quantile_sorted, Stats, PERCENTILES};
 pub use stream::{Bracket, StreamColumn};
-pub use summary::{
-    ErrorGroup, GoodputSlo, LevelSummary, MetricSummary, RECORD_METRICS, SCHEDULE_LAG_LIMIT_MS,
-};
+pub use summary::{ErrorGroup, GoodputSlo, LevelSummary, MetricSummary, SCHEDULE_LAG_LIMIT_MS};

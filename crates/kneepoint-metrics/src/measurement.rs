@@ -10,10 +10,7 @@ use crate::LevelSummary;
 impl From<&LevelSummary> for Measurement {
     fn from(s: &LevelSummary) -> Self {
         let mut m = Measurement::new(s.output_token_throughput);
-        for (name, ms) in &s.metrics {
-            let Ok(metric) = name.parse::<Metric>() else {
-                continue;
-            };
+        for (&metric, ms) in &s.metrics {
             for stat in Stat::DISTRIBUTION {
                 if let Some(v) = ms.stats.get(stat.label()) {
                     m = m.with(metric, stat, v);
@@ -33,12 +30,7 @@ impl From<&LevelSummary> for Measurement {
             }
         }
         for (key, i) in &s.intervals {
-            let Some((metric, stat)) = key.split_once(':') else {
-                continue;
-            };
-            if let (Ok(metric), Ok(stat)) = (metric.parse::<Metric>(), stat.parse::<Stat>()) {
-                m = m.with_spread(metric, stat, i.relative_se);
-            }
+            m = m.with_spread(key.metric(), key.stat(), i.relative_se);
         }
         if let (Some(g), Some(miss)) = (s.goodput, s.slo_miss_rate) {
             m = m
@@ -59,24 +51,19 @@ impl From<&LevelSummary> for Measurement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::RECORD_METRICS;
     use crate::PERCENTILES;
-    use kneepoint_planner::{check_all, Sla, LEVEL_METRICS, REQUEST_METRICS, STATS};
+    use kneepoint_planner::{check_all, Sla, StatKey, STATS};
 
     #[test]
     fn every_measured_key_is_a_metric_an_sla_can_name() {
-        for (name, _, _) in RECORD_METRICS {
-            assert!(REQUEST_METRICS.contains(&name), "{name}");
-        }
         for (label, _) in PERCENTILES {
             assert!(STATS.contains(&label), "{label}");
         }
         let s = crate::summary::tests::sample_summary();
+        assert!(s.metrics.keys().all(|m| Metric::PER_REQUEST.contains(m)));
         let m = Measurement::from(&s);
         for key in m.values.keys() {
-            let (metric, stat) = key.split_once(':').unwrap();
-            let ok = REQUEST_METRICS.contains(&metric) && STATS.contains(&stat)
-                || LEVEL_METRICS.contains(&metric) && stat == "avg";
+            let ok = StatKey::measured(key.metric(), key.stat()).is_some();
             assert!(ok, "{key} is measured but no SLA could name it");
         }
     }

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 /// One statistic compared between the first and last complete slices.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SliceChange {
-    /// `metric:avg`.
-    pub statistic: String,
+    /// The statistic compared (a metric's `avg`, written `metric:avg`).
+    pub statistic: kneepoint_core::StatKey,
     /// In the first complete slice.
     pub first: f64,
     /// In the last complete slice.

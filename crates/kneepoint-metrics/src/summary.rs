@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use kneepoint_core::TokenSource;
+use kneepoint_core::{ErrorKind, Metric, Stat, StatKey};
 use serde::{Deserialize, Serialize};
 
 pub use crate::slo::GoodputSlo;
@@ -16,23 +16,6 @@ pub struct MetricSummary {
     /// The statistics.
     #[serde(flatten)]
     pub stats: Stats,
-}
-
-/// The per-request metrics summarised, with their AIPerf names and units, in report order
-/// (from [`kneepoint_core::Metric::PER_REQUEST`]).
-pub const RECORD_METRICS: [(&str, &str, &str); N_RECORD] = record_metrics();
-
-const N_RECORD: usize = kneepoint_core::Metric::PER_REQUEST.len();
-
-const fn record_metrics() -> [(&'static str, &'static str, &'static str); N_RECORD] {
-    let mut out = [("", "", ""); N_RECORD];
-    let mut i = 0;
-    while i < out.len() {
-        let m = kneepoint_core::Metric::PER_REQUEST[i];
-        out[i] = (m.name(), m.label(), m.client_unit());
-        i += 1;
-    }
-    out
 }
 
 /// p99 schedule lag above which an open-loop level is flagged: the client (or its in-flight
@@ -80,14 +63,18 @@ pub struct LevelSummary {
     /// The per-request SLOs `goodput` and `slo_miss_rate` were judged against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput_slo: Option<GoodputSlo>,
-    /// Statistics per metric name.
-    pub metrics: BTreeMap<String, MetricSummary>,
+    /// Statistics per metric (written by name; a name this version does not know is left
+    /// out when read back).
+    #[serde(deserialize_with = "crate::summary_keys::known_keys")]
+    pub metrics: BTreeMap<Metric, MetricSummary>,
     /// Failures per error kind.
-    pub errors_by_kind: BTreeMap<String, usize>,
+    #[serde(deserialize_with = "crate::summary_keys::known_keys")]
+    pub errors_by_kind: BTreeMap<ErrorKind, usize>,
     /// Failures grouped by (kind, code, message), most frequent first, at most 20.
     pub error_summary: Vec<ErrorGroup>,
     /// Where output token counts came from, per source.
-    pub osl_sources: BTreeMap<String, usize>,
+    #[serde(deserialize_with = "crate::summary_keys::known_keys")]
+    pub osl_sources: BTreeMap<crate::OslSource, usize>,
     /// Successful requests whose output length differs from the length asked for.
     pub osl_mismatches: usize,
     /// Requests whose server and client output token counts disagree by more than 5 %.
@@ -100,8 +87,12 @@ pub struct LevelSummary {
     /// 90 % intervals of the statistics the planner and reports read, keyed `metric:stat`
     /// (a block bootstrap over the level's requests: [`crate::level_intervals`]); empty for
     /// a level summarised in bounded memory or with fewer than 20 requests.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub intervals: BTreeMap<String, crate::StatInterval>,
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::summary_keys::known_keys"
+    )]
+    pub intervals: BTreeMap<StatKey, crate::StatInterval>,
     /// How the client fared during the level, and whether it could have shaped the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<kneepoint_core::ClientHealth>,
@@ -140,30 +131,24 @@ impl LevelSummary {
         self.goodput = self.goodput.map(|v| v * k);
         // Their intervals were drawn over the records' span: they move with them.
         for (key, iv) in self.intervals.iter_mut() {
-            if key.contains("throughput:") || key.starts_with("goodput:") {
+            if matches!(
+                key.metric(),
+                Metric::OutputTokenThroughput | Metric::RequestThroughput | Metric::Goodput
+            ) {
                 iv.low *= k;
                 iv.high *= k;
             }
         }
     }
 
-    /// One statistic of one metric, typed: `value(Metric::TimeToFirstToken, Stat::P95)`.
-    pub fn value(&self, metric: kneepoint_core::Metric, stat: kneepoint_core::Stat) -> Option<f64> {
-        self.metrics.get(metric.name())?.stats.get(stat.label())
+    /// One statistic of one metric: `value(Metric::TimeToFirstToken, Stat::P95)`.
+    pub fn value(&self, metric: Metric, stat: Stat) -> Option<f64> {
+        self.metrics.get(&metric)?.stats.get(stat.label())
     }
 
-    /// One statistic of one metric by its names, e.g. `stat("time_to_first_token", "p95")`.
-    pub fn stat(&self, metric: &str, stat: &str) -> Option<f64> {
-        self.metrics.get(metric)?.stats.get(stat)
-    }
-}
-
-pub(crate) fn source_name(s: TokenSource) -> &'static str {
-    match s {
-        TokenSource::Usage => "usage",
-        TokenSource::Tokenizer => "tokenizer",
-        TokenSource::Estimate => "estimate",
-        TokenSource::Chunks => "chunks",
+    /// The 90 % interval of one statistic, when the level has one.
+    pub fn interval(&self, metric: Metric, stat: Stat) -> Option<&crate::StatInterval> {
+        self.intervals.get(&StatKey::new(metric, stat))
     }
 }
 
@@ -171,8 +156,7 @@ pub(crate) fn source_name(s: TokenSource) -> &'static str {
 pub(crate) mod tests {
     use super::*;
     use kneepoint_core::RequestRecord;
-    use kneepoint_core::{ErrorKind, ErrorRecord, Phase};
-    use kneepoint_core::{Metric, Stat};
+    use kneepoint_core::{ErrorRecord, Phase, TokenSource};
 
     /// Two successful streamed requests and one failure (503): every per-request metric and a
     /// non-zero error rate.
@@ -289,10 +273,10 @@ pub(crate) mod tests {
         assert_eq!(s.value(Metric::InterTokenLatency, Stat::Min), Some(10.0));
         assert_eq!(s.value(Metric::InterTokenLatency, Stat::Max), Some(50.0));
         // 9 gaps of 10 ms and 10 gaps of 50 ms
-        let icl = s.metrics["inter_chunk_latency"].stats;
+        let icl = s.metrics[&Metric::InterChunkLatency].stats;
         assert_eq!(icl.count, 19);
         assert!((icl.avg - (90.0 + 500.0) / 19.0).abs() < 1e-9);
-        assert_eq!(s.errors_by_kind["http_status"], 1);
+        assert_eq!(s.errors_by_kind[&ErrorKind::HttpStatus], 1);
         assert_eq!(s.error_summary[0].code, Some(503));
         assert!(s.goodput.is_none());
         assert!(s.warnings.is_empty());
@@ -323,6 +307,36 @@ pub(crate) mod tests {
         assert!((s.slo_miss_rate.unwrap() - 2.0 / 3.0).abs() < 1e-12);
         let none = LevelSummary::from_records(1, &[rec(0, 0, 1, 1, 1)], &GoodputSlo::default());
         assert_eq!((none.slo_miss_rate, none.goodput_slo), (None, None));
+    }
+
+    /// A summary reads back as written, with its metrics, error kinds, token sources and
+    /// intervals keyed by name; one written by another version, naming a metric or interval
+    /// this one does not know, still reads (those entries left out).
+    #[test]
+    fn a_saved_summary_reads_back_and_unknown_names_are_left_out() {
+        let mut s = sample_summary();
+        let key = StatKey::new(Metric::RequestLatency, Stat::P99);
+        let iv = crate::StatInterval {
+            low: 1.0,
+            high: 2.0,
+            relative_se: 0.1,
+        };
+        s.intervals.insert(key, iv);
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(json["metrics"]["time_to_first_token"]["p50"].is_number());
+        assert_eq!(json["errors_by_kind"]["http_status"], 1);
+        assert_eq!(json["osl_sources"]["usage"], 2);
+        assert_eq!(json["intervals"]["request_latency:p99"]["high"], 2.0);
+        assert_eq!(
+            serde_json::from_value::<LevelSummary>(json.clone()).unwrap(),
+            s
+        );
+        let mut other = json;
+        other["metrics"]["time_to_fifth_token"] = other["metrics"]["time_to_first_token"].clone();
+        other["intervals"]["time_to_fifth_token:p99"] =
+            other["intervals"]["request_latency:p99"].clone();
+        other["errors_by_kind"]["solar_flare"] = 1.into();
+        assert_eq!(serde_json::from_value::<LevelSummary>(other).unwrap(), s);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! slot (eight bootstrap blocks); with fewer than two such complete slices there is no
 //! verdict, nor when no statistic could be compared.
 
-use kneepoint_core::{Phase, RequestRecord};
+use kneepoint_core::{Metric, Phase, RequestRecord, Stat, StatKey};
 
 use crate::steadiness::{SliceChange, Steadiness};
 use crate::{GoodputSlo, LevelSummary};
@@ -36,10 +36,10 @@ const MIN_SLICE_WAVES: usize = 8;
 /// bound).
 pub const MAX_SLICES: u64 = 10_000;
 /// The statistics compared.
-const COMPARED: [&str; 3] = [
-    "time_to_first_token",
-    "inter_token_latency",
-    "request_latency",
+const COMPARED: [Metric; 3] = [
+    Metric::TimeToFirstToken,
+    Metric::InterTokenLatency,
+    Metric::RequestLatency,
 ];
 
 /// One slice of a level.
@@ -169,11 +169,11 @@ fn judge(concurrency: u32, slices: &[TimeSlice], inner: &[&[RequestRecord]]) -> 
     let last = LevelSummary::from_records(concurrency, inner[b], &slo);
     let mut changes = Vec::new();
     for m in COMPARED {
-        let key = format!("{m}:avg");
-        let (Some(x), Some(y)) = (first.stat(m, "avg"), last.stat(m, "avg")) else {
+        let (Some(x), Some(y)) = (first.value(m, Stat::Avg), last.value(m, Stat::Avg)) else {
             continue;
         };
-        let (Some(sx), Some(sy)) = (first.intervals.get(&key), last.intervals.get(&key)) else {
+        let (Some(sx), Some(sy)) = (first.interval(m, Stat::Avg), last.interval(m, Stat::Avg))
+        else {
             continue;
         };
         if x <= 0.0 || y <= 0.0 {
@@ -190,7 +190,7 @@ fn judge(concurrency: u32, slices: &[TimeSlice], inner: &[&[RequestRecord]]) -> 
             1e6 * ln.signum()
         };
         changes.push(SliceChange {
-            statistic: key,
+            statistic: StatKey::new(m, Stat::Avg),
             first: x,
             last: y,
             relative_change: y / x - 1.0,
@@ -207,7 +207,7 @@ fn judge(concurrency: u32, slices: &[TimeSlice], inner: &[&[RequestRecord]]) -> 
         .map(|c| {
             format!(
                 "{} {} {:.0} % from slice {a} to slice {b}",
-                c.statistic.trim_end_matches(":avg").replace('_', " "),
+                c.statistic.metric().name().replace('_', " "),
                 if c.relative_change > 0.0 {
                     "rose"
                 } else {

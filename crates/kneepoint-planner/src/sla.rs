@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use kneepoint_core::metric::{labels, names};
-use kneepoint_core::{Metric, Stat, UnknownMetric, UnknownStat};
+use kneepoint_core::{Metric, Stat, StatKey};
 
 use crate::Error;
 
@@ -58,49 +58,11 @@ pub const STATS: [&str; 13] = labels(Stat::DISTRIBUTION);
 /// Rejects a metric or statistic that no level measures: such an SLA could only ever count as
 /// breached. The message lists the valid names (and the closest one).
 pub(crate) fn validate(sla: &str, metric: &str, stat: &str) -> Result<(Metric, Stat), Error> {
-    let bad = |reason: String| Error::InvalidSla {
+    let k = StatKey::from_names(metric, stat).map_err(|reason| Error::InvalidSla {
         sla: sla.to_owned(),
         reason,
-    };
-    let m: Metric = metric
-        .parse()
-        .map_err(|e: UnknownMetric| bad(e.to_string()))?;
-    let parsed: Result<Stat, UnknownStat> = stat.parse();
-    if parsed.is_err() && (m.per_level() || matches!(m, Metric::Server(_))) {
-        // A name outside the general list, for a metric with statistics of its own: say those.
-        return Err(bad(wrong_stat(m, metric, stat)));
-    }
-    // A misspelt statistic: the closest of this metric's own (not a server-only one).
-    let s = parsed.map_err(|mut e| {
-        if e.closest != Some("avg") {
-            let own = m.stats().iter().map(|s| s.label());
-            e.closest = kneepoint_core::metric::closest(stat, own);
-        }
-        bad(e.to_string())
     })?;
-    if !m.stats().contains(&s) {
-        return Err(bad(wrong_stat(m, metric, stat)));
-    }
-    Ok((m, s))
-}
-
-/// Why `stat` is not one of `m`'s statistics.
-fn wrong_stat(m: Metric, metric: &str, stat: &str) -> String {
-    let valid = m
-        .stats()
-        .iter()
-        .map(|s| s.label())
-        .collect::<Vec<_>>()
-        .join(", ");
-    match m {
-        Metric::Server(_) => {
-            format!("{metric} (scraped from the server) has the statistics {valid}, not {stat:?}")
-        }
-        _ if m.per_level() => {
-            format!("{metric} is one value per level: its statistic is avg, not {stat:?}")
-        }
-        _ => format!("{metric} has the statistics {valid}, not {stat:?}"),
-    }
+    Ok((k.metric(), k.stat()))
 }
 
 /// One SLA: `metric:stat op threshold`, e.g. `request_latency:p99 <= 50000`.
@@ -135,10 +97,10 @@ impl Sla {
                 reason: "the threshold must be a finite number".into(),
             });
         }
-        if !metric.stats().contains(&stat) {
+        if let Err(reason) = StatKey::from_names(metric.name(), stat.label()) {
             return Err(Error::InvalidSla {
                 sla: name.to_owned(),
-                reason: wrong_stat(metric, metric.name(), stat.label()),
+                reason,
             });
         }
         Ok(Sla {
@@ -265,12 +227,12 @@ pub struct Measurement {
     /// Output tokens per second at the probe.
     pub throughput: f64,
     /// Values keyed `metric:stat` (e.g. `request_latency:p99`, `error_rate:avg`).
-    pub values: BTreeMap<String, f64>,
+    pub values: BTreeMap<StatKey, f64>,
     /// The relative standard error of a value, keyed like `values` (e.g. 0.03: the value is
     /// known to about 3 %), where the caller estimated one (a bootstrap over the level's
     /// requests); the search spends repeat probes where this noise straddles a threshold.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub spread: BTreeMap<String, f64>,
+    pub spread: BTreeMap<StatKey, f64>,
     /// Why the client, not the server, may have shaped this measurement (its own CPU or
     /// scheduling lag); `None` when the client kept up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -292,32 +254,27 @@ impl Measurement {
     /// not finite and positive is ignored.
     pub fn with_spread(mut self, metric: Metric, stat: Stat, relative_se: f64) -> Self {
         if relative_se.is_finite() && relative_se > 0.0 {
-            self.spread.insert(format!("{metric}:{stat}"), relative_se);
+            self.spread.insert(StatKey::new(metric, stat), relative_se);
         }
         self
     }
 
     /// The relative standard error of a value, if the caller gave one.
     pub fn spread(&self, metric: Metric, stat: Stat) -> Option<f64> {
-        self.spread.get(&format!("{metric}:{stat}")).copied()
+        self.spread.get(&StatKey::new(metric, stat)).copied()
     }
 
     /// Adds a value (builder style): `metric`'s `stat`, typed, so that no misspelt name can
     /// slip in (a statistic the metric does not have is stored all the same, and no SLA
     /// reads it).
     pub fn with(mut self, metric: Metric, stat: Stat, value: f64) -> Self {
-        self.values.insert(format!("{metric}:{stat}"), value);
+        self.values.insert(StatKey::new(metric, stat), value);
         self
     }
 
     /// A value, if measured.
     pub fn value(&self, metric: Metric, stat: Stat) -> Option<f64> {
-        self.values.get(&format!("{metric}:{stat}")).copied()
-    }
-
-    /// A value by its names, if measured.
-    pub fn get(&self, metric: &str, stat: &str) -> Option<f64> {
-        self.values.get(&format!("{metric}:{stat}")).copied()
+        self.values.get(&StatKey::new(metric, stat)).copied()
     }
 }
 
@@ -473,7 +430,13 @@ mod tests {
     #[test]
     fn measurement_lookup() {
         let m = Measurement::new(10.0).with(Metric::RequestLatency, Stat::P99, 5.0);
-        assert_eq!(m.get("request_latency", "p99"), Some(5.0));
-        assert_eq!(m.get("request_latency", "p50"), None);
+        assert_eq!(m.value(Metric::RequestLatency, Stat::P99), Some(5.0));
+        assert_eq!(m.value(Metric::RequestLatency, Stat::P50), None);
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(
+            json.contains(r#""values":{"request_latency:p99":5.0}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Measurement>(&json).unwrap(), m);
     }
 }

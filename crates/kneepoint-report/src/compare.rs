@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use kneepoint_core::Phase;
+use kneepoint_core::{Metric, Phase, Stat};
 use kneepoint_metrics::{
     compare_run_values, compare_samples, compare_values, CompareConfig, Difference, GoodputSlo,
     LevelSummary, RequestMetrics, Scale, Statistic, Verdict, MIN_TAIL_SAMPLES,
@@ -80,10 +80,10 @@ impl Comparison {
 
 /// Per-request metrics compared: name, quantiles, and the smallest change that counts, in ms
 /// (ITL is an average over many gaps, so it is precise to well under a millisecond).
-const LATENCY_METRICS: [(&str, &[f64], f64); 3] = [
-    ("time_to_first_token", &[0.5, 0.9, 0.99], 1.0),
-    ("inter_token_latency", &[0.5, 0.99], 0.1),
-    ("request_latency", &[0.5, 0.9, 0.99], 1.0),
+const LATENCY_METRICS: [(Metric, &[f64], f64); 3] = [
+    (Metric::TimeToFirstToken, &[0.5, 0.9, 0.99], 1.0),
+    (Metric::InterTokenLatency, &[0.5, 0.99], 0.1),
+    (Metric::RequestLatency, &[0.5, 0.9, 0.99], 1.0),
 ];
 
 /// Measured records in the order they started.
@@ -97,15 +97,15 @@ fn measured(l: &Level) -> Vec<&kneepoint_core::RequestRecord> {
     v
 }
 
-fn samples(l: &Level, metric: &str) -> Vec<f64> {
+fn samples(l: &Level, metric: Metric) -> Vec<f64> {
     measured(l)
         .into_iter()
         .filter(|r| r.is_ok())
         .filter_map(|r| {
             let m = RequestMetrics::of(r);
             match metric {
-                "time_to_first_token" => m.ttft_ms,
-                "inter_token_latency" => m.itl_ms,
+                Metric::TimeToFirstToken => m.ttft_ms,
+                Metric::InterTokenLatency => m.itl_ms,
                 _ => m.request_latency_ms,
             }
         })
@@ -129,7 +129,7 @@ fn runs(l: &Level) -> Vec<Vec<kneepoint_core::RequestRecord>> {
 /// One value of `stat` of `metric` per run, judged on the spread between runs; a percentile
 /// whose tail holds fewer than [`MIN_TAIL_SAMPLES`] in some run is shown, not judged.
 fn between_runs(
-    metric: &str,
+    metric: Metric,
     stat: Statistic,
     a: &[LevelSummary],
     b: &[LevelSummary],
@@ -139,9 +139,9 @@ fn between_runs(
 ) -> Option<Difference> {
     let label = stat.label();
     let value = |s: &LevelSummary| match metric {
-        "output_token_throughput" => Some(s.output_token_throughput),
-        "error_rate" => Some(s.error_rate),
-        _ => s.stat(metric, &label),
+        Metric::OutputTokenThroughput => Some(s.output_token_throughput),
+        Metric::ErrorRate => Some(s.error_rate),
+        _ => s.value(metric, label.parse::<Stat>().ok()?),
     };
     let va: Vec<f64> = a.iter().filter_map(value).collect();
     let vb: Vec<f64> = b.iter().filter_map(value).collect();
@@ -170,16 +170,16 @@ fn level_between_runs(
     };
     let (sa, sb) = (summarise(ra), summarise(rb));
     let mut metrics = Vec::new();
-    for (name, qs, min_ms) in LATENCY_METRICS.iter() {
+    for &(metric, qs, min_ms) in LATENCY_METRICS.iter() {
         let cfg = CompareConfig {
-            min_effect: config.min_effect.min(*min_ms),
+            min_effect: config.min_effect.min(min_ms),
             ..*config
         };
         let differences = qs
             .iter()
             .filter_map(|&q| {
                 between_runs(
-                    name,
+                    metric,
                     Statistic::Quantile(q),
                     &sa,
                     &sb,
@@ -190,12 +190,12 @@ fn level_between_runs(
             })
             .collect();
         metrics.push(MetricComparison {
-            metric: (*name).into(),
+            metric: metric.name().into(),
             differences,
         });
     }
     let tput = between_runs(
-        "output_token_throughput",
+        Metric::OutputTokenThroughput,
         Statistic::Mean,
         &sa,
         &sb,
@@ -211,7 +211,7 @@ fn level_between_runs(
         differences: tput.into_iter().collect(),
     });
     let err = between_runs(
-        "error_rate",
+        Metric::ErrorRate,
         Statistic::Mean,
         &sa,
         &sb,
@@ -244,17 +244,17 @@ fn level(a: &Level, b: &Level, config: &CompareConfig) -> LevelComparison {
         return level_between_runs(a, b, &ra, &rb, config);
     }
     let mut metrics = Vec::new();
-    for (i, (name, qs, min_ms)) in LATENCY_METRICS.iter().enumerate() {
+    for (i, &(metric, qs, min_ms)) in LATENCY_METRICS.iter().enumerate() {
         let stats: Vec<Statistic> = qs.iter().map(|&q| Statistic::Quantile(q)).collect();
         let cfg = CompareConfig {
             seed: config.seed.wrapping_add(i as u64),
-            min_effect: config.min_effect.min(*min_ms),
+            min_effect: config.min_effect.min(min_ms),
             ..*config
         };
         let block = a.concurrency.max(1) as usize;
         let diffs = compare_samples(
-            &samples(a, name),
-            &samples(b, name),
+            &samples(a, metric),
+            &samples(b, metric),
             block,
             &stats,
             Scale::Relative,
@@ -262,7 +262,7 @@ fn level(a: &Level, b: &Level, config: &CompareConfig) -> LevelComparison {
             &cfg,
         );
         metrics.push(MetricComparison {
-            metric: (*name).into(),
+            metric: metric.name().into(),
             differences: diffs.into_iter().flatten().collect(),
         });
     }

@@ -111,7 +111,7 @@ fn levels_table(a: &Artifact, out: &mut String) {
     let _ = write!(out, "<table><thead><tr><th>level</th><th>concurrency</th><th>requests</th><th>errors</th><th>output tok/s</th><th>req/s</th><th>TTFT p50 ms</th><th>TTFT p95 ms</th><th>TTFT p99 ms</th><th>ITL p50 ms</th><th>ITL p95 ms</th><th>e2e p50 ms</th><th>e2e p90 ms</th><th>e2e p99 ms</th>{}<th>SLAs</th></tr></thead><tbody>", if goodput { "<th>goodput req/s</th><th>met SLOs</th>" } else { "" });
     for l in &a.levels {
         let s = &l.summary;
-        let st = |m: &str, q: &str| s.stat(m, q);
+        let st = |m: Metric, q: Stat| s.value(m, q);
         let class = match (l.meets_slas, Some(l.concurrency) == knee) {
             (Some(false), _) => " class=\"fail\"",
             (_, true) => " class=\"knee\"",
@@ -127,14 +127,14 @@ fn levels_table(a: &Artifact, out: &mut String) {
             s.error_count,
             num(Some(s.output_token_throughput), 0),
             num(Some(s.request_throughput), 2),
-            num(st("time_to_first_token", "p50"), 1),
-            num(st("time_to_first_token", "p95"), 1),
-            num(st("time_to_first_token", "p99"), 1),
-            num(st("inter_token_latency", "p50"), 2),
-            num(st("inter_token_latency", "p95"), 2),
-            num(st("request_latency", "p50"), 1),
-            num(st("request_latency", "p90"), 1),
-            num(st("request_latency", "p99"), 1),
+            num(st(Metric::TimeToFirstToken, Stat::P50), 1),
+            num(st(Metric::TimeToFirstToken, Stat::P95), 1),
+            num(st(Metric::TimeToFirstToken, Stat::P99), 1),
+            num(st(Metric::InterTokenLatency, Stat::P50), 2),
+            num(st(Metric::InterTokenLatency, Stat::P95), 2),
+            num(st(Metric::RequestLatency, Stat::P50), 1),
+            num(st(Metric::RequestLatency, Stat::P90), 1),
+            num(st(Metric::RequestLatency, Stat::P99), 1),
             if goodput {
                 format!(
                     "<td>{}</td><td>{}</td>",

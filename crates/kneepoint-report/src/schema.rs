@@ -4,6 +4,7 @@
 //! the field existed have none and read as version 0 (same fields). The documents are plain
 //! structs so that writers can build them; [`LevelRow`] and [`ProbeRow`] have constructors.
 
+use kneepoint_core::{Metric, Stat, StatKey};
 use kneepoint_planner::{
     FleetPlan, KneeEstimate, Objective, OperatingZone, Outcome, PeakPlan, PeakTraffic, ProbeRecord,
     Recommendation, SearchConfig, SearchCost, Sla,
@@ -68,7 +69,8 @@ pub struct LevelRow {
     pub sla_pass_probability: Option<f64>,
     /// 90 % intervals of the level's statistics, keyed `metric:stat` (from the summary).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub intervals: std::collections::BTreeMap<String, kneepoint_metrics::StatInterval>,
+    #[serde(deserialize_with = "kneepoint_metrics::known_keys")]
+    pub intervals: std::collections::BTreeMap<StatKey, kneepoint_metrics::StatInterval>,
     /// Why the client, not the server, may have shaped this level (it is then left out of the
     /// knee and the zone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -104,7 +106,7 @@ impl LevelRow {
         meets_slas: Option<bool>,
         first_breach: Option<String>,
     ) -> Self {
-        let st = |m: &str, q: &str| s.stat(m, q);
+        let st = |m: Metric, q: Stat| s.value(m, q);
         LevelRow {
             concurrency: s.concurrency,
             request_count: s.request_count,
@@ -114,14 +116,14 @@ impl LevelRow {
             request_throughput: s.request_throughput,
             output_token_throughput: s.output_token_throughput,
             input_token_throughput: s.input_token_throughput,
-            ttft_p50_ms: st("time_to_first_token", "p50"),
-            ttft_p95_ms: st("time_to_first_token", "p95"),
-            itl_p95_ms: st("inter_token_latency", "p95"),
-            e2e_p50_ms: st("request_latency", "p50"),
-            e2e_p90_ms: st("request_latency", "p90"),
-            e2e_p99_ms: st("request_latency", "p99"),
-            e2e_spread_ms: st("request_latency", "p99")
-                .zip(st("request_latency", "p50"))
+            ttft_p50_ms: st(Metric::TimeToFirstToken, Stat::P50),
+            ttft_p95_ms: st(Metric::TimeToFirstToken, Stat::P95),
+            itl_p95_ms: st(Metric::InterTokenLatency, Stat::P95),
+            e2e_p50_ms: st(Metric::RequestLatency, Stat::P50),
+            e2e_p90_ms: st(Metric::RequestLatency, Stat::P90),
+            e2e_p99_ms: st(Metric::RequestLatency, Stat::P99),
+            e2e_spread_ms: st(Metric::RequestLatency, Stat::P99)
+                .zip(st(Metric::RequestLatency, Stat::P50))
                 .map(|(a, b)| a - b),
             meets_slas,
             first_breach,
@@ -131,7 +133,7 @@ impl LevelRow {
             sla_pass_probability: None,
             intervals: s.intervals.clone(),
             client_limited: s.client.as_ref().and_then(|c| c.client_limited.clone()),
-            output_token_throughput_per_user: st("output_token_throughput_per_user", "p50"),
+            output_token_throughput_per_user: st(Metric::OutputTokenThroughputPerUser, Stat::P50),
             not_steady: s
                 .steadiness
                 .as_ref()
@@ -141,14 +143,16 @@ impl LevelRow {
         }
     }
 
-    /// The relative standard error of `metric:stat` at this level, when known.
-    pub fn relative_se(&self, key: &str) -> Option<f64> {
-        self.intervals.get(key).map(|i| i.relative_se)
+    /// The relative standard error of `metric`'s `stat` at this level, when known.
+    pub fn relative_se(&self, metric: Metric, stat: Stat) -> Option<f64> {
+        let key = StatKey::new(metric, stat);
+        self.intervals.get(&key).map(|i| i.relative_se)
     }
 
-    /// The 90 % interval of `metric:stat`, when known.
-    pub fn interval(&self, key: &str) -> Option<[f64; 2]> {
-        self.intervals.get(key).map(|i| [i.low, i.high])
+    /// The 90 % interval of `metric`'s `stat`, when known.
+    pub fn interval(&self, metric: Metric, stat: Stat) -> Option<[f64; 2]> {
+        let key = StatKey::new(metric, stat);
+        self.intervals.get(&key).map(|i| [i.low, i.high])
     }
 }
 
@@ -453,25 +457,24 @@ impl LengthRow {
         point: kneepoint_planner::LengthPoint,
         dir: String,
     ) -> Self {
-        let st = |m: &str, q: &str| s.stat(m, q);
+        let st = |m: Metric, q: Stat| s.value(m, q);
         LengthRow {
             isl: point.isl,
             osl: point.osl,
-            input_tokens_mean: st("input_sequence_length", "avg"),
-            output_tokens_mean: st("output_sequence_length", "avg"),
+            input_tokens_mean: st(Metric::InputSequenceLength, Stat::Avg),
+            output_tokens_mean: st(Metric::OutputSequenceLength, Stat::Avg),
             request_count: s.request_count,
             error_rate: s.error_rate,
-            ttft_p50_ms: st("time_to_first_token", "p50"),
+            ttft_p50_ms: st(Metric::TimeToFirstToken, Stat::P50),
             ttft_p50_interval: s
-                .intervals
-                .get("time_to_first_token:p50")
+                .interval(Metric::TimeToFirstToken, Stat::P50)
                 .map(|i| [i.low, i.high]),
-            ttft_p95_ms: st("time_to_first_token", "p95"),
-            ttft_p99_ms: st("time_to_first_token", "p99"),
-            itl_p50_ms: st("inter_token_latency", "p50"),
-            itl_p95_ms: st("inter_token_latency", "p95"),
-            e2e_p50_ms: st("request_latency", "p50"),
-            e2e_p99_ms: st("request_latency", "p99"),
+            ttft_p95_ms: st(Metric::TimeToFirstToken, Stat::P95),
+            ttft_p99_ms: st(Metric::TimeToFirstToken, Stat::P99),
+            itl_p50_ms: st(Metric::InterTokenLatency, Stat::P50),
+            itl_p95_ms: st(Metric::InterTokenLatency, Stat::P95),
+            e2e_p50_ms: st(Metric::RequestLatency, Stat::P50),
+            e2e_p99_ms: st(Metric::RequestLatency, Stat::P99),
             output_token_throughput: s.output_token_throughput,
             input_token_throughput: s.input_token_throughput,
             goodput: s.goodput,

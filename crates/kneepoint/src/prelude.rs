@@ -8,7 +8,7 @@
 
 pub use kneepoint_core::{
     async_trait, iter_stream, Chunk, Error as TransportError, EventStream, Metric, Request,
-    RequestRecord, ResponseEvent, Stat, TokenCounter, Transport, Usage,
+    RequestRecord, ResponseEvent, Stat, StatKey, TokenCounter, Transport, Usage,
 };
 pub use kneepoint_engine::{
     BenchOptions, CancelToken, LevelSettings, Observer, Recommend, RecommendReport, Search,

@@ -96,7 +96,8 @@ async fn without_server_usage_output_is_counted_with_the_workload_tokenizer() ->
     let report = sweep(Arc::new(transport), 64).await?;
     for s in &report.summaries {
         assert_eq!(
-            s.osl_sources.get("tokenizer"),
+            s.osl_sources
+                .get(&kneepoint::types::TokenSource::Tokenizer.into()),
             Some(&s.ok_count),
             "{:?}",
             s.osl_sources

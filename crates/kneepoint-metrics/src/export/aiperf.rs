@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::export::{rfc3339, write_atomic};
 use crate::stats::PERCENTILES;
-use crate::summary::{LevelSummary, RECORD_METRICS};
+use crate::summary::LevelSummary;
 use crate::Error;
 
 /// The context of a level that the aggregate files carry besides the numbers.
@@ -33,8 +33,9 @@ fn scalar(unit: &str, v: f64) -> Value {
 /// times, and a `kneepoint` block with the level's extras.
 pub fn aiperf_json(s: &LevelSummary, info: &LevelInfo) -> Value {
     let mut root = Map::new();
-    for (name, _, _) in RECORD_METRICS {
-        if let Some(m) = s.metrics.get(name) {
+    for (metric, m) in &s.metrics {
+        let name = metric.name();
+        {
             let st = &m.stats;
             let mut block = Map::new();
             block.insert("unit".into(), json!(m.unit));
@@ -176,8 +177,9 @@ impl LevelInfo {
 /// The aggregate CSV: a table of distributions, a blank line, then `Metric,Value` scalars.
 pub fn aiperf_csv(s: &LevelSummary) -> String {
     let mut out = String::from("Metric,avg,min,max,p1,p5,p10,p25,p50,p75,p90,p95,p99,std,count\n");
-    for (name, title, unit) in RECORD_METRICS {
-        if let Some(m) = s.metrics.get(name) {
+    for (metric, m) in &s.metrics {
+        let (title, unit) = (metric.label(), metric.client_unit());
+        {
             let st = &m.stats;
             let _ = write!(
                 out,

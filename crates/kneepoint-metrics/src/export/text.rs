@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::export::{write_atomic, LevelInfo};
-use crate::summary::{LevelSummary, RECORD_METRICS};
+use crate::summary::LevelSummary;
 use crate::Error;
 
 /// The summary text of one level.
@@ -45,8 +45,9 @@ pub fn summary_text(s: &LevelSummary, info: &LevelInfo) -> String {
         "{:<36} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "metric", "avg", "min", "p50", "p90", "p99", "max"
     );
-    for (name, title, unit) in RECORD_METRICS {
-        if let Some(m) = s.metrics.get(name) {
+    for (metric, m) in &s.metrics {
+        let (title, unit) = (metric.label(), metric.client_unit());
+        {
             let st = &m.stats;
             let _ = writeln!(
                 o,

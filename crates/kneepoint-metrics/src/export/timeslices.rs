@@ -10,7 +10,6 @@ use serde_json::{json, Map, Value};
 
 use super::{aiperf_json, write_atomic, LevelInfo};
 use crate::stats::PERCENTILES;
-use crate::summary::RECORD_METRICS;
 use crate::timeslice::TimeSlices;
 use crate::Error;
 
@@ -66,10 +65,8 @@ pub fn timeslices_json(t: &TimeSlices, input_config: &Value) -> Value {
 pub fn timeslices_csv(t: &TimeSlices) -> String {
     let mut out = String::from("Timeslice,Metric,Unit,Stat,Value\n");
     for s in &t.slices {
-        for (name, title, unit) in RECORD_METRICS {
-            let Some(m) = s.summary.metrics.get(name) else {
-                continue;
-            };
+        for (metric, m) in &s.summary.metrics {
+            let (title, unit) = (metric.label(), metric.client_unit());
             let st = &m.stats;
             let mut row = |stat: &str, v: f64| {
                 if v.is_finite() {
