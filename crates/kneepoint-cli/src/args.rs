@@ -42,6 +42,15 @@ pub enum Command {
     Compare(CompareArgs),
     /// The built-in simulated inference server.
     Sim(SimArgs),
+    /// Add saved artifact folders to the results store (a run records itself as it ends;
+    /// this is for folders written before, or with --no-store).
+    Import(crate::store_cmd::ImportArgs),
+    /// The runs in the results store, newest first, with their key figures.
+    History(crate::store_cmd::HistoryArgs),
+    /// A regression gate for CI pipelines: a run against a baseline (folders or stored
+    /// runs); exits 1 when a figure is worse beyond --max-regression and the intervals say
+    /// it is real, 2 when the runs measured different things.
+    Check(crate::check_cmd::CheckArgs),
     /// Stop the servers an earlier kneepoint run launched and left running (it crashed or was
     /// killed): every process tagged by a kneepoint that is no longer running.
     Cleanup(CleanupArgs),

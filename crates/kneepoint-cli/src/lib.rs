@@ -15,6 +15,7 @@
 //! ```
 
 mod args;
+mod check_cmd;
 mod cleanup_cmd;
 mod docs_cmd;
 mod k8s_cmd;
@@ -26,6 +27,8 @@ mod progress;
 mod report_cmd;
 mod search_cmd;
 mod sim_cmd;
+mod store_cmd;
+mod store_table;
 mod sweep;
 
 use std::ffi::OsString;
@@ -38,6 +41,7 @@ pub use args::{
     ArchiveArgs, CleanupArgs, Cli, Command, CommonArgs, CompareArgs, K8sArgs, K8sCommand,
     MergeArgs, RecommendArgs, ReportArgs, SearchArgs, SimArgs, SimCommand, SlaArgs, SweepArgs,
 };
+pub use check_cmd::CheckArgs;
 use clap::Parser;
 pub use docs_cmd::write_man_pages;
 pub use k8s_cmd::indexed_job;
@@ -51,6 +55,7 @@ pub use plan_cmd::{plan, table as plan_table, PlanArgs};
 pub use report_cmd::{run_report, ReportOutcome};
 pub use search_cmd::{run_search, run_search_with, Interrupted, SearchOutcome};
 use std::io::Write;
+pub use store_cmd::{HistoryArgs, ImportArgs};
 pub use sweep::{run_recommend_with, RecommendOutcome};
 pub use sweep::{run_sweep, run_sweep_with, SweepOutcome};
 
@@ -325,6 +330,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         match cli.command {
             Command::Sweep(args) => {
                 let settings = SweepSettings::resolve(&args)?;
+                store_cmd::target(&settings.common.publish)?;
                 let cancel = on_signals();
                 let progress = !args.common.output.quiet;
                 // `--isl`/`--osl` lists make a length sweep; its outcome prints its own table
@@ -338,6 +344,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     (o.artifact_dir, o.interrupted, o.summaries)
                 };
                 publish(&settings.common.publish, &dir).await?;
+                store_cmd::record(&settings.common.publish, &dir);
                 if interrupted {
                     return Err(Interrupted.into());
                 }
@@ -345,11 +352,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Command::Search(args) => {
                 let settings = SearchSettings::resolve(&args)?;
+                store_cmd::target(&settings.common.publish)?;
                 let cancel = on_signals();
                 let outcome =
                     run_search_with(&settings, !args.common.output.quiet, &cancel).await?;
                 output::print_search(&outcome);
                 publish(&settings.common.publish, &outcome.artifact_dir).await?;
+                store_cmd::record(&settings.common.publish, &outcome.artifact_dir);
                 if outcome.interrupted {
                     return Err(Interrupted.into());
                 }
@@ -360,10 +369,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 let file = FileConfig::load(&args.config)?;
                 let p =
                     kneepoint_config::Publish::resolve(&args.publish, file.output.as_ref(), None)?;
+                store_cmd::target(&p)?;
                 let cancel = on_signals();
                 let outcome = run_recommend_with(&args, !args.quiet, &cancel).await?;
                 output::print_recommend(&outcome);
                 publish(&p, &outcome.artifact_dir).await?;
+                store_cmd::record(&p, &outcome.artifact_dir);
                 if outcome.interrupted {
                     return Err(Interrupted.into());
                 }
@@ -422,6 +433,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Plan(args) => plan_cmd::run(&args),
             Command::Sim(args) => sim_cmd::run(args).await,
             Command::Cleanup(args) => cleanup_cmd::run(&args).await,
+            Command::Import(args) => store_cmd::import(&args),
+            Command::History(args) => store_cmd::history(&args),
+            Command::Check(args) => check_cmd::run(&args),
             Command::Completions(args) => docs_cmd::completions(&args),
             Command::Man(args) => docs_cmd::man(&args),
         }

@@ -253,6 +253,37 @@ fn on_saved_runs(args: &[String], stand: &Stand) -> Option<Vec<String>> {
                 .cloned()
                 .collect(),
         ),
+        // the results store (the test's own, under its temporary folder)
+        "history" => Some(args.to_vec()),
+        "import" => {
+            let mut out = vec![command.clone()];
+            let mut i = 0;
+            while i < rest.len() {
+                if rest[i] == "--label" || rest[i] == "--store" {
+                    out.extend(rest.get(i..i + 2)?.iter().cloned());
+                    i += 1;
+                }
+                i += 1;
+            }
+            out.extend(stand.runs.iter().map(|r| r.display().to_string()));
+            Some(out)
+        }
+        "check" => {
+            // the runs it names are the saved ones (folders, ids or `latest` alike)
+            let mut out = vec![command.clone()];
+            let mut it = rest.iter();
+            while let Some(a) = it.next() {
+                out.push(a.clone());
+                let saved = match a.as_str() {
+                    "--baseline" => &stand.runs[0],
+                    "--run" => &stand.runs[1],
+                    _ => continue,
+                };
+                it.next()?;
+                out.push(saved.display().to_string());
+            }
+            Some(out)
+        }
         _ => None,
     }
 }
@@ -430,6 +461,8 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
         ])
         .arg("--artifact-dir")
         .arg(&runs[0])
+        .env("XDG_DATA_HOME", tmp.path().join("data"))
+        .env_remove("KNEEPOINT_STORE")
         .status()
         .unwrap();
     assert!(saved.success());
@@ -470,7 +503,10 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
                         continue;
                     };
                     ran += 1;
-                    if matches!(small[0].as_str(), "report" | "compare" | "k8s") {
+                    if matches!(
+                        small[0].as_str(),
+                        "report" | "compare" | "k8s" | "import" | "check"
+                    ) {
                         on_saved += 1;
                     }
                     let trace = stand.trace.display().to_string();
@@ -491,6 +527,8 @@ fn documented_sweeps_and_searches_run_on_the_simulator() {
                         .env("AWS_ACCESS_KEY_ID", ACCESS_KEY.0)
                         .env("AWS_SECRET_ACCESS_KEY", ACCESS_KEY.1)
                         .env("AWS_REGION", "us-east-1")
+                        .env("XDG_DATA_HOME", tmp.path().join("data"))
+                        .env_remove("KNEEPOINT_STORE")
                         .output()
                         .unwrap();
                     if !out.status.success() {

@@ -90,7 +90,7 @@ pub use options::{
     SearchOptions,
 };
 pub use prepare::prepare;
-pub use publish::{OutputSection, Publish, PublishArgs, Published};
+pub use publish::{parse_label, OutputSection, Publish, PublishArgs, Published};
 pub use recommend::{recommendation, PriceTable};
 pub use request_counts::RequestCounts;
 #[cfg(feature = "sagemaker")]

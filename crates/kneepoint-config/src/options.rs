@@ -28,6 +28,11 @@ pub(crate) fn fill_empty<T: Default + PartialEq>(left: &mut T, right: T) {
     }
 }
 
+/// The merge of a list both fill: the flags' entries, then the file's.
+pub(crate) fn append<T>(left: &mut Vec<T>, right: Vec<T>) {
+    left.extend(right);
+}
+
 /// `[load]` and its flags: open-loop arrivals, timed levels, the first wave's ramp, early stop,
 /// time slices and goodput.
 #[derive(Debug, Clone, Default, PartialEq, Args, Deserialize, Merge)]

@@ -39,6 +39,21 @@ pub struct PublishArgs {
     #[arg(long, value_name = "MIB")]
     #[serde(skip)]
     pub s3_part_size_mib: Option<u64>,
+    /// Record the run in this results store when it ends: postgres://..., sqlite://PATH or a
+    /// file (default: $KNEEPOINT_STORE, else $XDG_DATA_HOME/kneepoint/results.db).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Do not record the run in the results store.
+    #[arg(long, conflicts_with = "store")]
+    #[serde(default)]
+    #[merge(strategy = merge::bool::overwrite_false)]
+    pub no_store: bool,
+    /// A KEY=VALUE label stored with the run (repeatable; `history --label` finds it). In
+    /// the file: `labels = ["team=infra"]`; a flag wins over the file's label of that key.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    #[serde(default, rename = "labels")]
+    #[merge(strategy = crate::options::append)]
+    pub labels: Vec<String>,
 }
 
 /// `[output]`: the same group as the archive flags ([`PublishArgs`]; the file's `s3` is
@@ -61,6 +76,12 @@ pub struct Publish {
     pub profile: Option<String>,
     /// Part size of multipart uploads (default 64 MiB).
     pub part_size: Option<usize>,
+    /// The results store asked for (`--store`, `[output] store`); `None`: the default.
+    pub store: Option<String>,
+    /// `--no-store`.
+    pub no_store: bool,
+    /// The labels, each key once (a flag's before the file's).
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// What [`Publish::run`] did.
@@ -74,6 +95,30 @@ pub struct Published {
     pub bytes: u64,
     /// `s3://bucket/key` and the ETag, when uploaded.
     pub uploaded: Option<(String, String)>,
+}
+
+/// `KEY=VALUE`: a key of letters, digits, `_`, `-`, `.` or `/` (at most 64), a value of at
+/// most 256 characters.
+pub fn parse_label(label: &str) -> Result<(String, String)> {
+    let Some((k, v)) = label.split_once('=') else {
+        crate::error::bail!("--label {label:?}: write KEY=VALUE, e.g. --label team=infra");
+    };
+    let (k, v) = (k.trim(), v.trim());
+    let key_ok = !k.is_empty()
+        && k.len() <= 64
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c));
+    if !key_ok {
+        crate::error::bail!(
+            "--label {label:?}: the key must be 1 to 64 letters, digits, '_', '-', '.' or '/'"
+        );
+    }
+    if v.chars().count() > 256 || v.chars().any(char::is_control) {
+        crate::error::bail!(
+            "--label {label:?}: the value must be at most 256 printable characters"
+        );
+    }
+    Ok((k.to_owned(), v.to_owned()))
 }
 
 fn env(name: &str) -> Option<String> {
@@ -102,7 +147,15 @@ impl Publish {
             Some(m) => Some(usize::try_from(m.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)),
             None => None,
         };
+        let mut labels = std::collections::BTreeMap::new();
+        for l in &p.labels {
+            let (k, v) = parse_label(l)?;
+            labels.entry(k).or_insert(v);
+        }
         Ok(Publish {
+            store: p.store.clone(),
+            no_store: p.no_store,
+            labels,
             archive: p.archive || s3.is_some(),
             #[cfg(feature = "sagemaker")]
             s3,

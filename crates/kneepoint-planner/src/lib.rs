@@ -66,8 +66,8 @@ pub use prefill::{
     fit_prefill, length_points, LengthPoint, LengthSample, PrefillFit, PREFILL_DRAWS,
 };
 pub use recommend::{
-    candidates_front, latency_at, objective_value, recommend, Candidate, CurvePoint, Objective,
-    OperatingPoint, ParetoStanding, PeakPlan, Recommendation, HOURS_PER_MONTH,
+    candidates_front, grouped, latency_at, objective_value, recommend, Candidate, CurvePoint,
+    Objective, OperatingPoint, ParetoStanding, PeakPlan, Recommendation, HOURS_PER_MONTH,
 };
 pub use search::{
     roundest_in, BoundaryInterval, Confidence, Outcome, Probe, ProbePhase, ProbeRecord,

@@ -24,6 +24,15 @@ pub fn differences(a: &Artifact, b: &Artifact) -> Vec<String> {
     let (Some(sa), Some(sb)) = (a.doc.get("settings"), b.doc.get("settings")) else {
         return Vec::new();
     };
+    settings_differences(sa, sb)
+}
+
+/// [`differences`] between two runs' `settings` documents (`Null` for a run without saved
+/// settings: not judged).
+pub fn settings_differences(sa: &Value, sb: &Value) -> Vec<String> {
+    if sa.is_null() || sb.is_null() {
+        return Vec::new();
+    }
     let mut out = Vec::new();
     let show = |v: Option<&Value>| v.map_or("none".to_owned(), Value::to_string);
     for (at, name) in SAME {

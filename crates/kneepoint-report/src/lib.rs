@@ -57,7 +57,7 @@ use std::path::PathBuf;
 use kneepoint_core::folder;
 
 pub use artifact::{Artifact, Level, RunKind, SHORT_RECORDS_WARNING};
-pub use comparable::differences;
+pub use comparable::{differences, settings_differences};
 pub use compare::{
     compare_runs, compare_runs_forced, comparison_text, Comparison, LevelComparison,
     MetricComparison, SINGLE_RUN_CAVEAT,

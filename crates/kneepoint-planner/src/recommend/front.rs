@@ -42,7 +42,7 @@ impl ParetoStanding {
 }
 
 /// `v` rounded to a whole number with its thousands grouped (`11,737,842`).
-pub(crate) fn grouped(v: f64) -> String {
+pub fn grouped(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }

@@ -524,6 +524,6 @@ pub fn candidates_front(candidates: &[Candidate]) -> Option<ParetoFront> {
 
 mod certainty;
 mod front;
-pub use front::ParetoStanding;
+pub use front::{grouped, ParetoStanding};
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,178 @@
+//! `kneepoint check`: the regression gate for CI pipelines, a run against a baseline from
+//! the results store or a folder.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use clap::Args;
+use kneepoint_store::{CheckReport, RunFilter, RunRecord, Store};
+
+use crate::{NotComparable, Regressed};
+
+/// `kneepoint check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// The baseline: an artifact folder, a stored run's id (or its first digits), or
+    /// `latest` (the newest stored run the filters match, other than --run).
+    #[arg(long, value_name = "RUN")]
+    pub baseline: String,
+    /// The run checked: a folder, a stored run's id, or `latest`.
+    #[arg(long, value_name = "RUN")]
+    pub run: String,
+    /// How much worse (percent) a figure may be before it fails the check, when the levels'
+    /// intervals say the difference is real.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+    pub max_regression: f64,
+    /// The results store (default: $KNEEPOINT_STORE, else $XDG_DATA_HOME/kneepoint/results.db).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// `latest` among runs whose endpoint contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub endpoint: Option<String>,
+    /// `latest` among runs whose model contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub model: Option<String>,
+    /// `latest` among runs with this KEY=VALUE label (repeatable).
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+    /// The comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the check: exit 0 when it holds, 1 (`Regressed`) naming the figures that regressed,
+/// 2 (`NotComparable`) when the runs measured different things.
+pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
+    let pct = args.max_regression;
+    if !(pct.is_finite() && pct >= 0.0) {
+        anyhow::bail!("--max-regression must be a percentage of at least 0, not {pct}");
+    }
+    let mut store: Option<Store> = None;
+    let mut filter = RunFilter::new();
+    filter.endpoint = args.endpoint.clone();
+    filter.model = args.model.clone();
+    for l in &args.labels {
+        let (k, v) = kneepoint_config::parse_label(l)?;
+        filter = filter.label(&k, &v);
+    }
+    let run = resolve(&args.run, None, &filter, &mut store, args.store.as_deref())?;
+    let baseline = resolve(
+        &args.baseline,
+        Some(&run.id),
+        &filter,
+        &mut store,
+        args.store.as_deref(),
+    )?;
+    let report = match kneepoint_store::check(&baseline, &run, pct / 100.0) {
+        Ok(r) => r,
+        Err(kneepoint_store::Error::NotComparable { reasons }) => {
+            return Err(NotComparable(format!(
+                "run {} cannot be checked against baseline {}: {}",
+                run.id,
+                baseline.id,
+                reasons.join("; ")
+            ))
+            .into())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", table(&report));
+    }
+    let regressed: Vec<String> = report
+        .regressions()
+        .map(|f| format!("{} at {} ({:+.1} %)", f.figure, f.level, f.worse_by * 100.0))
+        .collect();
+    if regressed.is_empty() {
+        return Ok(());
+    }
+    Err(Regressed(format!(
+        "regressed beyond {pct} %: {}",
+        regressed.join(", ")
+    ))
+    .into())
+}
+
+/// A folder, a stored id, or `latest` (other than `not`).
+fn resolve(
+    spec: &str,
+    not: Option<&str>,
+    filter: &RunFilter,
+    store: &mut Option<Store>,
+    location: Option<&str>,
+) -> anyhow::Result<RunRecord> {
+    if Path::new(spec).is_dir() {
+        return Ok(RunRecord::from_folder(Path::new(spec))?);
+    }
+    if store.is_none() {
+        let at = match location {
+            Some(s) => kneepoint_store::Location::parse(s)?,
+            None => kneepoint_store::Location::from_env()?,
+        };
+        *store = Some(Store::open(&at)?);
+    }
+    let Some(s) = store.as_mut() else {
+        anyhow::bail!("no results store");
+    };
+    let id = if spec == "latest" {
+        let newest = s
+            .runs(filter)?
+            .into_iter()
+            .find(|r| Some(r.id.as_str()) != not);
+        match newest {
+            Some(r) => r.id,
+            None => anyhow::bail!(
+                "no stored run matches `latest` with these filters in {}",
+                s.location()
+            ),
+        }
+    } else {
+        spec.to_owned()
+    };
+    match s.run(&id)? {
+        Some(r) => Ok(r),
+        None => anyhow::bail!(
+            "{spec:?} is neither a folder nor a run in the results store {}",
+            s.location()
+        ),
+    }
+}
+
+fn interval(i: Option<[f64; 2]>) -> String {
+    i.map_or_else(String::new, |[lo, hi]| format!(" [{lo:.1}–{hi:.1}]"))
+}
+
+/// One line per figure: both values with their 90 % intervals, the change, the verdict.
+fn table(r: &CheckReport) -> String {
+    let mut out = format!(
+        "baseline {} against run {} (fails beyond {:.1} % worse, when the intervals say it is real)\n",
+        r.baseline,
+        r.run,
+        r.max_regression * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "{:<28} {:<13} {:>26} {:>26} {:>9}  verdict",
+        "level", "figure", "baseline [90 %]", "run [90 %]", "worse by"
+    );
+    for f in &r.figures {
+        let verdict = match (f.regressed, f.z) {
+            (true, _) => "REGRESSED",
+            (false, None) => "not judged (no interval)",
+            (false, Some(_)) if f.worse_by > r.max_regression => "within noise",
+            _ => "ok",
+        };
+        let _ = writeln!(
+            out,
+            "{:<28} {:<13} {:>26} {:>26} {:>8.1}%  {verdict}",
+            f.level,
+            f.figure,
+            format!("{:.1}{}", f.baseline, interval(f.baseline_interval)),
+            format!("{:.1}{}", f.run, interval(f.run_interval)),
+            f.worse_by * 100.0,
+        );
+    }
+    out
+}

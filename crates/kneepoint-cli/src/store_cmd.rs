@@ -1,0 +1,164 @@
+//! The results store from the command line: each run recorded as it ends (`--store`,
+//! `--no-store`, `--label`), `kneepoint import DIR...` for folders written before, and
+//! `kneepoint history`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use clap::Args;
+use kneepoint_config::Publish;
+use kneepoint_store::{Host, Location, Recorded, RunFilter, RunRecord, Store};
+
+/// `kneepoint import`.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// Artifact folders of sweeps, searches, length sweeps or recommendations.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// The results store (default: $KNEEPOINT_STORE, else $XDG_DATA_HOME/kneepoint/results.db).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// A KEY=VALUE label stored with each run (repeatable).
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+}
+
+/// `kneepoint history`.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// The results store (default: $KNEEPOINT_STORE, else $XDG_DATA_HOME/kneepoint/results.db).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// Only runs whose endpoint contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub endpoint: Option<String>,
+    /// Only runs whose model contains this text.
+    #[arg(long, value_name = "TEXT")]
+    pub model: Option<String>,
+    /// Only runs of this command (sweep, search, recommend, length-sweep).
+    #[arg(long, value_name = "COMMAND")]
+    pub command: Option<String>,
+    /// Only runs with this KEY=VALUE label (repeatable: all of them).
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+    /// At most this many runs, newest first.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+    /// The runs as JSON (an array, newest first).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where runs are recorded: `None` with `--no-store`. A location that cannot be parsed is an
+/// error before anything is measured.
+pub fn target(p: &Publish) -> anyhow::Result<Option<Location>> {
+    if p.no_store {
+        return Ok(None);
+    }
+    location(p.store.as_deref()).map(Some)
+}
+
+fn location(given: Option<&str>) -> anyhow::Result<Location> {
+    Ok(match given {
+        Some(s) => Location::parse(s)?,
+        None => Location::from_env()?,
+    })
+}
+
+/// Records the run in `dir` in the store `p` names, as it ends. A store that cannot be opened
+/// or written is a warning: the folder holds everything, and `kneepoint import` adds it later.
+pub fn record(p: &Publish, dir: &Path) {
+    let location = match target(p) {
+        Ok(Some(l)) => l,
+        Ok(None) => return,
+        Err(e) => {
+            eprintln!("warning: the run was not recorded in the results store: {e:#}");
+            return;
+        }
+    };
+    let labels = p.labels.clone();
+    let dir = dir.to_owned();
+    // The PostgreSQL client runs its own small runtime: it gets a thread of its own.
+    let outcome = std::thread::scope(|s| {
+        s.spawn(|| -> anyhow::Result<(String, Recorded, String)> {
+            let mut run = RunRecord::from_folder(&dir)?;
+            run.labels = labels;
+            run.host = Some(Host::this(env!("CARGO_PKG_VERSION")));
+            let mut store = Store::open(&location)?;
+            let recorded = store.record(&run)?;
+            Ok((run.id, recorded, store.location()))
+        })
+        .join()
+    });
+    match outcome {
+        Ok(Ok((id, _, at))) => eprintln!("recorded as run {id} in the results store {at}"),
+        Ok(Err(e)) => eprintln!(
+            "warning: the run was not recorded in the results store {}: {e:#}; its folder holds everything (kneepoint import {} adds it later)",
+            location.display(),
+            dir.display()
+        ),
+        Err(_) => eprintln!("warning: recording the run in the results store failed"),
+    }
+}
+
+/// `kneepoint import`: each folder added (or found already stored).
+pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
+    let location = location(args.store.as_deref())?;
+    let mut labels = std::collections::BTreeMap::new();
+    for l in &args.labels {
+        let (k, v) = kneepoint_config::parse_label(l)?;
+        labels.entry(k).or_insert(v);
+    }
+    let mut store = Store::open(&location)?;
+    let mut failed = 0;
+    for dir in &args.dirs {
+        let run = RunRecord::from_folder(dir).map(|mut r| {
+            r.labels = labels.clone();
+            r
+        });
+        match run.map_err(anyhow::Error::from).and_then(|r| {
+            let recorded = store.record(&r)?;
+            Ok((r.id, recorded))
+        }) {
+            Ok((id, Recorded::Added)) => println!("{}: stored as run {id}", dir.display()),
+            Ok((id, _)) => println!("{}: already stored as run {id}", dir.display()),
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {}: {e:#}", dir.display());
+            }
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!(
+            "{failed} of {} folders could not be imported",
+            args.dirs.len()
+        );
+    }
+    Ok(())
+}
+
+/// `kneepoint history`: the stored runs, newest first.
+pub fn history(args: &HistoryArgs) -> anyhow::Result<()> {
+    let location = location(args.store.as_deref())?;
+    let mut store = Store::open(&location)
+        .with_context(|| format!("opening the results store {}", location.display()))?;
+    let mut filter = RunFilter::new().limit(args.limit);
+    filter.endpoint = args.endpoint.clone();
+    filter.model = args.model.clone();
+    filter.command = args.command.clone();
+    for l in &args.labels {
+        let (k, v) = kneepoint_config::parse_label(l)?;
+        filter = filter.label(&k, &v);
+    }
+    let runs = store.runs(&filter)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&runs)?);
+        return Ok(());
+    }
+    if runs.is_empty() {
+        println!("no runs in {} match", store.location());
+        return Ok(());
+    }
+    print!("{}", crate::store_table::table(&runs));
+    Ok(())
+}

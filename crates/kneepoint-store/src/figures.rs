@@ -1,0 +1,68 @@
+//! A run's key figures, read from its answer and its levels.
+
+use kneepoint_core::{Metric, Stat};
+use kneepoint_report::{Artifact, RunKind};
+use serde_json::Value;
+
+use crate::record::{Figures, StoredLevel};
+
+/// The figures of run `a` whose levels are `levels`.
+pub(crate) fn figures(a: &Artifact, levels: &[StoredLevel]) -> Figures {
+    let doc = &a.doc;
+    let u32_at = |p: &str| {
+        doc.pointer(p)
+            .and_then(Value::as_u64)
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    let mut f = Figures {
+        peak_output_token_throughput: levels
+            .iter()
+            .map(|l| l.summary.output_token_throughput)
+            .filter(|v| v.is_finite())
+            .reduce(f64::max),
+        ..Figures::default()
+    };
+    match a.kind {
+        RunKind::Sweep => {
+            f.knee = u32_at("/knee/knee");
+            f.operate_at = u32_at("/zone/ideal_balance").or_else(|| u32_at("/zone/safe_max"));
+        }
+        RunKind::Search => f.operate_at = u32_at("/boundary/feasible_max"),
+        RunKind::Lengths => {}
+        RunKind::Recommend => {
+            let winner = doc
+                .get("candidates")
+                .and_then(Value::as_array)
+                .and_then(|cs| {
+                    cs.iter()
+                        .find(|c| c.get("rank").and_then(Value::as_u64) == Some(1))
+                });
+            if let Some(w) = winner {
+                f.winner = w.get("name").and_then(Value::as_str).map(str::to_owned);
+                f.cost_per_million_output_tokens = w
+                    .get("cost_per_million_output_tokens")
+                    .and_then(Value::as_f64);
+                let point = w.get("point");
+                let at = |k: &str| point.and_then(|p| p.get(k)).and_then(Value::as_f64);
+                f.operate_at = point
+                    .and_then(|p| p.get("concurrency"))
+                    .and_then(Value::as_u64)
+                    .and_then(|v| u32::try_from(v).ok());
+                f.output_token_throughput = at("output_token_throughput");
+                f.e2e_p99_ms = at("e2e_p99_ms");
+            }
+            return f;
+        }
+    }
+    // The operating level's own figures (the last level run at that concurrency).
+    if let Some(l) = f
+        .operate_at
+        .and_then(|c| levels.iter().rev().find(|l| l.concurrency == c))
+    {
+        let s = &l.summary;
+        f.output_token_throughput = Some(s.output_token_throughput);
+        f.ttft_p95_ms = s.value(Metric::TimeToFirstToken, Stat::P95);
+        f.e2e_p99_ms = s.value(Metric::RequestLatency, Stat::P99);
+    }
+    f
+}
