@@ -51,6 +51,9 @@ pub enum Command {
     /// runs); exits 1 when a figure is worse beyond --max-regression and the intervals say
     /// it is real, 2 when the runs measured different things.
     Check(crate::check_cmd::CheckArgs),
+    /// The results store as a web page: the runs, filtered, trend plots of their key figures
+    /// with intervals, and each run's report.
+    Dashboard(crate::dashboard_cmd::DashboardArgs),
     /// Stop the servers an earlier kneepoint run launched and left running (it crashed or was
     /// killed): every process tagged by a kneepoint that is no longer running.
     Cleanup(CleanupArgs),

@@ -17,6 +17,7 @@
 mod args;
 mod check_cmd;
 mod cleanup_cmd;
+mod dashboard_cmd;
 mod docs_cmd;
 mod k8s_cmd;
 mod lengths_cmd;
@@ -43,6 +44,7 @@ pub use args::{
 };
 pub use check_cmd::CheckArgs;
 use clap::Parser;
+pub use dashboard_cmd::DashboardArgs;
 pub use docs_cmd::write_man_pages;
 pub use k8s_cmd::indexed_job;
 pub use kneepoint_config::{
@@ -436,6 +438,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Import(args) => store_cmd::import(&args),
             Command::History(args) => store_cmd::history(&args),
             Command::Check(args) => check_cmd::run(&args),
+            Command::Dashboard(args) => dashboard_cmd::run(&args).await,
             Command::Completions(args) => docs_cmd::completions(&args),
             Command::Man(args) => docs_cmd::man(&args),
         }

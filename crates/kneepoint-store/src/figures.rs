@@ -1,13 +1,44 @@
 //! A run's key figures, read from its answer and its levels.
 
 use kneepoint_core::{Metric, Stat};
+use kneepoint_metrics::LevelSummary;
 use kneepoint_report::{Artifact, RunKind};
 use serde_json::Value;
 
-use crate::record::{Figures, StoredLevel};
+use serde::{Deserialize, Serialize};
 
-/// The figures of run `a` whose levels are `levels`.
-pub(crate) fn figures(a: &Artifact, levels: &[StoredLevel]) -> Figures {
+/// The figures `history` prints: the run's answer at a glance.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// The concurrency to operate at (a sweep's zone, a search's boundary, a
+    /// recommendation's winner's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operate_at: Option<u32>,
+    /// The knee (a sweep's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<u32>,
+    /// Output tokens/s at the operating level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_token_throughput: Option<f64>,
+    /// TTFT p95 at the operating level, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p95_ms: Option<f64>,
+    /// End-to-end latency p99 at the operating level, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_p99_ms: Option<f64>,
+    /// The highest output tokens/s of any level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_output_token_throughput: Option<f64>,
+    /// The winner's cost per million output tokens (a recommendation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_million_output_tokens: Option<f64>,
+    /// The winner (a recommendation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub winner: Option<String>,
+}
+
+/// The figures of run `a` whose levels are `levels` (concurrency, summary).
+pub(crate) fn figures(a: &Artifact, levels: &[(u32, &LevelSummary)]) -> Figures {
     let doc = &a.doc;
     let u32_at = |p: &str| {
         doc.pointer(p)
@@ -17,7 +48,7 @@ pub(crate) fn figures(a: &Artifact, levels: &[StoredLevel]) -> Figures {
     let mut f = Figures {
         peak_output_token_throughput: levels
             .iter()
-            .map(|l| l.summary.output_token_throughput)
+            .map(|(_, s)| s.output_token_throughput)
             .filter(|v| v.is_finite())
             .reduce(f64::max),
         ..Figures::default()
@@ -55,11 +86,10 @@ pub(crate) fn figures(a: &Artifact, levels: &[StoredLevel]) -> Figures {
         }
     }
     // The operating level's own figures (the last level run at that concurrency).
-    if let Some(l) = f
+    if let Some((_, s)) = f
         .operate_at
-        .and_then(|c| levels.iter().rev().find(|l| l.concurrency == c))
+        .and_then(|c| levels.iter().rev().find(|(at, _)| *at == c))
     {
-        let s = &l.summary;
         f.output_token_throughput = Some(s.output_token_throughput);
         f.ttft_p95_ms = s.value(Metric::TimeToFirstToken, Stat::P95);
         f.e2e_p99_ms = s.value(Metric::RequestLatency, Stat::P99);

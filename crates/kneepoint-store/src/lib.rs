@@ -22,6 +22,7 @@
 
 mod backend;
 mod check;
+mod dashboard;
 mod error;
 mod figures;
 mod host;
@@ -31,12 +32,14 @@ mod query;
 mod record;
 
 pub use check::{check, CheckReport, CheckedFigure};
+pub use dashboard::{dashboard_page, filter_from_query};
 pub use error::Error;
+pub use figures::Figures;
 pub use host::Host;
 pub use location::{Location, STORE_ENV};
 pub use migrate::SCHEMA_VERSION;
 pub use query::RunFilter;
-pub use record::{Figures, RunRecord, RunStatus, StoredLevel};
+pub use record::{RunRecord, RunStatus, StoredLevel};
 
 use backend::{Conn, Param, Statement};
 

@@ -10,6 +10,7 @@ use kneepoint_report::{Artifact, RunKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::figures::Figures;
 use crate::host::Host;
 use crate::Error;
 
@@ -54,36 +55,6 @@ pub struct StoredLevel {
     pub concurrency: u32,
     /// Everything measured, intervals included.
     pub summary: LevelSummary,
-}
-
-/// The figures `history` prints and the dashboard draws: the run's answer at a glance.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Figures {
-    /// The concurrency to operate at (a sweep's zone, a search's boundary, a
-    /// recommendation's winner's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operate_at: Option<u32>,
-    /// The knee (a sweep's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub knee: Option<u32>,
-    /// Output tokens/s at the operating level.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_token_throughput: Option<f64>,
-    /// TTFT p95 at the operating level, ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_p95_ms: Option<f64>,
-    /// End-to-end latency p99 at the operating level, ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2e_p99_ms: Option<f64>,
-    /// The highest output tokens/s of any level.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peak_output_token_throughput: Option<f64>,
-    /// The winner's cost per million output tokens (a recommendation).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_per_million_output_tokens: Option<f64>,
-    /// The winner (a recommendation).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub winner: Option<String>,
 }
 
 /// Everything the store keeps of one run.
@@ -199,7 +170,13 @@ impl RunRecord {
             host: None,
             server: server(a),
             answer: answer(a.kind, doc),
-            figures: crate::figures::figures(a, &levels),
+            figures: crate::figures::figures(
+                a,
+                &levels
+                    .iter()
+                    .map(|l| (l.concurrency, &l.summary))
+                    .collect::<Vec<_>>(),
+            ),
             settings,
             levels,
         }

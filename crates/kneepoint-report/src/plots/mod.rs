@@ -26,11 +26,13 @@ mod lengths;
 mod marks;
 mod pareto;
 mod slices;
+mod trend;
 pub use lengths::{lengths_plot, LengthCurvePoint};
 pub(crate) use marks::{log_tick, marked_line, merged_labels, Mark};
 pub(crate) use pareto::pareto_of;
 pub use pareto::{pareto_plot, ParetoMarks};
 pub use slices::{read_slices, slices_plot, SlicePoint};
+pub use trend::{trend_plot, TrendPoint};
 
 /// A plot file: its name under `plots/` and its SVG.
 #[derive(Debug, Clone, PartialEq)]
