@@ -61,15 +61,22 @@ pub(crate) fn figures(a: &Artifact, levels: &[(u32, &LevelSummary)]) -> Figures 
         RunKind::Search => f.operate_at = u32_at("/boundary/feasible_max"),
         RunKind::Lengths => {}
         RunKind::Recommend => {
-            let winner = doc
-                .get("candidates")
-                .and_then(Value::as_array)
-                .and_then(|cs| {
-                    cs.iter()
-                        .find(|c| c.get("rank").and_then(Value::as_u64) == Some(1))
-                });
-            if let Some(w) = winner {
-                f.winner = w.get("name").and_then(Value::as_str).map(str::to_owned);
+            // The winner; when nothing could be ranked (capacities only bounded), the first
+            // candidate measured, whose figures stand but who is named no winner.
+            let candidates = doc.get("candidates").and_then(Value::as_array);
+            let ranked = candidates.and_then(|cs| {
+                cs.iter()
+                    .find(|c| c.get("rank").and_then(Value::as_u64) == Some(1))
+            });
+            let measured = candidates.and_then(|cs| {
+                cs.iter()
+                    .find(|c| c.get("point").is_some_and(|p| !p.is_null()))
+            });
+            if let Some(w) = ranked.or(measured) {
+                f.winner = ranked
+                    .and_then(|w| w.get("name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
                 f.cost_per_million_output_tokens = w
                     .get("cost_per_million_output_tokens")
                     .and_then(Value::as_f64);

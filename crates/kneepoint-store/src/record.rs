@@ -125,7 +125,13 @@ impl RunRecord {
         } else {
             RunStatus::Incomplete
         };
-        let settings = doc.get("settings").cloned().unwrap_or(Value::Null);
+        // A recommendation's settings are its candidates' (the first one's stands for the
+        // workload and the target's kind).
+        let settings = doc
+            .get("settings")
+            .or_else(|| a.candidates.first().and_then(|c| c.doc.get("settings")))
+            .cloned()
+            .unwrap_or(Value::Null);
         let root = std::fs::canonicalize(&a.root).unwrap_or_else(|_| a.root.clone());
         // A recommendation's levels are its candidates' (`candidate_x/concurrency_64`).
         let own = a.levels.iter().map(|l| (String::new(), l));
@@ -160,7 +166,12 @@ impl RunRecord {
             started_at: start,
             recorded_at: crate::now_rfc3339(),
             artifact_dir: root.display().to_string(),
-            endpoint: endpoint(&settings),
+            endpoint: match a.kind {
+                // a recommendation measured its candidates' own servers (launched on ports
+                // of the moment): it is named by them
+                RunKind::Recommend => candidate_names(doc),
+                _ => endpoint(&settings),
+            },
             model: model(&settings, doc),
             kneepoint_version: doc
                 .get("kneepoint_version")
@@ -223,6 +234,17 @@ fn endpoint(settings: &Value) -> Option<String> {
         .pointer("/endpoint/url")
         .and_then(Value::as_str)
         .map(kneepoint_core::redact_url)
+}
+
+/// `candidates: a, b, c` of a recommendation.
+fn candidate_names(doc: &Value) -> Option<String> {
+    let names: Vec<&str> = doc
+        .get("candidates")?
+        .as_array()?
+        .iter()
+        .filter_map(|c| c.get("name").and_then(Value::as_str))
+        .collect();
+    (!names.is_empty()).then(|| format!("candidates: {}", names.join(", ")))
 }
 
 fn model(settings: &Value, doc: &Value) -> Option<String> {
