@@ -23,18 +23,9 @@ pub struct CheckArgs {
     /// intervals say the difference is real.
     #[arg(long, value_name = "PCT", default_value_t = 10.0)]
     pub max_regression: f64,
-    /// The results store (default: $KNEEPOINT_STORE, else $XDG_DATA_HOME/kneepoint/results.db).
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
-    /// `latest` among runs whose endpoint contains this text.
-    #[arg(long, value_name = "TEXT")]
-    pub endpoint: Option<String>,
-    /// `latest` among runs whose model contains this text.
-    #[arg(long, value_name = "TEXT")]
-    pub model: Option<String>,
-    /// `latest` among runs with this KEY=VALUE label (repeatable).
-    #[arg(long = "label", value_name = "KEY=VALUE")]
-    pub labels: Vec<String>,
+    /// The store, and the runs `latest` picks from.
+    #[command(flatten)]
+    pub runs: crate::store_cmd::StoredRuns,
     /// The comparison as JSON.
     #[arg(long)]
     pub json: bool,
@@ -48,20 +39,14 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
         anyhow::bail!("--max-regression must be a percentage of at least 0, not {pct}");
     }
     let mut store: Option<Store> = None;
-    let mut filter = RunFilter::new();
-    filter.endpoint = args.endpoint.clone();
-    filter.model = args.model.clone();
-    for l in &args.labels {
-        let (k, v) = kneepoint_config::parse_label(l)?;
-        filter = filter.label(&k, &v);
-    }
-    let run = resolve(&args.run, None, &filter, &mut store, args.store.as_deref())?;
+    let filter = args.runs.filter()?;
+    let run = resolve(&args.run, None, &filter, &mut store, &args.runs)?;
     let baseline = resolve(
         &args.baseline,
         Some(&run.id),
         &filter,
         &mut store,
-        args.store.as_deref(),
+        &args.runs,
     )?;
     let report = match kneepoint_store::check(&baseline, &run, pct / 100.0) {
         Ok(r) => r,
@@ -101,17 +86,13 @@ fn resolve(
     not: Option<&str>,
     filter: &RunFilter,
     store: &mut Option<Store>,
-    location: Option<&str>,
+    runs: &crate::store_cmd::StoredRuns,
 ) -> anyhow::Result<RunRecord> {
     if Path::new(spec).is_dir() {
         return Ok(RunRecord::from_folder(Path::new(spec))?);
     }
     if store.is_none() {
-        let at = match location {
-            Some(s) => kneepoint_store::Location::parse(s)?,
-            None => kneepoint_store::Location::from_env()?,
-        };
-        *store = Some(Store::open(&at)?);
+        *store = Some(Store::open(&runs.location()?)?);
     }
     let Some(s) = store.as_mut() else {
         anyhow::bail!("no results store");

@@ -23,24 +23,52 @@ pub struct ImportArgs {
     pub labels: Vec<String>,
 }
 
-/// `kneepoint history`.
+/// Which stored runs: the store, and the filters `history` lists by and `check`'s `latest`
+/// picks from.
 #[derive(Debug, Clone, Args)]
-pub struct HistoryArgs {
+pub struct StoredRuns {
     /// The results store (default: $KNEEPOINT_STORE, else $XDG_DATA_HOME/kneepoint/results.db).
     #[arg(long, value_name = "URL")]
     pub store: Option<String>,
-    /// Only runs whose endpoint contains this text.
+    /// Runs whose endpoint contains this text.
     #[arg(long, value_name = "TEXT")]
     pub endpoint: Option<String>,
-    /// Only runs whose model contains this text.
+    /// Runs whose model contains this text.
     #[arg(long, value_name = "TEXT")]
     pub model: Option<String>,
+    /// Runs with this KEY=VALUE label (repeatable: all of them).
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+}
+
+impl StoredRuns {
+    /// The store named, else the default one.
+    pub fn location(&self) -> anyhow::Result<Location> {
+        location(self.store.as_deref())
+    }
+
+    /// The filters, labels checked.
+    pub fn filter(&self) -> anyhow::Result<RunFilter> {
+        let mut filter = RunFilter::new();
+        filter.endpoint = self.endpoint.clone();
+        filter.model = self.model.clone();
+        for l in &self.labels {
+            let (k, v) = kneepoint_config::parse_label(l)?;
+            filter = filter.label(&k, &v);
+        }
+        Ok(filter)
+    }
+}
+
+/// `kneepoint history`.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// The store and the filters.
+    #[command(flatten)]
+    pub runs: StoredRuns,
     /// Only runs of this command (sweep, search, recommend, length-sweep).
     #[arg(long, value_name = "COMMAND")]
     pub command: Option<String>,
-    /// Only runs with this KEY=VALUE label (repeatable: all of them).
-    #[arg(long = "label", value_name = "KEY=VALUE")]
-    pub labels: Vec<String>,
     /// At most this many runs, newest first.
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub limit: usize,
@@ -139,17 +167,11 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
 
 /// `kneepoint history`: the stored runs, newest first.
 pub fn history(args: &HistoryArgs) -> anyhow::Result<()> {
-    let location = location(args.store.as_deref())?;
+    let location = args.runs.location()?;
     let mut store = Store::open(&location)
         .with_context(|| format!("opening the results store {}", location.display()))?;
-    let mut filter = RunFilter::new().limit(args.limit);
-    filter.endpoint = args.endpoint.clone();
-    filter.model = args.model.clone();
+    let mut filter = args.runs.filter()?.limit(args.limit);
     filter.command = args.command.clone();
-    for l in &args.labels {
-        let (k, v) = kneepoint_config::parse_label(l)?;
-        filter = filter.label(&k, &v);
-    }
     let runs = store.runs(&filter)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&runs)?);
