@@ -134,7 +134,7 @@ fn announce(p: &SimProfile, base_url: &str, engine_given: bool, checks: bool) {
             f.ttft_ms, f.itl_ms
         );
     }
-    let _ = writeln!(out, "OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /truth (server-side timings, JSON lines), DELETE /truth");
+    let _ = writeln!(out, "OpenAI-compatible routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /version, GET /health, GET /truth (server-side timings, JSON lines), DELETE /truth");
     let _ = writeln!(
         out,
         "SageMaker routes: POST /endpoints/NAME/invocations, POST /endpoints/NAME/invocations-response-stream ({})",

@@ -92,6 +92,16 @@ fn two_sweeps_are_listed_after_their_folders_are_deleted() {
             "{r:#}"
         );
         assert!(r["host"]["cores"].as_u64().unwrap() >= 1, "{r:#}");
+        // what the server said about itself (GET /version, GET /v1/models)
+        let id = &r["server"]["identity"];
+        assert!(
+            id["version"]["version"]
+                .as_str()
+                .unwrap()
+                .starts_with("kneepoint-sim "),
+            "{r:#}"
+        );
+        assert_eq!(id["models"]["data"][0]["id"], "kneepoint-sim/fast");
     }
     assert_eq!(history(&data, &["--label", "team=infra"]).len(), 1);
     assert_eq!(history(&data, &["--endpoint", "simulator"]).len(), 2);

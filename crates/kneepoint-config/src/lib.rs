@@ -60,6 +60,7 @@ mod recommend;
 mod request_counts;
 #[cfg(feature = "sagemaker")]
 mod sagemaker;
+mod server_identity;
 mod simulator;
 mod simulator_options;
 mod sla_flags;

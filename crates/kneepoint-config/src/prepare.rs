@@ -277,6 +277,11 @@ pub async fn prepare(
     let mut resolved = settings.clone();
     let (transport, server) =
         connect(&mut resolved.target, counter.clone(), observer.as_ref()).await?;
+    let identity = match resolved.target.protocol() {
+        Protocol::OpenAi { config, .. } => crate::server_identity::server_identity(config).await,
+        #[cfg(feature = "sagemaker")]
+        Protocol::SageMaker(_) => None,
+    };
     // the prefix-cache reset is tried once now: a server without the route is refused before
     // a dataset loads or anything is created
     let reset = match &settings.reset_prefix_cache {
@@ -367,7 +372,10 @@ pub async fn prepare(
         .boxed_workload(workload)
         .token_counter(counter)
         .settings(resolved.levels.clone())
-        .description(resolved.describe())
+        .description(crate::server_identity::with_identity(
+            resolved.describe(),
+            identity,
+        ))
         .observer(observer)
         .artifacts(&resolved.artifact_dir)
         .overwrite(resolved.overwrite)

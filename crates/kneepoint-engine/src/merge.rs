@@ -110,6 +110,8 @@ fn comparable(settings: &Value) -> Value {
     if let Some(o) = v.as_object_mut() {
         o.remove("shard");
         o.remove("start_at");
+        // what each shard's server answered (a model list's creation time is the moment's)
+        o.remove("server_identity");
     }
     if let Some(w) = v.get_mut("workload").and_then(Value::as_object_mut) {
         w.remove("seed");

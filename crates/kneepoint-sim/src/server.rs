@@ -265,6 +265,15 @@ async fn respond(
             }
             return Response::new(full(Bytes::new()));
         }
+        // as vLLM answers it: the server's own version
+        (&Method::GET, "/version") => {
+            let body = concat!(
+                r#"{"version":"kneepoint-sim "#,
+                env!("CARGO_PKG_VERSION"),
+                r#""}"#
+            );
+            return json_response(StatusCode::OK, Bytes::from_static(body.as_bytes()));
+        }
         (&Method::GET, "/v1/models") => {
             let body = format!(
                 r#"{{"object":"list","data":[{{"id":{},"object":"model","owned_by":"kneepoint-sim"}}]}}"#,

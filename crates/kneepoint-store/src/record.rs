@@ -269,6 +269,9 @@ fn server(a: &Artifact) -> Value {
         .map(Value::String)
         .collect();
     let mut out = json!({ "engines": engines });
+    if let Some(id) = a.doc.pointer("/settings/server_identity") {
+        out["identity"] = id.clone();
+    }
     if let Some(p) = a.doc.pointer("/settings/target/profile") {
         out["simulator"] = p.clone();
     }
