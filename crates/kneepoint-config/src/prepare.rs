@@ -277,11 +277,7 @@ pub async fn prepare(
     let mut resolved = settings.clone();
     let (transport, server) =
         connect(&mut resolved.target, counter.clone(), observer.as_ref()).await?;
-    let identity = match resolved.target.protocol() {
-        Protocol::OpenAi { config, .. } => crate::server_identity::server_identity(config).await,
-        #[cfg(feature = "sagemaker")]
-        Protocol::SageMaker(_) => None,
-    };
+    let description = crate::server_identity::described(&resolved).await;
     // the prefix-cache reset is tried once now: a server without the route is refused before
     // a dataset loads or anything is created
     let reset = match &settings.reset_prefix_cache {
@@ -372,10 +368,7 @@ pub async fn prepare(
         .boxed_workload(workload)
         .token_counter(counter)
         .settings(resolved.levels.clone())
-        .description(crate::server_identity::with_identity(
-            resolved.describe(),
-            identity,
-        ))
+        .description(description)
         .observer(observer)
         .artifacts(&resolved.artifact_dir)
         .overwrite(resolved.overwrite)

@@ -7,10 +7,20 @@ use std::time::Duration;
 use kneepoint_transport::OpenAiConfig;
 use serde_json::Value;
 
+/// What the target's server says about itself: an OpenAI-compatible server's answers (a
+/// SageMaker endpoint has no such routes).
+async fn of_target(target: &crate::Target) -> Option<Value> {
+    match target.protocol() {
+        crate::Protocol::OpenAi { config, .. } => server_identity(config).await,
+        #[cfg(feature = "sagemaker")]
+        crate::Protocol::SageMaker(_) => None,
+    }
+}
+
 /// The answers of `GET /version` and `GET /v1/models` beside `config`'s base URL, each a JSON
 /// document of at most 64 KiB within 5 s; a route that does not answer so is left out, and
 /// `None` when neither did.
-pub(crate) async fn server_identity(config: &OpenAiConfig) -> Option<Value> {
+async fn server_identity(config: &OpenAiConfig) -> Option<Value> {
     let fetch = kneepoint_transport::Fetcher::new(&config.connect).ok()?;
     let base = config.base_url.trim_end_matches('/');
     let root = base.strip_suffix("/v1").unwrap_or(base);
@@ -32,9 +42,14 @@ pub(crate) async fn server_identity(config: &OpenAiConfig) -> Option<Value> {
     (!out.is_empty()).then_some(Value::Object(out))
 }
 
-/// `description` with the server's identity added (when it gave one).
-pub(crate) fn with_identity(mut description: Value, identity: Option<Value>) -> Value {
-    if let (Some(o), Some(id)) = (description.as_object_mut(), identity) {
+/// The run's description (`settings.describe()`) with what its server said about itself
+/// (`server_identity`, when it said anything).
+pub(crate) async fn described(settings: &crate::CommonSettings) -> Value {
+    let mut description = settings.describe();
+    if let (Some(o), Some(id)) = (
+        description.as_object_mut(),
+        of_target(&settings.target).await,
+    ) {
         o.insert("server_identity".to_owned(), id);
     }
     description
