@@ -120,9 +120,9 @@ pub fn record(p: &Publish, dir: &Path) {
     });
     match outcome {
         Ok(Ok((id, _, at))) => eprintln!("recorded as run {id} in the results store {at}"),
+        // the store's error names the store (without its password)
         Ok(Err(e)) => eprintln!(
-            "warning: the run was not recorded in the results store {}: {e:#}; its folder holds everything (kneepoint import {} adds it later)",
-            location.display(),
+            "warning: the run was not recorded in the results store: {e:#}; its folder holds everything (kneepoint import {} adds it later)",
             dir.display()
         ),
         Err(_) => eprintln!("warning: recording the run in the results store failed"),
