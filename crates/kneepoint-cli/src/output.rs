@@ -238,6 +238,12 @@ pub(crate) fn print_search(o: &SearchOutcome) {
             let _ = writeln!(text, "answer: no concurrency in range meets every SLA");
         }
     }
+    if let Some(e) = b.estimate.filter(|e| Some(*e) != b.feasible_max) {
+        let _ = writeln!(
+            text,
+            "point estimate: {e} (its readings passed, but not with 95 % probability on the measured noise)"
+        );
+    }
     if let Some(h) = b.infeasible_min {
         let _ = writeln!(
             text,

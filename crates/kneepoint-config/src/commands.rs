@@ -348,6 +348,9 @@ impl SearchSettings {
         if let Some(v) = sp.search_max_iterations {
             search.max_iterations = v;
         }
+        if let Some(v) = sp.search_noise_iterations {
+            search.noise_iterations = v;
+        }
         search.initial_points = sp.search_initial_points;
         if let Some(v) = sp.precision {
             search.precision = v;

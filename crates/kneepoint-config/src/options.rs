@@ -252,6 +252,11 @@ pub struct SearchOptions {
     /// Probes in all, confirmations included (default 10).
     #[arg(long, help_heading = "Search", value_name = "N")]
     pub search_max_iterations: Option<u32>,
+    /// Probes beyond --search-max-iterations that a search may spend when the readings report
+    /// noise and the 90 % interval on the boundary is still wider than twice the precision
+    /// (default 4; 0 makes --search-max-iterations a hard cap).
+    #[arg(long, help_heading = "Search", value_name = "N")]
+    pub search_noise_iterations: Option<u32>,
     /// Above this level, bracketing without a prediction grows x4 instead of x2.
     #[arg(long, help_heading = "Search", value_name = "N")]
     pub search_initial_points: Option<u32>,

@@ -30,6 +30,15 @@ pub struct SearchConfig {
     pub confirm_margin: f64,
     /// Whether responses are streamed (TTFT/TPOT SLAs need it).
     pub streaming: bool,
+    /// Probes the search may run beyond `max_iterations` when the readings report noise and
+    /// the 90 % interval on the boundary is still wider than twice `precision` (default 4;
+    /// 0 makes `max_iterations` a hard cap). Exact readings never use them.
+    #[serde(default = "default_noise_iterations")]
+    pub noise_iterations: u32,
+}
+
+fn default_noise_iterations() -> u32 {
+    4
 }
 
 impl SearchConfig {
@@ -45,6 +54,7 @@ impl SearchConfig {
             precision: 0.05,
             confirm_margin: 0.05,
             streaming: true,
+            noise_iterations: default_noise_iterations(),
         }
     }
 

@@ -152,9 +152,10 @@ fn a_close_call_is_repeated_and_a_contradiction_is_read_conservatively() {
     }
     let o = search.outcome();
     eprintln!("{seen:?}\n{o:#?}");
-    assert_eq!(
-        seen.iter().filter(|&&c| c == 320).count(),
-        2,
+    // re-measured (and, once the repeat's spread is the noise estimate, perhaps again to make
+    // the upper end of the interval certain)
+    assert!(
+        seen.iter().filter(|&&c| c == 320).count() >= 2,
         "320 was re-measured"
     );
     assert!(o.feasible_max.unwrap() < 320);

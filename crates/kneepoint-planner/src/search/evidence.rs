@@ -16,9 +16,15 @@ use crate::predict::load;
 use crate::probe::ProbeRecord;
 use crate::sla::{Op, Sla};
 
+mod pool;
+pub(super) use pool::Reading;
+
 /// The one-sided normal quantile behind certain verdicts and the boundary interval (5 % on
 /// each side: a 90 % interval).
 pub(super) const Z: f64 = 1.645;
+/// The joint pass probability at which a level counts as holding every SLA: the level the
+/// answer is stated at, and the lower end of the boundary interval.
+pub const CERTAIN: f64 = 0.95;
 /// The stated level of the boundary interval.
 pub const INTERVAL_LEVEL: f64 = 0.9;
 /// Loads are floored here before taking logarithms (an error rate that read zero).
@@ -58,7 +64,11 @@ pub(super) struct Verdict {
     pub any_pass: bool,
     /// Every observation passed every SLA.
     pub all_pass: bool,
-    /// Every SLA passes with [`Z`] standard errors to spare.
+    /// The probability, given the evidence, that every SLA holds at this level: the product
+    /// over the SLAs of `Φ(−mean / standard error)` (1 or 0 for exact readings). SLAs that
+    /// move together make the true joint probability higher, so the product errs low.
+    pub pass_probability: f64,
+    /// Every SLA holds jointly with probability at least [`CERTAIN`].
     pub certain_pass: bool,
     /// Some SLA fails with [`Z`] standard errors to spare (or measured nothing).
     pub certain_fail: bool,
@@ -208,7 +218,16 @@ impl Evidence {
             .reduce(f64::max)
     }
 
+    /// Every level's verdict, its certainty pooled with its neighbours' readings (see
+    /// [`Evidence::pool`]).
     pub fn verdicts(&self) -> BTreeMap<u32, Verdict> {
+        let mut v = self.own_verdicts();
+        self.pool(&mut v, super::POOL_SPAN);
+        v
+    }
+
+    /// Every level's verdict on its own readings.
+    fn own_verdicts(&self) -> BTreeMap<u32, Verdict> {
         self.levels
             .iter()
             .map(|(c, l)| {
@@ -219,9 +238,10 @@ impl Evidence {
                     .unwrap_or((0.0, 0, false, false));
                 let mut v = Verdict {
                     pass: true,
+                    pass_probability: 1.0,
                     any_pass,
                     all_pass,
-                    certain_pass: true,
+                    certain_pass: false,
                     certain_fail: false,
                     doubt: f64::INFINITY,
                     observations,
@@ -249,16 +269,40 @@ impl Evidence {
                         None => exact(e),
                     };
                     v.pass &= pass;
-                    v.certain_pass &= z <= -Z;
+                    v.pass_probability *= match (pass, z.is_finite()) {
+                        (_, true) => normal_cdf(-z),
+                        (true, false) => 1.0,
+                        (false, false) => 0.0,
+                    };
                     v.certain_fail |= z >= Z;
                     if z.abs() < Z {
                         v.doubt = v.doubt.min(z.abs());
                     }
                 }
+                // joint verdicts: the level passes when all its SLAs more likely hold than
+                // not on the same evidence, and with certainty when they all hold with
+                // probability CERTAIN
+                v.pass &= v.pass_probability >= 0.5;
+                v.certain_pass = v.pass && v.pass_probability >= CERTAIN;
                 (*c, v)
             })
             .collect()
     }
+}
+
+/// The answer a set of verdicts supports: the highest level below the lowest point fail `hi`
+/// whose SLAs all hold with certainty (on exact readings, the highest pass).
+pub(super) fn safe_answer(verdicts: &BTreeMap<u32, Verdict>, hi: Option<u32>) -> Option<u32> {
+    verdicts
+        .range(..hi.unwrap_or(u32::MAX))
+        .rev()
+        .find(|(_, v)| v.certain_pass)
+        .map(|(c, _)| *c)
+}
+
+/// The standard normal distribution function.
+pub(super) fn normal_cdf(x: f64) -> f64 {
+    0.5 * statrs::function::erf::erfc(-x / std::f64::consts::SQRT_2)
 }
 
 /// One observation of one SLA.

@@ -53,3 +53,31 @@ pub(super) fn explain(
     }
     s
 }
+
+/// How the answer relates to the point estimate under measured noise (empty on exact readings).
+pub(super) fn answer_rule(noisy: bool, answer: Option<u32>, estimate: Option<u32>) -> String {
+    match (noisy, answer, estimate) {
+        (false, _, _) | (true, _, None) => String::new(),
+        (true, Some(a), Some(e)) if a == e => {
+            format!("; on the measured noise, every SLA holds at {a} with probability at least 95 %")
+        }
+        (true, Some(a), Some(e)) => format!(
+            "; the answer is {a}, the highest level at which every SLA holds with probability at least 95 % on the measured noise; the point estimate is {e}, where the readings passed but not with that confidence"
+        ),
+        (true, None, Some(e)) => format!(
+            "; no level held every SLA with probability 95 % on the measured noise; the point estimate is {e}"
+        ),
+    }
+}
+
+/// The note on levels the client itself may have shaped.
+pub(super) fn limited(levels: &[u32]) -> String {
+    format!(
+        "; the client itself was the bottleneck at {} (its CPU or scheduling lag), so the verdict there may be the client's: rerun with more client capacity",
+        levels
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}

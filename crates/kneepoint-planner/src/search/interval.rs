@@ -5,11 +5,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::evidence::{Verdict, INTERVAL_LEVEL};
+use super::{ProbePhase, SearchPlanner};
 
 /// An interval on the true boundary (the highest concurrency that meets every SLA), at
-/// [`BoundaryInterval::level`]: from the highest level that passed every SLA with certainty
-/// (its mean load [`1.645`](INTERVAL_LEVEL) standard errors under each threshold) to one below
-/// the lowest level that failed one with certainty. On a curve whose loads grow with
+/// [`BoundaryInterval::level`]: from the answer (the highest level below every point failure
+/// whose SLAs all hold jointly with probability 0.95 on its readings, pooled with those of
+/// the levels up to 10 % above it) to one below the lowest level that failed one SLA with
+/// certainty (its mean load [`1.645`](INTERVAL_LEVEL) standard errors over the threshold, its
+/// readings pooled with those up to 10 % below it). On a curve whose loads grow with
 /// concurrency, each end is wrong with probability at most 5 %. Readings with no noise
 /// estimate count as exact, so the interval is then the bracket itself.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -34,11 +37,7 @@ impl BoundaryInterval {
             .find(|(_, v)| v.certain_fail)
             .map(|(c, _)| *c);
         // a certain fail is also a point fail, so the lowest point fail comes first
-        let low = verdicts
-            .iter()
-            .filter(|(c, v)| v.certain_pass && lowest_fail.is_none_or(|b| **c < b))
-            .map(|(c, _)| *c)
-            .next_back();
+        let low = super::evidence::safe_answer(verdicts, lowest_fail);
         BoundaryInterval {
             level: INTERVAL_LEVEL,
             low,
@@ -68,5 +67,28 @@ impl std::fmt::Display for BoundaryInterval {
             (None, Some(h)) => write!(f, "{pct} % interval ≤ {h}"),
             (None, None) => write!(f, "{pct} % interval unknown"),
         }
+    }
+}
+
+impl SearchPlanner {
+    /// The interval on the boundary. Where the measurements reported no noise and no level was
+    /// repeated, the readings' noise is taken to be the median error of the search's own
+    /// predictions inside the bracket (model misfit included, so the interval errs wide).
+    pub(super) fn interval(&self, lowest_fail: Option<u32>) -> BoundaryInterval {
+        let evidence = self.evidence();
+        let evidence = if evidence.noisy() {
+            evidence
+        } else {
+            let mut errors: Vec<f64> = self
+                .history
+                .iter()
+                .filter(|r| r.probe.phase != ProbePhase::Bracket)
+                .filter_map(|r| r.prediction_error)
+                .filter(|e| e.is_finite())
+                .collect();
+            errors.sort_by(f64::total_cmp);
+            evidence.assume_noise(errors.get(errors.len() / 2).copied())
+        };
+        BoundaryInterval::of(&evidence.verdicts(), lowest_fail)
     }
 }

@@ -19,8 +19,15 @@
 //!    (a close call near a noisy boundary) unless the last predictions of that SLA came true
 //!    more closely than the margin; a level passes only if every observation passes.
 //!
+//! 4. **Noise** (when measurements report it, or levels were repeated): verdicts are joint
+//!    probabilities over the SLAs, pooled with neighbouring levels under monotone loads
+//!    (`evidence.rs`, `evidence/pool.rs`); the answer is the highest level that holds every
+//!    SLA with probability 0.95, the point estimate beside it; once the bracket converges the
+//!    remaining probes (and up to `noise_iterations` more while the interval is wide) go where
+//!    they most raise the answer or close the interval (`certify.rs`).
+//!
 //! Non-monotone data (a pass above a fail, as in the source's 320-pass / 284-fail) is read
-//! conservatively: the answer is the highest pass below the lowest fail, and it is flagged.
+//! conservatively: the answer is below the lowest fail, and it is flagged.
 
 use std::collections::BTreeMap;
 
@@ -31,14 +38,15 @@ pub use crate::search_config::SearchConfig;
 use crate::sla::{check_all, Measurement};
 use crate::Error;
 
-mod doubt;
+mod certify;
 mod evidence;
 mod explain;
 mod interval;
+mod outcome;
 pub use evidence::INTERVAL_LEVEL;
 use evidence::{Evidence, Verdict};
-use explain::explain;
 pub use interval::BoundaryInterval;
+pub use outcome::Outcome;
 
 /// The largest step above the highest pass while bracketing, however far the predicted
 /// crossing: a probe far above the boundary is the most expensive one a search can run.
@@ -47,8 +55,9 @@ pub const MAX_JUMP: f64 = 16.0;
 const NOISE_SAMPLES: usize = 2;
 /// A load growing faster than concurrency to this power between two adjacent levels is a cliff.
 const CLIFF_EXPONENT: f64 = 8.0;
-/// At most this many observations of one level when repeating doubtful verdicts.
-const MAX_OBSERVATIONS: u32 = 2;
+/// How far above (below) a level the readings of other levels count as evidence that it
+/// passes (fails) with certainty, on loads that grow with concurrency.
+const POOL_SPAN: f64 = 1.1;
 /// How many times the noise estimate must fit inside a close call's margin for it to stand
 /// without a repeat.
 const NOISE_CLEARANCE: f64 = 3.0;
@@ -77,52 +86,6 @@ pub enum Confidence {
     Medium,
     /// Not converged (budget spent), or no boundary inside the range.
     Low,
-}
-
-/// What the search found so far.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Outcome {
-    /// The answer: the highest concurrency that met every SLA (below the lowest failure).
-    pub feasible_max: Option<u32>,
-    /// The lowest concurrency that failed an SLA.
-    pub infeasible_min: Option<u32>,
-    /// The first SLA breached at `infeasible_min`.
-    pub first_breach: Option<String>,
-    /// Why the search stopped (None while it runs).
-    pub stop_reason: Option<StopReason>,
-    /// Output tokens per second at the answer.
-    pub throughput_at_answer: Option<f64>,
-    /// Probes run.
-    pub probes: u32,
-    /// (infeasible_min − feasible_max) / infeasible_min.
-    pub bracket_width: Option<f64>,
-    /// The smallest SLA margin at the answer (over all its observations).
-    pub margin_at_answer: Option<f64>,
-    /// The answer was observed more than once, passing every time.
-    pub confirmed: bool,
-    /// Noisy verdicts: a level passed and failed when repeated, or passed above a failure.
-    pub non_monotone: bool,
-    /// An SLA's load jumps between the answer and the lowest failing level far faster than
-    /// any smooth curve (a growth exponent above 8, and a jump well beyond the noise): a
-    /// cliff at `infeasible_min`, so the answer holds however the noise falls.
-    #[serde(default)]
-    pub cliff: bool,
-    /// How far to trust the answer.
-    pub confidence: Confidence,
-    /// Levels the client may have shaped (its own CPU or scheduling lag): their verdicts are
-    /// kept, but an answer resting on one is of low confidence.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub client_limited: Vec<u32>,
-    /// Where the true boundary lies ([`INTERVAL_LEVEL`]); `None` before any probe.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<BoundaryInterval>,
-    /// The largest measurement noise seen (relative standard error of one reading), when the
-    /// measurements reported it or levels were repeated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub noise: Option<f64>,
-    /// One paragraph for people.
-    pub explanation: String,
 }
 
 /// The search state machine.
@@ -269,6 +232,22 @@ impl SearchPlanner {
         (lo, hi, non_monotone)
     }
 
+    /// The probes this search may run: `max_iterations`, and `noise_iterations` more while the
+    /// readings report noise and the boundary interval is wider than twice the precision.
+    fn budget(&self, noisy: bool, hi: Option<u32>) -> u32 {
+        let c = &self.config;
+        let wide = || {
+            self.interval(hi)
+                .relative_width()
+                .is_none_or(|w| w > 2.0 * c.precision)
+        };
+        if noisy && c.noise_iterations > 0 && wide() {
+            c.max_iterations.saturating_add(c.noise_iterations)
+        } else {
+            c.max_iterations
+        }
+    }
+
     /// True when the answer `at` passed by a margin well clear of the search's estimate of
     /// measurement noise: for the SLA with the smallest margin there, the prediction errors of
     /// the last [`NOISE_SAMPLES`] probes that had a prediction, each under a
@@ -328,6 +307,7 @@ impl SearchPlanner {
         let c = &self.config;
         let (lo, hi, non_monotone) = self.bracket();
         let noisy = self.evidence().noisy();
+        let budget = self.budget(noisy, hi);
         let decided = match (lo, hi) {
             (None, Some(_)) => Some(StopReason::InfeasibleAtMin),
             (Some(l), None) if l >= c.concurrency_max => Some(StopReason::FeasibleAtMax),
@@ -341,7 +321,7 @@ impl SearchPlanner {
                             && x.min_margin < c.confirm_margin
                             && (non_monotone || !self.clear_of_noise(l))
                     });
-                if close && (self.history.len() as u32) < c.max_iterations {
+                if close && (self.history.len() as u32) < budget {
                     return self.probe(l, ProbePhase::Confirm, Some(true));
                 }
                 Some(StopReason::Converged)
@@ -349,15 +329,15 @@ impl SearchPlanner {
             _ => None,
         };
         if let Some(reason) = decided {
-            if noisy && (self.history.len() as u32) < c.max_iterations {
-                if let Some(p) = self.repeat_doubtful(lo, hi) {
+            if noisy && (self.history.len() as u32) < budget {
+                if let Some(p) = self.certify(lo, hi) {
                     return Some(p);
                 }
             }
             self.stop = Some(reason);
             return None;
         }
-        if self.history.len() as u32 >= c.max_iterations {
+        if self.history.len() as u32 >= budget {
             self.stop = Some(StopReason::MaxIterations);
             return None;
         }
@@ -442,118 +422,6 @@ impl SearchPlanner {
         match roundest_in(a, b) {
             Some(c) => self.probe(c, ProbePhase::Narrow, Some(expect_pass)),
             None => bisect(self),
-        }
-    }
-
-    /// What the search found so far.
-    pub fn outcome(&self) -> Outcome {
-        let (lo, hi, non_monotone) = self.bracket();
-        let v = self.verdicts();
-        let at = |c: Option<u32>| c.and_then(|c| v.get(&c).copied());
-        let answer = at(lo);
-        let throughput_at_answer = lo.and_then(|l| {
-            self.history
-                .iter()
-                .rev()
-                .find(|r| r.probe.concurrency == l)
-                .map(|r| r.throughput)
-        });
-        let first_breach = hi.and_then(|h| {
-            self.history
-                .iter()
-                .find(|r| r.probe.concurrency == h && !r.pass)
-                .and_then(|r| r.first_breach.clone())
-        });
-        let bracket_width = lo.zip(hi).map(|(l, h)| f64::from(h - l) / f64::from(h));
-        let confirmed = answer.is_some_and(|a| a.observations > 1 && a.all_pass);
-        let margin_at_answer = answer.map(|a| a.min_margin);
-        let close = margin_at_answer.is_some_and(|m| m < self.config.confirm_margin);
-        let confidence = match self.stop {
-            Some(StopReason::Converged) if !non_monotone && (confirmed || !close) => {
-                Confidence::High
-            }
-            Some(StopReason::Converged) => Confidence::Medium,
-            _ => Confidence::Low,
-        };
-        let cliff = lo.zip(hi).is_some_and(|(l, h)| {
-            self.evidence()
-                .jump(l, h)
-                .is_some_and(|(exponent, beyond_noise)| {
-                    exponent > CLIFF_EXPONENT && beyond_noise > 0.0
-                })
-        });
-        let interval = (!self.history.is_empty()).then(|| self.interval(hi));
-        let mut client_limited: Vec<u32> = self
-            .history
-            .iter()
-            .filter(|r| r.client_limited.is_some())
-            .map(|r| r.probe.concurrency)
-            .collect();
-        client_limited.sort_unstable();
-        client_limited.dedup();
-        let shaky = [lo, hi]
-            .iter()
-            .flatten()
-            .any(|c| client_limited.contains(c));
-        let confidence = if shaky { Confidence::Low } else { confidence };
-        let limited_note = if shaky {
-            format!(
-                "; the client itself was the bottleneck at {} (its CPU or scheduling lag), so the verdict there may be the client's: rerun with more client capacity",
-                client_limited
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        } else {
-            String::new()
-        };
-        // High confidence is a narrow answer too: an interval wider than ±10 % of the answer
-        // (or open at one end) says the boundary is not pinned down, whatever the bracket did.
-        let wide = match (&interval, lo) {
-            (Some(i), Some(answer)) => match (i.low, i.high) {
-                (Some(l), Some(h)) => f64::from(h.saturating_sub(l)) > 0.2 * f64::from(answer),
-                _ => true,
-            },
-            _ => false,
-        };
-        let confidence = match confidence {
-            Confidence::High if wide => Confidence::Medium,
-            c => c,
-        };
-        let wide_note = if wide && self.stop == Some(StopReason::Converged) {
-            "; the 90 % interval is wider than ±10 % of the answer, so confidence is at most medium"
-        } else {
-            ""
-        };
-        let explanation = explain(
-            self.stop,
-            lo,
-            hi,
-            &first_breach,
-            (non_monotone, cliff),
-            confirmed,
-            close,
-        ) + &interval.map_or(String::new(), |i| format!("; boundary: {i}"))
-            + wide_note
-            + &limited_note;
-        Outcome {
-            feasible_max: lo,
-            infeasible_min: hi,
-            first_breach,
-            stop_reason: self.stop,
-            throughput_at_answer,
-            probes: self.history.len() as u32,
-            bracket_width,
-            margin_at_answer: margin_at_answer.filter(|m| m.is_finite()),
-            confirmed,
-            non_monotone,
-            confidence,
-            cliff,
-            client_limited,
-            interval,
-            noise: self.evidence().noise(),
-            explanation,
         }
     }
 }

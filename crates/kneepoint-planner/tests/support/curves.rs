@@ -85,6 +85,13 @@ pub enum Shape {
         server: Batching,
         capacity: f64,
     },
+    /// Latency flat at `flat` until a knee at `knee`, then growing in proportion to
+    /// concurrency; `sharpness` sets how abruptly (a soft maximum of the two).
+    Hockey {
+        flat: f64,
+        knee: f64,
+        sharpness: f64,
+    },
 }
 
 /// What a curve reads at one concurrency.
@@ -137,6 +144,19 @@ impl Shape {
                 }
                 r
             }
+            Shape::Hockey {
+                flat,
+                knee,
+                sharpness,
+            } => {
+                let l = flat * (1.0 + (c / knee).powf(*sharpness)).powf(1.0 / sharpness);
+                Reading {
+                    e2e: l,
+                    ttft: 0.05 * l * (1.0 + c / knee),
+                    error_rate: 0.0,
+                    throughput: c * 1000.0 / l,
+                }
+            }
             Shape::Errors { server, capacity } => {
                 let mut r = of(server);
                 r.error_rate = ((c - capacity) / capacity * 0.3).clamp(0.0, 1.0);
@@ -168,6 +188,8 @@ pub struct Noise {
     pub seed: u64,
     /// Whether measurements report their standard error (as a bootstrap would).
     pub reported: bool,
+    /// Each reading multiplied by `exp(σ·N(0,1))` rather than `1 + σ·N(0,1)`.
+    pub lognormal: bool,
     seen: std::collections::HashMap<u32, u64>,
 }
 
@@ -177,6 +199,7 @@ impl Noise {
             sigma,
             seed,
             reported: true,
+            lognormal: false,
             seen: Default::default(),
         }
     }
@@ -202,6 +225,8 @@ pub struct Case {
     pub label: &'static str,
     pub shape: Shape,
     pub slas: Vec<Sla>,
+    /// `(concurrency_min, concurrency_max)` when not SageMaker's defaults.
+    pub range: Option<(u32, u32)>,
 }
 
 fn value(sla: &Sla, r: &Reading) -> f64 {
@@ -226,10 +251,18 @@ pub fn measure(case: &Case, c: u32, noise: Option<&mut Noise>) -> Measurement {
     let mut r = case.shape.at(f64::from(c));
     let mut spread = None;
     if let Some(n) = noise {
-        let (mut rng, sigma) = (n.rng(c), n.sigma);
-        r.e2e *= 1.0 + sigma * rng.normal();
-        r.ttft *= 1.0 + sigma * rng.normal();
-        r.error_rate = (r.error_rate * (1.0 + sigma * rng.normal())).clamp(0.0, 1.0);
+        let (mut rng, sigma, lognormal) = (n.rng(c), n.sigma, n.lognormal);
+        let mut factor = || {
+            let z = sigma * rng.normal();
+            if lognormal {
+                z.exp()
+            } else {
+                1.0 + z
+            }
+        };
+        r.e2e *= factor();
+        r.ttft *= factor();
+        r.error_rate = (r.error_rate * factor()).clamp(0.0, 1.0);
         let estimated = sigma * (0.25 * rng.normal()).exp();
         spread = (n.reported && sigma > 0.0).then_some(estimated);
     }
@@ -278,6 +311,8 @@ pub fn slope(case: &Case, t: u32) -> f64 {
 #[derive(Clone, Copy, Debug)]
 pub struct Run {
     pub answer: Option<u32>,
+    /// The point estimate (the answer, for the baseline).
+    pub estimate: Option<u32>,
     pub probes: u32,
     pub requests: u64,
     /// The planner's interval on the boundary (none for the baseline).
@@ -305,6 +340,7 @@ pub fn baseline(case: &Case, cfg: &SearchConfig, mut noise: Option<&mut Noise>) 
     let mut c = cfg.concurrency_min;
     let done = |answer| Run {
         answer,
+        estimate: answer,
         probes: probes.get(),
         requests: requests.get(),
         interval: None,
@@ -354,6 +390,7 @@ pub fn planner(
     let o = s.outcome();
     Ok(Run {
         answer: o.feasible_max,
+        estimate: o.estimate,
         probes: o.probes,
         requests,
         interval: o.interval,
@@ -388,11 +425,13 @@ pub fn family() -> Vec<Case> {
                     label: "batching e2e",
                     shape: s,
                     slas: vec![e2e(r.e2e)],
+                    range: None,
                 });
                 out.push(Case {
                     label: "batching ttft",
                     shape: s,
                     slas: vec![e2e(r.e2e * 4.0), ttft(r.ttft)],
+                    range: None,
                 });
             }
             for &b in TARGETS.iter().step_by(2) {
@@ -405,6 +444,7 @@ pub fn family() -> Vec<Case> {
                     label: "kv step ttft",
                     shape: kv,
                     slas: vec![e2e(before.e2e * 4.0), ttft(before.ttft * 1.5)],
+                    range: None,
                 });
                 let dip = Shape::Dip {
                     server,
@@ -414,6 +454,7 @@ pub fn family() -> Vec<Case> {
                     label: "dip e2e",
                     shape: dip,
                     slas: vec![e2e(server.e2e_p99(b))],
+                    range: None,
                 });
                 let err = Shape::Errors {
                     server,
@@ -427,6 +468,7 @@ pub fn family() -> Vec<Case> {
                             e2e(server.e2e_p99(b) * 3.0),
                             Sla::error_rate(limit).unwrap(),
                         ],
+                        range: None,
                     });
                 }
             }
@@ -439,6 +481,7 @@ pub fn family() -> Vec<Case> {
                 label: "linear e2e",
                 shape: s,
                 slas: vec![e2e(a + b * t)],
+                range: None,
             });
         }
         for &t in TARGETS.iter().step_by(2) {
@@ -452,6 +495,7 @@ pub fn family() -> Vec<Case> {
                 label: "cliff e2e",
                 shape: c,
                 slas: vec![e2e((a + b * t) * 1.5)],
+                range: None,
             });
         }
     }

@@ -47,6 +47,11 @@ pub struct Runs(pub Vec<Entry>);
 /// The noise seed of the recorded figures (docs/search.md).
 pub const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
+/// The noise seed of case `i`.
+pub fn case_seed(base_seed: u64, i: usize) -> u64 {
+    base_seed ^ (i as u64).wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
 /// Runs every selected case whose true boundary lies at or above `concurrency_min`; a boundary
 /// beyond `concurrency_max` counts as `concurrency_max` (the answer a search can give).
 pub fn evaluate(
@@ -55,20 +60,23 @@ pub fn evaluate(
     (sigma, base_seed): (f64, u64),
     select: impl Fn(&Case) -> bool,
 ) -> Runs {
-    evaluate_with(cases, cfg, (sigma, base_seed, true), select)
+    evaluate_with(cases, cfg, (sigma, base_seed, true, false), select)
 }
 
 /// [`evaluate`], choosing whether the measurements report their noise (`reported`).
 pub fn evaluate_with(
     cases: &[Case],
     cfg: &SearchConfig,
-    (sigma, base_seed, reported): (f64, u64, bool),
+    (sigma, base_seed, reported, lognormal): (f64, u64, bool, bool),
     select: impl Fn(&Case) -> bool,
 ) -> Runs {
     let mut out = Vec::new();
     for (i, case) in cases.iter().enumerate().filter(|(_, c)| select(c)) {
         let mut c = cfg.clone();
         c.slas = case.slas.clone();
+        if let Some((min, max)) = case.range {
+            (c.concurrency_min, c.concurrency_max) = (min, max);
+        }
         let Some(t) = truth(case, c.concurrency_max) else {
             continue;
         };
@@ -76,12 +84,13 @@ pub fn evaluate_with(
             continue;
         }
         // the same noise for both methods at the same level (common random numbers)
-        let seed = base_seed ^ (i as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let seed = case_seed(base_seed, i);
         let (mut noise_p, mut noise_b) = (Noise::new(sigma, seed), Noise::new(sigma, seed));
         if !reported {
             noise_p = noise_p.unreported();
             noise_b = noise_b.unreported();
         }
+        (noise_p.lognormal, noise_b.lognormal) = (lognormal, lognormal);
         let noisy = sigma > 0.0;
         let planner = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             planner(case, &c, noisy.then_some(&mut noise_p)).map_err(|e| e.to_string())
@@ -112,6 +121,8 @@ pub struct Figures {
     pub within_5: f64,
     pub baseline_within_5: f64,
     pub above: f64,
+    /// Answers more than 5 % above the true boundary, over every case.
+    pub over_5: f64,
     pub worst_overshoot: f64,
     pub identifiable: usize,
     pub identifiable_over_5: f64,
@@ -119,6 +130,8 @@ pub struct Figures {
     /// Identifiable cases answered within 5 % of the boundary.
     pub identifiable_within_5: f64,
     pub baseline_identifiable_within_5: f64,
+    /// Identifiable cases whose point estimate lies within 5 % of the boundary.
+    pub estimate_within_5: f64,
     /// Share of the planner's answers whose interval covers the true boundary.
     pub coverage: f64,
     /// Median relative width of the planner's intervals (closed ones).
@@ -171,6 +184,7 @@ impl Runs {
             within_5: share(&|x| x.planner_error().abs() <= 0.05),
             baseline_within_5: share(&|x| x.error(x.baseline.answer).abs() <= 0.05),
             above: share(&|x| x.planner_error() > 0.0),
+            over_5: share(&|x| x.planner_error() > 0.05),
             worst_overshoot: e.iter().map(Entry::planner_error).fold(0.0, f64::max),
             identifiable: ident.len(),
             identifiable_over_5: ident_share(&|x| x.planner_error() > 0.05),
@@ -178,6 +192,11 @@ impl Runs {
             identifiable_within_5: ident_share(&|x| x.planner_error().abs() <= 0.05),
             baseline_identifiable_within_5: ident_share(&|x| {
                 x.error(x.baseline.answer).abs() <= 0.05
+            }),
+            estimate_within_5: ident_share(&|x| {
+                x.error(x.planner.as_ref().ok().and_then(|r| r.estimate))
+                    .abs()
+                    <= 0.05
             }),
             coverage: ok
                 .iter()
@@ -197,8 +216,8 @@ impl Runs {
 impl Figures {
     pub fn header() -> String {
         [
-            "| noise | curves | cases | errors | probes median / max: planner | doubling+bisection | mean requests: planner | doubling+bisection | within 5 %: planner | doubling+bisection | above the boundary | worst overshoot | identifiable | within 5 %, identifiable: planner | doubling+bisection | > 5 % above, identifiable: planner | doubling+bisection | 90 % interval covers | median width |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| noise | curves | cases | errors | probes median / max: planner | doubling+bisection | mean requests: planner | doubling+bisection | within 5 %: planner | doubling+bisection | above the boundary | > 5 % above | worst overshoot | identifiable | within 5 %, identifiable: planner | doubling+bisection | > 5 % above, identifiable: planner | doubling+bisection | point estimate within 5 %, identifiable | 90 % interval covers | median width |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         .join("\n")
     }
@@ -206,7 +225,7 @@ impl Figures {
     pub fn row(&self, noise: &str, curves: &str) -> String {
         let pct = |x: f64| format!("{:.1} %", x * 100.0);
         format!(
-            "| {noise} | {curves} | {} | {} | {} / {} | {} / {} | {:.0} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {noise} | {curves} | {} | {} | {} / {} | {} / {} | {:.0} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             self.cases,
             self.errors,
             self.median_probes,
@@ -218,12 +237,14 @@ impl Figures {
             pct(self.within_5),
             pct(self.baseline_within_5),
             pct(self.above),
+            pct(self.over_5),
             pct(self.worst_overshoot),
             self.identifiable,
             pct(self.identifiable_within_5),
             pct(self.baseline_identifiable_within_5),
             pct(self.identifiable_over_5),
             pct(self.baseline_identifiable_over_5),
+            pct(self.estimate_within_5),
             pct(self.coverage),
             pct(self.median_width),
         )
@@ -231,13 +252,16 @@ impl Figures {
 }
 
 /// The probes of one search, for people (`TRACE=label:truth` in the example).
-pub fn trace(case: &Case, cfg: &SearchConfig) -> Vec<String> {
+pub fn trace(case: &Case, cfg: &SearchConfig, mut noise: Option<&mut Noise>) -> Vec<String> {
     let mut c = cfg.clone();
     c.slas = case.slas.clone();
+    if let Some((min, max)) = case.range {
+        (c.concurrency_min, c.concurrency_max) = (min, max);
+    }
     let mut s = kneepoint_planner::SearchPlanner::new(c).expect("valid");
     let mut out = Vec::new();
     while let Some(p) = s.next_probe() {
-        let m = super::curves::measure(case, p.concurrency, None);
+        let m = super::curves::measure(case, p.concurrency, noise.as_deref_mut());
         s.observe(p.concurrency, &m).expect("pending");
         let r = s.history().last().expect("observed");
         let loads: Vec<String> = r
@@ -254,5 +278,10 @@ pub fn trace(case: &Case, cfg: &SearchConfig) -> Vec<String> {
             loads.join(" ")
         ));
     }
+    let o = s.outcome();
+    out.push(format!(
+        "answer {:?} (bracket {:?}–{:?}), interval {:?}: {}",
+        o.feasible_max, o.estimate, o.infeasible_min, o.interval, o.explanation
+    ));
     out
 }

@@ -1,3 +1,4 @@
 //! Test support.
 pub mod curves;
 pub mod eval;
+pub mod hostile;
