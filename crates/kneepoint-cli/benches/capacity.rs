@@ -2,7 +2,9 @@
 //!
 //! Run: `cargo bench -p kneepoint-cli --bench capacity` (release build; about 15 minutes).
 //! Environment: `KNEEPOINT_CAPACITY_QUICK=1` runs a smaller version;
-//! `KNEEPOINT_CAPACITY_ONLY=memory|fidelity|throughput` one part;
+//! `KNEEPOINT_CAPACITY_ONLY=memory|fidelity|throughput|paced` one part (`paced`: CPU, reads
+//! and wake-ups per streamed token and each token's client-added lateness at 1,024 and 4,096
+//! paced streams, `KNEEPOINT_PACED_LEVELS` to choose; see `paced.rs`);
 //! `KNEEPOINT_FIDELITY_ITL_MS` (default 50) and `KNEEPOINT_FIDELITY_LEVELS` (default
 //! `1,256,1024,4096`) shape the fidelity part; `KNEEPOINT_FIDELITY_DUMP=FILE` appends one line
 //! per request (concurrency, start ns, TTFT gap, request leg, response leg in ms);
@@ -22,6 +24,8 @@
 //! 90 %).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/paced.rs"]
+mod paced;
 mod support;
 
 use support::{chat_transport, cpu_seconds, sim_with, workload, Sim};
@@ -49,8 +53,12 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
-struct Outcome {
+pub(crate) struct Outcome {
     records: Vec<kneepoint_core::RequestRecord>,
+    /// Token-bearing chunks of every record, warm-up included (the CPU covers both).
+    chunks: u64,
+    /// This process's context switches over the level (voluntary and not): its wake-ups.
+    switches: u64,
     requests: usize,
     failed: usize,
     wall_s: f64,
@@ -64,7 +72,7 @@ struct Outcome {
     peak_busy: f64,
 }
 
-async fn level(
+pub(crate) async fn level(
     url: &str,
     stream: bool,
     (isl, osl): (u32, u32),
@@ -110,6 +118,7 @@ async fn level(
         })
     };
     let m0 = machine_ticks();
+    let sw0 = support::context_switches();
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
     let mut config = LevelConfig::new(concurrency);
@@ -119,6 +128,7 @@ async fn level(
         .unwrap();
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = cpu_seconds() - cpu0;
+    let switches = support::context_switches() - sw0;
     let m1 = machine_ticks();
     done.store(true, Ordering::Relaxed);
     let peak_busy = sampler.join().unwrap();
@@ -127,7 +137,15 @@ async fn level(
         .iter()
         .map(|r| r.end_ns.saturating_sub(r.start_ns) as f64 / 1e9)
         .sum();
+    let chunks = run
+        .records
+        .iter()
+        .chain(&run.warmup_records)
+        .map(|r| r.chunk_ns.len() as u64)
+        .sum();
     Outcome {
+        chunks,
+        switches,
         records: run.records.clone(),
         requests: run.records.len(),
         failed: run.records.iter().filter(|r| r.error.is_some()).count(),
@@ -146,14 +164,14 @@ async fn level(
     }
 }
 
-fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+pub(crate) fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
     v.sort_by(f64::total_cmp);
     kneepoint_metrics::quantile_sorted(&v, q).unwrap_or(f64::NAN)
 }
 
 /// Machine-wide busy and total CPU ticks (`/proc/stat`, every core): the client and the
 /// simulator share the machine, so "is the CPU exhausted" is a question about both.
-fn machine_ticks() -> (u64, u64) {
+pub(crate) fn machine_ticks() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap();
     let f: Vec<u64> = stat
         .lines()
@@ -170,7 +188,7 @@ fn machine_ticks() -> (u64, u64) {
 }
 
 /// The simulator's truth, fetched over HTTP (`GET /truth`), or cleared (`DELETE /truth`).
-fn truth_call(url: &str, method: &str) -> String {
+pub(crate) fn truth_call(url: &str, method: &str) -> String {
     use std::io::{Read, Write};
     let addr = url.trim_start_matches("http://");
     let mut s = std::net::TcpStream::connect(addr).unwrap();
@@ -186,7 +204,9 @@ fn truth_call(url: &str, method: &str) -> String {
         .unwrap_or_default()
 }
 
-fn fetch_truth(url: &str) -> std::collections::HashMap<String, kneepoint_sim::ServerTiming> {
+pub(crate) fn fetch_truth(
+    url: &str,
+) -> std::collections::HashMap<String, kneepoint_sim::ServerTiming> {
     truth_call(url, "GET")
         .lines()
         .filter(|l| l.starts_with('{'))
@@ -305,6 +325,9 @@ fn main() {
     }
     if part("throughput") {
         throughput(&rt, scale);
+    }
+    if part("paced") {
+        paced::table(&rt, quick);
     }
 }
 

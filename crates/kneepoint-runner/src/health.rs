@@ -17,7 +17,7 @@ const TICK: Duration = Duration::from_millis(10);
 /// Timer samples kept (past this, every other one: ~2.7 hours at one per 10 ms in 1 MB).
 const MAX_SAMPLES: usize = 1 << 18;
 /// Delivery lags are counted in buckets of powers of two microseconds.
-const BUCKETS: usize = 40;
+pub(crate) const BUCKETS: usize = 40;
 
 /// What the request tasks and the timer share.
 #[derive(Debug)]
@@ -46,12 +46,30 @@ impl HealthProbe {
         InFlightGuard(self)
     }
 
-    /// The bytes of `chunks` token-bearing chunks (one read's) reached this host `lag` before
-    /// the client read them.
-    pub(crate) fn delivered(&self, lag: Duration, chunks: u64) {
+    /// The bucket of a delivery lag (powers of two microseconds).
+    pub(crate) fn bucket(lag: Duration) -> usize {
         let us = lag.as_micros().max(1) as u64;
-        let b = (63 - us.leading_zeros() as usize).min(BUCKETS - 1);
-        self.delivery[b].fetch_add(chunks, Ordering::Relaxed);
+        (63 - us.leading_zeros() as usize).min(BUCKETS - 1)
+    }
+
+    /// Adds one request's delivery counts per bucket (see [`Self::bucket`]): the token-bearing
+    /// chunks that reached this host that long before the client read them. A request
+    /// gathers them itself and adds them once, so that no token touches a counter shared
+    /// between the client's threads.
+    pub(crate) fn delivered(&self, counts: &[u64; BUCKETS]) {
+        for (c, n) in self.delivery.iter().zip(counts) {
+            if *n > 0 {
+                c.fetch_add(*n, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// One read of `chunks` chunks that waited `lag` (tests).
+    #[cfg(test)]
+    pub(crate) fn deliver(&self, lag: Duration, chunks: u64) {
+        let mut counts = [0; BUCKETS];
+        counts[Self::bucket(lag)] = chunks;
+        self.delivered(&counts);
     }
 
     /// Chunks counted by [`Self::delivered`] so far.
@@ -212,7 +230,7 @@ mod tests {
         let w = Watch::start();
         let p = w.probe();
         let _g = p.enter();
-        p.delivered(Duration::from_millis(3), 1);
+        p.deliver(Duration::from_millis(3), 1);
         for _ in 0..5 {
             // block the only runtime thread, as a CPU hog beside the client would
             std::thread::sleep(Duration::from_millis(60));
@@ -231,14 +249,14 @@ mod tests {
         let w = HealthProbe::new();
         // one read of 95 chunks that waited 1 ms, one of 5 that waited 100 ms: the 90th
         // percentile chunk waited about a millisecond
-        w.delivered(Duration::from_millis(1), 95);
-        w.delivered(Duration::from_millis(100), 5);
+        w.deliver(Duration::from_millis(1), 95);
+        w.deliver(Duration::from_millis(100), 5);
         let d = w.delivery_p90_ms().unwrap();
         assert!((0.5..=2.1).contains(&d), "{d}");
         // the other way round, the tail read holds most chunks
         let w = HealthProbe::new();
-        w.delivered(Duration::from_millis(1), 5);
-        w.delivered(Duration::from_millis(100), 95);
+        w.deliver(Duration::from_millis(1), 5);
+        w.deliver(Duration::from_millis(100), 95);
         let d = w.delivery_p90_ms().unwrap();
         assert!((60.0..=140.0).contains(&d), "{d}");
     }

@@ -54,6 +54,7 @@ mod health;
 mod level;
 mod loaded;
 mod ramp;
+mod read_batch;
 mod request;
 mod search;
 mod sessions;

@@ -1,5 +1,6 @@
 //! Driving one request through a transport and building its record.
 
+use crate::read_batch::ReadBatch;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -207,51 +208,6 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
                 return;
             }
         }
-    }
-}
-
-/// The chunks of one read (one receive time) seen so far, for the moment they count as
-/// yielded and the health probe's delivery lag; reported when the next read's first chunk
-/// comes, and when dropped (the request ended, failed, timed out or was cancelled).
-struct ReadBatch<'a> {
-    health: Option<&'a crate::health::HealthProbe>,
-    /// `(received, yielded, chunks)`.
-    open: Option<(Instant, Instant, u64)>,
-}
-
-impl<'a> ReadBatch<'a> {
-    fn new(health: Option<&'a crate::health::HealthProbe>) -> Self {
-        ReadBatch { health, open: None }
-    }
-
-    /// The moment a chunk received at `received` counts as yielded: now for the first chunk of
-    /// a read, the same moment for the rest of its chunks (one clock read per read, not per
-    /// token).
-    fn yielded(&mut self, received: Instant) -> Instant {
-        match &mut self.open {
-            Some((r, at, n)) if *r == received => {
-                *n += 1;
-                *at
-            }
-            _ => {
-                self.flush();
-                let now = Instant::now();
-                self.open = Some((received, now, 1));
-                now
-            }
-        }
-    }
-
-    fn flush(&mut self) {
-        if let (Some((received, yielded, n)), Some(h)) = (self.open.take(), self.health) {
-            h.delivered(yielded.saturating_duration_since(received), n);
-        }
-    }
-}
-
-impl Drop for ReadBatch<'_> {
-    fn drop(&mut self) {
-        self.flush();
     }
 }
 
@@ -559,33 +515,4 @@ pub(crate) async fn run_turn(
         request.turn.as_ref().map(|_| p.text)
     };
     (r, answer)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_chunks_of_one_read_share_their_yield_time_and_count_once_each() {
-        let probe = crate::health::HealthProbe::new();
-        let (first, second) = (Instant::now(), Instant::now() + Duration::from_millis(1));
-        {
-            let mut read = ReadBatch::new(Some(&probe));
-            let a = read.yielded(first);
-            std::thread::sleep(Duration::from_millis(2));
-            // the same read: the same moment, no clock read
-            assert_eq!(read.yielded(first), a);
-            assert_eq!(read.yielded(first), a);
-            assert_eq!(probe.delivered_chunks(), 0, "counted when the read is over");
-            // a new read: its own moment, and the last read's three chunks are counted
-            let b = read.yielded(second);
-            assert!(b > a);
-            assert_eq!(probe.delivered_chunks(), 3);
-        }
-        // dropped (the response ended, or its future was dropped): the open read is counted
-        assert_eq!(probe.delivered_chunks(), 4);
-        // without a probe nothing is counted anywhere, and times still come
-        let mut read = ReadBatch::new(None);
-        assert!(read.yielded(first) >= first);
-    }
 }

@@ -58,8 +58,11 @@ impl Schedule {
     }
 
     /// Logs the request's truth (before its last token goes out, so that a client which has
-    /// read the whole response always finds it).
-    pub(crate) fn record(&self, meta: &ResponseMeta, first: Instant, last: Instant) {
+    /// read the whole response always finds it), with every token's send time.
+    pub(crate) fn record(&self, meta: &ResponseMeta, sends: &[Instant]) {
+        let (Some(&first), Some(&last)) = (sends.first(), sends.last()) else {
+            return;
+        };
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         let n = meta.output_tokens;
         let timing = ServerTiming {
@@ -73,6 +76,7 @@ impl Schedule {
             arrival_unix_ns: self.clock.unix_ns(self.arrival),
             first_token_unix_ns: self.clock.unix_ns(first),
             last_token_unix_ns: self.clock.unix_ns(last),
+            token_unix_ns: sends.iter().map(|t| self.clock.unix_ns(*t)).collect(),
         };
         if let Ok(mut log) = self.log.lock() {
             log.push(timing);
@@ -87,20 +91,22 @@ pub(crate) struct FixedBody {
     include_usage: bool,
     sleep: Pin<Box<Sleep>>,
     next: u32,
-    first: Option<Instant>,
+    /// When each token so far was handed to the connection.
+    sends: Vec<Instant>,
     phase: Phase,
 }
 
 impl FixedBody {
     pub(crate) fn new(schedule: Schedule, meta: ResponseMeta, include_usage: bool) -> Self {
         let sleep = Box::pin(tokio::time::sleep_until(schedule.due(0).into()));
+        let sends = Vec::with_capacity(meta.output_tokens.min(1 << 16) as usize);
         FixedBody {
             schedule,
             meta,
             include_usage,
             sleep,
             next: 0,
-            first: None,
+            sends,
             phase: Phase::Start,
         }
     }
@@ -121,12 +127,11 @@ impl hyper::body::Body for FixedBody {
                 if this.sleep.as_mut().poll(cx).is_pending() {
                     return Poll::Pending;
                 }
-                let now = Instant::now();
                 let index = this.next;
-                let first = *this.first.get_or_insert(now);
+                this.sends.push(Instant::now());
                 let finished = index + 1 >= this.meta.output_tokens;
                 if finished {
-                    this.schedule.record(&this.meta, first, now);
+                    this.schedule.record(&this.meta, &this.sends);
                     this.phase = Phase::after_tokens(&this.meta, this.include_usage);
                 } else {
                     this.next += 1;

@@ -216,6 +216,7 @@ fn timing_of(id: u64, seq: &Live, emitted_at: Instant, clock: &WallClock) -> Ser
         arrival_unix_ns: clock.unix_ns(seq.arrival),
         first_token_unix_ns: clock.unix_ns(first),
         last_token_unix_ns: clock.unix_ns(emitted_at),
+        token_unix_ns: Vec::new(),
     }
 }
 

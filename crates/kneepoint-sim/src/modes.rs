@@ -129,6 +129,6 @@ pub(crate) async fn fixed_response(
     let last = meta.output_tokens.saturating_sub(1);
     tokio::time::sleep_until(schedule.due(last).into()).await;
     let now = Instant::now();
-    schedule.record(&meta, now, now);
+    schedule.record(&meta, &[now]);
     json_response(StatusCode::OK, meta.whole())
 }

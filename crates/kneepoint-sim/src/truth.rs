@@ -30,6 +30,10 @@ pub struct ServerTiming {
     pub first_token_unix_ns: u64,
     /// The last token's emission, Unix nanoseconds.
     pub last_token_unix_ns: u64,
+    /// Every token's emission, Unix nanoseconds, in order (the `fixed` profile only: each
+    /// token's send stamp, against which a client's per-token lateness is measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub token_unix_ns: Vec<u64>,
 }
 
 /// Converts monotonic instants to Unix nanoseconds through one anchor taken at start-up, so

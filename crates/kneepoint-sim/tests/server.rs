@@ -245,6 +245,14 @@ async fn the_fixed_profile_keeps_its_latency_under_load_and_serves_its_truth() {
             );
             assert!(e.arrival_unix_ns < e.first_token_unix_ns);
             assert!(e.first_token_unix_ns < e.last_token_unix_ns);
+            // every token's send stamp, in order, from the first to the last
+            let t = &e.token_unix_ns;
+            assert_eq!(t.len() as u32, e.output_tokens, "{e:?}");
+            assert_eq!(
+                (t.first(), t.last()),
+                (Some(&e.first_token_unix_ns), Some(&e.last_token_unix_ns))
+            );
+            assert!(t.windows(2).all(|w| w[0] <= w[1]), "{t:?}");
             // The client sees the first token no earlier than the server sent it.
             let (seen, received) = client[e.client_request_id.as_deref().unwrap()];
             assert!(received >= e.ttft_ms, "{received} < {}", e.ttft_ms);

@@ -132,9 +132,23 @@ impl AsyncRead for StampedTcpStream {
                     k.scratch.resize(want, 0);
                 }
                 let (dst, control) = (&mut k.scratch[..want], &mut k.control);
-                match this.inner.try_io(tokio::io::Interest::READABLE, || {
-                    recv_stamped(fd, dst, control)
-                }) {
+                // A short read drained the socket: report it to tokio as "would block" so that
+                // its readiness is cleared (as tokio's own reads do), and keep what was read.
+                // Otherwise the next poll would spend a `recvmsg` to learn it is empty.
+                let mut short = None;
+                let read = this.inner.try_io(tokio::io::Interest::READABLE, || {
+                    let (n, at) = recv_stamped(fd, dst, control)?;
+                    if n > 0 && n < want {
+                        short = Some((n, at));
+                        return Err(io::ErrorKind::WouldBlock.into());
+                    }
+                    Ok((n, at))
+                });
+                let read = match (read, short) {
+                    (Err(_), Some(got)) => Ok(got),
+                    (read, _) => read,
+                };
+                match read {
                     Ok((n, at)) => {
                         if n > 0 {
                             this.clock.record(at.unwrap_or_else(Instant::now));

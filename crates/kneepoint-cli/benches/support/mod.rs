@@ -138,3 +138,11 @@ pub fn instruction_gate(measured: f64, unit: &str, baseline: &str, header: &str,
         None => println!("no baseline yet: {update_env}=1 writes one"),
     }
 }
+
+/// This process's context switches so far, voluntary and involuntary, over all its threads
+/// (`getrusage`): how often its threads went to sleep and were woken, or were preempted.
+pub fn context_switches() -> u64 {
+    let u = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .expect("getrusage");
+    (u.voluntary_context_switches() + u.involuntary_context_switches()) as u64
+}
