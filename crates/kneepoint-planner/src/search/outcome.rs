@@ -48,7 +48,7 @@ pub struct Outcome {
     /// kept, but an answer resting on one is of low confidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub client_limited: Vec<u32>,
-    /// Where the true boundary lies ([`INTERVAL_LEVEL`]); `None` before any probe.
+    /// Where the true boundary lies ([`super::INTERVAL_LEVEL`]); `None` before any probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<BoundaryInterval>,
     /// The largest measurement noise seen (relative standard error of one reading), when the
