@@ -28,7 +28,7 @@
 mod paced;
 mod support;
 
-use support::{chat_transport, cpu_seconds, sim_with, workload, Sim};
+use support::{chat_transport, cpu_seconds, fixed_sim, sim_with, workload, Sim};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -352,14 +352,7 @@ fn fidelity_table(rt: &tokio::runtime::Runtime, quick: bool) {
         .and_then(|v| v.parse().ok())
         .unwrap_or(50.0);
     let (isl, osl) = (1024, if quick { 32 } else { 256 });
-    let fixed = sim_with(&[
-        "--profile",
-        "fixed",
-        "--ttft-ms",
-        "50",
-        "--itl-ms",
-        &itl_ms.to_string(),
-    ]);
+    let fixed = fixed_sim(itl_ms);
     println!("\nfidelity: client-measured minus simulator-recorded, ms (simulator in its own process, TTFT 50 ms, ITL {itl_ms} ms, ISL {isl}, OSL {osl}, streaming)");
     println!("TTFT gap = request leg (client start → server arrival) + response leg (server write → client stamp); CPU busy is the whole machine's, on average and at its busiest 100 ms");
     // KNEEPOINT_FIDELITY_LEVELS=256,1024 picks the concurrency levels.

@@ -73,6 +73,18 @@ pub fn sim_with(args: &[&str]) -> Sim {
     Sim(child, url.expect("the simulator's address"))
 }
 
+/// The simulator's `fixed` profile: TTFT 50 ms, then a token every `itl_ms`, whatever the load.
+pub fn fixed_sim(itl_ms: f64) -> Sim {
+    sim_with(&[
+        "--profile",
+        "fixed",
+        "--ttft-ms",
+        "50",
+        "--itl-ms",
+        &itl_ms.to_string(),
+    ])
+}
+
 /// This process's user + system CPU seconds (`/proc/self/stat`, USER_HZ = 100).
 #[allow(dead_code)] // each bench uses one of the two
 pub fn cpu_seconds() -> f64 {

@@ -18,7 +18,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::support::sim_with;
+use crate::support::fixed_sim;
 use crate::{fetch_truth, level, quantile, truth_call};
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -142,14 +142,7 @@ pub(crate) fn table(rt: &tokio::runtime::Runtime, quick: bool) {
         .ok()
         .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![1024, 4096]);
-    let sim = sim_with(&[
-        "--profile",
-        "fixed",
-        "--ttft-ms",
-        "50",
-        "--itl-ms",
-        &itl_ms.to_string(),
-    ]);
+    let sim = fixed_sim(itl_ms);
     println!("\npaced streams: the simulator in its own process (TTFT 50 ms, a token every {itl_ms} ms, each stamped as sent), ISL 1024, OSL {osl}, streaming chat, first wave spread over one request");
     println!("CPU µs/token: this process's user + system time per token-bearing chunk; reads and epoll waits per token from perf (n/a without it); switches: context switches per token");
     println!("client-added, ms: TTFT = client TTFT − server TTFT; ITL = arrival gap − send gap, every token");

@@ -199,25 +199,16 @@ impl SearchPlanner {
         let to = (f64::from(c) * POOL_SPAN).floor() as u32;
         let uncertain = lines.iter().filter(|l| l.is_some()).count().max(1);
         let q = quantile(CERTAIN.powf(1.0 / uncertain as f64));
-        lines
-            .iter()
-            .enumerate()
-            .filter_map(|(i, line)| Some((i, (*line)?)))
-            .map(|(i, line)| {
-                let s = sigma(i);
-                let mu = line.at(f64::from(c));
-                // the level alone, or the window: the better chance
-                [(c, c), (c, to)]
-                    .iter()
-                    .map(|&(a, b)| {
-                        let (sum, _, var) = window(levels, i, a, b);
-                        let se = (var + s * s).sqrt();
-                        // the pooled mean (sum + y) / (n + 1) at most −q standard errors
-                        normal_cdf((-q * se - sum - mu) / s)
-                    })
-                    .fold(0.0, f64::max)
-            })
-            .product()
+        // the pooled mean (sum + y) / (n + 1) at most −q standard errors
+        per_sla(
+            levels,
+            lines,
+            sigma,
+            c,
+            [(c, c), (c, to)],
+            |sum, se, mu, s| normal_cdf((-q * se - sum - mu) / s),
+        )
+        .product()
     }
 
     /// The chance that one more reading at `c` makes it a certain fail (some SLA), pooled with
@@ -230,25 +221,44 @@ impl SearchPlanner {
         c: u32,
     ) -> f64 {
         let from = (f64::from(c) / POOL_SPAN).ceil() as u32;
-        lines
-            .iter()
-            .enumerate()
-            .filter_map(|(i, line)| Some((i, (*line)?)))
-            .map(|(i, line)| {
-                let s = sigma(i);
-                let mu = line.at(f64::from(c));
-                [(c, c), (from, c)]
-                    .iter()
-                    .map(|&(a, b)| {
-                        let (sum, _, var) = window(levels, i, a, b);
-                        let se = (var + s * s).sqrt();
-                        // the pooled mean at least Z standard errors
-                        1.0 - normal_cdf((Z * se - sum - mu) / s)
-                    })
-                    .fold(0.0, f64::max)
-            })
-            .fold(0.0, f64::max)
+        // the pooled mean at least Z standard errors over the threshold
+        per_sla(
+            levels,
+            lines,
+            sigma,
+            c,
+            [(c, c), (from, c)],
+            |sum, se, mu, s| 1.0 - normal_cdf((Z * se - sum - mu) / s),
+        )
+        .fold(0.0, f64::max)
     }
+}
+
+/// Per SLA with a line: the better of `chance(Σ n·mean, standard error with one more reading,
+/// the line's mean at c, the noise)` over the two windows of levels (the level alone, and it
+/// with its neighbours).
+fn per_sla<'a>(
+    levels: &'a Levels,
+    lines: &'a [Option<Line>],
+    sigma: impl Fn(usize) -> f64 + 'a,
+    c: u32,
+    windows: [(u32, u32); 2],
+    chance: impl Fn(f64, f64, f64, f64) -> f64 + 'a,
+) -> impl Iterator<Item = f64> + 'a {
+    lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, line)| Some((i, (*line)?)))
+        .map(move |(i, line)| {
+            let (s, mu) = (sigma(i), line.at(f64::from(c)));
+            windows
+                .iter()
+                .map(|&(a, b)| {
+                    let (sum, _, var) = window(levels, i, a, b);
+                    chance(sum, (var + s * s).sqrt(), mu, s)
+                })
+                .fold(0.0, f64::max)
+        })
 }
 
 /// The standard normal quantile (by bisection on [`normal_cdf`]; called a few times a probe).

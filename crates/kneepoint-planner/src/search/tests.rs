@@ -154,6 +154,19 @@ fn run_with(
     s
 }
 
+/// A p99 crossing 50 s at 330 in proportion to concurrency, each reading off by a fixed pattern
+/// of ±`amplitude` (by level and repeat).
+fn wobble(amplitude: f64) -> impl Fn(u32, u32) -> f64 + Copy {
+    move |c: u32, k: u32| {
+        let sign = if (c / 8 + k).is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        };
+        50_000.0 * f64::from(c) / 330.0 * (1.0 + amplitude * sign)
+    }
+}
+
 #[test]
 fn exact_readings_give_the_bracket_as_the_interval() {
     // p99 crosses 50 s at 330 (proportional growth above 100)
@@ -171,14 +184,7 @@ fn exact_readings_give_the_bracket_as_the_interval() {
 fn a_close_call_under_reported_noise_is_measured_again_and_the_interval_widens() {
     // The same curve, each reading off by a fixed pattern of ±4 % and reporting 4 % noise:
     // verdicts near 330 are not certain, so the ends of the bracket are measured again.
-    let wobble = |c: u32, k: u32| {
-        let sign = if (c / 8 + k).is_multiple_of(2) {
-            1.0
-        } else {
-            -1.0
-        };
-        50_000.0 * f64::from(c) / 330.0 * (1.0 + 0.04 * sign)
-    };
+    let wobble = wobble(0.04);
     let s = run(wobble, Some(0.04));
     let o = s.outcome();
     assert!(
@@ -418,14 +424,7 @@ fn readings_just_above_a_level_make_it_certain() {
 #[test]
 fn a_noisy_search_spends_extra_probes_only_while_its_interval_is_wide() {
     // readings off by a fixed ±8 % pattern, reporting 8 % noise
-    let wobble = |c: u32, k: u32| {
-        let sign = if (c / 8 + k).is_multiple_of(2) {
-            1.0
-        } else {
-            -1.0
-        };
-        50_000.0 * f64::from(c) / 330.0 * (1.0 + 0.08 * sign)
-    };
+    let wobble = wobble(0.08);
     let s = run(wobble, Some(0.08));
     let cfg = s.config().clone();
     let n = s.history().len();
