@@ -78,6 +78,14 @@ async fn search_finds_the_boundary_and_writes_its_history() {
         assert!(p["checks"][0]["margin"].is_number());
     }
     assert_eq!(hist["boundary"]["feasible_max"], answer);
+    // the zone never says to operate above the answer, nor that the SLAs break below it
+    let zone = &hist["zone"];
+    if let Some(ideal) = zone["ideal_balance"].as_u64() {
+        assert!(ideal <= u64::from(answer), "{zone}");
+    }
+    if let Some(b) = zone["sla_breaking_point"].as_u64() {
+        assert!(b > u64::from(answer), "{zone}");
+    }
     // what the search cost, beside doubling + bisection to the same boundary
     let cost = &hist["cost"];
     assert_eq!(cost["probes"], out.history.len());

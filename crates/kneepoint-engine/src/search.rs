@@ -249,7 +249,7 @@ impl Search {
         Ok(SearchReport {
             history: planner.history().to_vec(),
             outcome: planner.outcome(),
-            zone: zone_of(planner.history(), &summaries)?,
+            zone: zone_of(&planner, &summaries)?,
             cost: cost_of(&planner, &summaries),
             summaries,
             artifact_dir: dir,

@@ -39,14 +39,22 @@ pub struct SearchReport {
 }
 
 pub(crate) fn zone_of(
-    history: &[ProbeRecord],
+    search: &kneepoint_planner::SearchPlanner,
     summaries: &[LevelSummary],
 ) -> Result<OperatingZone, Error> {
     // The last observation of each level stands for it; a level passes only if every
-    // observation passed.
+    // observation passed. Levels between the search's answer and its lowest failure passed
+    // without the confidence the answer needs (noisy readings): left out, so that the zone
+    // never says to operate above the answer, nor that the SLAs break where they passed.
+    let o = search.outcome();
+    let uncertain =
+        |c: u32| c > o.feasible_max.unwrap_or(0) && o.infeasible_min.is_none_or(|h| c < h);
     let mut by_level: BTreeMap<u32, ZonePoint> = BTreeMap::new();
-    for (r, s) in history.iter().zip(summaries) {
+    for (r, s) in search.history().iter().zip(summaries) {
         let c = r.probe.concurrency;
+        if uncertain(c) {
+            continue;
+        }
         let prev_ok = by_level.get(&c).and_then(|z| z.meets_slas).unwrap_or(true);
         by_level.insert(
             c,
@@ -118,7 +126,7 @@ pub(crate) fn write_search_history(
             .map(|r| ProbeRow::new(r.clone(), probe_dir(&r.probe)))
             .collect(),
         boundary: search.outcome(),
-        zone: zone_of(search.history(), summaries).ok(),
+        zone: zone_of(search, summaries).ok(),
         cost: Some(cost_of(search, summaries)),
     };
     write_document(&dir.join(folder::SEARCH_HISTORY), &doc)?;

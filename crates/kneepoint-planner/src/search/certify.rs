@@ -132,7 +132,7 @@ impl SearchPlanner {
             let below = v
                 .range(..a)
                 .rev()
-                .find(|(_, x)| x.certain_pass)
+                .find(|(_, x)| x.certain_pass())
                 .map_or(min / 2, |(c, _)| *c)
                 .max(1);
             let overturn = 1.0 - self.pass_chance(&levels, &lines, sigma, a);

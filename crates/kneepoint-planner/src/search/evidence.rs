@@ -68,17 +68,19 @@ pub(super) struct Verdict {
     /// over the SLAs of `Φ(−mean / standard error)` (1 or 0 for exact readings). SLAs that
     /// move together make the true joint probability higher, so the product errs low.
     pub pass_probability: f64,
-    /// Every SLA holds jointly with probability at least [`CERTAIN`].
-    pub certain_pass: bool,
     /// Some SLA fails with [`Z`] standard errors to spare (or measured nothing).
     pub certain_fail: bool,
-    /// The smallest `|mean| / standard error` over the SLAs whose verdict is not certain
-    /// (∞ when all are).
-    pub doubt: f64,
     /// Observations of the level.
     pub observations: u32,
     /// The smallest relative SLA margin over all observations.
     pub min_margin: f64,
+}
+
+impl Verdict {
+    /// Every SLA holds jointly with probability at least [`CERTAIN`] (and the level passes).
+    pub fn certain_pass(&self) -> bool {
+        self.pass && self.pass_probability >= CERTAIN
+    }
 }
 
 /// The evidence of every level, and each SLA's noise.
@@ -241,9 +243,7 @@ impl Evidence {
                     pass_probability: 1.0,
                     any_pass,
                     all_pass,
-                    certain_pass: false,
                     certain_fail: false,
-                    doubt: f64::INFINITY,
                     observations,
                     min_margin,
                 };
@@ -275,15 +275,11 @@ impl Evidence {
                         (false, false) => 0.0,
                     };
                     v.certain_fail |= z >= Z;
-                    if z.abs() < Z {
-                        v.doubt = v.doubt.min(z.abs());
-                    }
                 }
                 // joint verdicts: the level passes when all its SLAs more likely hold than
                 // not on the same evidence, and with certainty when they all hold with
                 // probability CERTAIN
                 v.pass &= v.pass_probability >= 0.5;
-                v.certain_pass = v.pass && v.pass_probability >= CERTAIN;
                 (*c, v)
             })
             .collect()
@@ -296,7 +292,7 @@ pub(super) fn safe_answer(verdicts: &BTreeMap<u32, Verdict>, hi: Option<u32>) ->
     verdicts
         .range(..hi.unwrap_or(u32::MAX))
         .rev()
-        .find(|(_, v)| v.certain_pass)
+        .find(|(_, v)| v.certain_pass())
         .map(|(c, _)| *c)
 }
 

@@ -414,7 +414,7 @@ fn readings_just_above_a_level_make_it_certain() {
         (210, 1.1, 0.6),
     ]);
     let v = s.verdicts();
-    assert!(v[&180].certain_pass && !v[&190].certain_pass, "{v:?}");
+    assert!(v[&180].certain_pass() && !v[&190].certain_pass(), "{v:?}");
     assert_eq!(s.outcome().feasible_max, Some(180));
     // a single reading of 180 alone is not enough
     let alone = fed(&[(100, 0.5, 0.5), (180, 0.955, 0.5), (210, 1.1, 0.6)]);
@@ -431,22 +431,20 @@ fn a_noisy_search_spends_extra_probes_only_while_its_interval_is_wide() {
     // at 8 % noise the interval is still wide after 10 probes: the extra probes are spent
     assert!(n as u32 > cfg.max_iterations, "{n}");
     assert!(n as u32 <= cfg.max_iterations + cfg.noise_iterations, "{n}");
-    {
-        // the extra probes were spent because the interval was still wide without them
-        let mut first = SearchPlanner::new(cfg.clone()).unwrap();
-        for r in &s.history()[..cfg.max_iterations as usize] {
-            let m = Measurement::new(1.0)
-                .with(
-                    Metric::RequestLatency,
-                    Stat::P99,
-                    r.checks[0].value.unwrap(),
-                )
-                .with_spread(Metric::RequestLatency, Stat::P99, 0.08);
-            first.replay(r.probe, &m).unwrap();
-        }
-        let w = first.outcome().interval.unwrap().relative_width();
-        assert!(w.is_none_or(|w| w > 2.0 * cfg.precision), "{w:?}");
+    // the extra probes were spent because the interval was still wide without them
+    let mut first = SearchPlanner::new(cfg.clone()).unwrap();
+    for r in &s.history()[..cfg.max_iterations as usize] {
+        let m = Measurement::new(1.0)
+            .with(
+                Metric::RequestLatency,
+                Stat::P99,
+                r.checks[0].value.unwrap(),
+            )
+            .with_spread(Metric::RequestLatency, Stat::P99, 0.08);
+        first.replay(r.probe, &m).unwrap();
     }
+    let w = first.outcome().interval.unwrap().relative_width();
+    assert!(w.is_none_or(|w| w > 2.0 * cfg.precision), "{w:?}");
     // 0 makes search_max_iterations a hard cap
     let mut capped = cfg.clone();
     capped.noise_iterations = 0;

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{normal_cdf, Evidence, SlaEvidence, Verdict, CERTAIN, Z};
+use super::{normal_cdf, Evidence, SlaEvidence, Verdict, Z};
 
 /// One SLA's readings pooled over a window of levels.
 #[derive(Default, Clone, Copy)]
@@ -45,7 +45,7 @@ impl Evidence {
 
     /// Makes certain the point verdicts that the readings of neighbouring levels, pooled
     /// under monotone loads, make certain: a pass from the levels at and above it (all its
-    /// SLAs jointly with probability [`CERTAIN`]), a fail from the levels at and below it (one
+    /// SLAs jointly with probability [`super::CERTAIN`]), a fail from the levels at and below it (one
     /// SLA [`Z`] standard errors over its threshold). Each window starts at the level and
     /// grows one level at a time up to a span of `span`; the best window counts.
     pub(in crate::search) fn pool(&self, verdicts: &mut BTreeMap<u32, Verdict>, span: f64) {
@@ -56,12 +56,11 @@ impl Evidence {
                 continue;
             };
             let limit = f64::from(*c);
-            if v.pass && !v.certain_pass {
+            if v.pass && !v.certain_pass() {
                 let above = levels[k..]
                     .iter()
                     .take_while(|(u, _)| f64::from(*u) <= limit * span);
                 v.pass_probability = v.pass_probability.max(self.pooled_pass(own, above));
-                v.certain_pass = v.pass_probability >= CERTAIN;
             } else if !v.pass && !v.certain_fail {
                 let below = levels[..=k]
                     .iter()
