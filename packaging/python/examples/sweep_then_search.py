@@ -40,6 +40,9 @@ def main(out: Path) -> dict:
         concurrency_min=levels[0],
         concurrency_max=levels[-1],
         search_max_iterations=4 if QUICK else 8,
+        # Noisy readings may earn up to this many probes beyond the iterations above;
+        # 0 makes search_max_iterations a hard cap (the quick run keeps to 4 probes).
+        search_noise_iterations=0 if QUICK else 4,
         **WORKLOAD,
     )
     print(f"max concurrency under the SLAs: {search.answer} ({search.boundary.get('confidence')})")
