@@ -51,6 +51,7 @@ mod duration;
 mod early_stop;
 mod error;
 mod health;
+mod lazy_deadline;
 mod level;
 mod loaded;
 mod ramp;

@@ -1,5 +1,6 @@
 //! Driving one request through a transport and building its record.
 
+use crate::lazy_deadline::{Elapsed, LazyDeadline};
 use crate::read_batch::ReadBatch;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -128,6 +129,7 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
     // the client spends between the first and the last of them is not in the lag: the wait
     // for the read itself is).
     let mut read = ReadBatch::new(ctx.health.as_deref());
+    let mut deadline = LazyDeadline::default();
     loop {
         // Before the first token the first-token deadline (from the request's start) applies:
         // servers send headers as soon as they accept a request, and a queued request may then
@@ -138,15 +140,13 @@ async fn drive(ctx: &Ctx, request: &Request, start: Instant, p: &mut Progress) {
             ctx.deadlines.idle.map(|d| (TimeoutPhase::Idle, d, d))
         };
         let item = match limit {
-            Some((phase, configured, left)) => {
-                match tokio::time::timeout(left, stream.next()).await {
-                    Ok(item) => item,
-                    Err(_) => {
-                        p.error = Some(timeout_error(phase, configured));
-                        return;
-                    }
+            Some((phase, configured, left)) => match deadline.next(&mut stream, left).await {
+                Ok(item) => item,
+                Err(Elapsed) => {
+                    p.error = Some(timeout_error(phase, configured));
+                    return;
                 }
-            }
+            },
             None => stream.next().await,
         };
         let Some(item) = item else { break };
