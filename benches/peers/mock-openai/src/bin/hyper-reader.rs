@@ -10,6 +10,9 @@
 //! Usage: `hyper-reader PORT CONCURRENCY REQUESTS spawn|inline [THREADS]` (default 2; 0 a
 //! current-thread runtime). Prints `frames N wall S user S sys S`.
 
+#[path = "../readers.rs"]
+mod readers;
+
 use std::future::Future;
 use std::pin::pin;
 use std::task::Poll;
@@ -19,16 +22,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Body as _;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-
-fn cpu() -> (f64, f64) {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
-    let f: Vec<f64> = after
-        .split_whitespace()
-        .map(|v| v.parse().unwrap_or(0.0))
-        .collect();
-    (f[11] / 100.0, f[12] / 100.0)
-}
 
 const BODY: &[u8] =
     br#"{"model":"mock","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
@@ -105,41 +98,7 @@ fn main() -> std::io::Result<()> {
     let n = |i: usize, d: usize| args.get(i).and_then(|v| v.parse().ok()).unwrap_or(d);
     let (port, concurrency, requests) = (n(0, 0) as u16, n(1, 256), n(2, 16384));
     let inline = args.get(3).is_some_and(|m| m == "inline");
-    let threads = n(4, 2);
-    let rt = if threads == 0 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .enable_all()
-            .build()?
-    };
-    let (u0, s0) = cpu();
-    let t0 = std::time::Instant::now();
-    let frames: u64 = rt.block_on(async {
-        let mut tasks = Vec::new();
-        for i in 0..concurrency {
-            let share = requests / concurrency + usize::from(i < requests % concurrency);
-            tasks.push(tokio::spawn(client(port, share, inline)));
-        }
-        let mut frames = 0;
-        for t in tasks {
-            match t.await {
-                Ok(Ok(f)) => frames += f,
-                Ok(Err(e)) => eprintln!("client: {e}"),
-                Err(e) => eprintln!("task: {e}"),
-            }
-        }
-        frames
-    });
-    let (u1, s1) = cpu();
-    println!(
-        "frames {frames} wall {:.2} user {:.2} sys {:.2}",
-        t0.elapsed().as_secs_f64(),
-        u1 - u0,
-        s1 - s0
-    );
-    Ok(())
+    readers::run("frames", n(4, 2), concurrency, requests, move |share| {
+        client(port, share, inline)
+    })
 }
