@@ -1,45 +1,78 @@
 //! The shape of a stream's chunks: after the first few, a server sends the same bytes around a
 //! different piece of text (`{"id":"…","object":"chat.completion.chunk",…,"delta":{"content":"`
-//! *text* `"},"finish_reason":null}]}`). A chunk whose bytes match the last plain chunk's
-//! around its text is that chunk with the new text, and is read by comparing the two ends and
-//! scanning the text, about a tenth of a full read's instructions (callgrind: ~2,900 per
-//! 190-byte chunk read in full).
+//! *text* `"},"finish_reason":null}]}`), and around values the reader skips that may change
+//! from chunk to chunk (a `"created"` second, a send stamp, OpenAI's `"obfuscation"` padding).
+//! A chunk whose bytes match the last plain chunk's everywhere else is that chunk with a new
+//! text, and is read by comparing the fixed bytes and scanning the text and the skipped
+//! values, about a tenth of a full read's instructions (callgrind: ~2,900 per 190-byte chunk
+//! read in full).
 //!
 //! Why it gives the full reader's answer: the reader is a deterministic left-to-right pass. Up
-//! to the text, the bytes (hence its state) are those of the learned chunk. The text is a plain
-//! string (no quote, backslash or control byte, checked), so the reader stops at the quote
-//! that opens the learned suffix, and from there the bytes are again the learned chunk's. The
-//! only difference is the text itself, which only becomes the event's text. A differential test
-//! checks this against the full reader over generated streams and mutations.
+//! to the first varying value, the bytes (hence its state) are those of the learned chunk. A
+//! skipped value (a number by JSON's grammar, or a plain string: no quote, backslash or control
+//! byte, both checked) leaves the reader in the same state whatever its digits or letters, so
+//! past it the bytes and the state are again the learned chunk's; the text is a plain string
+//! too, and only becomes the event's text. The only difference is the text itself. A
+//! differential test checks this against the full reader over generated streams and mutations.
 
 use std::ops::Range;
 
 use kneepoint_core::{Chunk, ResponseEvent};
 
-use crate::fast_chunk::{read_chunk, stop_at, TextKind};
+use crate::fast_chunk::{number_len, read_chunk_noting, stop_at, Hole, Skipped, TextKind};
 
-/// The last plain chunk of one stream and where its text was.
+/// More varying values than this and the chunk is read in full each time.
+const MAX_HOLES: usize = 16;
+
+/// What fills one gap of the learned chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gap {
+    /// A value the reader skips.
+    Skipped(Skipped),
+    /// The event's text.
+    Text,
+}
+
+/// The last plain chunk of one stream, and the gaps in it (in order) that the next chunks
+/// may fill differently.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkShape {
     learned: String,
-    text: Range<usize>,
+    gaps: Vec<(Range<usize>, Gap)>,
     kind: Option<TextKind>,
+    /// Scratch for the full reader's skipped values.
+    holes: Vec<Hole>,
 }
 
 impl ChunkShape {
-    /// The text of `data` when `data` is the learned chunk with other plain, non-empty text.
+    /// The text of `data` when `data` is the learned chunk with other plain, non-empty text
+    /// and other skipped values of the same kinds.
     fn text_of<'a>(&self, data: &'a str) -> Option<&'a str> {
         self.kind?;
-        let (prefix, suffix) = (
-            self.learned.get(..self.text.start)?,
-            self.learned.get(self.text.end..)?,
-        );
-        let end = data.len().checked_sub(suffix.len())?;
-        if end <= prefix.len() || !data.starts_with(prefix) || !data.ends_with(suffix) {
-            return None;
+        let b = data.as_bytes();
+        let (mut at, mut from, mut text) = (0, 0, None);
+        for (range, gap) in &self.gaps {
+            let fixed = self.learned.as_bytes().get(from..range.start)?;
+            if !b.get(at..)?.starts_with(fixed) {
+                return None;
+            }
+            at += fixed.len();
+            let rest = &b[at..];
+            let len = match gap {
+                Gap::Skipped(Skipped::Number) => number_len(rest)?,
+                Gap::Skipped(Skipped::Str) | Gap::Text => {
+                    let end = stop_at(rest)?;
+                    (rest[end] == b'"').then_some(end)?
+                }
+            };
+            if *gap == Gap::Text {
+                text = Some(data.get(at..at + len).filter(|t| !t.is_empty())?);
+            }
+            at += len;
+            from = range.end;
         }
-        let text = data.get(prefix.len()..end)?;
-        stop_at(text.as_bytes()).is_none().then_some(text)
+        let tail = self.learned.as_bytes().get(from..)?;
+        (b.get(at..)? == tail).then_some(text?)
     }
 
     /// Appends the events of one chunk's `data` to `out`, as
@@ -53,14 +86,21 @@ impl ChunkShape {
             }));
             return true;
         }
-        match read_chunk(data, out) {
+        match read_chunk_noting(data, out, Some(&mut self.holes)) {
             None => false,
             Some(span) => {
-                self.kind = span.as_ref().map(|s| s.1);
-                if let Some((text, _)) = span {
+                if let Some((text, kind)) = span.filter(|_| self.holes.len() <= MAX_HOLES) {
                     self.learned.clear();
                     self.learned.push_str(data);
-                    self.text = text;
+                    self.gaps.clear();
+                    self.gaps
+                        .extend(self.holes.iter().map(|(r, k)| (r.clone(), Gap::Skipped(*k))));
+                    // The text is no skipped value: it goes in its place among them.
+                    let at = self.gaps.partition_point(|(r, _)| r.start < text.start);
+                    self.gaps.insert(at, (text, Gap::Text));
+                    self.kind = Some(kind);
+                } else {
+                    self.kind = None;
                 }
                 true
             }
@@ -109,7 +149,6 @@ mod tests {
             chunk("c1", r#"{"content":"a\nb"}"#, "null"),
             chunk("c1", r#"{"content":""}"#, "null"),
             chunk("c1", r#"{"content":" x"}"#, r#""stop""#),
-            chunk("c2", r#"{"content":" x"}"#, "null"),
             chunk("c1", r#"{"content":" x","content":" y"}"#, "null"),
             chunk("c1", r#"{"content":"x"},"x":{"content":"y"}"#, "null"),
         ] {
@@ -118,6 +157,36 @@ mod tests {
             assert!(s.kind.is_some());
             assert_eq!(s.text_of(&c), None, "{c}");
             assert_eq!(shaped(&mut s, &c), full(&c), "{c}");
+        }
+        // Skipped values may change from chunk to chunk (an id, a second, a send stamp,
+        // padding), as long as each stays a plain string or a number.
+        for (learn, next) in [
+            (chunk("c1", r#"{"content":"w"}"#, "null"), chunk("c2", r#"{"content":" x"}"#, "null")),
+            (
+                r#"{"id":"a","created":17,"sent_ns":1796,"obfuscation":"Qx","choices":[{"index":0,"delta":{"content":"w"},"finish_reason":null}]}"#.to_owned(),
+                r#"{"id":"a","created":18,"sent_ns":-2.5e3,"obfuscation":"","choices":[{"index":0,"delta":{"content":"yz"},"finish_reason":null}]}"#.to_owned(),
+            ),
+        ] {
+            let mut s = ChunkShape::default();
+            shaped(&mut s, &learn);
+            assert!(s.text_of(&next).is_some(), "{next}");
+            assert_eq!(shaped(&mut s, &next), full(&next), "{next}");
+        }
+        // ...but not when one becomes another kind of value, or something the reader reads.
+        let learn = r#"{"created":17,"object":"chunk","choices":[{"delta":{"content":"w"}}]}"#;
+        for next in [
+            r#"{"created":"17","object":"chunk","choices":[{"delta":{"content":"x"}}]}"#,
+            r#"{"created":1 7,"object":"chunk","choices":[{"delta":{"content":"x"}}]}"#,
+            r#"{"created":017,"object":"chunk","choices":[{"delta":{"content":"x"}}]}"#,
+            r#"{"created":17.,"object":"chunk","choices":[{"delta":{"content":"x"}}]}"#,
+            r#"{"created":null,"object":"chunk","choices":[{"delta":{"content":"x"}}]}"#,
+            r#"{"created":17,"object":"error","choices":[{"delta":{"content":"x"}}]}"#,
+        ] {
+            let mut s = ChunkShape::default();
+            shaped(&mut s, learn);
+            assert!(s.kind.is_some());
+            assert_eq!(s.text_of(next), None, "{next}");
+            assert_eq!(shaped(&mut s, next), full(next), "{next}");
         }
         // A completion's text and a reasoning delta have shapes too.
         for (learn, next, want) in [
@@ -169,10 +238,18 @@ mod tests {
                 r#"{},"text":"@""#,
             ][rng.random_range(0..5)];
             let delta = |rng: &mut rand::rngs::StdRng| field.replace('@', &word(rng));
-            let learn = chunk("c", &delta(&mut rng), "null");
+            // Skipped values that vary per chunk: the id (a string) and the second (a number).
+            let chunk = |rng: &mut rand::rngs::StdRng, d: &str| {
+                let id = ["c", "c1", "", "xyz"][rng.random_range(0..4)];
+                let n = ["1796163411", "0", "-3", "1.5e9", "12"][rng.random_range(0..5)];
+                chunk(id, d, "null").replace("1796163411", n)
+            };
+            let d = delta(&mut rng);
+            let learn = chunk(&mut rng, &d);
             shaped(&mut shape, &learn);
             for _ in 0..4 {
-                let mut b = chunk("c", &delta(&mut rng), "null").into_bytes();
+                let d = delta(&mut rng);
+                let mut b = chunk(&mut rng, &d).into_bytes();
                 for _ in 0..rng.random_range(0..3) {
                     let at = rng.random_range(0..=b.len());
                     match rng.random_range(0..3) {

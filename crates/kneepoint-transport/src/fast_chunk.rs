@@ -51,16 +51,44 @@ pub(crate) fn stop_at(b: &[u8]) -> Option<usize> {
     b[i..].iter().position(|&c| STOP[c as usize]).map(|k| i + k)
 }
 
-struct Reader<'a> {
+/// What a skipped scalar value was: the reader checks its grammar and nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Skipped {
+    /// A number (JSON's grammar).
+    Number,
+    /// A plain string's contents (between its quotes).
+    Str,
+}
+
+/// Where a skipped scalar value lay in a chunk's bytes (a string: its contents), and which.
+pub(crate) type Hole = (std::ops::Range<usize>, Skipped);
+
+struct Reader<'a, 'h> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
+    /// When set, every scalar value [`Reader::skip`] passes over is noted here.
+    holes: Option<&'h mut Vec<Hole>>,
+}
+
+/// The length of the JSON number at the start of `b` (no whitespace before it).
+pub(crate) fn number_len(b: &[u8]) -> Option<usize> {
+    if b.first().is_none_or(|c| !matches!(c, b'-' | b'0'..=b'9')) {
+        return None;
+    }
+    let mut r = Reader {
+        s: "",
+        b,
+        i: 0,
+        holes: None,
+    };
+    r.number().map(|()| r.i)
 }
 
 /// `None`: not a chunk this reader answers for (serde decides).
 type R<T> = Option<T>;
 
-impl<'a> Reader<'a> {
+impl<'a> Reader<'a, '_> {
     fn ws(&mut self) {
         while let Some(c) = self.b.get(self.i) {
             if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
@@ -152,15 +180,26 @@ impl<'a> Reader<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        match self.peek()? {
-            b'"' => self.string().map(|_| ()),
-            b'{' => self.object(|r, _| r.skip(depth + 1)),
-            b'[' => self.array(|r| r.skip(depth + 1)),
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            _ => self.number(),
+        let (range, kind) = match self.peek()? {
+            b'"' => {
+                let text = self.string()?;
+                (self.i - 1 - text.len()..self.i - 1, Skipped::Str)
+            }
+            b'{' => return self.object(|r, _| r.skip(depth + 1)),
+            b'[' => return self.array(|r| r.skip(depth + 1)),
+            b't' => return self.literal(b"true"),
+            b'f' => return self.literal(b"false"),
+            b'n' => return self.literal(b"null"),
+            _ => {
+                let from = self.i;
+                self.number()?;
+                (from..self.i, Skipped::Number)
+            }
+        };
+        if let Some(holes) = self.holes.as_deref_mut() {
+            holes.push((range, kind));
         }
+        Some(())
     }
 
     /// An array, each element read by `each`.
@@ -227,7 +266,7 @@ struct ChoiceFields<'a> {
     finish_reason: Option<&'a str>,
 }
 
-fn delta<'a>(r: &mut Reader<'a>, c: &mut ChoiceFields<'a>) -> R<()> {
+fn delta<'a>(r: &mut Reader<'a, '_>, c: &mut ChoiceFields<'a>) -> R<()> {
     if r.peek()? == b'n' {
         return r.literal(b"null");
     }
@@ -252,7 +291,7 @@ fn delta<'a>(r: &mut Reader<'a>, c: &mut ChoiceFields<'a>) -> R<()> {
     })
 }
 
-fn choice<'a>(r: &mut Reader<'a>, out: &mut Vec<ChoiceFields<'a>>) -> R<()> {
+fn choice<'a>(r: &mut Reader<'a, '_>, out: &mut Vec<ChoiceFields<'a>>) -> R<()> {
     let mut c = ChoiceFields::default();
     let mut seen = Seen::default();
     r.object(|r, key| match key {
@@ -300,11 +339,26 @@ pub(crate) type TextSpan = (std::ops::Range<usize>, TextKind);
 /// `Some(span)`, with `span` set when the chunk is one choice whose only event is one
 /// non-empty string's text (no other text, no finish reason).
 pub(crate) fn read_chunk(data: &str, out: &mut Vec<ResponseEvent>) -> Option<Option<TextSpan>> {
+    read_chunk_noting(data, out, None)
+}
+
+/// [`read_chunk`], also noting in `holes` (cleared first) where each skipped scalar value
+/// lay, in order: what [`crate::chunk_shape::ChunkShape`] lets the next chunks vary.
+pub(crate) fn read_chunk_noting(
+    data: &str,
+    out: &mut Vec<ResponseEvent>,
+    holes: Option<&mut Vec<Hole>>,
+) -> Option<Option<TextSpan>> {
+    let mut holes = holes;
+    if let Some(h) = holes.as_deref_mut() {
+        h.clear();
+    }
     let mut choices: Vec<ChoiceFields<'_>> = Vec::new();
     let mut r = Reader {
         s: data,
         b: data.as_bytes(),
         i: 0,
+        holes,
     };
     let mut seen = Seen::default();
     let read = r.object(|r, key| match key {
