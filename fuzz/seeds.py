@@ -36,6 +36,15 @@ write("sse_stream", "error", b"\x00\x04data: {\"error\":{\"message\":\"overloade
 write("sse_stream", "completions", b"\x00\x08data: {\"choices\":[{\"text\":\"hi\",\"finish_reason\":\"length\"}]}\n\n")
 write("sse_stream", "long-line", b"\x00\x3f" + b"data: " + b"x" * 300 + b"\n\n")
 write("sse_stream", "bad-utf8", b"\x00\x03data: \xff\xfe\n\n")
+# Chunks whose skipped values change from one to the next (read by the stream's shape), then
+# one whose number turns into a string and one that says it is an error.
+vary = "".join(
+    'data: {"id":"c%d","created":%s,"sent_ns":%d,"obfuscation":"%s","choices":[{"index":0,'
+    '"delta":{"content":"%s"},"finish_reason":null}]}\n\n' % (i, c, 10**i, "x" * i, w)
+    for i, (c, w) in enumerate([("17", "a"), ("18", " b"), ("-1.5e3", "c"), ('"19"', "d"), ("1 9", "e"), ("20", "f")])
+)
+vary += 'data: {"id":"c9","created":21,"sent_ns":1,"obfuscation":"","object":"error","choices":[]}\n\n'
+write("sse_stream", "varying-fields", b"\x01\x09\x05" + vary.encode())
 write("sse_stream", "reasoning", b"\x01\x05\x06data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hm\"}}]}\n\n")
 
 

@@ -61,6 +61,8 @@ pub use kneepoint_core::redact_url;
 pub use mem_limit::{memory_budget, memory_shortfall, STREAM_BYTES};
 pub use openai::OpenAiTransport;
 pub use parse::parse_body;
+#[doc(hidden)]
+pub use parse::stream_chunks_agree;
 pub use receive_clock::ReceiveClock;
 pub use request_id::{RequestIdHeader, RequestIdStyle};
 pub use routed::{RouteRule, RouteTarget, RoutedTransport};

@@ -26,6 +26,23 @@ pub(crate) fn parse_stream_chunk(
     parse_with_serde(data, out)
 }
 
+/// Whether reading `chunks` in order as one stream's chunks (each by the shape the previous
+/// ones taught, where it applies) gives, chunk by chunk, the answer of reading each alone with
+/// [`parse_body`]: the same events, and an error exactly where it gives one. For the fuzzers
+/// and tests that check the shortcut; not a stable API.
+#[doc(hidden)]
+pub fn stream_chunks_agree(chunks: &[&str]) -> bool {
+    let mut shape = crate::chunk_shape::ChunkShape::default();
+    let (mut by_shape, mut alone) = (Vec::new(), Vec::new());
+    chunks.iter().all(|data| {
+        by_shape.clear();
+        alone.clear();
+        let a = parse_stream_chunk(data, &mut shape, &mut by_shape);
+        let b = parse_body(data, &mut alone);
+        a.is_ok() == b.is_ok() && by_shape == alone
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
