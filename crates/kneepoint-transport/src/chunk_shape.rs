@@ -93,8 +93,11 @@ impl ChunkShape {
                     self.learned.clear();
                     self.learned.push_str(data);
                     self.gaps.clear();
-                    self.gaps
-                        .extend(self.holes.iter().map(|(r, k)| (r.clone(), Gap::Skipped(*k))));
+                    self.gaps.extend(
+                        self.holes
+                            .iter()
+                            .map(|(r, k)| (r.clone(), Gap::Skipped(*k))),
+                    );
                     // The text is no skipped value: it goes in its place among them.
                     let at = self.gaps.partition_point(|(r, _)| r.start < text.start);
                     self.gaps.insert(at, (text, Gap::Text));
