@@ -12,8 +12,13 @@
 //! skipped value (a number by JSON's grammar, or a plain string: no quote, backslash or control
 //! byte, both checked) leaves the reader in the same state whatever its digits or letters, so
 //! past it the bytes and the state are again the learned chunk's; the text is a plain string
-//! too, and only becomes the event's text. The only difference is the text itself. A
-//! differential test checks this against the full reader over generated streams and mutations.
+//! too, and only becomes the event's text. So the only difference in the answer is the text
+//! itself. A differential test checks this against the full reader over generated streams and
+//! mutations, and the fuzz corpus does over every `sse_stream` input (`stream_chunks_agree`).
+//!
+//! A stream whose chunks differ in more than skipped values (say `logprobs` arrays that change
+//! length) misses the shape on every chunk; a miss stops at the first differing byte, so it
+//! costs little beside the full read that follows.
 
 use std::ops::Range;
 
