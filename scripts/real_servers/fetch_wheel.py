@@ -6,6 +6,8 @@ asks for the file in 16 MB ranges, each retried on its own, checks the SHA-256 t
 simple index (JSON form, PEP 691) gives for that file name, and writes the wheel to a folder;
 install.sh then installs it with --no-deps before asking pip again.
 
+A call gives up after 10 minutes; the next resumes after the whole ranges written so far.
+
 Usage: python fetch_wheel.py DEST_DIR PIP_LOG...
 (the URLs are the `URL: https://...whl` lines of pip's incomplete-download errors in the logs;
 the paths of the wheels fetched go to stdout, one per line, and everything else to stderr)
@@ -22,6 +24,9 @@ import urllib.request
 
 CHUNK = 16 * 1024 * 1024
 TRIES = 8
+# One call gives up after this long (install.sh calls again, resuming from the ranges kept).
+BUDGET_S = 600
+DEADLINE = time.monotonic() + BUDGET_S
 
 
 def context() -> ssl.SSLContext:
@@ -34,9 +39,11 @@ def context() -> ssl.SSLContext:
 def get(url: str, headers: dict, ctx: ssl.SSLContext) -> bytes:
     last = None
     for attempt in range(TRIES):
+        if time.monotonic() > DEADLINE:
+            raise RuntimeError(f"{url}: out of time ({BUDGET_S} s) after {attempt} attempts: {last}")
         try:
             req = urllib.request.Request(url, headers=headers)
-            with urllib.request.urlopen(req, timeout=120, context=ctx) as resp:
+            with urllib.request.urlopen(req, timeout=60, context=ctx) as resp:
                 return resp.read()
         except OSError as err:  # URLError, timeouts and resets are all OSError
             last = err
@@ -66,14 +73,23 @@ def fetch(url: str, dest: str, ctx: ssl.SSLContext) -> None:
         raise RuntimeError(f"{filename}: the index gives no size, so no ranges")
     digest = hashlib.sha256()
     tmp = out + ".part"
-    with open(tmp, "wb") as fh:
-        for start in range(0, size, CHUNK):
+    # Whole ranges a cut-short earlier call wrote are kept, and the fetch goes on after them.
+    done = 0
+    if os.path.exists(tmp):
+        done = os.path.getsize(tmp) // CHUNK * CHUNK
+        with open(tmp, "rb") as fh:
+            digest.update(fh.read(done))
+        with open(tmp, "r+b") as fh:
+            fh.truncate(done)
+    with open(tmp, "ab") as fh:
+        for start in range(done, size, CHUNK):
             end = min(start + CHUNK, size) - 1
             part = get(url, {"Range": f"bytes={start}-{end}"}, ctx)
             if len(part) != end - start + 1:
                 raise RuntimeError(f"{filename}: range {start}-{end} gave {len(part)} bytes")
             digest.update(part)
             fh.write(part)
+            fh.flush()
     if digest.hexdigest() != sha:
         os.remove(tmp)
         raise RuntimeError(f"{filename}: SHA-256 {digest.hexdigest()} is not PyPI's {sha}")
