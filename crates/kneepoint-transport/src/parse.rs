@@ -127,8 +127,55 @@ mod tests {
     }
 
     #[test]
+    fn an_error_without_a_message_says_what_the_server_sent() {
+        for body in [
+            r#"{"id":"c1","object":"error","choices":[{"delta":{"content":" x"}}]}"#,
+            r#"{"error":{"type":"server_error"}}"#,
+            r#"{"error":{"message":" "}}"#,
+            r#"{"error":""}"#,
+        ] {
+            let e = parse(body).unwrap_err();
+            let Error::Server { message, .. } = &e else {
+                panic!("{body}: {e:?}")
+            };
+            assert!(
+                message.starts_with("the server answered an error without a message: {"),
+                "{body}: {message}"
+            );
+        }
+    }
+
+    #[test]
     fn garbage_is_malformed() {
         let e = parse("{not json").unwrap_err();
         assert_eq!(e.kind(), kneepoint_core::ErrorKind::MalformedResponse);
+        assert!(
+            e.to_string()
+                .contains("invalid JSON chunk (key must be a string"),
+            "{e}"
+        );
+        // Well-formed JSON of another shape says so, and why.
+        for (body, why) in [
+            (
+                r#"{"choices":[{"delta":{"content":5}}]}"#,
+                "invalid type: integer `5`, expected a string",
+            ),
+            (
+                r#"{"choices":null}"#,
+                "invalid type: null, expected a sequence",
+            ),
+            (
+                r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+                "duplicate field `content`",
+            ),
+        ] {
+            let e = parse(body).unwrap_err();
+            assert_eq!(e.kind(), kneepoint_core::ErrorKind::MalformedResponse);
+            let text = e.to_string();
+            assert!(
+                text.contains("a JSON chunk of an unexpected shape (") && text.contains(why),
+                "{body}: {text}"
+            );
+        }
     }
 }

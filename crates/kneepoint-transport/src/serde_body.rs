@@ -71,11 +71,31 @@ enum ErrorJson {
     Text(String),
 }
 
+/// An error's message, or when the server gave none (or an empty one), what it sent.
+fn or_excerpt(message: Option<String>, data: &str) -> String {
+    match message {
+        Some(m) if !m.trim().is_empty() => m,
+        _ => format!(
+            "the server answered an error without a message: {}",
+            excerpt(data.as_bytes())
+        ),
+    }
+}
+
 /// [`parse_body`](crate::parse_body) without the fast path: every document through `serde_json`.
 pub(crate) fn parse_with_serde(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
-    let body: Body<'_> = serde_json::from_str(data).map_err(|e| Error::MalformedResponse {
-        message: format!("invalid JSON chunk: {}", excerpt(data.as_bytes())),
-        source: Some(Box::new(e)),
+    let body: Body<'_> = serde_json::from_str(data).map_err(|e| {
+        // Well-formed JSON of another shape (a number for a text, `"choices":null`, a repeated
+        // key) is not "invalid JSON": the message says which, and serde's reason.
+        let what = if e.is_data() {
+            "a JSON chunk of an unexpected shape"
+        } else {
+            "invalid JSON chunk"
+        };
+        Error::MalformedResponse {
+            message: format!("{what} ({e}): {}", excerpt(data.as_bytes())),
+            source: Some(Box::new(e)),
+        }
     })?;
     if let Some(err) = body.error {
         return Err(match err {
@@ -90,18 +110,18 @@ pub(crate) fn parse_with_serde(data: &str, out: &mut Vec<ResponseEvent>) -> Resu
                         other => other.to_string(),
                     })
                     .or(kind),
-                message: message.unwrap_or_default(),
+                message: or_excerpt(message, data),
             },
             ErrorJson::Text(message) => Error::Server {
                 code: None,
-                message,
+                message: or_excerpt(Some(message), data),
             },
         });
     }
     if body.object.as_deref() == Some("error") {
         return Err(Error::Server {
             code: None,
-            message: body.message.unwrap_or_default(),
+            message: or_excerpt(body.message, data),
         });
     }
     if let Some(items) = body.data.as_ref().or(body.results.as_ref()) {

@@ -70,7 +70,15 @@ pub fn parse_payload(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Err
         return parse_body(data, out);
     }
     let malformed = |e: serde_json::Error| Error::MalformedResponse {
-        message: format!("invalid JSON payload: {}", excerpt(data.as_bytes())),
+        message: format!(
+            "{} ({e}): {}",
+            if e.is_data() {
+                "a JSON payload of an unexpected shape"
+            } else {
+                "invalid JSON payload"
+            },
+            excerpt(data.as_bytes())
+        ),
         source: Some(Box::new(e)),
     };
     if t.starts_with('[') {
