@@ -83,6 +83,10 @@ mod tests {
         let ev =
             parse(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#).unwrap();
         assert_eq!(ev.len(), 1);
+        // `"choices":null` is no choices, as an absent field is.
+        let ev =
+            parse(r#"{"choices":null,"usage":{"prompt_tokens":5,"completion_tokens":7}}"#).unwrap();
+        assert_eq!(ev, vec![ResponseEvent::Usage(Usage::new(Some(5), Some(7)))]);
         // a reasoning model's usage says how many of the completion tokens were reasoning
         let ev = parse(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"completion_tokens_details":{"reasoning_tokens":4}}}"#).unwrap();
         assert_eq!(
@@ -161,8 +165,8 @@ mod tests {
                 "invalid type: integer `5`, expected a string",
             ),
             (
-                r#"{"choices":null}"#,
-                "invalid type: null, expected a sequence",
+                r#"{"choices":{}}"#,
+                "invalid type: map, expected a sequence",
             ),
             (
                 r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,

@@ -12,8 +12,9 @@ use crate::sse::excerpt;
 // they hold escapes (`Cow`), and every other field (ids, model, logprobs...) is skipped unread.
 #[derive(Deserialize)]
 struct Body<'a> {
+    /// `null` is taken as none, like an absent field (a usage-only chunk may say so).
     #[serde(default, borrow)]
-    choices: Vec<Choice<'a>>,
+    choices: Option<Vec<Choice<'a>>>,
     usage: Option<UsageJson>,
     /// Embeddings (`data[].embedding`) or scores (`data[].score`): a pooling answer.
     data: Option<Vec<serde::de::IgnoredAny>>,
@@ -130,7 +131,7 @@ pub(crate) fn parse_with_serde(data: &str, out: &mut Vec<ResponseEvent>) -> Resu
         });
     }
     let mut finish = None;
-    for choice in body.choices {
+    for choice in body.choices.unwrap_or_default() {
         let mut chunk = Chunk::default();
         if let Some(d) = choice.delta.or(choice.message) {
             chunk.text = d.content.map(Cow::into_owned).unwrap_or_default();
