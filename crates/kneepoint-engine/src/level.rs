@@ -120,7 +120,7 @@ impl Bench {
     /// it; `warmup` sends the warm-up requests first. When `cancel` fires, in-flight requests
     /// are recorded as cancelled and the level's files are written and marked partial; the
     /// returned flag says so.
-    // Long on purpose (one of the three functions over 120 lines, issue 48): the level's
+    // Long on purpose (one of the two functions over 120 lines, issue 48): the level's
     // phases (reset, warm-up, sinks, the loop, cancellation, the files) in the order they run,
     // sharing the run's in-flight state; split, each part would take most of it as arguments.
     pub(crate) async fn run_once(

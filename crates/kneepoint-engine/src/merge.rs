@@ -250,7 +250,7 @@ fn merge_records(
 
 /// Merges the sharded sweeps in `shard_dirs` into `out` (refused if it holds a run, unless
 /// `overwrite`), with plots and `report.html`, and `merge_summary.json` beside them.
-// Long on purpose (one of the three functions over 120 lines, issue 48): the checks that the
+// Long on purpose (one of the two functions over 120 lines, issue 48): the checks that the
 // shards belong together and the per-level merge share the shards' documents and windows;
 // read top to bottom it is the order a reviewer checks a merge in.
 pub fn merge(

@@ -201,6 +201,239 @@ fn gated(act: Option<&str>) -> bool {
     )
 }
 
+/// The expert count of a sparse model (`None` for a dense one).
+fn expert_count(m: &Map<String, Value>) -> Option<u64> {
+    uint(
+        m,
+        &[
+            "num_local_experts",
+            "num_experts",
+            "n_routed_experts",
+            "moe_num_experts",
+        ],
+    )
+    .filter(|e| *e > 1)
+}
+
+/// `layers` mixture-of-experts layers of `experts` experts (none for a dense model).
+fn moe_shape(
+    m: &Map<String, Value>,
+    experts: Option<u64>,
+    act: Option<&str>,
+    layers: u32,
+) -> Result<Option<MoeSpec>, Error> {
+    let Some(e) = experts else { return Ok(None) };
+    let k = need(
+        m,
+        "num_experts_per_tok",
+        &[
+            "num_experts_per_tok",
+            "experts_per_token",
+            "moe_top_k",
+            "top_k",
+        ],
+    )?;
+    let ei = need(
+        m,
+        "moe_intermediate_size",
+        &[
+            "moe_intermediate_size",
+            "expert_intermediate_size",
+            "intermediate_size",
+        ],
+    )?;
+    let shared = uint(
+        m,
+        &[
+            "moe_shared_expert_intermediate_size",
+            "shared_expert_intermediate_size",
+        ],
+    )
+    .unwrap_or_else(|| uint(m, &["n_shared_experts"]).unwrap_or(0) * ei);
+    if k > e {
+        return Err(Error::ConfigField {
+            field: "num_experts_per_tok",
+            reason: format!("{k} experts per token but only {e} experts"),
+        });
+    }
+    Ok(Some(MoeSpec {
+        layers,
+        experts: small(e, "num_experts")?,
+        experts_per_token: small(k, "num_experts_per_tok")?,
+        expert_intermediate_size: ei,
+        shared_intermediate_size: shared,
+        gated: gated(act),
+    }))
+}
+
+/// `layers` Mamba-2 layers (none when 0).
+fn mamba_shape(m: &Map<String, Value>, layers: u32) -> Result<Option<MambaSpec>, Error> {
+    if layers == 0 {
+        return Ok(None);
+    }
+    let heads = need(m, "mamba_num_heads", &["mamba_num_heads", "mamba_n_heads"])?;
+    let hd = need(m, "mamba_head_dim", &["mamba_head_dim", "mamba_d_head"])?;
+    Ok(Some(MambaSpec {
+        layers,
+        heads: small(heads, "mamba_num_heads")?,
+        head_dim: small(hd, "mamba_head_dim")?,
+        state_size: small(
+            need(m, "ssm_state_size", &["ssm_state_size", "mamba_d_state"])?,
+            "ssm_state_size",
+        )?,
+        groups: small(
+            uint(m, &["n_groups", "mamba_n_groups"]).unwrap_or(1),
+            "n_groups",
+        )?,
+        conv_kernel: small(
+            uint(m, &["conv_kernel", "mamba_d_conv"]).unwrap_or(4),
+            "conv_kernel",
+        )?,
+        ssm_state_bits: match text(m, &["mamba_ssm_cache_dtype"]) {
+            Some("float32") | Some("fp32") => 32.0,
+            _ => 16.0,
+        },
+    }))
+}
+
+/// Latent attention's dimensions, when the config has them (`kv_lora_rank`).
+fn mla_shape(m: &Map<String, Value>) -> Result<Option<MlaSpec>, Error> {
+    let Some(r) = uint(m, &["kv_lora_rank"]) else {
+        return Ok(None);
+    };
+    Ok(Some(MlaSpec {
+        kv_lora_rank: small(r, "kv_lora_rank")?,
+        q_lora_rank: uint(m, &["q_lora_rank"])
+            .map(|q| small(q, "q_lora_rank"))
+            .transpose()?,
+        qk_rope_head_dim: small(
+            need(m, "qk_rope_head_dim", &["qk_rope_head_dim"])?,
+            "qk_rope_head_dim",
+        )?,
+        qk_nope_head_dim: small(
+            need(m, "qk_nope_head_dim", &["qk_nope_head_dim"])?,
+            "qk_nope_head_dim",
+        )?,
+        v_head_dim: small(need(m, "v_head_dim", &["v_head_dim"])?, "v_head_dim")?,
+    }))
+}
+
+/// The layers of a model, by kind.
+struct Layers {
+    attention: u32,
+    /// `layer_types`, when the config lists each layer's kind.
+    kinds: Option<Vec<Value>>,
+    mlp: Option<MlpSpec>,
+    moe: Option<MoeSpec>,
+    mamba: Option<MambaSpec>,
+}
+
+/// NVIDIA's hybrid layout (`hybrid_override_pattern`): one block per character, `M` Mamba,
+/// `*` attention, `-` dense feed-forward, `E` mixture of experts.
+fn hybrid_layers(m: &Map<String, Value>, pattern: &str) -> Result<Layers, Error> {
+    if let Some(c) = pattern
+        .chars()
+        .find(|c| !matches!(c, 'M' | '*' | '-' | 'E'))
+    {
+        return Err(Error::ConfigField {
+            field: "hybrid_override_pattern",
+            reason: format!("unknown layer kind {c:?} (known: M, *, -, E)"),
+        });
+    }
+    let count = |c: char| pattern.chars().filter(|x| *x == c).count() as u32;
+    let act = activation(m);
+    let experts = expert_count(m);
+    let moe = match (count('E'), experts) {
+        (0, _) => None,
+        (n, Some(_)) => moe_shape(m, experts, act, n)?,
+        (_, None) => {
+            return Err(Error::ConfigField {
+                field: "n_routed_experts",
+                reason: "the pattern has MoE layers (E) but no expert count".into(),
+            })
+        }
+    };
+    Ok(Layers {
+        attention: count('*'),
+        kinds: None,
+        mlp: mlp_shape(count('-'), intermediate(m), gated(act))?,
+        moe,
+        mamba: mamba_shape(m, count('M'))?,
+    })
+}
+
+/// A stack of `num_hidden_layers` attention layers, each with a dense or a sparse
+/// feed-forward.
+fn uniform_layers(m: &Map<String, Value>) -> Result<Layers, Error> {
+    let layers = small(
+        need(
+            m,
+            "num_hidden_layers",
+            &["num_hidden_layers", "n_layer", "num_layers"],
+        )?,
+        "num_hidden_layers",
+    )?;
+    let act = activation(m);
+    let experts = expert_count(m);
+    // Dense layers of a sparse model: DeepSeek's first k, Qwen's listed ones.
+    let (dense_layers, dense_inner) = if experts.is_some() {
+        let first_k = uint(m, &["first_k_dense_replace"]).unwrap_or(0);
+        let listed = get(m, &["mlp_only_layers"])
+            .and_then(Value::as_array)
+            .map_or(0, |a| a.len() as u64);
+        (
+            small(
+                first_k.max(listed).min(layers.into()),
+                "first_k_dense_replace",
+            )?,
+            uint(m, &["dense_intermediate_size"]).or(intermediate(m)),
+        )
+    } else {
+        (layers, intermediate(m))
+    };
+    Ok(Layers {
+        attention: layers,
+        kinds: get(m, &["layer_types"]).and_then(Value::as_array).cloned(),
+        mlp: mlp_shape(dense_layers, dense_inner, gated(act))?,
+        moe: moe_shape(m, experts, act, layers - dense_layers)?,
+        mamba: None,
+    })
+}
+
+/// The feed-forward's activation function, as the config names it.
+fn activation(m: &Map<String, Value>) -> Option<&str> {
+    text(m, &["mlp_hidden_act", "hidden_act", "hidden_activation"])
+}
+
+/// The dense feed-forward's inner size.
+fn intermediate(m: &Map<String, Value>) -> Option<u64> {
+    uint(m, &["intermediate_size", "ffn_hidden_size", "n_inner"])
+}
+
+/// How many of `layers.attention` layers keep a sliding-window cache of `window` tokens.
+fn sliding_layer_count(
+    m: &Map<String, Value>,
+    model_type: &str,
+    layers: &Layers,
+    window: Option<u64>,
+) -> u32 {
+    match (&layers.kinds, window) {
+        (Some(kinds), Some(_)) => kinds
+            .iter()
+            .filter(|k| k.as_str().is_some_and(|s| s.contains("sliding")))
+            .count() as u32,
+        // Mistral-style: one window for every layer.
+        (None, Some(_))
+            if model_type == "mistral"
+                || get(m, &["use_sliding_window"]).and_then(Value::as_bool) == Some(true) =>
+        {
+            layers.attention
+        }
+        _ => 0,
+    }
+    .min(layers.attention)
+}
+
 impl ModelSpec {
     /// Reads a Hugging Face `config.json`. Understood: dense decoders (Llama, Mistral, Qwen,
     /// Gemma and the like), mixture-of-experts decoders (Mixtral, Qwen-MoE, DeepSeek with
@@ -208,9 +441,6 @@ impl ModelSpec {
     /// hybrid Mamba-Transformer (`nemotron_h`, from `hybrid_override_pattern`). Multimodal
     /// configs are read through their `text_config`. The weights' format comes from
     /// `quantization_config` or `torch_dtype`.
-    // Long on purpose (one of the three functions over 120 lines, issue 48): one pass over the
-    // config's fields, each architecture's spelling of a field next to the others', so that
-    // which key wins for which family is read in one place.
     pub fn from_hf_config(json: &str) -> Result<Self, Error> {
         let v: Value = serde_json::from_str(json).map_err(|source| Error::ConfigJson { source })?;
         let Some(outer) = v.as_object() else {
@@ -269,190 +499,14 @@ impl ModelSpec {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let max_position_embeddings = uint(m, &["max_position_embeddings", "n_positions"]);
-        let act = text(m, &["mlp_hidden_act", "hidden_act", "hidden_activation"]);
-        let intermediate = uint(m, &["intermediate_size", "ffn_hidden_size", "n_inner"]);
-
-        let experts = uint(
-            m,
-            &[
-                "num_local_experts",
-                "num_experts",
-                "n_routed_experts",
-                "moe_num_experts",
-            ],
-        )
-        .filter(|e| *e > 1);
-        let moe_shape = |layers: u32| -> Result<Option<MoeSpec>, Error> {
-            let Some(e) = experts else { return Ok(None) };
-            let k = need(
-                m,
-                "num_experts_per_tok",
-                &[
-                    "num_experts_per_tok",
-                    "experts_per_token",
-                    "moe_top_k",
-                    "top_k",
-                ],
-            )?;
-            let ei = need(
-                m,
-                "moe_intermediate_size",
-                &[
-                    "moe_intermediate_size",
-                    "expert_intermediate_size",
-                    "intermediate_size",
-                ],
-            )?;
-            let shared = uint(
-                m,
-                &[
-                    "moe_shared_expert_intermediate_size",
-                    "shared_expert_intermediate_size",
-                ],
-            )
-            .unwrap_or_else(|| uint(m, &["n_shared_experts"]).unwrap_or(0) * ei);
-            if k > e {
-                return Err(Error::ConfigField {
-                    field: "num_experts_per_tok",
-                    reason: format!("{k} experts per token but only {e} experts"),
-                });
-            }
-            Ok(Some(MoeSpec {
-                layers,
-                experts: small(e, "num_experts")?,
-                experts_per_token: small(k, "num_experts_per_tok")?,
-                expert_intermediate_size: ei,
-                shared_intermediate_size: shared,
-                gated: gated(act),
-            }))
+        let layers = match text(m, &["hybrid_override_pattern"]) {
+            Some(pattern) => hybrid_layers(m, pattern)?,
+            None => uniform_layers(m)?,
         };
-
-        let (attention_layers, layer_kinds, mlp, moe, mamba);
-        if let Some(pattern) = text(m, &["hybrid_override_pattern"]) {
-            // NVIDIA's hybrid layout: one block per character.
-            if let Some(c) = pattern
-                .chars()
-                .find(|c| !matches!(c, 'M' | '*' | '-' | 'E'))
-            {
-                return Err(Error::ConfigField {
-                    field: "hybrid_override_pattern",
-                    reason: format!("unknown layer kind {c:?} (known: M, *, -, E)"),
-                });
-            }
-            let count = |c: char| pattern.chars().filter(|x| *x == c).count() as u32;
-            attention_layers = count('*');
-            layer_kinds = None;
-            let dense = count('-');
-            mlp = mlp_shape(dense, intermediate, gated(act))?;
-            moe = match (count('E'), experts) {
-                (0, _) => None,
-                (n, Some(_)) => moe_shape(n)?,
-                (_, None) => {
-                    return Err(Error::ConfigField {
-                        field: "n_routed_experts",
-                        reason: "the pattern has MoE layers (E) but no expert count".into(),
-                    })
-                }
-            };
-            let mamba_layers = count('M');
-            mamba = if mamba_layers > 0 {
-                let heads = need(m, "mamba_num_heads", &["mamba_num_heads", "mamba_n_heads"])?;
-                let hd = need(m, "mamba_head_dim", &["mamba_head_dim", "mamba_d_head"])?;
-                Some(MambaSpec {
-                    layers: mamba_layers,
-                    heads: small(heads, "mamba_num_heads")?,
-                    head_dim: small(hd, "mamba_head_dim")?,
-                    state_size: small(
-                        need(m, "ssm_state_size", &["ssm_state_size", "mamba_d_state"])?,
-                        "ssm_state_size",
-                    )?,
-                    groups: small(
-                        uint(m, &["n_groups", "mamba_n_groups"]).unwrap_or(1),
-                        "n_groups",
-                    )?,
-                    conv_kernel: small(
-                        uint(m, &["conv_kernel", "mamba_d_conv"]).unwrap_or(4),
-                        "conv_kernel",
-                    )?,
-                    ssm_state_bits: match text(m, &["mamba_ssm_cache_dtype"]) {
-                        Some("float32") | Some("fp32") => 32.0,
-                        _ => 16.0,
-                    },
-                })
-            } else {
-                None
-            };
-        } else {
-            let layers = small(
-                need(
-                    m,
-                    "num_hidden_layers",
-                    &["num_hidden_layers", "n_layer", "num_layers"],
-                )?,
-                "num_hidden_layers",
-            )?;
-            attention_layers = layers;
-            layer_kinds = get(m, &["layer_types"]).and_then(Value::as_array).cloned();
-            mamba = None;
-            // Dense layers of a sparse model: DeepSeek's first k, Qwen's listed ones.
-            let dense_layers = if experts.is_some() {
-                let first_k = uint(m, &["first_k_dense_replace"]).unwrap_or(0);
-                let listed = get(m, &["mlp_only_layers"])
-                    .and_then(Value::as_array)
-                    .map_or(0, |a| a.len() as u64);
-                small(
-                    first_k.max(listed).min(layers.into()),
-                    "first_k_dense_replace",
-                )?
-            } else {
-                layers
-            };
-            moe = moe_shape(layers - dense_layers)?;
-            let dense_inner = if experts.is_some() {
-                uint(m, &["dense_intermediate_size"]).or(intermediate)
-            } else {
-                intermediate
-            };
-            mlp = mlp_shape(dense_layers, dense_inner, gated(act))?;
-        }
-
         let window = uint(m, &["sliding_window"])
             .filter(|w| *w > 0)
             .map(|w| w.min(MAX_DIM));
-        let sliding_layers = match (&layer_kinds, window) {
-            (Some(kinds), Some(_)) => kinds
-                .iter()
-                .filter(|k| k.as_str().is_some_and(|s| s.contains("sliding")))
-                .count() as u32,
-            // Mistral-style: one window for every layer.
-            (None, Some(_))
-                if model_type == "mistral"
-                    || get(m, &["use_sliding_window"]).and_then(Value::as_bool) == Some(true) =>
-            {
-                attention_layers
-            }
-            _ => 0,
-        }
-        .min(attention_layers);
-        let mla = match uint(m, &["kv_lora_rank"]) {
-            Some(r) => Some(MlaSpec {
-                kv_lora_rank: small(r, "kv_lora_rank")?,
-                q_lora_rank: uint(m, &["q_lora_rank"])
-                    .map(|q| small(q, "q_lora_rank"))
-                    .transpose()?,
-                qk_rope_head_dim: small(
-                    need(m, "qk_rope_head_dim", &["qk_rope_head_dim"])?,
-                    "qk_rope_head_dim",
-                )?,
-                qk_nope_head_dim: small(
-                    need(m, "qk_nope_head_dim", &["qk_nope_head_dim"])?,
-                    "qk_nope_head_dim",
-                )?,
-                v_head_dim: small(need(m, "v_head_dim", &["v_head_dim"])?, "v_head_dim")?,
-            }),
-            None => None,
-        };
-        let weights = WeightFormat::from_config(outer, m)?;
+        let sliding_layers = sliding_layer_count(m, &model_type, &layers, window);
         let spec = ModelSpec {
             name,
             model_type,
@@ -464,15 +518,15 @@ impl ModelSpec {
                 heads,
                 kv_heads,
                 head_dim,
-                full_layers: attention_layers - sliding_layers,
+                full_layers: layers.attention - sliding_layers,
                 sliding_layers,
                 sliding_window: window.filter(|_| sliding_layers > 0),
-                mla,
+                mla: mla_shape(m)?,
             },
-            mlp,
-            moe,
-            mamba,
-            weights,
+            mlp: layers.mlp,
+            moe: layers.moe,
+            mamba: layers.mamba,
+            weights: WeightFormat::from_config(outer, m)?,
         };
         spec.validate()?;
         Ok(spec)

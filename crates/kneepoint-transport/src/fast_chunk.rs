@@ -182,8 +182,10 @@ impl<'a> Reader<'a, '_> {
         }
         let (range, kind) = match self.peek()? {
             b'"' => {
-                let text = self.string()?;
-                (self.i - 1 - text.len()..self.i - 1, Skipped::Str)
+                // The contents, between the opening quote here and the closing one.
+                let start = self.i + 1;
+                self.string()?;
+                (start..self.i - 1, Skipped::Str)
             }
             b'{' => return self.object(|r, _| r.skip(depth + 1)),
             b'[' => return self.array(|r| r.skip(depth + 1)),
@@ -347,9 +349,8 @@ pub(crate) fn read_chunk(data: &str, out: &mut Vec<ResponseEvent>) -> Option<Opt
 pub(crate) fn read_chunk_noting(
     data: &str,
     out: &mut Vec<ResponseEvent>,
-    holes: Option<&mut Vec<Hole>>,
+    mut holes: Option<&mut Vec<Hole>>,
 ) -> Option<Option<TextSpan>> {
-    let mut holes = holes;
     if let Some(h) = holes.as_deref_mut() {
         h.clear();
     }

@@ -72,6 +72,21 @@ enum ErrorJson {
     Text(String),
 }
 
+/// `data` (a JSON `what`: chunk, payload) that serde could not read, with serde's reason.
+/// Well-formed JSON of another shape (a number for a text, a repeated key) is not called
+/// invalid JSON.
+pub(crate) fn unreadable(what: &str, data: &str, e: serde_json::Error) -> Error {
+    let kind = if e.is_data() {
+        format!("a JSON {what} of an unexpected shape")
+    } else {
+        format!("invalid JSON {what}")
+    };
+    Error::MalformedResponse {
+        message: format!("{kind} ({e}): {}", excerpt(data.as_bytes())),
+        source: Some(Box::new(e)),
+    }
+}
+
 /// An error's message, or when the server gave none (or an empty one), what it sent.
 fn or_excerpt(message: Option<String>, data: &str) -> String {
     match message {
@@ -85,19 +100,7 @@ fn or_excerpt(message: Option<String>, data: &str) -> String {
 
 /// [`parse_body`](crate::parse_body) without the fast path: every document through `serde_json`.
 pub(crate) fn parse_with_serde(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Error> {
-    let body: Body<'_> = serde_json::from_str(data).map_err(|e| {
-        // Well-formed JSON of another shape (a number for a text, `"choices":null`, a repeated
-        // key) is not "invalid JSON": the message says which, and serde's reason.
-        let what = if e.is_data() {
-            "a JSON chunk of an unexpected shape"
-        } else {
-            "invalid JSON chunk"
-        };
-        Error::MalformedResponse {
-            message: format!("{what} ({e}): {}", excerpt(data.as_bytes())),
-            source: Some(Box::new(e)),
-        }
-    })?;
+    let body: Body<'_> = serde_json::from_str(data).map_err(|e| unreadable("chunk", data, e))?;
     if let Some(err) = body.error {
         return Err(match err {
             ErrorJson::Object {

@@ -69,18 +69,7 @@ pub fn parse_payload(data: &str, out: &mut Vec<ResponseEvent>) -> Result<(), Err
     if !tgi_like {
         return parse_body(data, out);
     }
-    let malformed = |e: serde_json::Error| Error::MalformedResponse {
-        message: format!(
-            "{} ({e}): {}",
-            if e.is_data() {
-                "a JSON payload of an unexpected shape"
-            } else {
-                "invalid JSON payload"
-            },
-            excerpt(data.as_bytes())
-        ),
-        source: Some(Box::new(e)),
-    };
+    let malformed = |e| crate::serde_body::unreadable("payload", data, e);
     if t.starts_with('[') {
         let whole: Vec<TgiChunk> = serde_json::from_str(data).map_err(malformed)?;
         for c in whole {
@@ -258,6 +247,20 @@ mod tests {
     }
 
     const SSE: &str = "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+
+    #[test]
+    fn an_unreadable_tgi_payload_says_why() {
+        for (payload, starts) in [
+            (
+                r#"[{"generated_text":5}]"#,
+                "a JSON payload of an unexpected shape (invalid type: integer `5`",
+            ),
+            (r#"[{"generated_text":"#, "invalid JSON payload (EOF"),
+        ] {
+            let e = parse_payload(payload, &mut Vec::new()).unwrap_err();
+            assert!(e.to_string().contains(starts), "{payload}: {e}");
+        }
+    }
 
     #[test]
     fn sse_split_at_every_byte_gives_the_same_events() {
