@@ -29,11 +29,26 @@ pub struct CheckArgs {
     /// The comparison as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Judge figures that have no interval (levels under about 20 requests) on their values
+    /// alone; without it such a figure worse than allowed leaves no verdict (exit 2).
+    #[arg(long)]
+    pub point_comparisons: bool,
 }
 
 /// Runs the check: exit 0 when it holds, 1 (`Regressed`) naming the figures that regressed,
-/// 2 (`NotComparable`) when the runs measured different things.
+/// 2 (`NotComparable`) when there is no verdict: the runs measured different things, a
+/// figure could not be judged, or a run or the store could not be read.
 pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
+    check(args).map_err(|e| {
+        if e.is::<Regressed>() || e.is::<NotComparable>() {
+            e
+        } else {
+            NotComparable(format!("no verdict: {}", crate::error_text(&e))).into()
+        }
+    })
+}
+
+fn check(args: &CheckArgs) -> anyhow::Result<()> {
     let pct = args.max_regression;
     if !(pct.is_finite() && pct >= 0.0) {
         anyhow::bail!("--max-regression must be a percentage of at least 0, not {pct}");
@@ -48,7 +63,9 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
         &mut store,
         &args.runs,
     )?;
-    let report = match kneepoint_store::check(&baseline, &run, pct / 100.0) {
+    let options =
+        kneepoint_store::CheckOptions::new(pct / 100.0).point_comparisons(args.point_comparisons);
+    let report = match kneepoint_store::check_with(&baseline, &run, &options) {
         Ok(r) => r,
         Err(kneepoint_store::Error::NotComparable { reasons }) => {
             return Err(NotComparable(format!(
@@ -92,7 +109,7 @@ fn resolve(
         return Ok(RunRecord::from_folder(Path::new(spec))?);
     }
     if store.is_none() {
-        *store = Some(Store::open(&runs.location()?)?);
+        *store = Some(crate::store_cmd::open_read(&runs.location()?)?);
     }
     let Some(s) = store.as_mut() else {
         anyhow::bail!("no results store");
@@ -141,6 +158,7 @@ fn table(r: &CheckReport) -> String {
     for f in &r.figures {
         let verdict = match (f.regressed, f.z) {
             (true, _) => "REGRESSED",
+            (false, None) if r.point_comparisons => "ok (values alone)",
             (false, None) => "not judged (no interval)",
             (false, Some(_)) if f.worse_by > r.max_regression => "within noise",
             _ => "ok",

@@ -1,18 +1,23 @@
 //! `kneepoint dashboard`: the results store as a web page, served on loopback by default.
 //! Routes: `/` (the runs, filtered by the query, and their trends), `/runs/ID/report.html`
-//! (the run's own report, from its folder while the folder exists), `/runs/ID.json`.
+//! (the run's own report, streamed from its folder while the folder exists), `/runs/ID.json`.
+//! The store is opened once, for reading (never made by the dashboard), and reopened after
+//! an error; connections are capped, and one that sends nothing is closed.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use clap::Args;
-use http_body_util::Full;
-use hyper::body::Incoming;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use kneepoint_store::{Location, Store};
 
 /// `kneepoint dashboard`.
@@ -29,14 +34,72 @@ pub struct DashboardArgs {
     pub bind: std::net::IpAddr,
 }
 
+/// How long a client may take to send a request's headers (also the wait for the next
+/// request on a kept-alive connection): a connection that says nothing is closed.
+const HEADER_DEADLINE: Duration = Duration::from_secs(10);
+/// The longest a connection is kept, whatever it does (a 1 GiB report streams in seconds on
+/// loopback).
+const CONNECTION_DEADLINE: Duration = Duration::from_secs(300);
+/// Chunks a report is streamed in.
+const CHUNK: usize = 64 * 1024;
+
+/// Connections served at once: a quarter of the descriptors this process may open (each
+/// takes one, and the store and the reports take others), from 8 to 1,024. Others wait in
+/// the kernel's queue.
+fn connection_cap() -> usize {
+    let limit = kneepoint_transport::raise_fd_limit().unwrap_or(1024);
+    usize::try_from(limit / 4).unwrap_or(1024).clamp(8, 1024)
+}
+
+/// The store, opened once for reading and reopened after an error (a restarted server).
+struct Shared {
+    location: Location,
+    store: Mutex<Option<Store>>,
+}
+
+impl Shared {
+    /// Runs `f` on the store, opening it when it is not open; an error closes it.
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Store) -> Result<T, kneepoint_store::Error>,
+    ) -> Result<T, kneepoint_store::Error> {
+        let mut guard = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        let store = match guard.as_mut() {
+            Some(s) => s,
+            None => guard.insert(Store::open_read(&self.location)?),
+        };
+        let out = f(store);
+        if out.is_err() {
+            *guard = None;
+        }
+        out
+    }
+}
+
 /// Serves until interrupted.
 pub async fn run(args: &DashboardArgs) -> anyhow::Result<()> {
     let location = match &args.store {
         Some(s) => Location::parse(s)?,
         None => Location::from_env()?,
     };
-    // Opened once up front: a store that cannot be opened is an error now, not on each page.
-    Store::open(&location)?;
+    for secret in location.secrets() {
+        kneepoint_core::secrets::register(&secret);
+    }
+    // Opened once up front, for reading: a store that cannot be opened is an error now, not on
+    // each page; one that does not exist yet is served empty (reading never makes it).
+    let first = {
+        let location = location.clone();
+        tokio::task::spawn_blocking(move || Store::open_read(&location)).await?
+    };
+    let store = match first {
+        Ok(s) => Some(s),
+        Err(kneepoint_store::Error::Missing { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let shared = Arc::new(Shared {
+        location: location.clone(),
+        store: Mutex::new(store),
+    });
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port)).await?;
     let addr = listener.local_addr()?;
     println!(
@@ -45,25 +108,49 @@ pub async fn run(args: &DashboardArgs) -> anyhow::Result<()> {
     );
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
+    let slots = Arc::new(tokio::sync::Semaphore::new(connection_cap()));
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
     loop {
-        let (stream, _) = tokio::select! {
-            a = listener.accept() => a?,
-            _ = tokio::signal::ctrl_c() => return Ok(()),
+        // a free slot first: past the cap, connections wait in the kernel's queue
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => p?,
+            _ = &mut ctrl_c => return Ok(()),
         };
-        let location = location.clone();
+        let stream = tokio::select! {
+            a = listener.accept() => match a {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // out of descriptors, or a connection reset before it was taken: the
+                    // server stays up and tries again shortly
+                    tracing::warn!("dashboard: accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut ctrl_c => return Ok(()),
+        };
+        let shared = shared.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| answer(location.clone(), req));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            let _permit = permit;
+            let service = service_fn(move |req| answer(shared.clone(), req));
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new())
+                .header_read_timeout(HEADER_DEADLINE);
+            let conn = http.serve_connection(TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(CONNECTION_DEADLINE, conn).await;
         });
     }
 }
 
-type Page = Response<Full<Bytes>>;
+type Body = BoxBody<Bytes, std::io::Error>;
+type Page = Response<Body>;
 
 fn page(status: StatusCode, kind: &str, body: impl Into<Bytes>) -> Page {
-    let mut r = Response::new(Full::new(body.into()));
+    let body = Full::new(body.into())
+        .map_err(|never| match never {})
+        .boxed();
+    let mut r = Response::new(body);
     *r.status_mut() = status;
     if let Ok(v) = kind.parse() {
         r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
@@ -71,7 +158,7 @@ fn page(status: StatusCode, kind: &str, body: impl Into<Bytes>) -> Page {
     r
 }
 
-async fn answer(location: Location, req: Request<Incoming>) -> Result<Page, Infallible> {
+async fn answer(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Page, Infallible> {
     if req.method() != hyper::Method::GET {
         return Ok(page(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -81,85 +168,126 @@ async fn answer(location: Location, req: Request<Incoming>) -> Result<Page, Infa
     }
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
-    // The store's drivers block (PostgreSQL's runs a small runtime of its own): off the
-    // async threads.
-    let done = tokio::task::spawn_blocking(move || route(&location, &path, &query)).await;
-    Ok(done.unwrap_or_else(|_| page(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", "failed")))
+    // The store's drivers block: off the async threads.
+    let done = tokio::task::spawn_blocking(move || route(&shared, &path, &query)).await;
+    let routed = match done {
+        Ok(r) => r,
+        Err(_) => Routed::Page(page(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            "failed",
+        )),
+    };
+    Ok(match routed {
+        Routed::Page(p) => p,
+        Routed::Report(file, len) => stream_file(file, len),
+    })
 }
 
-fn route(location: &Location, path: &str, query: &str) -> Page {
+/// A page, or a report file to stream.
+enum Routed {
+    Page(Page),
+    Report(std::fs::File, u64),
+}
+
+/// The file as the response's body, read a chunk at a time (a report of any size costs one
+/// chunk of memory per connection).
+fn stream_file(file: std::fs::File, len: u64) -> Page {
+    let file = tokio::fs::File::from_std(file);
+    let chunks = futures_util::stream::unfold(file, |mut file| async move {
+        use tokio::io::AsyncReadExt as _;
+        let mut buf = vec![0u8; CHUNK];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(Frame::data(Bytes::from(buf))), file))
+            }
+            Err(e) => Some((Err(e), file)),
+        }
+    });
+    let mut r = Response::new(StreamBody::new(chunks).boxed());
+    let headers = r.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(hyper::header::CONTENT_LENGTH, len.into());
+    r
+}
+
+fn route(shared: &Shared, path: &str, query: &str) -> Routed {
     let html = "text/html; charset=utf-8";
-    let mut store = match Store::open(location) {
-        Ok(s) => s,
-        Err(e) => return page(StatusCode::SERVICE_UNAVAILABLE, "text/plain", e.to_string()),
-    };
+    let fail =
+        |status, e: kneepoint_store::Error| Routed::Page(page(status, "text/plain", e.to_string()));
     if path == "/" {
-        let filter = kneepoint_store::filter_from_query(query);
-        let runs = store.runs(&filter).map(|runs| {
-            // the trends need each run's levels
-            runs.into_iter()
-                .map(|r| store.run(&r.id).ok().flatten().unwrap_or(r))
-                .collect::<Vec<_>>()
-        });
-        return match runs {
-            Ok(runs) => page(
+        let filter = match kneepoint_store::parse_filter_query(query) {
+            Ok(f) => f,
+            Err(e) => return fail(StatusCode::BAD_REQUEST, e),
+        };
+        // the trends need each run's levels: read with them, in a few queries
+        return match shared.with(|store| store.runs_with_levels(&filter)) {
+            Ok(runs) => Routed::Page(page(
                 StatusCode::OK,
                 html,
-                kneepoint_store::dashboard_page(&runs, &filter, &store.location()),
-            ),
-            Err(e) => page(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "text/plain",
-                e.to_string(),
-            ),
+                kneepoint_store::dashboard_page(&runs, &filter, &shared.location.display()),
+            )),
+            // nothing recorded yet: an empty page
+            Err(kneepoint_store::Error::Missing { .. }) => Routed::Page(page(
+                StatusCode::OK,
+                html,
+                kneepoint_store::dashboard_page(&[], &filter, &shared.location.display()),
+            )),
+            Err(e) => fail(StatusCode::SERVICE_UNAVAILABLE, e),
         };
     }
     let Some(rest) = path.strip_prefix("/runs/") else {
-        return page(StatusCode::NOT_FOUND, "text/plain", "not found");
+        return Routed::Page(page(StatusCode::NOT_FOUND, "text/plain", "not found"));
     };
     let (id, what) = match rest.split_once('/') {
         Some((id, "report.html")) => (id, "report"),
         None => match rest.strip_suffix(".json") {
             Some(id) => (id, "json"),
-            None => return page(StatusCode::NOT_FOUND, "text/plain", "not found"),
+            None => return Routed::Page(page(StatusCode::NOT_FOUND, "text/plain", "not found")),
         },
-        _ => return page(StatusCode::NOT_FOUND, "text/plain", "not found"),
+        _ => return Routed::Page(page(StatusCode::NOT_FOUND, "text/plain", "not found")),
     };
     // ids are hex digits: nothing else reaches the store or the file system
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return page(StatusCode::NOT_FOUND, "text/plain", "not found");
+        return Routed::Page(page(StatusCode::NOT_FOUND, "text/plain", "not found"));
     }
-    let run = match store.run(id) {
+    let run = match shared.with(|store| store.run(id)) {
         Ok(Some(r)) => r,
-        Ok(None) => return page(StatusCode::NOT_FOUND, "text/plain", format!("no run {id}")),
-        Err(e) => {
-            return page(
-                StatusCode::INTERNAL_SERVER_ERROR,
+        Ok(None) | Err(kneepoint_store::Error::Missing { .. }) => {
+            return Routed::Page(page(
+                StatusCode::NOT_FOUND,
                 "text/plain",
-                e.to_string(),
-            )
+                format!("no run {id}"),
+            ))
         }
+        Err(e @ kneepoint_store::Error::Ambiguous { .. }) => return fail(StatusCode::NOT_FOUND, e),
+        Err(e) => return fail(StatusCode::INTERNAL_SERVER_ERROR, e),
     };
     if what == "json" {
-        return match serde_json::to_vec_pretty(&run) {
+        return Routed::Page(match serde_json::to_vec_pretty(&run) {
             Ok(b) => page(StatusCode::OK, "application/json", b),
             Err(e) => page(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "text/plain",
                 e.to_string(),
             ),
-        };
+        });
     }
     let report = PathBuf::from(&run.artifact_dir).join(kneepoint_core::folder::REPORT_HTML);
-    match std::fs::read(&report) {
-        Ok(b) => page(StatusCode::OK, html, b),
-        Err(_) => page(
+    match std::fs::File::open(&report).and_then(|f| f.metadata().map(|m| (f, m))) {
+        Ok((f, m)) if m.is_file() => Routed::Report(f, m.len()),
+        _ => Routed::Page(page(
             StatusCode::NOT_FOUND,
             html,
             format!(
                 "<!doctype html><meta charset=\"utf-8\"><title>report gone</title><p>Run {id}'s folder ({}) no longer holds report.html: the store keeps its figures (<a href=\"/runs/{id}.json\">{id}.json</a>), the folder its report.</p>",
                 kneepoint_report::esc(&run.artifact_dir)
             ),
-        ),
+        )),
     }
 }

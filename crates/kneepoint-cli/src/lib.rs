@@ -134,6 +134,15 @@ pub fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `e` and its causes as one line, joined by `": "` as anyhow's `{:#}` joins them, but each
+/// cause said once: a cause the error before it already quotes in its message
+/// (`"cannot start {program:?}: {source}"` with `#[source]`) is left out
+/// ([`kneepoint_core::with_causes`]).
+pub fn error_text(e: &anyhow::Error) -> String {
+    let inner: &(dyn std::error::Error + 'static) = e.as_ref();
+    kneepoint_core::with_causes(inner)
+}
+
 /// Parses `args`, runs the command and maps errors to an exit code.
 pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
@@ -173,7 +182,7 @@ pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         }
         Err(e) => {
             // An error can quote a server's log or a command line.
-            let text = format!("error: {e:#}");
+            let text = format!("error: {}", error_text(&e));
             eprintln!("{}", kneepoint_core::secrets::scrub(&text));
             ExitCode::FAILURE
         }
@@ -213,8 +222,9 @@ impl Write for ScrubbedStderr {
 /// Signals this close to the first one are the same request to stop, not a second one.
 const SAME_REQUEST: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// A token cancelled by the first Ctrl-C (SIGINT) or SIGTERM; a second one exits at once
-/// (killing the servers kneepoint launched).
+/// A token cancelled by the first Ctrl-C (SIGINT), SIGTERM or SIGHUP (a closed terminal; left
+/// ignored when it was ignored at start, under `nohup`); a second one exits at once (killing
+/// the servers kneepoint launched).
 fn on_signals() -> CancelToken {
     let cancel = CancelToken::new();
     let token = cancel.clone();
@@ -252,10 +262,13 @@ fn on_signals() -> CancelToken {
     cancel
 }
 
-/// SIGINT and SIGTERM, watched from the start of the run.
+/// SIGINT, SIGTERM and SIGHUP, watched from the start of the run.
 struct Signals {
     #[cfg(unix)]
     streams: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+    /// `None` when SIGHUP was ignored at start ([`hangup_ignored`]).
+    #[cfg(unix)]
+    hangup: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
@@ -270,7 +283,13 @@ impl Signals {
                 (Ok(int), Ok(term)) => Some((int, term)),
                 _ => None,
             };
-            Signals { streams }
+            // Asked before SIGHUP gets a handler, which would hide that it was ignored.
+            let hangup = if hangup_ignored() {
+                None
+            } else {
+                signal(SignalKind::hangup()).ok()
+            };
+            Signals { streams, hangup }
         }
         #[cfg(not(unix))]
         {
@@ -278,16 +297,24 @@ impl Signals {
         }
     }
 
-    /// Waits for the next SIGINT or SIGTERM; false when signals cannot be watched.
+    /// Waits for the next SIGINT, SIGTERM or SIGHUP; false when signals cannot be watched.
     async fn next(&mut self) -> bool {
         #[cfg(unix)]
         {
             let Some((int, term)) = &mut self.streams else {
                 return false;
             };
+            let hangup = &mut self.hangup;
+            let hangup = async move {
+                match hangup {
+                    Some(hup) => hup.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = int.recv() => true,
                 _ = term.recv() => true,
+                _ = hangup => true,
             }
         }
         #[cfg(not(unix))]
@@ -295,6 +322,24 @@ impl Signals {
             tokio::signal::ctrl_c().await.is_ok()
         }
     }
+}
+
+/// Whether SIGHUP was ignored when kneepoint started (`nohup`, `trap '' HUP`): a hangup is
+/// then left ignored, as whoever started kneepoint asked. Read from `/proc/self/status`
+/// (`SigIgn`), since querying the disposition (`sigaction`) takes `unsafe`, which the
+/// workspace forbids; without `/proc` (not Linux) SIGHUP counts as ignored, and a hangup
+/// ends kneepoint as it always did.
+#[cfg(unix)]
+fn hangup_ignored() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return true;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        // Signal n is bit n - 1; SIGHUP is 1.
+        .is_none_or(|mask| mask & 1 != 0)
 }
 
 /// A run where no request succeeded is an error (exit 1) naming the most common failure: its

@@ -143,7 +143,7 @@ impl Live {
         self.drawn = Instant::now();
         match &self.bars {
             Some((_, panel)) => panel.set_message(self.text()),
-            None => eprintln!("{}: {}", self.label, self.text()),
+            None => say(format_args!("{}: {}", self.label, self.text())),
         }
     }
 }
@@ -243,17 +243,28 @@ impl Observer for Progress {
 
     fn probe_decided(&self, probe: &ProbeRecord) {
         if self.show {
-            eprintln!("{}", probe_line(probe));
+            say(format_args!("{}", probe_line(probe)));
         }
     }
 
     fn note(&self, message: &str) {
         if self.show {
-            eprintln!("{}", kneepoint_core::secrets::scrub(message));
+            say(format_args!("{}", kneepoint_core::secrets::scrub(message)));
         }
     }
 
     fn warning(&self, message: &str) {
-        eprintln!("warning: {}", kneepoint_core::secrets::scrub(message));
+        say(format_args!(
+            "warning: {}",
+            kneepoint_core::secrets::scrub(message)
+        ));
     }
+}
+
+/// A line on stderr. A terminal closed under a running command (SIGHUP) fails every write:
+/// that must not end the run with a panic, as `eprintln!` would, while it takes its servers
+/// down.
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

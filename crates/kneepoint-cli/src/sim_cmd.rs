@@ -34,6 +34,8 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
                     let secret = std::env::var(&sigv4_secret_env).with_context(|| {
                         format!("--sigv4-access-key-id needs the secret in ${sigv4_secret_env}")
                     })?;
+                    // Whatever the variable is called, its value is a secret.
+                    kneepoint_core::secrets::register(&secret);
                     Some(kneepoint_sim::SigV4TestKey {
                         access_key_id: id,
                         secret_access_key: secret,

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use clap::Args;
 use kneepoint_config::Publish;
 use kneepoint_store::{Host, Location, Recorded, RunFilter, RunRecord, Store};
@@ -52,8 +51,7 @@ impl StoredRuns {
         let mut filter = RunFilter::new();
         filter.endpoint = self.endpoint.clone();
         filter.model = self.model.clone();
-        for l in &self.labels {
-            let (k, v) = kneepoint_config::parse_label(l)?;
+        for (k, v) in kneepoint_config::parse_labels(&self.labels)? {
             filter = filter.label(&k, &v);
         }
         Ok(filter)
@@ -87,10 +85,24 @@ pub fn target(p: &Publish) -> anyhow::Result<Option<Location>> {
 }
 
 fn location(given: Option<&str>) -> anyhow::Result<Location> {
-    Ok(match given {
+    let location = match given {
         Some(s) => Location::parse(s)?,
         None => Location::from_env()?,
-    })
+    };
+    // its password is scrubbed from whatever is written or printed from now on
+    for secret in location.secrets() {
+        kneepoint_core::secrets::register(&secret);
+    }
+    Ok(location)
+}
+
+/// How long a run's end may wait on the store before it gives up with a warning (the folder
+/// keeps everything; `kneepoint import` adds it later).
+const RECORD_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Opens the store named for reading (never made or changed by a read).
+pub fn open_read(location: &Location) -> anyhow::Result<Store> {
+    Ok(Store::open_read(location)?)
 }
 
 /// Records the run in `dir` in the store `p` names, as it ends. A store that cannot be opened
@@ -106,13 +118,20 @@ pub fn record(p: &Publish, dir: &Path) {
     };
     let labels = p.labels.clone();
     let dir = dir.to_owned();
-    // The PostgreSQL client runs its own small runtime: it gets a thread of its own.
+    // The folder keeps the labels first: a store that cannot be reached loses nothing.
+    if let Err(e) = kneepoint_store::write_labels(&dir, &labels) {
+        eprintln!("warning: the run's labels were not written to its folder: {e}");
+    }
+    // The store blocks (its PostgreSQL client on a thread of its own, with deadlines): off
+    // the async threads.
     let outcome = std::thread::scope(|s| {
         s.spawn(|| -> anyhow::Result<(String, Recorded, String)> {
             let mut run = RunRecord::from_folder(&dir)?;
-            run.labels = labels;
+            run.labels.extend(labels);
             run.host = Some(Host::this(env!("CARGO_PKG_VERSION")));
-            let mut store = Store::open(&location)?;
+            let options = kneepoint_store::OpenOptions::default()
+                .deadlines(kneepoint_store::Deadlines::default().with_total(RECORD_DEADLINE));
+            let mut store = Store::open_with(&location, &options)?;
             let recorded = store.record(&run)?;
             Ok((run.id, recorded, store.location()))
         })
@@ -122,7 +141,8 @@ pub fn record(p: &Publish, dir: &Path) {
         Ok(Ok((id, _, at))) => eprintln!("recorded as run {id} in the results store {at}"),
         // the store's error names the store (without its password)
         Ok(Err(e)) => eprintln!(
-            "warning: the run was not recorded in the results store: {e:#}; its folder holds everything (kneepoint import {} adds it later)",
+            "warning: the run was not recorded in the results store: {}; its folder holds everything, labels included (kneepoint import {} adds it later)",
+            crate::error_text(&e),
             dir.display()
         ),
         Err(_) => eprintln!("warning: recording the run in the results store failed"),
@@ -132,16 +152,13 @@ pub fn record(p: &Publish, dir: &Path) {
 /// `kneepoint import`: each folder added (or found already stored).
 pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
     let location = location(args.store.as_deref())?;
-    let mut labels = std::collections::BTreeMap::new();
-    for l in &args.labels {
-        let (k, v) = kneepoint_config::parse_label(l)?;
-        labels.entry(k).or_insert(v);
-    }
+    let labels = kneepoint_config::parse_labels(&args.labels)?;
     let mut store = Store::open(&location)?;
     let mut failed = 0;
     for dir in &args.dirs {
+        // the folder's own labels, and the flags' over them
         let run = RunRecord::from_folder(dir).map(|mut r| {
-            r.labels = labels.clone();
+            r.labels.extend(labels.clone());
             r
         });
         match run.map_err(anyhow::Error::from).and_then(|r| {
@@ -152,7 +169,7 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
             Ok((id, _)) => println!("{}: already stored as run {id}", dir.display()),
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {}: {e:#}", dir.display());
+                eprintln!("error: {}: {}", dir.display(), crate::error_text(&e));
             }
         }
     }
@@ -168,8 +185,19 @@ pub fn import(args: &ImportArgs) -> anyhow::Result<()> {
 /// `kneepoint history`: the stored runs, newest first.
 pub fn history(args: &HistoryArgs) -> anyhow::Result<()> {
     let location = args.runs.location()?;
-    let mut store = Store::open(&location)
-        .with_context(|| format!("opening the results store {}", location.display()))?;
+    let mut store = match Store::open_read(&location) {
+        Ok(s) => s,
+        // nothing recorded yet: an empty history, and no store made by reading it
+        Err(kneepoint_store::Error::Missing { .. }) => {
+            if args.json {
+                println!("[]");
+            } else {
+                println!("no runs recorded in {} yet", location.display());
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut filter = args.runs.filter()?.limit(args.limit);
     filter.command = args.command.clone();
     let runs = store.runs(&filter)?;

@@ -233,6 +233,19 @@ profile = ["fast", "calibrated"]
         fast["trials"][0].as_str().unwrap().starts_with("searched"),
         "{fast}"
     );
+    // The trial cut short says so; its cancelled requests are not read as failures (issue 57,
+    // item 17: it said "more than 5 % of requests failed").
+    let cut = doc["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "sim profile=calibrated")
+        .unwrap();
+    let trial = cut["trials"][0].as_str().unwrap();
+    assert!(
+        trial.contains("interrupted") && !trial.contains("requests failed"),
+        "{trial}"
+    );
     assert_eq!(doc["spent"]["launches"], 2, "{doc:#}");
 }
 
@@ -303,8 +316,11 @@ profile = ["fast", "no-such-profile"]
         "{fast}"
     );
     assert!(kneepoint_deploy::launched_by(launcher).is_empty());
+    // The refused launch counts (issue 57, item 10): its server was started, and kept its
+    // instance until it failed.
     assert_eq!(
-        doc["spent"]["launches"], 1,
-        "the refused launch is not counted: {doc:#}"
+        doc["spent"]["launches"], 2,
+        "the refused launch is counted: {doc:#}"
     );
+    assert!(bad["deployment"]["up_s"].as_f64().unwrap() > 0.0, "{bad}");
 }

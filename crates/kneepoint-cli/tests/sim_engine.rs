@@ -89,3 +89,86 @@ fn the_engine_follows_its_settings_and_refuses_what_vllm_would_not_start() {
     let e = serve(&["--profile", "fast"]).unwrap_err();
     assert!(e.contains("give one"), "{e}");
 }
+
+/// `sim serve ARGS`'s standard error when it refuses to start; a server that starts is
+/// stopped and fails the test. On Unix it runs under a 3 GB address-space limit, so that a
+/// file read without a cap fails fast instead of taking the machine's memory.
+fn refusal(args: &[&str]) -> String {
+    let bin = env!("CARGO_BIN_EXE_kneepoint");
+    let mut command = if cfg!(unix) {
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg("ulimit -v 3145728; exec \"$0\" sim serve --port 0 \"$@\"")
+            .arg(bin);
+        c
+    } else {
+        let mut c = Command::new(bin);
+        c.args(["sim", "serve", "--port", "0"]);
+        c
+    };
+    let mut child = command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    if !first.is_empty() {
+        child.kill().unwrap();
+        child.wait().unwrap();
+        panic!("{args:?} started: {first}");
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success(), "{args:?}");
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Issue 57 items 19 and 20a: a time scale the engine cannot sleep (`1e300` panicked its
+/// thread while /health still answered) and a zero token budget (refused as `max_num_seqs`)
+/// are refused before the server starts, naming the setting.
+#[test]
+fn settings_the_engine_cannot_run_are_refused_naming_them() {
+    let e = refusal(&["--time-scale", "1e300"]);
+    assert!(e.contains("time_scale"), "{e}");
+    assert!(e.contains("between 0.001 and 1000"), "{e}");
+    let e = refusal(&[
+        "--model-config",
+        MODEL,
+        "--instance",
+        "ml.g6e.12xlarge",
+        "--max-num-batched-tokens",
+        "0",
+    ]);
+    assert!(e.contains("invalid max_num_batched_tokens"), "{e}");
+    assert!(!e.contains("max_num_seqs"), "{e}");
+}
+
+/// Issue 57 item 11: `/dev/zero` as the model config or the instance catalog is refused at
+/// its 16 MiB cap, quickly (it grew to 4.2 GB in 8 s).
+#[cfg(unix)]
+#[test]
+fn dev_zero_as_a_settings_file_is_refused_at_its_cap() {
+    let start = std::time::Instant::now();
+    let e = refusal(&[
+        "--model-config",
+        "/dev/zero",
+        "--instance",
+        "ml.g6e.12xlarge",
+    ]);
+    assert!(e.contains("/dev/zero"), "{e}");
+    assert!(e.contains("larger than 16 MiB, the most read"), "{e}");
+    let e = refusal(&[
+        "--model-config",
+        MODEL,
+        "--instance",
+        "ml.g6e.12xlarge",
+        "--instance-catalog",
+        "/dev/zero",
+    ]);
+    assert!(e.contains("instance catalog /dev/zero"), "{e}");
+    assert!(e.contains("larger than 16 MiB, the most read"), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(30));
+}

@@ -3,9 +3,17 @@
 use crate::{CommonSettings, Protocol, Target};
 use kneepoint_core::folder;
 
+/// The request-body fields as they may be shown: what they hold under secret-named keys
+/// (`api_key`, `password`, at any depth) is `[redacted]`.
+fn extra_body(body: &serde_json::Map<String, serde_json::Value>) -> serde_json::Value {
+    let mut shown = serde_json::Value::Object(body.clone());
+    kneepoint_core::secrets::redact_json(&mut shown);
+    shown
+}
+
 impl CommonSettings {
     /// The settings as recorded in exports (no secrets: the API key and header values are
-    /// left out).
+    /// left out, and request-body fields under secret-named keys are `[redacted]`).
     pub fn describe(&self) -> serde_json::Value {
         let protocol = self.target.protocol();
         let target = match (&self.target, protocol) {
@@ -58,7 +66,7 @@ impl CommonSettings {
                 "connect": c.connect,
                 "header_names": c.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
                 "api_key": c.api_key.as_ref().map(|_| "[redacted]"),
-                "extra_body": c.extra_body,
+                "extra_body": extra_body(&c.extra_body),
             })),
             "workload": {
                 "tokenizer": self.tokenizer,

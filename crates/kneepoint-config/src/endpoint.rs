@@ -84,6 +84,11 @@ pub(crate) fn openai_config(
         };
         transport.extra_body.extend(m);
     }
+    // A body field named like a credential (`api_key`, `password`, at any depth) is a secret:
+    // every file and message kneepoint writes is scrubbed of it.
+    kneepoint_core::secrets::register_json(&serde_json::Value::Object(
+        transport.extra_body.clone(),
+    ));
     if let Some(k) = transport
         .extra_body
         .keys()

@@ -131,7 +131,7 @@ impl FileConfig {
 
     /// Reads a `.toml` or `.json` file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
+        let text = kneepoint_core::read_capped_to_string(path, kneepoint_core::MAX_SETTINGS_BYTES)
             .with_context(|| format!("reading config file {}", path.display()))?;
         let is_json = path
             .extension()

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use kneepoint_core::{read_capped_to_string, MAX_SETTINGS_BYTES};
 use kneepoint_fit::{Catalog, Efficiency, Fit, FitSettings, ModelSpec, Prediction, WeightFormat};
 use kneepoint_sim::{ExpertReads, SimProfile};
 use merge::Merge;
@@ -84,7 +85,7 @@ pub fn catalog(path: Option<&Path>) -> Result<Catalog> {
     match path {
         None => Ok(base),
         Some(p) => {
-            let text = std::fs::read_to_string(p)
+            let text = read_capped_to_string(p, MAX_SETTINGS_BYTES)
                 .with_context(|| format!("reading instance catalog {}", p.display()))?;
             Ok(base.overlaid(
                 Catalog::parse(&text)
@@ -124,7 +125,7 @@ impl FitInputs {
         if !(osl.is_finite() && (1.0..=limit).contains(&osl)) {
             bail!("the output length for sizing must be between 1 and {limit} tokens (got {osl})");
         }
-        let text = std::fs::read_to_string(&path).with_context(|| {
+        let text = read_capped_to_string(&path, MAX_SETTINGS_BYTES).with_context(|| {
             format!(
                 "reading the model config {} (a model's Hugging Face config.json; the repository ships examples in crates/kneepoint-fit/configs/, e.g. crates/kneepoint-fit/configs/gpt-oss-20b.json)",
                 path.display()
@@ -278,14 +279,21 @@ pub(crate) fn apply_engine_settings(
             .filter(|x| x.is_finite() && *x > 0.0)
             .ok_or_else(|| crate::Error::Invalid(format!("{key} = {v:?} is not a positive number")))
     };
+    // A limit past what the engine's integer holds is refused as written, not saturated.
+    let limit = |key: &str, v: &str| -> Result<u32> {
+        let n = number(key, v)?;
+        if n.fract() != 0.0 || n > f64::from(u32::MAX) {
+            return Err(crate::Error::Invalid(format!(
+                "{key} = {v:?} is not a whole number from 1 to {}",
+                u32::MAX
+            )));
+        }
+        Ok(n as u32)
+    };
     for (key, v) in engine {
         match key.as_str() {
-            "max_num_seqs" => {
-                settings.max_num_seqs = number(key, v)?.min(f64::from(u32::MAX)) as u32
-            }
-            "max_num_batched_tokens" => {
-                settings.max_num_batched_tokens = number(key, v)?.min(f64::from(u32::MAX)) as u32
-            }
+            "max_num_seqs" => settings.max_num_seqs = limit(key, v)?,
+            "max_num_batched_tokens" => settings.max_num_batched_tokens = limit(key, v)?,
             "gpu_memory_utilization" => settings.gpu_memory_utilization = number(key, v)?,
             "kv_cache_dtype" => {
                 settings.kv_cache_bits = if v.trim().to_ascii_lowercase().starts_with("fp8") {
@@ -355,5 +363,91 @@ mod engine_settings_tests {
                 &values(&[("max_num_seqs", "lots")])
             )
             .is_err());
+    }
+}
+
+#[cfg(test)]
+mod capped_read_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    /// The error and every source under it, as the CLI prints them.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut text = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
+        }
+        text
+    }
+
+    fn with_model(path: &Path) -> Result<Option<FitInputs>> {
+        let args = FitArgs {
+            model_config: Some(path.to_owned()),
+            ..Default::default()
+        };
+        FitInputs::resolve(&args, None, None, 1024.0, 256.0)
+    }
+
+    /// Issue 57 item 11: a model config or an instance catalog one byte past 16 MiB (a valid
+    /// document with a tail of zeros, sparse: no disk is spent) is refused with the cap named.
+    #[test]
+    fn settings_files_past_the_cap_are_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("config.json");
+        std::fs::write(&big, "{}").unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&big)
+            .unwrap()
+            .set_len(MAX_SETTINGS_BYTES + 1)
+            .unwrap();
+        let e = chain(&with_model(&big).unwrap_err());
+        assert!(e.contains("reading the model config"), "{e}");
+        assert!(e.contains("config.json"), "{e}");
+        assert!(e.contains("larger than 16 MiB, the most read"), "{e}");
+        let e = chain(&catalog(Some(big.as_path())).unwrap_err());
+        assert!(e.contains("reading instance catalog"), "{e}");
+        assert!(e.contains("larger than 16 MiB, the most read"), "{e}");
+    }
+
+    /// Issue 57 item 11: `/dev/zero` as a model config or a catalog is refused at the cap,
+    /// quickly, instead of growing without bound.
+    #[cfg(unix)]
+    #[test]
+    fn dev_zero_as_a_model_config_or_catalog_is_refused_quickly() {
+        let zero = Path::new("/dev/zero");
+        let start = std::time::Instant::now();
+        let e = chain(&with_model(zero).unwrap_err());
+        assert!(e.contains("/dev/zero"), "{e}");
+        assert!(e.contains("larger than 16 MiB, the most read"), "{e}");
+        let e = chain(&catalog(Some(zero)).unwrap_err());
+        assert!(e.contains("/dev/zero"), "{e}");
+        assert!(e.contains("larger than 16 MiB, the most read"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    }
+
+    /// Issue 57 item 18: a candidate's scheduler limit past what the engine's integer holds is
+    /// refused as written, not saturated to 4294967295.
+    #[test]
+    fn engine_limits_past_their_integer_are_refused_as_written() {
+        for (key, v) in [
+            ("max_num_seqs", "1e30"),
+            ("max_num_batched_tokens", "4294967296"),
+            ("max_num_seqs", "2.5"),
+        ] {
+            let mut s = FitSettings::new(1024, 256);
+            let engine = std::collections::BTreeMap::from([(key.to_owned(), v.to_owned())]);
+            let e = apply_engine_settings(&mut s, &engine)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key) && e.contains(v), "{e}");
+        }
+        let mut s = FitSettings::new(1024, 256);
+        let engine =
+            std::collections::BTreeMap::from([("max_num_seqs".to_owned(), "64".to_owned())]);
+        apply_engine_settings(&mut s, &engine).unwrap();
+        assert_eq!(s.max_num_seqs, 64);
     }
 }

@@ -91,7 +91,7 @@ pub use options::{
     SearchOptions,
 };
 pub use prepare::prepare;
-pub use publish::{parse_label, OutputSection, Publish, PublishArgs, Published};
+pub use publish::{parse_label, parse_labels, OutputSection, Publish, PublishArgs, Published};
 pub use recommend::{recommendation, PriceTable};
 pub use request_counts::RequestCounts;
 #[cfg(feature = "sagemaker")]

@@ -3,6 +3,7 @@
 //! S3-compatible server (`--s3-endpoint-url`, else `AWS_ENDPOINT_URL_S3` /
 //! `AWS_ENDPOINT_URL`, as the AWS SDKs read them).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -81,7 +82,7 @@ pub struct Publish {
     /// `--no-store`.
     pub no_store: bool,
     /// The labels, each key once (a flag's before the file's).
-    pub labels: std::collections::BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
 }
 
 /// What [`Publish::run`] did.
@@ -121,6 +122,26 @@ pub fn parse_label(label: &str) -> Result<(String, String)> {
     Ok((k.to_owned(), v.to_owned()))
 }
 
+/// `KEY=VALUE` labels, each read by [`parse_label`], as a map. A key given twice is an error
+/// naming the key and both labels ("--label team given twice: team=a and team=b"), not a
+/// silent choice of one of them.
+pub fn parse_labels(labels: &[String]) -> Result<BTreeMap<String, String>> {
+    labels_of(labels, "--label")
+}
+
+/// [`parse_labels`], with `what` naming where the labels came from in the message.
+fn labels_of(labels: &[String], what: &str) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for l in labels {
+        let (k, v) = parse_label(l)?;
+        if let Some(first) = out.get(&k) {
+            crate::error::bail!("{what} {k} given twice: {k}={first} and {k}={v}");
+        }
+        out.insert(k, v);
+    }
+    Ok(out)
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
@@ -147,10 +168,12 @@ impl Publish {
             Some(m) => Some(usize::try_from(m.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)),
             None => None,
         };
-        let mut labels = std::collections::BTreeMap::new();
-        for l in &p.labels {
-            let (k, v) = parse_label(l)?;
-            labels.entry(k).or_insert(v);
+        // Each source says a key once; a flag wins over the file's label of that key.
+        let mut labels = parse_labels(&args.labels)?;
+        if let Some(f) = file {
+            for (k, v) in labels_of(&f.labels, "[output] labels:")? {
+                labels.entry(k).or_insert(v);
+            }
         }
         Ok(Publish {
             store: p.store.clone(),
@@ -219,5 +242,41 @@ impl Publish {
         let key = loc.key(&name);
         let etag = client.put(&loc.bucket, &key, body.into()).await?;
         Ok(Some((format!("s3://{}/{key}", loc.bucket), etag)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(labels: &[&str]) -> PublishArgs {
+        PublishArgs {
+            labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_label_key_given_twice_is_refused_naming_both() {
+        let e = Publish::resolve(&flags(&["team=a", "ci=7", "team=b"]), None, None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "--label team given twice: team=a and team=b");
+        let e = Publish::resolve(&flags(&[]), Some(&flags(&["env=x", "env=y"])), None)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "[output] labels: env given twice: env=x and env=y");
+        // a flag still wins over the file's label of that key
+        let p = Publish::resolve(
+            &flags(&["team=a"]),
+            Some(&flags(&["team=b", "env=x"])),
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.labels.get("team").map(String::as_str), Some("a"));
+        assert_eq!(p.labels.get("env").map(String::as_str), Some("x"));
+        let both = parse_labels(&["a=1".to_owned(), "b = 2".to_owned()]).unwrap();
+        assert_eq!(both.get("b").map(String::as_str), Some("2"));
+        assert!(parse_labels(&["a=1".to_owned(), "a=1".to_owned()]).is_err());
     }
 }

@@ -41,7 +41,7 @@ pub struct PriceTable {
 
 impl PriceTable {
     fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
+        let text = kneepoint_core::read_capped_to_string(path, kneepoint_core::MAX_SETTINGS_BYTES)
             .with_context(|| format!("reading price table {}", path.display()))?;
         if path
             .extension()
@@ -126,6 +126,12 @@ impl CandidateSource for FromFile {
                 Err(err.into())
             }
         }
+    }
+
+    fn launches(&self, candidate: &CandidateSpec) -> bool {
+        self.by_name
+            .get(&candidate.name)
+            .is_some_and(|e| e.section.deploy.is_some())
     }
 }
 

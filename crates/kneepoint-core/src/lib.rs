@@ -33,6 +33,8 @@
 //! # });
 //! ```
 
+pub mod capped;
+mod causes;
 pub mod civil;
 mod error;
 mod event;
@@ -54,6 +56,8 @@ mod tokens;
 mod transport;
 
 pub use async_trait::async_trait;
+pub use capped::{read_capped, read_capped_to_string, MAX_DOCUMENT_BYTES, MAX_SETTINGS_BYTES};
+pub use causes::with_causes;
 pub use error::{Error, ErrorKind, TimeoutPhase, REDACTED};
 pub use event::{Chunk, ConnectionTimings, ResponseEvent, Usage};
 pub use fetch::{Fetch, Fetched};

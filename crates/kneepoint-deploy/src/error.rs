@@ -121,7 +121,8 @@ impl LogTail {
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             let _ = f.seek(SeekFrom::Start(len.saturating_sub(Self::BYTES)));
             let mut bytes = Vec::new();
-            let _ = f.read_to_end(&mut bytes);
+            // At most the tail's bytes, however fast the log grows while it is read.
+            let _ = f.take(Self::BYTES).read_to_end(&mut bytes);
             text = kneepoint_core::secrets::scrub(&String::from_utf8_lossy(&bytes)).into_owned();
         }
         let all: Vec<String> = text

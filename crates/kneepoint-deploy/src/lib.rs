@@ -61,6 +61,7 @@ mod live;
 mod local;
 mod log_pump;
 mod orphans;
+mod ports;
 mod process;
 #[cfg(feature = "sagemaker")]
 mod sagemaker;

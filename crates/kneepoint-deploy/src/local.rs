@@ -17,6 +17,7 @@ use tokio::process::{Child, Command};
 use crate::error::LogTail;
 use crate::leftovers::{tag, TAG_VAR};
 use crate::log_pump::LogPump;
+use crate::ports::{free_port, url_host};
 use crate::process::{signal_group, stop_group};
 use crate::template::{render, shell_line};
 use crate::Error;
@@ -41,10 +42,11 @@ pub struct LocalSpec {
     /// variables whose name says secret ([`kneepoint_core::secrets::name_is_secret`]) are shown
     /// as `[redacted]` in the recipe and scrubbed from the server's log.
     pub env: BTreeMap<String, String>,
-    /// Variables of kneepoint's own environment passed on although their name says secret
+    /// Variables of kneepoint's own environment passed on although they carry a secret
     /// (`HF_TOKEN` for a gated model). Every other secret-named variable of kneepoint's
-    /// environment, and any whose value holds a registered secret (the client's API key), is
-    /// withheld from the server.
+    /// environment, any whose value holds a registered secret (the client's API key), and
+    /// any kneepoint reads for a secret (`KNEEPOINT_STORE`, a proxy with credentials:
+    /// [`kneepoint_core::secrets::withheld_from_servers`]) is withheld from the server.
     pub pass_env: Vec<String>,
     /// The candidate's settings, by placeholder name.
     pub values: BTreeMap<String, String>,
@@ -202,9 +204,7 @@ impl LocalSpec {
         let (recipe_argv, _) = self.render(self.port.unwrap_or(RECIPE_PORT))?;
         // Everything secret this server is given is scrubbed from its log from now on.
         for (k, v) in &env {
-            if kneepoint_core::secrets::name_is_secret(k) {
-                kneepoint_core::secrets::register(v);
-            }
+            kneepoint_core::secrets::register_variable(k, v);
         }
         let log = self.open_log(&argv)?;
         let io_error = |source| Error::Io {
@@ -270,17 +270,16 @@ impl LocalSpec {
         }
     }
 
-    /// The variables of kneepoint's environment the server does not inherit: those whose name
-    /// says secret or whose value holds a registered secret, unless set in `env` or named in
-    /// `pass_env`.
+    /// The variables of kneepoint's environment the server does not inherit: those that carry
+    /// a secret ([`kneepoint_core::secrets::withheld_from_servers`]), unless set in `env` or
+    /// named in `pass_env`.
     fn withheld(&self) -> Vec<std::ffi::OsString> {
         std::env::vars_os()
             .filter(|(name, value)| {
                 let n = name.to_string_lossy();
                 let chosen = self.env.contains_key(&*n) || self.pass_env.iter().any(|p| *p == n);
                 !chosen
-                    && (kneepoint_core::secrets::name_is_secret(&n)
-                        || kneepoint_core::secrets::holds_secret(&value.to_string_lossy()))
+                    && kneepoint_core::secrets::withheld_from_servers(&n, &value.to_string_lossy())
             })
             .map(|(name, _)| name)
             .collect()
@@ -360,29 +359,6 @@ impl LocalSpec {
                 _ = cancel.cancelled() => {}
             }
         }
-    }
-}
-
-/// A port nobody listens on now (the OS picks it; a server may still lose it to another
-/// process before it binds: [`LocalSpec::launch`] then tries another).
-fn free_port(host: &str) -> Result<u16, Error> {
-    let l = std::net::TcpListener::bind((host, 0)).map_err(|source| Error::Io {
-        path: PathBuf::from(format!("{host}:0")),
-        source,
-    })?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|source| Error::Io {
-            path: PathBuf::from(format!("{host}:0")),
-            source,
-        })
-}
-
-fn url_host(host: &str) -> String {
-    if host.contains(':') && !host.starts_with('[') {
-        format!("[{host}]")
-    } else {
-        host.to_owned()
     }
 }
 
@@ -584,5 +560,17 @@ mod tests {
         }
         assert!(!withheld.iter().any(|n| n == "KNEEPOINT_UNIT_PASSED_TOKEN"));
         assert!(!withheld.iter().any(|n| n == "PATH"));
+    }
+
+    /// Issue 57 item 8: the store's location (its password too short to be registered, its
+    /// name saying nothing) reached every launched server, and `server.log` when it printed
+    /// its environment.
+    #[test]
+    fn the_store_location_is_withheld_unless_chosen() {
+        std::env::set_var("KNEEPOINT_STORE", "postgres://bench:pw@db.example/kp");
+        let mut s = spec(&["srv"]);
+        assert!(s.withheld().iter().any(|n| n == "KNEEPOINT_STORE"));
+        s.pass_env = vec!["KNEEPOINT_STORE".into()];
+        assert!(!s.withheld().iter().any(|n| n == "KNEEPOINT_STORE"));
     }
 }

@@ -2,7 +2,9 @@
 //! combinations of a [`ConfigSearch`]; a trial launches one of them, screens it (a coarse
 //! search) or measures it fully, and feeds its value on the objective back; combinations that
 //! cannot fit, or whose prediction or screening cannot win, are never launched (or launched
-//! once). Every launch is still torn down by [`measure_candidate`].
+//! once). Every launch is still torn down by [`measure_candidate`]. A launch that fails to
+//! start counts against the budget (one launch, and its instance-hours until it failed); a
+//! `max_instance_hours` that cannot pay for the least launch is refused before anything runs.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +15,7 @@ use kneepoint_planner::config_search::{
 use kneepoint_planner::{objective_value, Candidate, Objective};
 use kneepoint_runner::CancelToken;
 
-use crate::candidate::CandidateSpec;
+use crate::candidate::{CandidateSource, CandidateSpec};
 use crate::measure::{measure_candidate, NOT_MEASURED};
 use crate::strategy::{Gathered, Launches};
 use crate::Error;
@@ -117,6 +119,40 @@ fn goal(objective: Objective, specs: &[CandidateSpec]) -> Result<Goal, Error> {
     }
 }
 
+/// The least time a launch keeps its instances up, s: bringing a server up, measuring it and
+/// taking it down take longer than this on any launcher (most take minutes).
+const LEAST_LAUNCH_S: f64 = 1.0;
+
+/// The least instance-hours one launch of the candidates can cost: [`LEAST_LAUNCH_S`] of the
+/// smallest endpoint that `source` launches and that fits (`None`: it launches none).
+fn least_launch_hours(specs: &[CandidateSpec], source: &dyn CandidateSource) -> Option<f64> {
+    specs
+        .iter()
+        .filter(|s| s.unfit.is_none() && source.launches(s))
+        .map(|s| LEAST_LAUNCH_S / 3600.0 * f64::from(s.instance_count.max(1)))
+        .min_by(f64::total_cmp)
+}
+
+/// Refuses a `max_instance_hours` that cannot pay for one launch (it would launch nothing, or,
+/// counted after the fact, launch once and overrun it), naming the budget and what the least
+/// launch costs.
+pub(crate) fn check_budget(
+    specs: &[CandidateSpec],
+    source: &dyn CandidateSource,
+    budget: Budget,
+) -> Result<(), Error> {
+    let (Some(max), Some(least)) = (budget.max_instance_hours, least_launch_hours(specs, source))
+    else {
+        return Ok(());
+    };
+    if max < least {
+        return Err(Error::invalid(format!(
+            "max_instance_hours = {max:?} cannot pay for one launch: the least launch of these candidates costs at least {least:.6} instance-hours ({LEAST_LAUNCH_S} s of its instances; a real server takes minutes to load and measure): raise max_instance_hours, or leave it out"
+        )));
+    }
+    Ok(())
+}
+
 /// A kept result: the candidate as ranked, its folder, and whether it is a full measurement.
 type Kept = (Candidate, Option<String>, bool);
 
@@ -166,9 +202,12 @@ fn stop_line(answer: &ConfigAnswer, provisional: bool, interrupted: bool) -> Str
             }
         ),
         Some(Stop::Exhausted) => "exhausted: every combination was measured or skipped".into(),
-        Some(Stop::Budget) => {
-            "budget: the next launch would overrun max_launches or max_instance_hours".into()
-        }
+        Some(Stop::Budget) => format!(
+            "budget: {} launch{} and {:.4} instance-hours spent; max_launches or max_instance_hours is reached, or the next launch would overrun it",
+            answer.launches,
+            if answer.launches == 1 { "" } else { "es" },
+            answer.instance_hours
+        ),
         None if interrupted => "interrupted".into(),
         None => "stopped".into(),
     }
@@ -192,6 +231,7 @@ fn planner(r: &Launches<'_>, budget: Budget) -> Result<(ConfigSearch, Vec<Option
         .with_budget(budget);
     // A prediction of a launched engine is first-order: only one clearly behind is skipped.
     search.prior_error = 0.5;
+    search.least_launch_hours = least_launch_hours(specs, r.source).unwrap_or(0.0);
     if r.objective == Objective::Latency {
         // A coarse search stops at a lower concurrency, whose latency flatters: no screening.
         search.direct_below = usize::MAX;
@@ -279,16 +319,18 @@ pub(crate) async fn gather(
         let c = candidate(spec, m, screen && !full);
         let value = objective_value(&c, r.objective, r.peak)?.filter(|_| !stopped);
         let hours = record.as_ref().map_or(0.0, |d| d.instance_hours);
-        g.count(record.as_ref(), full);
-        let mut outcome = TrialOutcome {
+        // A launch that failed to start is spent, but is no full measurement to estimate by.
+        g.count(record.as_ref(), full && ran);
+        let measured = TrialOutcome {
             score: value.map(|v| v.0),
             spread: value.map_or(0.0, |v| v.1),
-            instance_hours: hours,
-            launched: true,
+            ..TrialOutcome::unusable(hours)
         };
-        if record.is_none() {
-            outcome = outcome.without_launch();
-        }
+        let outcome = match (&record, ran) {
+            (None, _) => measured.without_launch(),
+            (Some(_), false) => TrialOutcome::did_not_start(hours),
+            (Some(_), true) => measured,
+        };
         // A screened sweep is the full measurement: the planner is told so, and never asks
         // for it again.
         let told = Trial {

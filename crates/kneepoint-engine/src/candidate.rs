@@ -149,6 +149,16 @@ pub trait CandidateSource: Send + Sync {
         dir: &Path,
         cancel: &CancelToken,
     ) -> Result<Prepared, DeployError>;
+
+    /// Whether preparing `candidate` launches something that costs instance-hours (a server,
+    /// an endpoint): a launch that fails has spent them all the same, from its start until
+    /// [`CandidateSource::prepare`] returned the error, and they count in what the
+    /// recommendation spent and against an adaptive budget. False by default (a target that
+    /// kneepoint does not launch).
+    fn launches(&self, candidate: &CandidateSpec) -> bool {
+        let _ = candidate;
+        false
+    }
 }
 
 /// A candidate's run, and the deployment kneepoint brought up for it (if any), which

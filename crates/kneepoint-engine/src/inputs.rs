@@ -6,7 +6,8 @@ const INPUT_IMAGE_BYTES: usize = 256;
 /// The body `transport` sends for `request`, for `inputs.json`: as sent, but with image data
 /// URLs and audio data longer than [`INPUT_IMAGE_BYTES`] shortened to their kind, size and a
 /// hash (a run's media would otherwise make the file hundreds of megabytes; the seed
-/// reproduces them).
+/// reproduces them), and fields under secret-named keys (an `extra_body`'s `api_key`)
+/// `[redacted]`: the file is written as requests go, not through the scrubbing writer.
 pub(crate) fn input_payload(
     transport: &dyn kneepoint_core::Transport,
     request: &kneepoint_core::Request,
@@ -15,6 +16,7 @@ pub(crate) fn input_payload(
     if !request.images.is_empty() || !request.audio.is_empty() {
         shorten_media(&mut body);
     }
+    kneepoint_core::secrets::redact_json(&mut body);
     Some(body)
 }
 

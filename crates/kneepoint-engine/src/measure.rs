@@ -106,6 +106,16 @@ impl Measured {
     }
 }
 
+/// Why a run found no operating point: `why`, led by the interrupt when the run was cut short
+/// (its last level or probe is partial, so what it lacks may be what the interrupt cut off).
+fn unmet(why: &str, interrupted: bool) -> String {
+    if interrupted {
+        format!("interrupted before an operating point was established ({why})")
+    } else {
+        why.to_owned()
+    }
+}
+
 pub(crate) async fn measure(
     run: CandidateRun,
     bound: Option<u32>,
@@ -125,7 +135,9 @@ pub(crate) async fn measure(
             });
             let at = answer.map(point);
             Ok(Measured {
-                reason: at.is_none().then(|| o.outcome.explanation.clone()),
+                reason: at
+                    .is_none()
+                    .then(|| unmet(&o.outcome.explanation, o.interrupted)),
                 lower_bound: answer
                     .and_then(client_limited)
                     .or_else(|| {
@@ -171,7 +183,7 @@ pub(crate) async fn measure(
                 .filter(|s| s.concurrency <= ideal || Some(s.concurrency) == next_above)
                 .find_map(client_limited);
             Ok(Measured {
-                reason: at.is_none().then(|| o.zone.summary.clone()),
+                reason: at.is_none().then(|| unmet(&o.zone.summary, o.interrupted)),
                 lower_bound: kneepoint_planner::sweep_lower_bound(&o.zone, highest, bound)
                     .or(limited),
                 ran: true,
@@ -187,10 +199,26 @@ pub(crate) async fn measure(
     }
 }
 
+/// The record of candidate `c`'s launch that failed to start after `up_s` seconds (taking it
+/// down included, which the source does before it returns the error).
+fn failed_launch(c: &CandidateSpec, up_s: f64) -> DeploymentRecord {
+    let instance_hours = up_s / 3600.0 * f64::from(c.instance_count);
+    DeploymentRecord {
+        recipe: None,
+        launch_s: None,
+        up_s,
+        teardown_s: 0.0,
+        instance_hours,
+        benchmark_cost: instance_hours * c.price_per_instance_hour,
+        teardown_error: None,
+    }
+}
+
 /// Prepares (launches) candidate `c` in `dir`, measures it and always takes down what was
 /// launched for it, whatever the measurement's outcome. `None`: interrupted before its run
 /// started. A candidate that cannot be prepared is reported as not measured (with the
-/// source's reason) and the recommendation goes on.
+/// source's reason) and the recommendation goes on; when the source launches it
+/// ([`CandidateSource::launches`]), with the record of what its failed launch spent.
 /// `screen`: the run made coarse ([`CandidateRun::screening`]); the answer's `bool` says
 /// whether what ran is the full measurement all the same (a sweep), or there is nothing more
 /// to learn from another launch (it could not be prepared).
@@ -212,7 +240,11 @@ pub(crate) async fn measure_candidate(
         Err(e) => {
             observer.warning(&format!("candidate {} is not measured: {e}", c.name));
             let m = Measured::unmeasured(format!("{NOT_MEASURED}{e}"));
-            return Ok(Some((m, None, true)));
+            // A launch that failed kept its instances up until it failed: spent all the same.
+            let record = source
+                .launches(c)
+                .then(|| failed_launch(c, started.elapsed().as_secs_f64()));
+            return Ok(Some((m, record, true)));
         }
     };
     let mut deployment = prepared.deployment;
@@ -280,4 +312,26 @@ pub(crate) async fn measure_candidate(
         source: Box::new(e),
     })?;
     Ok(Some((m, record, full)))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 57, item 17: an interrupted candidate's reason read as a verdict on the server
+    /// ("more than 5 % of requests failed"); it now says first that the run was interrupted.
+    #[test]
+    fn an_interrupted_run_says_so_before_what_it_lacks() {
+        let why = super::unmet(
+            "no level is usable: fewer than 10 successful requests",
+            true,
+        );
+        assert!(
+            why.starts_with("interrupted before an operating point was established ("),
+            "{why}"
+        );
+        assert!(why.contains("fewer than 10"), "{why}");
+        assert_eq!(
+            super::unmet("no level meets the SLAs", false),
+            "no level meets the SLAs"
+        );
+    }
 }

@@ -8,7 +8,7 @@ use kneepoint_core::folder;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kneepoint_core::{RecordSink, RequestRecord};
+use kneepoint_core::{read_capped, RecordSink, RequestRecord, MAX_DOCUMENT_BYTES};
 use kneepoint_metrics::export::{read_jsonl, JsonlSink, LevelInfo};
 use kneepoint_metrics::{GoodputSlo, LevelSummary};
 use kneepoint_planner::{Shard, Sla};
@@ -60,13 +60,13 @@ struct ShardRun {
 
 /// A shard's saved level summary, if it can be read (only its goodput SLOs are taken from it).
 fn saved_level_json(level_dir: &Path) -> Option<Value> {
-    let bytes = std::fs::read(level_dir.join(folder::AIPERF_JSON)).ok()?;
+    let bytes = read_capped(&level_dir.join(folder::AIPERF_JSON), MAX_DOCUMENT_BYTES).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
 fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
     let path = dir.join(folder::SWEEP_SUMMARY);
-    let text = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
+    let text = read_capped(&path, MAX_DOCUMENT_BYTES).map_err(|e| Error::io("read", &path, e))?;
     let doc: SweepSummary = serde_json::from_slice(&text).map_err(|source| Error::Saved {
         path: path.clone(),
         what: "sweep summary",

@@ -178,6 +178,9 @@ impl RecommendBuilder {
                 )));
             }
         }
+        if let Strategy::Adaptive(budget) = r.strategy {
+            crate::adaptive::check_budget(&r.candidates, r.source.as_ref(), budget)?;
+        }
         crate::bench::fresh_folder(&r.artifact_dir, r.overwrite)?;
         let mut r = r;
         let log = crate::RunLog::create(&r.artifact_dir)?;
@@ -322,7 +325,8 @@ impl Recommend {
                     g.interrupted = true;
                     continue;
                 };
-                g.count(record.as_ref(), true);
+                // a launch that failed to start is spent, but measured nothing
+                g.count(record.as_ref(), dir.is_some());
                 g.candidates.push(candidate);
                 g.dirs.push(dir);
                 g.deployments.insert(c.name.clone(), record);
@@ -358,10 +362,13 @@ impl Recommend {
         })
     }
 
-    /// What the launches spent, and what the grid would have (`None` when nothing launched).
+    /// What the launches spent, and what the grid would have: always under the adaptive
+    /// strategy (its budget's account, even when nothing was launched or every launch
+    /// failed), under the grid when something was launched.
     fn spent(&self, g: &crate::strategy::Gathered) -> Option<Spent> {
         let launchable = self.candidates.iter().filter(|c| c.unfit.is_none()).count() as u32;
-        (g.launches > 0).then(|| Spent {
+        let adaptive = matches!(self.strategy, Strategy::Adaptive(_));
+        (adaptive || g.launches > 0).then(|| Spent {
             launches: g.launches,
             instance_hours: g.instance_hours,
             cost: g.cost,

@@ -25,16 +25,10 @@ pub struct RunLog {
     path: PathBuf,
 }
 
-/// `error` and every cause in its chain, joined by ": ".
+/// `error` and every cause in its chain, joined by ": ", each cause said once
+/// ([`kneepoint_core::with_causes`]).
 pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    kneepoint_core::with_causes(error)
 }
 
 fn now_ns() -> u64 {

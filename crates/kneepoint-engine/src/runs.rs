@@ -213,12 +213,15 @@ impl Bench {
             let run_dir = dir.join(folder::RUNS_DIR).join(run);
             // Concatenated zstd frames are one valid zstd stream.
             let path = kneepoint_metrics::export::records_path(&run_dir);
-            let bytes = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
-            out.write_all(&bytes)
-                .map_err(|e| Error::io("write", &pooled, e))?;
+            // Streamed: a run's records file may be larger than the memory to hold it.
+            let mut records_file =
+                std::fs::File::open(&path).map_err(|e| Error::io("read", &path, e))?;
+            std::io::copy(&mut records_file, &mut out)
+                .map_err(|e| Error::io("copy the records in", &path, e))?;
             records.extend(read_jsonl(&path)?);
             let json_path = run_dir.join(folder::AIPERF_JSON);
-            let bytes = std::fs::read(&json_path).map_err(|e| Error::io("read", &json_path, e))?;
+            let bytes = kneepoint_core::read_capped(&json_path, kneepoint_core::MAX_DOCUMENT_BYTES)
+                .map_err(|e| Error::io("read", &json_path, e))?;
             let doc: serde_json::Value =
                 serde_json::from_slice(&bytes).map_err(|source| Error::Saved {
                     path: json_path.clone(),

@@ -58,16 +58,20 @@ pub(crate) fn zone_of(
         let prev_ok = by_level.get(&c).and_then(|z| z.meets_slas).unwrap_or(true);
         by_level.insert(
             c,
-            ZonePoint::new(
+            ZonePoint::of_counts(
                 LevelPoint::new(
                     c,
                     crate::work_throughput(s.output_token_throughput, s.request_throughput),
                     s.value(Metric::RequestLatency, Stat::P99).unwrap_or(0.0),
                 ),
                 Some(prev_ok && r.pass),
-                s.error_rate,
-            )
-            .with_successes(s.request_count.saturating_sub(s.error_count) as u64),
+                s.request_count,
+                s.error_count,
+                s.errors_by_kind
+                    .get(&kneepoint_core::ErrorKind::Cancelled)
+                    .copied()
+                    .unwrap_or(0),
+            ),
         );
     }
     let points: Vec<ZonePoint> = by_level.into_values().collect();

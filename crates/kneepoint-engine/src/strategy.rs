@@ -50,8 +50,8 @@ pub(crate) struct Gathered {
 }
 
 impl Gathered {
-    /// Counts a launch (`None`: nothing was launched) in what was spent; `full`: it was a full
-    /// measurement, whose hours estimate the grid's.
+    /// Counts a launch (`None`: nothing was launched; a launch that failed to start counts)
+    /// in what was spent; `full`: it was a full measurement, whose hours estimate the grid's.
     pub(crate) fn count(&mut self, launch: Option<&DeploymentRecord>, full: bool) {
         let Some(d) = launch else { return };
         self.launches += 1;

@@ -142,9 +142,15 @@ fn zone_of(rows: &[LevelRow]) -> Result<OperatingZone, Error> {
                 crate::work_throughput(r.output_token_throughput, r.request_throughput),
                 r.e2e_p99_ms.unwrap_or(0.0),
             );
-            let p = ZonePoint::new(point, r.meets_slas, r.error_rate)
-                .client_limited(r.client_limited.is_some())
-                .with_successes(r.request_count.saturating_sub(r.error_count) as u64);
+            // Requests the run cancelled (an interrupt, a timed level's end) are not failures.
+            let p = ZonePoint::of_counts(
+                point,
+                r.meets_slas,
+                r.request_count,
+                r.error_count,
+                r.cancelled_count,
+            )
+            .client_limited(r.client_limited.is_some());
             let throughput = if r.output_token_throughput > 0.0 {
                 Metric::OutputTokenThroughput
             } else {
@@ -288,5 +294,55 @@ pub(crate) fn open_loop_zone() -> OperatingZone {
         safe_max: None,
         summary: "open loop: compare latency from the intended start and the schedule lag across rates".into(),
         intervals: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use kneepoint_core::{ErrorRecord, Phase, RequestRecord};
+    use kneepoint_metrics::GoodputSlo;
+
+    /// Issue 57, item 17: a level cut short by Ctrl-C (5 requests answered, 4 cancelled in
+    /// flight) concluded "no level is usable: more than 5 % of requests failed at every level"
+    /// — the cancelled requests were counted as failures. They are not: the level is too thin
+    /// to use, and the zone says that.
+    #[test]
+    fn a_level_cut_short_is_not_read_as_failing() {
+        let mut records: Vec<RequestRecord> = (0..5u64)
+            .map(|i| {
+                let mut r = RequestRecord::new(i, Phase::Profiling);
+                r.start_ns = i * 10;
+                r.chunk_ns = vec![i * 10 + 5];
+                r.end_ns = i * 10 + 8;
+                r.output_tokens = Some(1);
+                r
+            })
+            .collect();
+        for i in 5..9u64 {
+            let mut r = RequestRecord::new(i, Phase::Profiling);
+            r.start_ns = 40;
+            r.end_ns = 60;
+            r.error = Some(ErrorRecord::from(&kneepoint_core::Error::Cancelled));
+            records.push(r);
+        }
+        let s = LevelSummary::from_records(4, &records, &GoodputSlo::default());
+        assert_eq!((s.ok_count, s.error_count), (5, 4));
+        let (rows, zone, _) =
+            conclude(&[(&s, String::from("concurrency_4"))], &[], None, 1.0).unwrap();
+        assert_eq!(rows[0].cancelled_count, 4);
+        assert_eq!(zone.error_breaking_point, None, "{zone:?}");
+        assert!(
+            !zone.summary.contains("requests failed"),
+            "{}",
+            zone.summary
+        );
+        assert!(
+            zone.summary.contains("fewer than 10 successful requests"),
+            "{}",
+            zone.summary
+        );
     }
 }

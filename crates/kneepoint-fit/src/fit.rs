@@ -69,8 +69,14 @@ impl FitSettings {
         if !(self.kv_cache_bits >= 4.0 && self.kv_cache_bits <= 32.0) {
             return bad("kv_cache_bits", "must be between 4 and 32");
         }
-        if self.max_num_seqs == 0 || self.max_num_batched_tokens == 0 {
-            return bad("max_num_seqs", "the scheduler limits must be at least 1");
+        if self.max_num_seqs == 0 {
+            return bad("max_num_seqs", "the scheduler's limit must be at least 1");
+        }
+        if self.max_num_batched_tokens == 0 {
+            return bad(
+                "max_num_batched_tokens",
+                "the scheduler's token budget must be at least 1",
+            );
         }
         if self.reserve_gib.is_some_and(|r| !r.is_finite() || r < 0.0) {
             return bad("reserve_gib", "must be a number ≥ 0");

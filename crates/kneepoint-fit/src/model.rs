@@ -127,22 +127,50 @@ fn get<'a>(m: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
     keys.iter().find_map(|k| m.get(*k).filter(|v| !v.is_null()))
 }
 
-fn uint(m: &Map<String, Value>, keys: &[&str]) -> Option<u64> {
-    get(m, keys).and_then(|v| {
-        v.as_u64().or_else(|| {
-            v.as_f64()
-                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
-                .map(|f| f as u64)
-        })
-    })
+/// The count the first of `keys` the config sets holds, with that key: `None` when none is
+/// set or it is not a number (a string, say); an error naming the key and the value as
+/// written when it is a number but no count (negative, fractional, or past what a `u64`
+/// holds: `1e30` is refused as `1e30`, not saturated).
+fn config_count(
+    m: &Map<String, Value>,
+    keys: &[&'static str],
+) -> Result<Option<(&'static str, u64)>, Error> {
+    let Some((key, v)) = keys
+        .iter()
+        .find_map(|k| m.get(*k).filter(|v| !v.is_null()).map(|v| (*k, v)))
+    else {
+        return Ok(None);
+    };
+    if let Some(n) = v.as_u64() {
+        return Ok(Some((key, n)));
+    }
+    let Some(f) = v.as_f64() else {
+        return Ok(None);
+    };
+    let bad = |reason: String| Error::ConfigField { field: key, reason };
+    if f < 0.0 {
+        Err(bad(format!("{v} is negative")))
+    } else if f.fract() != 0.0 {
+        Err(bad(format!("{v} is not a whole number")))
+    } else if f >= u64::MAX as f64 {
+        // (2^64: a whole f64 below it converts exactly)
+        Err(bad(format!("{f:e} is too large for any model")))
+    } else {
+        Ok(Some((key, f as u64)))
+    }
+}
+
+/// The count the first of `keys` holds (see [`config_count`]).
+fn uint(m: &Map<String, Value>, keys: &[&'static str]) -> Result<Option<u64>, Error> {
+    Ok(config_count(m, keys)?.map(|(_, n)| n))
 }
 
 /// The largest size accepted for any dimension or count (16.7 million): real models are far
 /// below it, and it keeps every product of two dimensions inside a `u64`.
 pub const MAX_DIM: u64 = 1 << 24;
 
-fn need(m: &Map<String, Value>, field: &'static str, keys: &[&str]) -> Result<u64, Error> {
-    match uint(m, keys) {
+fn need(m: &Map<String, Value>, field: &'static str, keys: &[&'static str]) -> Result<u64, Error> {
+    match uint(m, keys)? {
         Some(0) => Err(Error::ConfigField {
             field,
             reason: "is zero".into(),
@@ -201,18 +229,24 @@ fn gated(act: Option<&str>) -> bool {
     )
 }
 
-/// The expert count of a sparse model (`None` for a dense one).
-fn expert_count(m: &Map<String, Value>) -> Option<u64> {
-    uint(
-        m,
-        &[
-            "num_local_experts",
-            "num_experts",
-            "n_routed_experts",
-            "moe_num_experts",
-        ],
-    )
-    .filter(|e| *e > 1)
+/// The expert count of a sparse model (`None` for a dense one, which leaves it out or says
+/// 1); an error for 0, which no model has.
+fn expert_count(m: &Map<String, Value>) -> Result<Option<u64>, Error> {
+    let keys = [
+        "num_local_experts",
+        "num_experts",
+        "n_routed_experts",
+        "moe_num_experts",
+    ];
+    match config_count(m, &keys)? {
+        Some((key, 0)) => Err(Error::ConfigField {
+            field: key,
+            reason: "is 0: a mixture-of-experts model has experts, and a dense one leaves the \
+                     count out (or says 1)"
+                .into(),
+        }),
+        found => Ok(found.map(|(_, e)| e).filter(|e| *e > 1)),
+    }
 }
 
 /// `layers` mixture-of-experts layers of `experts` experts (none for a dense model).
@@ -242,14 +276,18 @@ fn moe_shape(
             "intermediate_size",
         ],
     )?;
-    let shared = uint(
+    let shared = match uint(
         m,
         &[
             "moe_shared_expert_intermediate_size",
             "shared_expert_intermediate_size",
         ],
-    )
-    .unwrap_or_else(|| uint(m, &["n_shared_experts"]).unwrap_or(0) * ei);
+    )? {
+        Some(s) => s,
+        None => uint(m, &["n_shared_experts"])?
+            .unwrap_or(0)
+            .saturating_mul(ei),
+    };
     if k > e {
         return Err(Error::ConfigField {
             field: "num_experts_per_tok",
@@ -282,11 +320,11 @@ fn mamba_shape(m: &Map<String, Value>, layers: u32) -> Result<Option<MambaSpec>,
             "ssm_state_size",
         )?,
         groups: small(
-            uint(m, &["n_groups", "mamba_n_groups"]).unwrap_or(1),
+            uint(m, &["n_groups", "mamba_n_groups"])?.unwrap_or(1),
             "n_groups",
         )?,
         conv_kernel: small(
-            uint(m, &["conv_kernel", "mamba_d_conv"]).unwrap_or(4),
+            uint(m, &["conv_kernel", "mamba_d_conv"])?.unwrap_or(4),
             "conv_kernel",
         )?,
         ssm_state_bits: match text(m, &["mamba_ssm_cache_dtype"]) {
@@ -298,12 +336,12 @@ fn mamba_shape(m: &Map<String, Value>, layers: u32) -> Result<Option<MambaSpec>,
 
 /// Latent attention's dimensions, when the config has them (`kv_lora_rank`).
 fn mla_shape(m: &Map<String, Value>) -> Result<Option<MlaSpec>, Error> {
-    let Some(r) = uint(m, &["kv_lora_rank"]) else {
+    let Some(r) = uint(m, &["kv_lora_rank"])? else {
         return Ok(None);
     };
     Ok(Some(MlaSpec {
         kv_lora_rank: small(r, "kv_lora_rank")?,
-        q_lora_rank: uint(m, &["q_lora_rank"])
+        q_lora_rank: uint(m, &["q_lora_rank"])?
             .map(|q| small(q, "q_lora_rank"))
             .transpose()?,
         qk_rope_head_dim: small(
@@ -342,7 +380,7 @@ fn hybrid_layers(m: &Map<String, Value>, pattern: &str) -> Result<Layers, Error>
     }
     let count = |c: char| pattern.chars().filter(|x| *x == c).count() as u32;
     let act = activation(m);
-    let experts = expert_count(m);
+    let experts = expert_count(m)?;
     let moe = match (count('E'), experts) {
         (0, _) => None,
         (n, Some(_)) => moe_shape(m, experts, act, n)?,
@@ -356,7 +394,7 @@ fn hybrid_layers(m: &Map<String, Value>, pattern: &str) -> Result<Layers, Error>
     Ok(Layers {
         attention: count('*'),
         kinds: None,
-        mlp: mlp_shape(count('-'), intermediate(m), gated(act))?,
+        mlp: mlp_shape(count('-'), intermediate(m)?, gated(act))?,
         moe,
         mamba: mamba_shape(m, count('M'))?,
     })
@@ -374,10 +412,10 @@ fn uniform_layers(m: &Map<String, Value>) -> Result<Layers, Error> {
         "num_hidden_layers",
     )?;
     let act = activation(m);
-    let experts = expert_count(m);
+    let experts = expert_count(m)?;
     // Dense layers of a sparse model: DeepSeek's first k, Qwen's listed ones.
     let (dense_layers, dense_inner) = if experts.is_some() {
-        let first_k = uint(m, &["first_k_dense_replace"]).unwrap_or(0);
+        let first_k = uint(m, &["first_k_dense_replace"])?.unwrap_or(0);
         let listed = get(m, &["mlp_only_layers"])
             .and_then(Value::as_array)
             .map_or(0, |a| a.len() as u64);
@@ -386,10 +424,10 @@ fn uniform_layers(m: &Map<String, Value>) -> Result<Layers, Error> {
                 first_k.max(listed).min(layers.into()),
                 "first_k_dense_replace",
             )?,
-            uint(m, &["dense_intermediate_size"]).or(intermediate(m)),
+            uint(m, &["dense_intermediate_size"])?.or(intermediate(m)?),
         )
     } else {
-        (layers, intermediate(m))
+        (layers, intermediate(m)?)
     };
     Ok(Layers {
         attention: layers,
@@ -406,8 +444,34 @@ fn activation(m: &Map<String, Value>) -> Option<&str> {
 }
 
 /// The dense feed-forward's inner size.
-fn intermediate(m: &Map<String, Value>) -> Option<u64> {
+fn intermediate(m: &Map<String, Value>) -> Result<Option<u64>, Error> {
     uint(m, &["intermediate_size", "ffn_hidden_size", "n_inner"])
+}
+
+/// The key/value heads of a model of `heads` attention heads: `heads` when the config leaves
+/// them out (multi-head attention); 0, or more than `heads`, is an error naming the field.
+fn key_value_heads(m: &Map<String, Value>, heads: u32) -> Result<u32, Error> {
+    match config_count(m, &["num_key_value_heads", "num_kv_heads", "n_head_kv"])? {
+        None => Ok(heads),
+        Some((key, 0)) => Err(Error::ConfigField {
+            field: key,
+            reason: "is 0: attention needs at least one key/value head (leave it out when every \
+                     head has its own)"
+                .into(),
+        }),
+        Some((key, n)) => {
+            let n = small(n, key)?;
+            if n > heads {
+                return Err(Error::ConfigField {
+                    field: key,
+                    reason: format!(
+                        "{n} key/value heads is more than the {heads} attention heads (each key/value head serves one or more query heads)"
+                    ),
+                });
+            }
+            Ok(n)
+        }
+    }
 }
 
 /// How many of `layers.attention` layers keep a sliding-window cache of `window` tokens.
@@ -473,17 +537,13 @@ impl ModelSpec {
             )?,
             "num_attention_heads",
         )?;
-        let kv_heads = small(
-            uint(m, &["num_key_value_heads", "num_kv_heads", "n_head_kv"]).unwrap_or(heads.into()),
-            "num_key_value_heads",
-        )?
-        .max(1);
+        let kv_heads = key_value_heads(m, heads)?;
         // Latent attention's query/key heads are the rotary and non-rotary parts together.
-        let mla_head = uint(m, &["qk_nope_head_dim"])
-            .zip(uint(m, &["qk_rope_head_dim"]))
-            .map(|(a, b)| a + b);
+        let mla_head = uint(m, &["qk_nope_head_dim"])?
+            .zip(uint(m, &["qk_rope_head_dim"])?)
+            .map(|(a, b)| a.saturating_add(b));
         let head_dim = small(
-            uint(m, &["head_dim", "attention_head_dim", "kv_channels"])
+            uint(m, &["head_dim", "attention_head_dim", "kv_channels"])?
                 .or(mla_head)
                 .unwrap_or(hidden_size / u64::from(heads)),
             "head_dim",
@@ -498,12 +558,12 @@ impl ModelSpec {
             .or(get(outer, &["tie_word_embeddings"]))
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let max_position_embeddings = uint(m, &["max_position_embeddings", "n_positions"]);
+        let max_position_embeddings = uint(m, &["max_position_embeddings", "n_positions"])?;
         let layers = match text(m, &["hybrid_override_pattern"]) {
             Some(pattern) => hybrid_layers(m, pattern)?,
             None => uniform_layers(m)?,
         };
-        let window = uint(m, &["sliding_window"])
+        let window = uint(m, &["sliding_window"])?
             .filter(|w| *w > 0)
             .map(|w| w.min(MAX_DIM));
         let sliding_layers = sliding_layer_count(m, &model_type, &layers, window);

@@ -31,8 +31,8 @@ impl ParamCount {
 
 impl ModelSpec {
     /// Checks what the arithmetic divides by (a spec built by hand or deserialised may hold
-    /// anything): heads, KV heads and head size above 0, at most as many experts per token as
-    /// experts, Mamba heads above 0.
+    /// anything): heads, KV heads and head size above 0, at most as many KV heads as heads, at
+    /// most as many experts per token as experts, Mamba heads above 0.
     pub fn validate(&self) -> Result<(), crate::Error> {
         let bad = |field: &'static str, reason: &str| {
             Err(crate::Error::ConfigField {
@@ -45,6 +45,12 @@ impl ModelSpec {
             return bad(
                 "num_attention_heads",
                 "heads, KV heads and head_dim must be above 0",
+            );
+        }
+        if a.kv_heads > a.heads {
+            return bad(
+                "num_key_value_heads",
+                "there must be at most as many KV heads as attention heads",
             );
         }
         if self.hidden_size == 0 || self.vocab_size == 0 {

@@ -273,3 +273,100 @@ fn the_table_marks_one_degree_per_instance_and_prices_it() {
     .is_err());
     assert_eq!(prediction_levels(3), [1, 2, 4, 8]);
 }
+
+/// Issue 57 item 18: no KV heads, more KV heads than attention heads, no experts, and counts
+/// past what an integer holds are refused, each naming the field and the value as written
+/// (`1e30` layers was read as 18446744073709551615).
+#[test]
+fn impossible_head_and_expert_counts_are_refused_naming_the_field() {
+    let model = |extra: &str| {
+        format!(
+            r#"{{"hidden_size":64,"vocab_size":10,"num_attention_heads":4,"intermediate_size":8,
+                {extra}}}"#
+        )
+    };
+    let refused = |extra: &str, says: &[&str]| {
+        let e = ModelSpec::from_hf_config(&model(extra))
+            .unwrap_err()
+            .to_string();
+        for s in says {
+            assert!(e.contains(s), "{extra}: wanted {s:?} in {e}");
+        }
+        assert!(!e.contains("18446744073709551615"), "{extra}: {e}");
+    };
+    let layers = r#""num_hidden_layers":2"#;
+    refused(
+        &format!(r#"{layers},"num_key_value_heads":0"#),
+        &["`num_key_value_heads`", "is 0"],
+    );
+    refused(
+        &format!(r#"{layers},"num_kv_heads":0"#),
+        &["`num_kv_heads`", "is 0"],
+    );
+    refused(
+        &format!(r#"{layers},"num_key_value_heads":8"#),
+        &[
+            "`num_key_value_heads`",
+            "8 key/value heads",
+            "4 attention heads",
+        ],
+    );
+    refused(
+        &format!(r#"{layers},"num_key_value_heads":-2"#),
+        &["`num_key_value_heads`", "-2 is negative"],
+    );
+    refused(
+        &format!(r#"{layers},"num_local_experts":0,"num_experts_per_tok":1"#),
+        &["`num_local_experts`", "is 0"],
+    );
+    refused(
+        &format!(r#"{layers},"num_experts":0"#),
+        &["`num_experts`", "is 0"],
+    );
+    refused(
+        r#""num_hidden_layers":1e30"#,
+        &["`num_hidden_layers`", "1e30", "too large"],
+    );
+    refused(
+        &format!(r#"{layers},"head_dim":2.5"#),
+        &["`head_dim`", "2.5 is not a whole number"],
+    );
+    refused(
+        &format!(r#"{layers},"max_position_embeddings":1e30"#),
+        &["`max_position_embeddings`", "1e30"],
+    );
+    // What real configs say still reads: KV heads left out (one per head), as many as the
+    // heads, fewer; one expert (a dense model); a whole count written as a float.
+    let read = |extra: &str| ModelSpec::from_hf_config(&model(extra)).unwrap();
+    assert_eq!(read(layers).attention.kv_heads, 4);
+    let same = format!(r#"{layers},"num_key_value_heads":4"#);
+    assert_eq!(read(&same).attention.kv_heads, 4);
+    let grouped = format!(r#"{layers},"num_key_value_heads":1"#);
+    assert_eq!(read(&grouped).attention.kv_heads, 1);
+    assert!(read(&format!(r#"{layers},"num_experts":1"#)).moe.is_none());
+    let float = read(r#""num_hidden_layers":2.0"#);
+    assert_eq!(float.attention.full_layers, 2);
+    // A spec built by hand is held to the same rule.
+    let mut m = read(layers);
+    m.attention.kv_heads = 5;
+    assert!(m.validate().is_err());
+}
+
+/// Issue 57 item 20a: a zero token budget is refused naming `max_num_batched_tokens`, not
+/// `max_num_seqs`.
+#[test]
+fn a_zero_token_budget_is_refused_naming_its_own_setting() {
+    let s = FitSettings {
+        max_num_batched_tokens: 0,
+        ..FitSettings::new(1024, 256)
+    };
+    let e = s.validate().unwrap_err().to_string();
+    assert!(e.contains("max_num_batched_tokens"), "{e}");
+    assert!(!e.contains("max_num_seqs"), "{e}");
+    let s = FitSettings {
+        max_num_seqs: 0,
+        ..FitSettings::new(1024, 256)
+    };
+    let e = s.validate().unwrap_err().to_string();
+    assert!(e.contains("max_num_seqs"), "{e}");
+}

@@ -10,6 +10,8 @@
 //! - **Broken levels**: a level whose error rate is above [`KneeRule::max_error_rate`] is left
 //!   out of the knee's curve, counts as failing (the breaking point is the lowest failing or
 //!   broken level) and is never the ideal balance: a server that fails fast looks fast.
+//!   Requests the run cancelled (an interrupt, a timed level's end) are not failures
+//!   ([`ZonePoint::of_counts`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +72,28 @@ impl ZonePoint {
             client_limited: false,
             successes: None,
         }
+    }
+
+    /// A level's point and SLA verdict from its request counts: `recorded` requests, `failed`
+    /// of them without an answer, `cancelled` of those cut off by the run itself (an
+    /// interrupt, or the end of a timed level). A cancelled request did not fail: it counts
+    /// neither in the error rate (as a failure or as a request) nor as a success.
+    pub fn of_counts(
+        point: LevelPoint,
+        meets_slas: Option<bool>,
+        recorded: usize,
+        failed: usize,
+        cancelled: usize,
+    ) -> Self {
+        let cancelled = cancelled.min(failed);
+        let judged = recorded.saturating_sub(cancelled);
+        let error_rate = if judged > 0 {
+            (failed - cancelled) as f64 / judged as f64
+        } else {
+            0.0
+        };
+        ZonePoint::new(point, meets_slas, error_rate)
+            .with_successes(recorded.saturating_sub(failed) as u64)
     }
 
     /// The same point with its count of successful requests (builder style).
@@ -373,6 +397,35 @@ mod tests {
             "{}",
             zone.knee.reason
         );
+    }
+
+    /// Issue 57, item 17: a level cut short by Ctrl-C (5 answered, 4 cancelled in flight) read
+    /// as "more than 5 % of requests failed". Cancelled requests are not failures: the level
+    /// is too thin to use, and the zone says that, not that requests failed.
+    #[test]
+    fn cancelled_requests_are_not_failures() {
+        let p = ZonePoint::of_counts(LevelPoint::new(4, 50.0, 900.0), None, 9, 4, 4);
+        assert_eq!((p.error_rate, p.successes), (0.0, Some(5)));
+        let zone = operating_zone(&[p], &KneeRule::default()).unwrap();
+        assert_eq!(zone.error_breaking_point, None, "{zone:?}");
+        assert!(
+            !zone.summary.contains("failed at every level"),
+            "{}",
+            zone.summary
+        );
+        assert!(
+            zone.summary
+                .starts_with("no level is usable: fewer than 10"),
+            "{}",
+            zone.summary
+        );
+        // real failures beside the cancelled ones still count, over the requests judged
+        let p = ZonePoint::of_counts(LevelPoint::new(4, 50.0, 900.0), None, 104, 14, 4);
+        assert!((p.error_rate - 0.1).abs() < 1e-12, "{}", p.error_rate);
+        assert_eq!(p.successes, Some(90));
+        // everything cancelled: nothing failed, nothing succeeded
+        let p = ZonePoint::of_counts(LevelPoint::new(4, 0.0, 0.0), None, 3, 3, 3);
+        assert_eq!((p.error_rate, p.successes), (0.0, Some(0)));
     }
 
     #[test]

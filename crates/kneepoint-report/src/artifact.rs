@@ -107,7 +107,8 @@ pub struct Artifact {
 }
 
 pub(crate) fn read_json(path: &Path) -> Result<Value, Error> {
-    let text = std::fs::read_to_string(path).map_err(Error::read(path))?;
+    let text = kneepoint_core::read_capped_to_string(path, kneepoint_core::MAX_DOCUMENT_BYTES)
+        .map_err(Error::read(path))?;
     serde_json::from_str(&text).map_err(|source| Error::Json {
         path: path.to_owned(),
         source,
@@ -371,12 +372,16 @@ impl Artifact {
         .find(|k| root.join(k.file()).is_file())
         // A sweep killed before its first summary: its level folders say what it was.
         .or_else(|| (!crate::killed::level_dirs(root).is_empty()).then_some(RunKind::Sweep))
+        // A recommendation killed before its summary: its candidates' folders say what it was.
+        .or_else(|| (!crate::killed::candidate_dirs(root).is_empty()).then_some(RunKind::Recommend))
         .ok_or_else(|| Error::NotAnArtifact {
             path: root.to_owned(),
         })?;
         let path = root.join(kind.file());
         let mut doc = if path.is_file() {
             read_json(&path)?
+        } else if kind == RunKind::Recommend {
+            crate::killed::recommend_doc(root)
         } else {
             crate::killed::sweep_doc(root)
         };

@@ -52,13 +52,14 @@ fn level_plots(root: &std::path::Path, l: &Level) -> Result<Vec<Plot>, Error> {
     // The server's view over time, when its metrics were scraped (an unreadable export is
     // left out: the page still renders).
     let export = root.join(&l.dir).join(folder::SERVER_METRICS_JSON);
-    let doc = std::fs::read(&export)
+    let doc = kneepoint_core::read_capped(&export, kneepoint_core::MAX_DOCUMENT_BYTES)
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
     let points = doc
         .map(|d| server_plots::read_timeline(&d))
         .unwrap_or_default();
-    let slices = std::fs::read(root.join(&l.dir).join(folder::TIMESLICES_JSON))
+    let slices_path = root.join(&l.dir).join(folder::TIMESLICES_JSON);
+    let slices = kneepoint_core::read_capped(&slices_path, kneepoint_core::MAX_DOCUMENT_BYTES)
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         .map(|d| plots::read_slices(&d))

@@ -28,6 +28,45 @@ pub(crate) fn level_dirs(root: &Path) -> Vec<(String, u32)> {
     out
 }
 
+/// The folders under `root` that hold a run of their own (a sweep's or a search's summary, or
+/// level folders): a recommendation's candidates, when it was killed before its summary.
+pub(crate) fn candidate_dirs(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let p = e.path();
+            let holds_run = [
+                kneepoint_core::folder::SWEEP_SUMMARY,
+                kneepoint_core::folder::SEARCH_HISTORY,
+            ]
+            .iter()
+            .any(|f| p.join(f).is_file())
+                || !level_dirs(&p).is_empty();
+            holds_run.then_some(name)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The summary document of a recommendation that wrote none: its candidates as found, the
+/// run marked interrupted.
+pub(crate) fn recommend_doc(root: &Path) -> Value {
+    let candidates: Vec<Value> = candidate_dirs(root)
+        .into_iter()
+        .map(|dir| {
+            let name = dir.strip_prefix("candidate_").unwrap_or(&dir).to_owned();
+            json!({ "name": name, "artifact_dir": dir })
+        })
+        .collect();
+    json!({ "candidates": candidates, "interrupted": true })
+}
+
 /// The summary document of a sweep that wrote none: no SLAs, no peak, the settings the first
 /// saved level carries (the levels found are added as a killed run's).
 pub(crate) fn sweep_doc(root: &Path) -> Value {
@@ -35,7 +74,9 @@ pub(crate) fn sweep_doc(root: &Path) -> Value {
         .iter()
         .find_map(|(dir, _)| {
             let path = root.join(dir).join(kneepoint_core::folder::AIPERF_JSON);
-            let doc: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+            let bytes =
+                kneepoint_core::read_capped(&path, kneepoint_core::MAX_DOCUMENT_BYTES).ok()?;
+            let doc: Value = serde_json::from_slice(&bytes).ok()?;
             let mut settings = doc.get("input_config")?.clone();
             settings.as_object_mut()?.remove("level");
             Some(settings)

@@ -28,6 +28,11 @@ pub struct LevelRow {
     pub error_count: usize,
     /// failed / recorded.
     pub error_rate: f64,
+    /// Of the failures, the requests the run cut off (an interrupt, the end of a timed
+    /// level): not the server's failures, so the zone leaves them out of the error rate it
+    /// judges a level by.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cancelled_count: usize,
     /// Seconds.
     pub benchmark_duration_s: f64,
     /// Successful requests / s.
@@ -112,6 +117,11 @@ impl LevelRow {
             request_count: s.request_count,
             error_count: s.error_count,
             error_rate: s.error_rate,
+            cancelled_count: s
+                .errors_by_kind
+                .get(&kneepoint_core::ErrorKind::Cancelled)
+                .copied()
+                .unwrap_or(0),
             benchmark_duration_s: s.benchmark_duration_s,
             request_throughput: s.request_throughput,
             output_token_throughput: s.output_token_throughput,
@@ -154,6 +164,11 @@ impl LevelRow {
         let key = StatKey::new(metric, stat);
         self.intervals.get(&key).map(|i| [i.low, i.high])
     }
+}
+
+/// Whether a count is zero (left out of the document).
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// `sweep_summary.json`: the levels, the knee, the operating zone and the fleet.
@@ -303,7 +318,7 @@ pub struct RankedCandidate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Spent {
     /// Servers launched (a screened then searched combination twice; a launch that failed
-    /// to start is not counted).
+    /// to start counts, with its instance-hours until it failed).
     pub launches: u32,
     /// Instance-hours the launches kept up (instances × hours from launch to teardown).
     pub instance_hours: f64,
@@ -383,7 +398,8 @@ pub struct Recommendations {
     /// winner's lead is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_stop: Option<String>,
-    /// What the launches cost (present when something was launched).
+    /// What the launches cost (always under the adaptive strategy, even when every launch
+    /// failed; under the grid, when something was launched).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spent: Option<Spent>,
 }

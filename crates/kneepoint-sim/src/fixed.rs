@@ -40,7 +40,7 @@ impl Schedule {
         client_request_id: Option<String>,
         (log, clock): (Arc<Mutex<TruthLog>>, WallClock),
     ) -> Self {
-        let scaled = |ms: f64| Duration::from_secs_f64((ms * time_scale / 1000.0).max(0.0));
+        let scaled = |ms: f64| crate::live::wall_ms(ms * time_scale);
         Schedule {
             arrival,
             ttft: scaled(timing.ttft_ms),
@@ -52,9 +52,15 @@ impl Schedule {
         }
     }
 
-    /// When token `index` is due.
+    /// When token `index` is due (never a panic: a time past what the clock holds is as far
+    /// as it goes).
     pub(crate) fn due(&self, index: u32) -> Instant {
-        self.arrival + self.ttft + self.itl * index
+        self.itl
+            .checked_mul(index)
+            .and_then(|d| d.checked_add(self.ttft))
+            .and_then(|d| self.arrival.checked_add(d))
+            .or_else(|| self.arrival.checked_add(crate::live::MAX_WALL))
+            .unwrap_or(self.arrival)
     }
 
     /// Logs the request's truth (before its last token goes out, so that a client which has
@@ -149,5 +155,32 @@ impl hyper::body::Body for FixedBody {
                 None => Poll::Ready(None),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 57 item 19: a fixed-latency timing too long for the clock (`--ttft-ms 1e300`
+    /// panicked the request's task) waits a day at most, and no token's due time overflows.
+    #[test]
+    fn huge_fixed_timings_never_panic() {
+        let arrival = Instant::now();
+        let schedule = Schedule::new(
+            FixedTiming {
+                ttft_ms: 1e300,
+                itl_ms: 1e300,
+            },
+            crate::MAX_TIME_SCALE,
+            arrival,
+            1,
+            None,
+            (Arc::new(Mutex::new(TruthLog::new(4))), WallClock::now()),
+        );
+        assert_eq!(schedule.ttft, crate::live::MAX_WALL);
+        assert_eq!(schedule.itl, crate::live::MAX_WALL);
+        assert!(schedule.due(0) > arrival);
+        assert!(schedule.due(u32::MAX) >= schedule.due(1));
     }
 }

@@ -43,6 +43,20 @@ struct Live {
     tokens: UnboundedSender<TokenMsg>,
 }
 
+/// The longest one step (or one wait of the fixed-latency mode) sleeps, whatever the profile
+/// makes of it: a day.
+pub(crate) const MAX_WALL: Duration = Duration::from_secs(86_400);
+
+/// `ms` milliseconds of wall time, never a panic: at most [`MAX_WALL`] (an infinite or huge
+/// step as well), none for a negative or NaN one.
+pub(crate) fn wall_ms(ms: f64) -> Duration {
+    match Duration::try_from_secs_f64(ms / 1000.0) {
+        Ok(d) => d.min(MAX_WALL),
+        Err(_) if ms > 0.0 => MAX_WALL,
+        Err(_) => Duration::ZERO,
+    }
+}
+
 /// Handle to the engine thread; dropping every sender stops it.
 pub(crate) fn spawn_engine(
     profile: SimProfile,
@@ -123,7 +137,8 @@ fn run(
         }
         let Some(step) = engine.step() else { continue };
         let step_start = Instant::now();
-        deadline += Duration::from_secs_f64(step.duration_ms * scale / 1000.0);
+        let wall = wall_ms(step.duration_ms * scale);
+        deadline = deadline.checked_add(wall).unwrap_or(step_start);
         let now = Instant::now();
         if deadline > now {
             std::thread::sleep(deadline - now);
@@ -226,4 +241,39 @@ fn secs(d: Duration) -> f64 {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 57 item 19: a step's wall time is never a panic. A profile may make a step last
+    /// 1e300 ms (a huge base cost, a drift's exp overflowing to infinity): it sleeps a day
+    /// at most; a negative or NaN one not at all.
+    #[test]
+    fn huge_or_broken_steps_sleep_at_most_a_day_instead_of_panicking() {
+        assert_eq!(wall_ms(1500.0), Duration::from_millis(1500));
+        assert_eq!(wall_ms(1e300), MAX_WALL);
+        assert_eq!(wall_ms(f64::INFINITY), MAX_WALL);
+        assert_eq!(wall_ms(f64::NAN), Duration::ZERO);
+        assert_eq!(wall_ms(-5.0), Duration::ZERO);
+        assert_eq!(wall_ms(f64::NEG_INFINITY), Duration::ZERO);
+        let mut p = SimProfile::fast();
+        p.step_base_ms = 1e300;
+        p.validate().unwrap();
+        let mut engine = EngineModel::new(p.clone());
+        engine
+            .submit(
+                1,
+                SeqSpec {
+                    prompt_tokens: 4,
+                    output_tokens: 2,
+                },
+            )
+            .unwrap();
+        let step = engine.step().unwrap();
+        let wall = wall_ms(step.duration_ms * p.time_scale);
+        assert_eq!(wall, MAX_WALL);
+        assert!(Instant::now().checked_add(wall).is_some());
+    }
 }

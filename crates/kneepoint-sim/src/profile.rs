@@ -4,6 +4,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, FaultPlan};
 
+/// The smallest [`SimProfile::time_scale`]: a thousand times faster than the modelled GPU. A
+/// 5 ms step then sleeps 5 µs, already below what the engine thread's sleep can time, so a
+/// smaller scale would only make the simulator less faithful, not faster.
+pub const MIN_TIME_SCALE: f64 = 1e-3;
+
+/// The largest [`SimProfile::time_scale`]: a thousand times slower than the modelled GPU (a
+/// 27.5 ms step sleeps 27.5 s). Slower than that, one request outlasts any sensible timeout,
+/// and the step times stop being representable wall-clock durations long before the `f64`
+/// runs out.
+pub const MAX_TIME_SCALE: f64 = 1e3;
+
 /// Parameters of the simulated continuous-batching engine. Times are model (GPU) time; the
 /// server sleeps `time × time_scale` of wall time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -271,8 +282,14 @@ impl SimProfile {
         if self.step_base_ms <= 0.0 {
             return bad("step_base_ms", "must be > 0");
         }
-        if !self.time_scale.is_finite() || self.time_scale <= 0.0 {
-            return bad("time_scale", "must be a finite number > 0");
+        if !(MIN_TIME_SCALE..=MAX_TIME_SCALE).contains(&self.time_scale) {
+            return bad(
+                "time_scale",
+                &format!(
+                    "must be between {MIN_TIME_SCALE} and {MAX_TIME_SCALE} wall seconds per modelled second (got {})",
+                    shown(self.time_scale)
+                ),
+            );
         }
         if self.default_max_tokens == 0 || self.natural_output_mean == 0 {
             return bad("default_max_tokens", "output lengths must be at least 1");
@@ -297,6 +314,15 @@ impl SimProfile {
     }
 }
 
+/// `x` as a reader writes it: `0.5`, `1000`, but `1e300` rather than its 301 digits.
+fn shown(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,5 +342,26 @@ mod tests {
         let mut p = SimProfile::fast();
         p.time_scale = 0.0;
         assert!(p.validate().is_err());
+    }
+
+    /// Issue 57 item 19: a time scale outside 0.001..=1000 (`--time-scale 1e300` panicked the
+    /// engine thread) is refused, naming the setting, its range and the value.
+    #[test]
+    fn time_scales_past_the_range_are_refused_naming_it() {
+        for bad in [1e300, 1e3 + 1.0, 1e-9, 0.0, -1.0, f64::INFINITY, f64::NAN] {
+            let mut p = SimProfile::fast();
+            p.time_scale = bad;
+            let e = p.validate().unwrap_err().to_string();
+            assert!(e.contains("time_scale"), "{bad}: {e}");
+            assert!(e.contains("between 0.001 and 1000"), "{bad}: {e}");
+        }
+        let mut p = SimProfile::fast();
+        p.time_scale = 1e300;
+        let e = p.validate().unwrap_err().to_string();
+        assert!(e.contains("(got 1e300)"), "{e}");
+        for good in [MIN_TIME_SCALE, 0.1, 1.0, MAX_TIME_SCALE] {
+            p.time_scale = good;
+            p.validate().unwrap();
+        }
     }
 }

@@ -59,6 +59,8 @@ pub struct CheckReport {
     pub run: String,
     /// The share a figure may worsen by.
     pub max_regression: f64,
+    /// Whether figures without intervals were judged on their values.
+    pub point_comparisons: bool,
     /// Every figure compared.
     pub figures: Vec<CheckedFigure>,
 }
@@ -67,6 +69,27 @@ impl CheckReport {
     /// The figures that regressed.
     pub fn regressions(&self) -> impl Iterator<Item = &CheckedFigure> {
         self.figures.iter().filter(|f| f.regressed)
+    }
+}
+
+/// Why figures without intervals leave no verdict: any of them worse than allowed (it may
+/// be noise or a regression: nothing tells), or none judged at all.
+fn unjudged(figures: &[CheckedFigure], max_regression: f64, reasons: &mut Vec<String>) {
+    const WHY: &str = "levels need about 20 successful requests for an interval: rerun with more requests, or pass --point-comparisons to judge values alone";
+    let worse: Vec<String> = figures
+        .iter()
+        .filter(|f| f.z.is_none() && f.worse_by > max_regression)
+        .map(|f| format!("{} at {} ({:+.1} %)", f.figure, f.level, f.worse_by * 100.0))
+        .collect();
+    if !worse.is_empty() {
+        reasons.push(format!(
+            "worse than allowed but without an interval to tell noise from a regression: {} ({WHY})",
+            worse.join(", ")
+        ));
+    } else if !figures.is_empty() && figures.iter().all(|f| f.z.is_none()) {
+        reasons.push(format!(
+            "no figure has an interval, so none was judged ({WHY})"
+        ));
     }
 }
 
@@ -86,19 +109,67 @@ fn figure(s: &LevelSummary, metric: Metric, stat: Stat) -> Option<f64> {
     .filter(|v| v.is_finite() && *v > 0.0)
 }
 
-/// Checks `run` against `baseline`: refused as [`Error::NotComparable`] when they measured
-/// different things (workload, model, API, target; a simulator's time scale is a server's
-/// speed, so it is compared, not refused) or share no level.
+/// How a check judges.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct CheckOptions {
+    /// The share a figure may worsen by.
+    pub max_regression: f64,
+    /// Judge figures that have no interval (levels too small for one) on their values
+    /// alone, instead of refusing the check as [`Error::NotComparable`].
+    pub point_comparisons: bool,
+}
+
+impl CheckOptions {
+    /// A check allowing `max_regression` (a share: 0.1 is 10 %), figures without
+    /// intervals refused.
+    pub fn new(max_regression: f64) -> Self {
+        CheckOptions {
+            max_regression,
+            point_comparisons: false,
+        }
+    }
+
+    /// Judges figures without intervals on their values.
+    pub fn point_comparisons(mut self, yes: bool) -> Self {
+        self.point_comparisons = yes;
+        self
+    }
+}
+
+/// [`check_with`] allowing `max_regression`, figures without intervals refused.
 pub fn check(
     baseline: &RunRecord,
     run: &RunRecord,
     max_regression: f64,
 ) -> Result<CheckReport, Error> {
+    check_with(baseline, run, &CheckOptions::new(max_regression))
+}
+
+/// Checks `run` against `baseline`: refused as [`Error::NotComparable`] when they measured
+/// different things (workload, model, API, target; a simulator's time scale is a server's
+/// speed, so it is compared, not refused), when either run's folder kept no settings (its
+/// workload cannot be compared), when they share no level, or when a figure worse than
+/// allowed has no interval to judge it by (unless [`CheckOptions::point_comparisons`]).
+pub fn check_with(
+    baseline: &RunRecord,
+    run: &RunRecord,
+    options: &CheckOptions,
+) -> Result<CheckReport, Error> {
+    let max_regression = options.max_regression;
     let mut reasons: Vec<String> =
         kneepoint_report::settings_differences(&baseline.settings, &run.settings)
             .into_iter()
             .filter(|d| !d.starts_with("simulator time scale"))
             .collect();
+    for (which, r) in [("baseline", baseline), ("run", run)] {
+        if !r.settings.is_object() {
+            reasons.push(format!(
+                "the {which} ({}) keeps no settings (killed before it wrote them): its workload cannot be compared",
+                r.id
+            ));
+        }
+    }
     if baseline.command != run.command {
         reasons.push(format!(
             "command: {} in the baseline, {} in the run",
@@ -148,12 +219,16 @@ pub fn check(
                 run_interval: ir.map(|i| [i.low, i.high]),
                 worse_by,
                 z,
-                regressed: worse_by > max_regression && z.is_some_and(|z| z > Z),
+                regressed: worse_by > max_regression
+                    && z.map_or(options.point_comparisons, |z| z > Z),
             });
         }
     }
     if figures.is_empty() {
         reasons.push("no level was measured in both runs".into());
+    }
+    if !options.point_comparisons {
+        unjudged(&figures, max_regression, &mut reasons);
     }
     if !reasons.is_empty() {
         return Err(Error::NotComparable { reasons });
@@ -162,6 +237,7 @@ pub fn check(
         baseline: baseline.id.clone(),
         run: run.id.clone(),
         max_regression,
+        point_comparisons: options.point_comparisons,
         figures,
     })
 }

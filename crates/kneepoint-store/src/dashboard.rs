@@ -173,7 +173,19 @@ fn table(out: &mut String, runs: &[RunRecord]) {
 
 /// The filter a dashboard URL's query asks for (`endpoint=...&model=...&command=...&label=k=v
 /// &limit=N`; empty values ignored).
+#[deprecated(note = "use parse_filter_query, which refuses a malformed filter")]
 pub fn filter_from_query(query: &str) -> RunFilter {
+    parse_filter_query(query).unwrap_or_else(|_| RunFilter::new().limit(200))
+}
+
+/// The filter a dashboard query asks for (`endpoint`, `model`, `command`, `label=KEY=VALUE`
+/// repeatable, `limit` at most 1,000; 200 runs when not given): a label without `=` or a
+/// limit that is not a number is refused, not ignored.
+pub fn parse_filter_query(query: &str) -> Result<RunFilter, crate::Error> {
+    let bad = |reason: String| crate::Error::Location {
+        location: "the page's query".into(),
+        reason,
+    };
     let mut f = RunFilter::new().limit(200);
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
         let v = v.trim().to_owned();
@@ -184,16 +196,18 @@ pub fn filter_from_query(query: &str) -> RunFilter {
             "endpoint" => f.endpoint = Some(v),
             "model" => f.model = Some(v),
             "command" => f.command = Some(v),
-            "label" => {
-                if let Some((a, b)) = v.split_once('=') {
-                    f = f.label(a.trim(), b.trim());
-                }
-            }
-            "limit" => f.limit = v.parse().ok().map(|n: usize| n.min(1000)),
+            "label" => match v.split_once('=') {
+                Some((a, b)) if !a.trim().is_empty() => f = f.label(a.trim(), b.trim()),
+                _ => return Err(bad(format!("label {v:?}: write KEY=VALUE"))),
+            },
+            "limit" => match v.parse::<usize>() {
+                Ok(n) => f.limit = Some(n.min(1000)),
+                Err(_) => return Err(bad(format!("limit {v:?}: a number of runs"))),
+            },
             _ => {}
         }
     }
-    f
+    Ok(f)
 }
 
 #[cfg(test)]
@@ -202,7 +216,8 @@ mod tests {
 
     #[test]
     fn a_query_is_a_filter_and_the_page_escapes_what_it_shows() {
-        let f = filter_from_query("endpoint=sim%3Afast&model=&label=team%3Dinfra&limit=5000");
+        let f =
+            parse_filter_query("endpoint=sim%3Afast&model=&label=team%3Dinfra&limit=5000").unwrap();
         assert_eq!(f.endpoint.as_deref(), Some("sim:fast"));
         assert_eq!(f.model, None);
         assert_eq!(f.labels, [("team".to_owned(), "infra".to_owned())]);
@@ -210,5 +225,9 @@ mod tests {
         let page = dashboard_page(&[], &f, "<script>");
         assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
         assert!(page.contains("<table id=\"runs\">"));
+        // issue 57.20: a label without `=`, or a limit that is no number, is refused
+        for q in ["label=team", "label=%3Dinfra", "limit=lots"] {
+            assert!(parse_filter_query(q).is_err(), "{q}");
+        }
     }
 }

@@ -64,6 +64,52 @@ pub enum Error {
         /// What differs, one line each.
         reasons: Vec<String>,
     },
+    /// PostgreSQL did not answer within its deadline (see [`crate::Deadlines`]).
+    #[error("PostgreSQL store {location}: no answer {what} within {after:?}")]
+    Timeout {
+        /// The server (credentials removed).
+        location: String,
+        /// What was waited for.
+        what: String,
+        /// How long.
+        after: std::time::Duration,
+    },
+    /// The connection's thread ended (the driver failed).
+    #[error("PostgreSQL store {location}: the connection closed")]
+    Closed {
+        /// The server (credentials removed).
+        location: String,
+    },
+    /// The store's thread could not be started.
+    #[error("starting the store's PostgreSQL thread: {source}")]
+    Thread {
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A store opened for reading does not exist (reading never creates one).
+    #[error("no results store at {location}: nothing was recorded there yet (a run records itself; `kneepoint import DIR` adds a folder)")]
+    Missing {
+        /// Where it was looked for.
+        location: String,
+    },
+    /// The database is not a kneepoint store: it holds other tables and no kneepoint schema,
+    /// and is left as it is.
+    #[error("{location} is a database of something else (tables {tables}), not a kneepoint results store: it is left untouched; name another file")]
+    Foreign {
+        /// The database.
+        location: String,
+        /// Some of its tables.
+        tables: String,
+    },
+    /// A run id prefix names several runs.
+    #[error("{prefix:?} names {} runs ({}): give more of the id", ids.len(), ids.join(", "))]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// The runs it starts (at most a few).
+        ids: Vec<String>,
+    },
     /// The folder for the SQLite file could not be made.
     #[error("{path}: {source}")]
     Io {

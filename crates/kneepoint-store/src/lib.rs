@@ -28,20 +28,25 @@ mod figures;
 mod host;
 mod location;
 mod migrate;
+mod pg;
 mod query;
 mod record;
+mod tls;
 
-pub use check::{check, CheckReport, CheckedFigure};
-pub use dashboard::{dashboard_page, filter_from_query};
+pub use check::{check, check_with, CheckOptions, CheckReport, CheckedFigure};
+#[allow(deprecated)]
+pub use dashboard::filter_from_query;
+pub use dashboard::{dashboard_page, parse_filter_query};
 pub use error::Error;
 pub use figures::Figures;
 pub use host::Host;
 pub use location::{Location, STORE_ENV};
 pub use migrate::SCHEMA_VERSION;
+pub use pg::Deadlines;
 pub use query::RunFilter;
-pub use record::{RunRecord, RunStatus, StoredLevel};
+pub use record::{write_labels, RunRecord, RunStatus, StoredLevel, LABELS_FILE};
 
-use backend::{Conn, Param, Statement};
+use backend::{Access, Conn, Param, Statement};
 
 /// An open results store.
 pub struct Store {
@@ -66,11 +71,73 @@ pub enum Recorded {
     AlreadyStored,
 }
 
+/// How a store is opened: to write (made and migrated when needed) or only to read, and the
+/// deadlines PostgreSQL is given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// Read only: nothing is made or changed, a store that does not exist is
+    /// [`Error::Missing`], and a read-only file or a newer schema can still be read.
+    pub read_only: bool,
+    /// How long PostgreSQL may take.
+    pub deadlines: Deadlines,
+}
+
+impl OpenOptions {
+    /// To read only.
+    pub fn read_only() -> Self {
+        OpenOptions {
+            read_only: true,
+            ..OpenOptions::default()
+        }
+    }
+
+    /// With these deadlines.
+    pub fn deadlines(mut self, deadlines: Deadlines) -> Self {
+        self.deadlines = deadlines;
+        self
+    }
+}
+
 impl Store {
     /// Opens (creating, for SQLite) the store at `location` and brings its schema up to date.
     pub fn open(location: &Location) -> Result<Store, Error> {
-        let mut conn = Conn::open(location)?;
-        migrate::migrate(&mut conn)?;
+        Store::open_with(location, &OpenOptions::default())
+    }
+
+    /// Opens the store at `location` to read it: nothing is made or changed.
+    pub fn open_read(location: &Location) -> Result<Store, Error> {
+        Store::open_with(location, &OpenOptions::read_only())
+    }
+
+    /// Opens the store at `location` as `options` say. Safe from any thread, inside an async
+    /// runtime or not (the PostgreSQL client runs on a thread of its own); a call blocks
+    /// the calling thread, so async code calls it from `spawn_blocking`.
+    pub fn open_with(location: &Location, options: &OpenOptions) -> Result<Store, Error> {
+        for secret in location.secrets() {
+            kneepoint_core::secrets::register(&secret);
+        }
+        let access = if options.read_only {
+            Access::Read
+        } else {
+            Access::Write
+        };
+        let mut conn = Conn::open(location, access, options.deadlines)?;
+        if options.read_only {
+            migrate::current(&mut conn).map_err(|e| match e {
+                // no schema table on PostgreSQL: nothing recorded there yet
+                Error::Postgres { ref source, .. }
+                    if source.code() == Some(&postgres::error::SqlState::UNDEFINED_TABLE) =>
+                {
+                    Error::Missing {
+                        location: location.display(),
+                    }
+                }
+                e => e,
+            })?;
+        } else {
+            migrate::migrate(&mut conn)?;
+        }
         Ok(Store {
             conn,
             location: location.clone(),
@@ -88,6 +155,8 @@ impl Store {
     }
 
     /// Stores `run` with its levels and labels, all or nothing.
+    /// Recording one run from several processes at once stores it once (the others find it
+    /// stored).
     pub fn record(&mut self, run: &RunRecord) -> Result<Recorded, Error> {
         if self.contains(&run.id)? {
             return Ok(Recorded::AlreadyStored);
@@ -115,7 +184,7 @@ impl Store {
         )];
         for (i, l) in run.levels.iter().enumerate() {
             statements.push((
-                "INSERT INTO levels (run_id, position, name, concurrency, output_token_throughput, summary) VALUES ($1, $2, $3, $4, $5, $6)",
+                "INSERT INTO levels (run_id, position, name, concurrency, output_token_throughput, summary) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id, position) DO NOTHING",
                 vec![
                     Param::from(run.id.clone()),
                     Param::Int(i64::try_from(i).unwrap_or(i64::MAX)),
@@ -128,7 +197,7 @@ impl Store {
         }
         for (k, v) in &run.labels {
             statements.push((
-                "INSERT INTO labels (run_id, key, value) VALUES ($1, $2, $3)",
+                "INSERT INTO labels (run_id, key, value) VALUES ($1, $2, $3) ON CONFLICT (run_id, key) DO NOTHING",
                 vec![
                     Param::from(run.id.clone()),
                     Param::from(k.clone()),
@@ -136,8 +205,11 @@ impl Store {
                 ],
             ));
         }
-        self.conn.transaction(&statements)?;
-        Ok(Recorded::Added)
+        // Another process may have stored it since: its run row then stays as it was.
+        match self.conn.transaction(&statements)? {
+            0 => Ok(Recorded::AlreadyStored),
+            _ => Ok(Recorded::Added),
+        }
     }
 
     fn contains(&mut self, id: &str) -> Result<bool, Error> {

@@ -18,7 +18,9 @@ pub enum Location {
 }
 
 impl Location {
-    /// Parses `postgres://...`, `postgresql://...`, `sqlite://PATH` or a plain path.
+    /// Parses `postgres://...`, `postgresql://...`, a libpq `key=value` string
+    /// (`host=db port=5432 dbname=kp user=bench`), `sqlite://PATH` or a plain path. A SQLite
+    /// database that would vanish at exit (`sqlite://`, `:memory:`) is refused.
     pub fn parse(s: &str) -> Result<Location, Error> {
         let s = s.trim();
         if s.is_empty() {
@@ -30,7 +32,17 @@ impl Location {
         if s.starts_with("postgres://") || s.starts_with("postgresql://") {
             return Ok(Location::Postgres(s.to_owned()));
         }
-        if let Some(path) = s.strip_prefix("sqlite://") {
+        if looks_like_libpq(s) {
+            return Ok(Location::Postgres(s.to_owned()));
+        }
+        let path = s.strip_prefix("sqlite://").unwrap_or(s);
+        if path.trim().is_empty() || path == ":memory:" || path.starts_with("file::memory:") {
+            return Err(Error::Location {
+                location: s.to_owned(),
+                reason: "a SQLite database needs a file path (an in-memory database would vanish at exit): sqlite:///path/results.db".into(),
+            });
+        }
+        if s.starts_with("sqlite://") {
             return Ok(Location::Sqlite(PathBuf::from(path)));
         }
         if s.contains("://") {
@@ -71,9 +83,132 @@ impl Location {
     pub fn display(&self) -> String {
         match self {
             Location::Sqlite(p) => p.display().to_string(),
+            Location::Postgres(url) if looks_like_libpq(url) => redact_libpq(url),
             Location::Postgres(url) => kneepoint_core::redact_url(url),
         }
     }
+
+    /// The secrets the location holds (a PostgreSQL password), to register so that nothing
+    /// written shows them.
+    pub fn secrets(&self) -> Vec<String> {
+        match self {
+            Location::Sqlite(_) => Vec::new(),
+            Location::Postgres(s) if looks_like_libpq(s) => libpq_pairs(s)
+                .into_iter()
+                .filter(|(k, _)| *k == "password")
+                .map(|(_, v)| v)
+                .collect(),
+            Location::Postgres(url) => url_password(url).into_iter().collect(),
+        }
+    }
+}
+
+/// The keywords of libpq's connection strings that kneepoint recognises as starting one.
+const LIBPQ_KEYS: [&str; 12] = [
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "sslmode",
+    "sslrootcert",
+    "connect_timeout",
+    "application_name",
+    "options",
+    "target_session_attrs",
+];
+
+/// Whether `s` is a libpq `key=value ...` connection string: its first word is
+/// `keyword=...` for a libpq keyword.
+pub(crate) fn looks_like_libpq(s: &str) -> bool {
+    let first = s.split_whitespace().next().unwrap_or("");
+    first
+        .split_once('=')
+        .is_some_and(|(k, _)| LIBPQ_KEYS.contains(&k.trim()))
+}
+
+/// The `key=value` pairs of a libpq string (values may be single-quoted, `\'` and `\\`
+/// escaped, as libpq reads them).
+pub(crate) fn libpq_pairs(s: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut key = String::new();
+        while let Some(&c) = chars.peek() {
+            if c == '=' || c.is_whitespace() {
+                break;
+            }
+            key.push(c);
+            chars.next();
+        }
+        if key.is_empty() {
+            return out;
+        }
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.peek() != Some(&'=') {
+            out.push((key, String::new()));
+            continue;
+        }
+        chars.next();
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'\'') {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => value.extend(chars.next()),
+                    '\'' => break,
+                    c => value.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                chars.next();
+                if c == '\\' {
+                    value.extend(chars.next());
+                } else {
+                    value.push(c);
+                }
+            }
+        }
+        out.push((key, value));
+    }
+}
+
+/// A libpq string as it may be printed: the password's value replaced.
+fn redact_libpq(s: &str) -> String {
+    libpq_pairs(s)
+        .into_iter()
+        .map(|(k, v)| {
+            if k == "password" {
+                format!("{k}=[redacted]")
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The password of a `scheme://user:password@host/...` URL (up to the last `@` of the
+/// authority, so a raw `@` in it stays in the password).
+fn url_password(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let at = rest.rfind('@')?;
+    let userinfo = &rest[..at];
+    let (_, pw) = userinfo.split_once(':')?;
+    (!pw.is_empty()).then(|| pw.to_owned())
 }
 
 #[cfg(test)]
@@ -99,5 +234,48 @@ mod tests {
         assert!(e.contains("postgres://") && !e.contains("pw@"), "{e}");
         assert!(Location::parse("  ").is_err());
         assert!(Location::default_path().ends_with("kneepoint/results.db"));
+    }
+
+    /// Issue 57.7: a libpq string is a PostgreSQL location, never a SQLite file name, and
+    /// its password is neither printed nor missed by the secrets; a SQLite database that
+    /// would vanish at exit is refused.
+    #[test]
+    fn libpq_strings_are_postgres_and_in_memory_sqlite_is_refused() {
+        let l =
+            Location::parse("host=127.0.0.1 port=5432 dbname=kp user=bench password='s3 cr\\'et'")
+                .unwrap();
+        assert!(matches!(l, Location::Postgres(_)), "{l:?}");
+        assert!(!l.display().contains("s3"), "{}", l.display());
+        assert!(l.display().contains("host=127.0.0.1"), "{}", l.display());
+        assert_eq!(l.secrets(), ["s3 cr'et"]);
+        let u = Location::parse("postgres://bench:p@ss@db:5432/kp").unwrap();
+        assert_eq!(u.secrets(), ["p@ss"]);
+        assert!(
+            !u.display().contains("p@ss") && !u.display().contains("ss@"),
+            "{}",
+            u.display()
+        );
+        for bad in ["sqlite://", "sqlite://  ", ":memory:", "sqlite://:memory:"] {
+            let e = Location::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("file path"), "{bad}: {e}");
+        }
+        // a file name with `=` in it is still a file
+        assert!(matches!(
+            Location::parse("runs=old.db").unwrap(),
+            Location::Sqlite(_)
+        ));
+    }
+
+    /// Issue 57 item 8: the variable is among those kneepoint's secrets know it reads for a
+    /// secret, so a launched server does not inherit it and its password is registered at
+    /// start, whatever its name says.
+    #[test]
+    fn the_store_variable_is_known_to_carry_a_secret() {
+        use kneepoint_core::secrets::{carrier, withheld_from_servers, Carrier};
+        assert_eq!(carrier(STORE_ENV), Some(Carrier::Connection));
+        assert!(withheld_from_servers(
+            STORE_ENV,
+            "postgres://bench:pw@db/kp"
+        ));
     }
 }

@@ -1,8 +1,10 @@
-//! The schema, versioned: each migration runs once, in order, in its own transaction, when a
-//! store is opened; `kneepoint_schema` lists the versions applied. A migration is never
+//! The schema, versioned: the migrations a store lacks run once, in order, in one transaction
+//! with their version rows (under an advisory lock on PostgreSQL), when a store is opened to
+//! be written; `kneepoint_schema` lists the versions applied. A store opened to be read is
+//! never changed. A migration is never
 //! edited once released: a change is a new one. The SQL is common to SQLite and PostgreSQL.
 
-use crate::backend::{Conn, Param};
+use crate::backend::Conn;
 use crate::Error;
 
 /// The migrations, oldest first: (version, SQL).
@@ -48,31 +50,21 @@ CREATE TABLE IF NOT EXISTS labels (
 /// The newest schema this build knows.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
-/// Applies every migration the database lacks; refuses a database newer than this build.
+/// Applies every migration the database lacks, atomically; refuses a database newer than
+/// this build.
 pub(crate) fn migrate(conn: &mut Conn) -> Result<i64, Error> {
-    conn.batch(
-        "CREATE TABLE IF NOT EXISTS kneepoint_schema (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
-    )?;
-    let found = current(conn)?;
+    let found = conn.migrate(&MIGRATIONS, SCHEMA_VERSION)?;
     if found > SCHEMA_VERSION {
         return Err(Error::NewerSchema {
             found,
             known: SCHEMA_VERSION,
         });
     }
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > found) {
-        // Two kneepoints opening a new store at once both try: the tables are made
-        // IF NOT EXISTS and the second version row is ignored.
-        conn.batch(sql)?;
-        conn.transaction(&[(
-            "INSERT INTO kneepoint_schema (version, applied_at) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING",
-            vec![Param::Int(*version), Param::from(crate::now_rfc3339())],
-        )])?;
-    }
     current(conn)
 }
 
-fn current(conn: &mut Conn) -> Result<i64, Error> {
+/// The schema version of a store opened for reading (a missing schema table: no store).
+pub(crate) fn current(conn: &mut Conn) -> Result<i64, Error> {
     let rows = conn.rows(
         "SELECT CAST(MAX(version) AS TEXT) FROM kneepoint_schema",
         &[],

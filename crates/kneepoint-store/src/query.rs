@@ -91,7 +91,8 @@ impl Store {
                 " AND EXISTS (SELECT 1 FROM labels WHERE labels.run_id = runs.id AND key = ${a} AND value = ${b})"
             );
         }
-        sql += " ORDER BY recorded_at DESC, id DESC";
+        // Newest by when the run ran: an old folder imported today is not the latest run.
+        sql += " ORDER BY COALESCE(started_at, recorded_at) DESC, id DESC";
         if let Some(limit) = filter.limit {
             let n = next(
                 Param::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
@@ -100,17 +101,69 @@ impl Store {
             sql += &format!(" LIMIT ${n}");
         }
         let rows = self.conn.rows(&sql, &params)?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let mut run = run_from_row(&row)?;
-            run.labels = self.labels(&run.id)?;
-            out.push(run);
+        let mut out = rows
+            .iter()
+            .map(|r| run_from_row(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let ids: Vec<String> = out.iter().map(|r| r.id.clone()).collect();
+        let mut labels = self.labels_of(&ids)?;
+        for run in &mut out {
+            run.labels = labels.remove(&run.id).unwrap_or_default();
+        }
+        Ok(out)
+    }
+
+    /// The runs `filter` matches, newest first, each with its levels: what trends need, read
+    /// in a few queries (not one per run).
+    pub fn runs_with_levels(&mut self, filter: &RunFilter) -> Result<Vec<RunRecord>, Error> {
+        let mut out = self.runs(filter)?;
+        let ids: Vec<String> = out.iter().map(|r| r.id.clone()).collect();
+        let mut levels: BTreeMap<String, Vec<StoredLevel>> = BTreeMap::new();
+        for chunk in ids.chunks(IN_CHUNK) {
+            let sql = format!(
+                "SELECT run_id, name, CAST(concurrency AS TEXT), summary FROM levels WHERE run_id IN ({}) ORDER BY run_id, position",
+                placeholders(chunk.len())
+            );
+            let params: Vec<Param> = chunk.iter().map(|i| Param::from(i.clone())).collect();
+            for r in self.conn.rows(&sql, &params)? {
+                let text = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
+                let id = text(0);
+                let level = level_from(&id, &text(1), &text(2), &text(3))?;
+                levels.entry(id).or_default().push(level);
+            }
+        }
+        for run in &mut out {
+            run.levels = levels.remove(&run.id).unwrap_or_default();
+        }
+        Ok(out)
+    }
+
+    /// The labels of `ids`, by run.
+    fn labels_of(
+        &mut self,
+        ids: &[String],
+    ) -> Result<BTreeMap<String, BTreeMap<String, String>>, Error> {
+        let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for chunk in ids.chunks(IN_CHUNK) {
+            let sql = format!(
+                "SELECT run_id, key, value FROM labels WHERE run_id IN ({})",
+                placeholders(chunk.len())
+            );
+            let params: Vec<Param> = chunk.iter().map(|i| Param::from(i.clone())).collect();
+            for r in self.conn.rows(&sql, &params)? {
+                if let [Some(id), Some(k), Some(v)] = r.as_slice() {
+                    out.entry(id.clone())
+                        .or_default()
+                        .insert(k.clone(), v.clone());
+                }
+            }
         }
         Ok(out)
     }
 
     /// The run `id` with its levels; `None` when no run has that id. `latest` is the newest
-    /// run; an id prefix of at least 4 digits names the one run it starts.
+    /// run; an id prefix of at least 4 digits names the one run it starts
+    /// ([`Error::Ambiguous`] when it starts several).
     pub fn run(&mut self, id: &str) -> Result<Option<RunRecord>, Error> {
         let found = if id == "latest" {
             self.runs(&RunFilter::new().limit(1))?.into_iter().next()
@@ -119,13 +172,23 @@ impl Store {
                 &format!("SELECT {COLUMNS} FROM runs WHERE id LIKE $1 ORDER BY id"),
                 &[Param::from(format!("{}%", like_escape(id)))],
             )?;
-            match rows.as_slice() {
-                [row] if id.len() >= 4 => Some(run_from_row(row)?),
-                rows => rows
-                    .iter()
-                    .find(|r| r.first().and_then(Option::as_deref) == Some(id))
-                    .map(|r| run_from_row(r))
-                    .transpose()?,
+            let exact = rows
+                .iter()
+                .find(|r| r.first().and_then(Option::as_deref) == Some(id));
+            match (rows.as_slice(), exact) {
+                (_, Some(row)) => Some(run_from_row(row)?),
+                ([row], None) if id.len() >= 4 => Some(run_from_row(row)?),
+                (rows, None) if rows.len() > 1 && id.len() >= 4 => {
+                    return Err(Error::Ambiguous {
+                        prefix: id.to_owned(),
+                        ids: rows
+                            .iter()
+                            .take(5)
+                            .filter_map(|r| r.first().cloned().flatten())
+                            .collect(),
+                    })
+                }
+                _ => None,
             }
         };
         let Some(mut run) = found else {
@@ -138,29 +201,46 @@ impl Store {
         )?;
         for r in rows {
             let text = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
-            let summary = serde_json::from_str(&text(2)).map_err(|e| Error::Corrupt {
-                id: run.id.clone(),
-                reason: format!("level {}: {e}", text(0)),
-            })?;
-            run.levels.push(StoredLevel {
-                name: text(0),
-                concurrency: text(1).parse().unwrap_or(0),
-                summary,
-            });
+            run.levels
+                .push(level_from(&run.id, &text(0), &text(1), &text(2))?);
         }
         Ok(Some(run))
     }
 
     fn labels(&mut self, id: &str) -> Result<BTreeMap<String, String>, Error> {
-        let rows = self.conn.rows(
-            "SELECT key, value FROM labels WHERE run_id = $1 ORDER BY key",
-            &[Param::from(id)],
-        )?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|r| Some((r.first()?.clone()?, r.get(1)?.clone()?)))
-            .collect())
+        Ok(self
+            .labels_of(&[id.to_owned()])?
+            .remove(id)
+            .unwrap_or_default())
     }
+}
+
+/// Ids per `IN (...)` list (SQLite allows 32,766 parameters, PostgreSQL 65,535).
+const IN_CHUNK: usize = 500;
+
+/// `$1, $2, ... $n`.
+fn placeholders(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn level_from(
+    id: &str,
+    name: &str,
+    concurrency: &str,
+    summary: &str,
+) -> Result<StoredLevel, Error> {
+    let summary = serde_json::from_str(summary).map_err(|e| Error::Corrupt {
+        id: id.to_owned(),
+        reason: format!("level {name}: {e}"),
+    })?;
+    Ok(StoredLevel {
+        name: name.to_owned(),
+        concurrency: concurrency.parse().unwrap_or(0),
+        summary,
+    })
 }
 
 /// `%text%` for LIKE, with the pattern characters in `text` taken literally.

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use kneepoint_core::{read_capped, MAX_DOCUMENT_BYTES};
 use kneepoint_metrics::LevelSummary;
 use kneepoint_report::{Artifact, RunKind};
 use serde::{Deserialize, Serialize};
@@ -113,13 +114,22 @@ impl RunRecord {
         let doc = &a.doc;
         // The flags as the run wrote them (a killed sweep's document is rebuilt from its
         // level folders and marked interrupted when loaded: it is incomplete here).
-        let written: Value = std::fs::read(a.root.join(a.kind.file()))
+        let written: Value = read_capped(&a.root.join(a.kind.file()), MAX_DOCUMENT_BYTES)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(Value::Null);
         let flag = |k: &str| written.get(k).and_then(Value::as_bool) == Some(true);
+        // A records file cut short (or emptied) leaves a level that is not what the run
+        // measured: the run is incomplete whatever its summary says.
+        let torn = a
+            .levels
+            .iter()
+            .chain(a.candidates.iter().flat_map(|c| c.levels.iter()))
+            .any(|l| l.short().is_some());
         let status = if flag("interrupted") {
             RunStatus::Interrupted
+        } else if torn {
+            RunStatus::Incomplete
         } else if flag("complete") || (a.kind == RunKind::Recommend && !written.is_null()) {
             RunStatus::Complete
         } else {
@@ -152,10 +162,19 @@ impl RunRecord {
             .map(kneepoint_metrics::export::rfc3339);
         let levels: Vec<StoredLevel> = all
             .into_iter()
-            .map(|(prefix, l)| StoredLevel {
-                name: format!("{prefix}{}", l.dir),
-                concurrency: l.concurrency,
-                summary: l.summary.clone(),
+            .map(|(prefix, l)| {
+                let mut summary = l.summary.clone();
+                if let Some((read, saved)) = l.short() {
+                    summary.warnings.push(format!(
+                        "{} {read} of the {saved} measured records the run saved: its records file was cut short",
+                        kneepoint_report::SHORT_RECORDS_WARNING
+                    ));
+                }
+                StoredLevel {
+                    name: format!("{prefix}{}", l.dir),
+                    concurrency: l.concurrency,
+                    summary,
+                }
             })
             .collect();
         let id = run_id(&root, doc);
@@ -177,7 +196,7 @@ impl RunRecord {
                 .get("kneepoint_version")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            labels: BTreeMap::new(),
+            labels: labels_in(&a.root),
             host: None,
             server: server(a),
             answer: answer(a.kind, doc),
@@ -191,6 +210,36 @@ impl RunRecord {
             settings,
             levels,
         }
+    }
+}
+
+/// The file in a run's folder that keeps its labels, so that a run recorded later
+/// (`kneepoint import`) keeps them.
+pub const LABELS_FILE: &str = "labels.json";
+
+/// Writes `labels` into the run's folder ([`LABELS_FILE`]); nothing when there are none.
+pub fn write_labels(dir: &Path, labels: &BTreeMap<String, String>) -> Result<(), Error> {
+    if labels.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join(LABELS_FILE);
+    let text = serde_json::to_vec_pretty(labels).unwrap_or_default();
+    // written whole or not at all: a temporary file renamed over it
+    let tmp = dir.join(format!(".{LABELS_FILE}.tmp"));
+    std::fs::write(&tmp, &text)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|source| Error::Io { path, source })
+}
+
+/// The labels the folder keeps (none when it keeps none, or they cannot be read).
+fn labels_in(dir: &Path) -> BTreeMap<String, String> {
+    use std::io::Read as _;
+    let mut text = Vec::new();
+    let read = std::fs::File::open(dir.join(LABELS_FILE))
+        .and_then(|f| f.take(1 << 20).read_to_end(&mut text));
+    match read {
+        Ok(_) => serde_json::from_slice(&text).unwrap_or_default(),
+        Err(_) => BTreeMap::new(),
     }
 }
 
@@ -316,5 +365,40 @@ fn answer(kind: RunKind, doc: &Value) -> Value {
             "candidates",
             "spent",
         ]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 57 item 11: importing a folder whose summary has a huge tail (a valid document
+    /// followed by zeros past 256 MiB, sparse: no disk is spent) is refused with the cap
+    /// named, without reading the tail into memory.
+    #[test]
+    fn a_summary_with_a_huge_tail_is_refused_naming_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let summary = dir.path().join(kneepoint_core::folder::SWEEP_SUMMARY);
+        std::fs::write(&summary, r#"{"levels": [], "complete": true}"#).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&summary)
+            .unwrap()
+            .set_len(MAX_DOCUMENT_BYTES + 1)
+            .unwrap();
+        let start = std::time::Instant::now();
+        let e = RunRecord::from_folder(dir.path()).unwrap_err();
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
+        }
+        assert!(text.contains("sweep_summary.json"), "{text}");
+        assert!(
+            text.contains("larger than 256 MiB, the most read"),
+            "{text}"
+        );
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
     }
 }

@@ -4,12 +4,12 @@
 //! free port, and stopped at the end.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use kneepoint_core::{Phase, RequestRecord};
 use kneepoint_metrics::{GoodputSlo, LevelSummary};
-use kneepoint_store::{Location, RunFilter, RunRecord, RunStatus, Store};
+use kneepoint_store::{Deadlines, Location, OpenOptions, RunFilter, RunRecord, RunStatus, Store};
+use kneepoint_testkit::postgres::Cluster;
 use serde_json::json;
 
 fn summary(concurrency: u32, ttft_ms: u64) -> LevelSummary {
@@ -149,117 +149,11 @@ fn battery(location: &Location) {
 #[test]
 fn sqlite_keeps_runs_filters_them_and_reads_them_back() {
     let dir = tempfile::tempdir().unwrap();
-    battery(&Location::Sqlite(dir.path().join("nested/results.db")));
-}
-
-/// PostgreSQL's server programs: on PATH, or in Debian's versioned folder.
-fn pg_bin() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    let debian: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .map(|d| d.flatten().map(|e| e.path().join("bin")).collect())
-        .unwrap_or_default();
-    on_path
-        .into_iter()
-        .chain(debian)
-        .find(|d| d.join("initdb").is_file() && d.join("pg_ctl").is_file())
-}
-
-/// A temporary PostgreSQL cluster, stopped when dropped.
-struct Cluster {
-    bin: PathBuf,
-    data: PathBuf,
-    _dir: tempfile::TempDir,
-    port: u16,
-}
-
-impl Cluster {
-    fn start(bin: &Path) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        // initdb refuses to run as root: run it as the owner of the temporary folder, which
-        // is this user unless this is root, where `postgres` (Debian's) takes it.
-        let as_user = |cmd: &mut Command| -> Command {
-            if is_root() {
-                Command::new("chown")
-                    .args(["-R", "postgres"])
-                    .arg(dir.path())
-                    .status()
-                    .unwrap();
-                let mut su = Command::new("runuser");
-                su.args(["-u", "postgres", "--"])
-                    .arg(cmd.get_program())
-                    .args(cmd.get_args());
-                su
-            } else {
-                std::mem::replace(cmd, Command::new("true"))
-            }
-        };
-        let st = as_user(
-            Command::new(bin.join("initdb"))
-                .args(["-A", "trust", "-U", "kneepoint", "-D"])
-                .arg(&data),
-        )
-        .output()
-        .unwrap();
-        assert!(
-            st.status.success(),
-            "initdb: {}",
-            String::from_utf8_lossy(&st.stderr)
-        );
-        let port = free_port();
-        let opts = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-            dir.path().display()
-        );
-        let st = as_user(
-            Command::new(bin.join("pg_ctl"))
-                .arg("-D")
-                .arg(&data)
-                .args(["-o", &opts, "-w", "-l"])
-                .arg(dir.path().join("log"))
-                .arg("start"),
-        )
-        .output()
-        .unwrap();
-        assert!(
-            st.status.success(),
-            "pg_ctl start: {}",
-            String::from_utf8_lossy(&st.stderr)
-        );
-        Cluster {
-            bin: bin.to_owned(),
-            data,
-            _dir: dir,
-            port,
-        }
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let mut cmd = Command::new(self.bin.join("pg_ctl"));
-        cmd.arg("-D")
-            .arg(&self.data)
-            .args(["-m", "immediate", "stop"]);
-        let _ = if is_root() {
-            Command::new("runuser")
-                .args(["-u", "postgres", "--"])
-                .arg(cmd.get_program())
-                .args(cmd.get_args())
-                .output()
-        } else {
-            cmd.output()
-        };
-    }
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+    let location = Location::Sqlite(dir.path().join("nested/results.db"));
+    battery(&location);
+    at_once(&location);
+    // a new file, made by four at once (issue 57.3)
+    at_once(&Location::Sqlite(dir.path().join("fresh.db")));
 }
 
 fn free_port() -> u16 {
@@ -272,21 +166,28 @@ fn free_port() -> u16 {
 
 #[test]
 fn postgres_keeps_the_same_runs() {
-    let Some(bin) = pg_bin() else {
-        assert!(
-            std::env::var_os("KNEEPOINT_REQUIRE_POSTGRES").is_none(),
-            "KNEEPOINT_REQUIRE_POSTGRES is set but initdb/pg_ctl are not on this machine"
-        );
-        eprintln!("skipped PostgreSQL: no initdb/pg_ctl on this machine (install Debian's postgresql package; .ci/run does)");
+    let Some(cluster) = Cluster::start().unwrap() else {
         return;
     };
-    let cluster = Cluster::start(&bin);
-    let url = format!(
-        "postgres://kneepoint:unused-password@127.0.0.1:{}/postgres",
-        cluster.port
-    );
-    let location = Location::parse(&url).unwrap();
+    // Four runs opening the new database at once: one migration, every run recorded (issue
+    // 57.3), and the same run recorded by four at once stored once (57.15).
+    let location = Location::parse(&cluster.url("unused-password")).unwrap();
     battery(&location);
+    at_once(&location);
+    // the key=value form reaches the same store
+    let libpq = Location::parse(&format!(
+        "host=127.0.0.1 port={} user=kneepoint dbname=postgres password=unused",
+        cluster.port()
+    ))
+    .unwrap();
+    assert_eq!(
+        Store::open_read(&libpq)
+            .unwrap()
+            .runs(&RunFilter::new())
+            .unwrap()
+            .len(),
+        7
+    );
     // A wrong port is an error that names the server without the password.
     let bad = Location::parse(&format!(
         "postgres://kneepoint:hunter2@127.0.0.1:{}/postgres",
@@ -295,4 +196,274 @@ fn postgres_keeps_the_same_runs() {
     .unwrap();
     let e = Store::open(&bad).unwrap_err().to_string();
     assert!(e.contains("127.0.0.1") && !e.contains("hunter2"), "{e}");
+}
+
+/// Issue 57.1: the store is used from inside an async runtime, as the CLI's commands use it:
+/// no "Cannot start a runtime from within a runtime".
+#[test]
+fn postgres_works_from_inside_a_runtime() {
+    let Some(cluster) = Cluster::start().unwrap() else {
+        return;
+    };
+    let location = Location::parse(&cluster.url("pw")).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut store = Store::open(&location).unwrap();
+        store
+            .record(&run(
+                "cccc000000000003",
+                "2026-12-03T10:00:00Z",
+                "e",
+                "m",
+                &[],
+            ))
+            .unwrap();
+        let mut read = Store::open_read(&location).unwrap();
+        assert_eq!(read.runs(&RunFilter::new()).unwrap().len(), 1);
+        assert!(read.run("cccc").unwrap().is_some());
+    });
+}
+
+/// Issue 57.2: a frozen server (its postmaster stopped) costs a deadline, not the run.
+#[test]
+fn a_frozen_postgres_costs_a_deadline() {
+    let Some(cluster) = Cluster::start().unwrap() else {
+        return;
+    };
+    let location = Location::parse(&cluster.url("pw")).unwrap();
+    // a new database, opened by four at once (issue 57.3)
+    at_once(&location);
+    cluster.signal("STOP").unwrap();
+    let options = OpenOptions::default()
+        .deadlines(Deadlines::default().with_total(std::time::Duration::from_secs(2)));
+    let e = Store::open_with(&location, &options).unwrap_err();
+    cluster.signal("CONT").unwrap();
+    assert!(matches!(e, kneepoint_store::Error::Timeout { .. }), "{e}");
+    assert!(!e.to_string().contains("pw@"), "{e}");
+}
+
+/// Issue 57.12: TLS as libpq's sslmode asks, against a server with a certificate of its own.
+#[test]
+fn postgres_over_tls_checks_the_certificate_when_asked() {
+    let Some((ca_cert, cert, key)) = certificates() else {
+        eprintln!("skipped TLS: no openssl program");
+        return;
+    };
+    let Some(cluster) = Cluster::start_with(
+        &[
+            "ssl=on",
+            "ssl_cert_file={dir}/server.crt",
+            "ssl_key_file={dir}/server.key",
+        ],
+        &[("server.crt", &cert), ("server.key", &key)],
+    )
+    .unwrap() else {
+        return;
+    };
+    let ca = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(ca.path(), &ca_cert).unwrap();
+    let url = |q: &str| Location::parse(&format!("{}?{q}", cluster.url("pw"))).unwrap();
+    // the certificate checked, host name included
+    let full = url(&format!(
+        "sslmode=verify-full&sslrootcert={}",
+        ca.path().display()
+    ));
+    battery(&full);
+    // no check asked: encrypted all the same
+    Store::open(&url("sslmode=require")).unwrap();
+    // checked against the system's roots, which do not hold it: refused
+    let e = Store::open(&url("sslmode=verify-full"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("certificate") || e.contains("TLS") || e.contains("tls"),
+        "{e}"
+    );
+}
+
+/// A CA's certificate, and a server certificate for 127.0.0.1 it signed with its key, made
+/// by the openssl program: (CA, server certificate, server key).
+fn certificates() -> Option<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
+    let openssl = |args: &[&str]| {
+        Command::new("openssl")
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let ok = openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test CA",
+        "-keyout",
+        &p("ca.key"),
+        "-out",
+        &p("ca.crt"),
+    ]) && openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        &p("s.key"),
+        "-out",
+        &p("s.csr"),
+    ]) && {
+        std::fs::write(
+            p("ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &p("s.csr"),
+            "-CA",
+            &p("ca.crt"),
+            "-CAkey",
+            &p("ca.key"),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &p("ext"),
+            "-out",
+            &p("s.crt"),
+        ])
+    };
+    let read = |n: &str| std::fs::read(p(n)).unwrap();
+    ok.then(|| (read("ca.crt"), read("s.crt"), read("s.key")))
+}
+
+/// Four threads record four runs and one shared run into a store none of them made.
+fn at_once(location: &Location) {
+    let before = match Store::open_read(location) {
+        Ok(mut s) => s.runs(&RunFilter::new()).unwrap().len(),
+        Err(_) => 0,
+    };
+    let shared = run("dddd000000000004", "2026-12-04T10:00:00Z", "e", "m", &[]);
+    let added: Vec<bool> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let shared = &shared;
+                s.spawn(move || {
+                    let mut store = Store::open(location).unwrap();
+                    let own = run(
+                        &format!("eeee00000000000{i}"),
+                        "2026-12-04T11:00:00Z",
+                        "e",
+                        "m",
+                        &[],
+                    );
+                    store.record(&own).unwrap();
+                    store.record(shared).unwrap() == kneepoint_store::Recorded::Added
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(added.iter().filter(|a| **a).count(), 1, "{added:?}");
+    let mut store = Store::open_read(location).unwrap();
+    assert_eq!(store.runs(&RunFilter::new()).unwrap().len(), before + 5);
+    assert_eq!(store.run("dddd").unwrap().unwrap().levels.len(), 2);
+}
+
+/// Issue 57.16: reading never makes a store or a folder; a foreign SQLite file is left as it
+/// is; a store with a newer schema can be read (not written); reading changes no byte.
+#[test]
+fn reads_make_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/folder/r.db");
+    let e = Store::open_read(&Location::Sqlite(missing.clone())).unwrap_err();
+    assert!(matches!(e, kneepoint_store::Error::Missing { .. }), "{e}");
+    assert!(!dir.path().join("no").exists());
+
+    let foreign = dir.path().join("notes.db");
+    let c = rusqlite::Connection::open(&foreign).unwrap();
+    c.execute_batch("CREATE TABLE notes (body TEXT)").unwrap();
+    drop(c);
+    for e in [
+        Store::open(&Location::Sqlite(foreign.clone())).unwrap_err(),
+        Store::open_read(&Location::Sqlite(foreign.clone())).unwrap_err(),
+    ] {
+        assert!(matches!(e, kneepoint_store::Error::Foreign { .. }), "{e}");
+        assert!(e.to_string().contains("notes"), "{e}");
+    }
+    let c = rusqlite::Connection::open(&foreign).unwrap();
+    let n: i64 = c
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 1, "a table was added to a foreign database");
+    drop(c);
+
+    let path = dir.path().join("r.db");
+    let location = Location::Sqlite(path.clone());
+    let mut store = Store::open(&location).unwrap();
+    store
+        .record(&run(
+            "ffff000000000006",
+            "2026-12-05T10:00:00Z",
+            "e",
+            "m",
+            &[],
+        ))
+        .unwrap();
+    drop(store);
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute(
+        "INSERT INTO kneepoint_schema (version, applied_at) VALUES (99, 'later')",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let bytes = std::fs::read(&path).unwrap();
+    let e = Store::open(&location).unwrap_err();
+    assert!(
+        matches!(e, kneepoint_store::Error::NewerSchema { found: 99, .. }),
+        "{e}"
+    );
+    let mut read = Store::open_read(&location).unwrap();
+    assert_eq!(read.runs(&RunFilter::new()).unwrap().len(), 1);
+    assert!(read.run("ffff").unwrap().is_some());
+    drop(read);
+    assert!(
+        std::fs::read(&path).unwrap() == bytes,
+        "reading changed the file"
+    );
+}
+
+/// Issue 57.12 and 57.14: the newest run is the one that ran last, not the one imported last;
+/// an id prefix that starts several runs says so.
+#[test]
+fn latest_is_by_when_the_run_ran_and_ambiguous_prefixes_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&Location::Sqlite(dir.path().join("r.db"))).unwrap();
+    let mut new = run("abcd000000000001", "2026-12-05T10:00:00Z", "e", "m", &[]);
+    new.recorded_at = "2026-12-05T10:05:00Z".into();
+    let mut old = run("abcd000000000002", "2026-11-01T10:00:00Z", "e", "m", &[]);
+    old.recorded_at = "2026-12-06T09:00:00Z".into(); // imported later
+    store.record(&new).unwrap();
+    store.record(&old).unwrap();
+    assert_eq!(store.run("latest").unwrap().unwrap().id, new.id);
+    let e = store.run("abcd").unwrap_err();
+    assert!(matches!(e, kneepoint_store::Error::Ambiguous { .. }), "{e}");
+    assert!(e.to_string().contains("abcd000000000001"), "{e}");
+    assert_eq!(store.run("abcd000000000002").unwrap().unwrap().id, old.id);
 }

@@ -22,6 +22,8 @@
 //! # });
 //! ```
 
+pub mod postgres;
+
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

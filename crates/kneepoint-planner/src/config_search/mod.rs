@@ -22,7 +22,9 @@
 //! It stops when the leader's lead over the runner-up is certain (the probability that it
 //! truly ranks ahead, from both spreads, at least [`ConfigSearch::certainty`]) and nothing
 //! unmeasured could still overtake it, when every combination is measured or skipped, or
-//! when the budget (launches, instance-hours) would be overrun; the answer says which.
+//! when the budget (launches, instance-hours) would be overrun; the answer says which. A launch
+//! that failed to start counts against the budget too (one launch, and the hours until it
+//! failed), and once the budget is spent nothing more is launched, whatever the outcomes.
 //!
 //! ```
 //! use kneepoint_planner::config_search::{ConfigSearch, Dimension, Goal, TrialOutcome};
@@ -104,10 +106,13 @@ pub struct TrialOutcome {
     pub spread: f64,
     /// What the trial cost, in instance-hours.
     pub instance_hours: f64,
-    /// Whether something was launched for it (false: it could not be started, or an earlier
+    /// Whether something was launched for it (false: nothing was started, or an earlier
     /// launch's measurement stood for it); only launches count against `max_launches` and
     /// the estimate of a launch's hours.
     pub launched: bool,
+    /// Whether the launch failed to start (it never answered): it counts against the budget,
+    /// but its hours do not estimate what a measured launch costs.
+    pub failed_start: bool,
 }
 
 impl TrialOutcome {
@@ -118,6 +123,7 @@ impl TrialOutcome {
             spread,
             instance_hours,
             launched: true,
+            failed_start: false,
         }
     }
 
@@ -128,6 +134,16 @@ impl TrialOutcome {
             spread: 0.0,
             instance_hours,
             launched: true,
+            failed_start: false,
+        }
+    }
+
+    /// A launch that failed to start, after `instance_hours` (from its launch until it failed
+    /// and was taken down): nothing usable, one launch and those hours spent.
+    pub fn did_not_start(instance_hours: f64) -> Self {
+        TrialOutcome {
+            failed_start: true,
+            ..TrialOutcome::unusable(instance_hours)
         }
     }
 
@@ -163,7 +179,7 @@ pub enum Stop {
     Certain,
     /// Every combination was measured fully or skipped.
     Exhausted,
-    /// The next trial would overrun the budget.
+    /// The budget is spent, or the next trial would overrun it.
     Budget,
 }
 
@@ -207,6 +223,7 @@ pub struct ConfigSearch {
     launches: u32,
     hours: f64,
     hours_by: [(f64, u32); 2],
+    start_hours: (f64, u32),
     stop: Option<Stop>,
     /// The probability of a true lead at which the search stops (default 0.9).
     pub certainty: f64,
@@ -222,6 +239,10 @@ pub struct ConfigSearch {
     /// With at most this many combinations left untried, each is measured fully, not
     /// screened (default 6).
     pub direct_below: usize,
+    /// The least a launch can cost, instance-hours (default 0): what the next launch is
+    /// expected to cost at the least, before any launch told better. A `max_instance_hours`
+    /// below it launches nothing.
+    pub least_launch_hours: f64,
 }
 
 /// The most combinations a space may hold.
@@ -255,12 +276,14 @@ impl ConfigSearch {
             launches: 0,
             hours: 0.0,
             hours_by: [(0.0, 0); 2],
+            start_hours: (0.0, 0),
             stop: None,
             certainty: 0.9,
             prior_error: 0.3,
             screen_error: 0.1,
             model_error: 0.15,
             direct_below: 6,
+            least_launch_hours: 0.0,
         })
     }
 
@@ -358,11 +381,16 @@ impl ConfigSearch {
             Fidelity::Screen => Status::Screened(outcome.score, spread),
             Fidelity::Full => Status::Searched(outcome.score, spread),
         };
-        self.hours += outcome.instance_hours.max(0.0);
+        let hours = outcome.instance_hours.max(0.0);
+        self.hours += hours;
         if outcome.launched {
-            self.launches += 1;
-            let by = &mut self.hours_by[usize::from(trial.fidelity == Fidelity::Full)];
-            by.0 += outcome.instance_hours.max(0.0);
+            self.launches = self.launches.saturating_add(1);
+            let by = if outcome.failed_start {
+                &mut self.start_hours
+            } else {
+                &mut self.hours_by[usize::from(trial.fidelity == Fidelity::Full)]
+            };
+            by.0 += hours;
             by.1 += 1;
         }
     }
@@ -498,19 +526,27 @@ impl ConfigSearch {
         next.is_none_or(|n| ahead(b, n) >= self.certainty)
     }
 
+    /// Whether the budget is spent (launches, instance-hours), or a launch at `fidelity`
+    /// would overrun it.
     fn over_budget(&self, fidelity: Fidelity) -> bool {
-        if self
-            .budget
-            .max_launches
-            .is_some_and(|m| self.launches + 1 > m)
-        {
+        if self.budget.max_launches.is_some_and(|m| self.launches >= m) {
             return true;
         }
-        let (hours, n) = self.hours_by[usize::from(fidelity == Fidelity::Full)];
-        let expected = if n > 0 { hours / f64::from(n) } else { 0.0 };
-        self.budget
-            .max_instance_hours
-            .is_some_and(|m| self.hours + expected > m)
+        let Some(max) = self.budget.max_instance_hours else {
+            return false;
+        };
+        self.hours >= max || self.hours + self.expected_hours(fidelity) > max
+    }
+
+    /// What a launch at `fidelity` is expected to cost, instance-hours: the mean of the
+    /// measured launches at that fidelity; without one, of the launches that failed to start
+    /// (a launch costs at least its start); never below [`ConfigSearch::least_launch_hours`].
+    fn expected_hours(&self, fidelity: Fidelity) -> f64 {
+        let mean = |(hours, n): (f64, u32)| (n > 0).then(|| hours / f64::from(n));
+        mean(self.hours_by[usize::from(fidelity == Fidelity::Full)])
+            .or_else(|| mean(self.start_hours))
+            .unwrap_or(0.0)
+            .max(self.least_launch_hours)
     }
 }
 

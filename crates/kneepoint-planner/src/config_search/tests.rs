@@ -131,6 +131,85 @@ fn the_budget_stops_the_search_and_says_so() {
     assert_eq!((a.launches, a.stop), (4, Some(Stop::Budget)));
 }
 
+/// Issue 57, item 10: launches that fail to start count against the budget, one launch and
+/// their hours each, and nothing more is launched once it is spent.
+#[test]
+fn launches_that_fail_to_start_spend_the_budget() {
+    let hours = Budget {
+        max_launches: None,
+        max_instance_hours: Some(1.0),
+    };
+    let mut s = ConfigSearch::new(space(), Goal::Maximize)
+        .unwrap()
+        .with_budget(hours);
+    let mut launched = 0;
+    while let Some(t) = s.next_trial() {
+        launched += 1;
+        s.observe(t, TrialOutcome::did_not_start(0.3));
+    }
+    let a = s.answer();
+    assert_eq!((launched, a.launches), (3, 3), "{a:?}");
+    assert_eq!(a.stop, Some(Stop::Budget));
+    assert!((a.instance_hours - 0.9).abs() < 1e-9, "{a:?}");
+    // one failed start far above the budget: nothing after it
+    let mut s = ConfigSearch::new(space(), Goal::Maximize)
+        .unwrap()
+        .with_budget(hours);
+    let t = s.next_trial().unwrap();
+    s.observe(t, TrialOutcome::did_not_start(5.0));
+    assert_eq!(s.next_trial(), None);
+    assert_eq!(
+        (s.answer().launches, s.answer().stop),
+        (1, Some(Stop::Budget))
+    );
+    // and under max_launches, a failed start is a launch
+    let mut s = ConfigSearch::new(space(), Goal::Maximize)
+        .unwrap()
+        .with_budget(Budget {
+            max_launches: Some(2),
+            max_instance_hours: None,
+        });
+    let mut launched = 0;
+    while let Some(t) = s.next_trial() {
+        launched += 1;
+        s.observe(t, TrialOutcome::did_not_start(0.01));
+    }
+    assert_eq!(launched, 2);
+    // a failed start does not make a measured launch look cheap: after a full measurement of
+    // 1 h, the next full one is expected to cost 1 h, not the mean with a failed start
+    let mut s = ConfigSearch::new(space(), Goal::Maximize)
+        .unwrap()
+        .with_budget(Budget {
+            max_launches: None,
+            max_instance_hours: Some(2.05),
+        });
+    s.direct_below = usize::MAX;
+    let t = s.next_trial().unwrap();
+    assert_eq!(t.fidelity, Fidelity::Full);
+    s.observe(t, TrialOutcome::measured(100.0, 0.02, 1.0));
+    let t = s.next_trial().unwrap();
+    s.observe(t, TrialOutcome::did_not_start(0.1));
+    // 1.1 h spent and a full launch expected at 1 h overruns 2.05 h (at a mean of 0.55 h
+    // with the failed start, it would not)
+    assert_eq!(s.next_trial(), None);
+    assert_eq!(s.answer().stop, Some(Stop::Budget));
+}
+
+/// Issue 57, item 10: a budget below the least a launch can cost launched once all the same.
+#[test]
+fn a_budget_below_the_least_launch_launches_nothing() {
+    let mut s = ConfigSearch::new(space(), Goal::Maximize)
+        .unwrap()
+        .with_budget(Budget {
+            max_launches: None,
+            max_instance_hours: Some(1e-300),
+        });
+    s.least_launch_hours = 1.0 / 3600.0;
+    assert_eq!(s.next_trial(), None);
+    let a = s.answer();
+    assert_eq!((a.launches, a.stop), (0, Some(Stop::Budget)));
+}
+
 #[test]
 fn an_empty_dimension_is_refused() {
     assert!(ConfigSearch::new(
