@@ -49,7 +49,8 @@ pub enum Command {
     History(crate::store_cmd::HistoryArgs),
     /// A regression gate for CI pipelines: a run against a baseline (folders or stored
     /// runs); exits 1 when a figure is worse beyond --max-regression and the intervals say
-    /// it is real, 2 when the runs measured different things.
+    /// it is real, 2 when there is no verdict (the runs measured different things, a worse
+    /// figure has no interval to judge it by, or a run could not be read).
     Check(crate::check_cmd::CheckArgs),
     /// The results store as a web page: the runs, filtered, trend plots of their key figures
     /// with intervals, and each run's report.

@@ -32,11 +32,12 @@ pub struct DashboardArgs {
     /// The address to listen on (loopback by default: the page lists endpoints and settings).
     #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
     pub bind: std::net::IpAddr,
+    /// Seconds a client may take to send a request's headers, and may stay idle between
+    /// requests, before its connection is closed.
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub header_timeout_s: f64,
 }
 
-/// How long a client may take to send a request's headers (also the wait for the next
-/// request on a kept-alive connection): a connection that says nothing is closed.
-const HEADER_DEADLINE: Duration = Duration::from_secs(10);
 /// The longest a connection is kept, whatever it does (a 1 GiB report streams in seconds on
 /// loopback).
 const CONNECTION_DEADLINE: Duration = Duration::from_secs(300);
@@ -85,6 +86,15 @@ pub async fn run(args: &DashboardArgs) -> anyhow::Result<()> {
     for secret in location.secrets() {
         kneepoint_core::secrets::register(&secret);
     }
+    let header_deadline = Duration::try_from_secs_f64(args.header_timeout_s)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= Duration::from_secs(3600))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--header-timeout-s must be more than 0 and at most 3600, not {}",
+                args.header_timeout_s
+            )
+        })?;
     // Opened once up front, for reading: a store that cannot be opened is an error now, not on
     // each page; one that does not exist yet is served empty (reading never makes it).
     let first = {
@@ -136,7 +146,7 @@ pub async fn run(args: &DashboardArgs) -> anyhow::Result<()> {
             let service = service_fn(move |req| answer(shared.clone(), req));
             let mut http = hyper::server::conn::http1::Builder::new();
             http.timer(TokioTimer::new())
-                .header_read_timeout(HEADER_DEADLINE);
+                .header_read_timeout(header_deadline);
             let conn = http.serve_connection(TokioIo::new(stream), service);
             let _ = tokio::time::timeout(CONNECTION_DEADLINE, conn).await;
         });

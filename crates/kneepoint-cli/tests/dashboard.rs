@@ -214,3 +214,96 @@ fn the_dashboard_lists_the_runs_draws_their_trends_and_links_their_reports() {
         "only {blue} pixels of the plots' blue in the screenshot"
     );
 }
+
+/// Issue 57.9: idle connections past the descriptors the dashboard may open neither stop it
+/// nor keep others out: they are capped, and closed when they send nothing.
+#[test]
+fn idle_connections_never_exhaust_the_dashboard() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 48 && exec {BIN} dashboard --port 0 --header-timeout-s 1"
+        ))
+        .env("XDG_DATA_HOME", tmp.path())
+        .env_remove("KNEEPOINT_STORE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.split_whitespace().nth(1).unwrap().to_owned();
+    let dash = Dashboard(child, url.clone());
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    // more idle connections than the process has descriptors
+    let idle: Vec<_> = (0..80)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let (status, body) = get(&url, "/");
+    assert_eq!(status, 200, "{body}");
+    // no store was made by reading it
+    assert!(!tmp.path().join("kneepoint").exists());
+    drop(idle);
+    let mut dash = dash;
+    assert!(dash.0.try_wait().unwrap().is_none(), "the dashboard exited");
+}
+
+/// Issue 57.11: a report of any size is streamed, not read whole: a 3 GiB one is served under
+/// a 3 GB address-space limit.
+#[test]
+fn a_huge_report_is_streamed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let dir = tmp.path().join("run");
+    let id = sweep(&data, &dir);
+    let report = std::fs::File::create(dir.join("report.html")).unwrap();
+    let len: u64 = 3 << 30;
+    report.set_len(len).unwrap(); // sparse: no disk
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 3000000 && exec {BIN} dashboard --port 0"
+        ))
+        .env("XDG_DATA_HOME", &data)
+        .env_remove("KNEEPOINT_STORE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.split_whitespace().nth(1).unwrap().to_owned();
+    let mut dash = Dashboard(child, url.clone());
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET /runs/{id}/report.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    let mut head = Vec::new();
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        if head.len() < 64 {
+            head.extend_from_slice(&buf[..n.min(64)]);
+        }
+        total += n as u64;
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    assert!(total > len, "{total} bytes of {len}");
+    assert!(dash.0.try_wait().unwrap().is_none(), "the dashboard exited");
+}

@@ -59,11 +59,19 @@ fn an_errors_cause_is_said_once() {
     let file = tmp.path().join("file");
     std::fs::write(&file, "not a folder").unwrap();
     let store = file.join("sub/results.db");
-    let o = kneepoint(tmp.path(), &["history", "--store", store.to_str().unwrap()]);
+    let o = kneepoint(
+        tmp.path(),
+        &[
+            "import",
+            "--store",
+            store.to_str().unwrap(),
+            tmp.path().to_str().unwrap(),
+        ],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     let line = said_once(&err);
-    assert!(line.contains("opening the results store"), "{line}");
+    assert!(line.contains("Not a directory"), "{line}");
     assert_eq!(line.matches("(os error").count(), 1, "{line}");
 }
 

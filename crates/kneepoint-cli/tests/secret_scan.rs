@@ -15,6 +15,7 @@ mod common;
 const BIN: &str = env!("CARGO_BIN_EXE_kneepoint");
 const KEY: &str = "sk-scan-secret-8d2f1e09";
 const OTHER: &str = "hf-scan-other-4c1b";
+const STORE_PASSWORD: &str = "pg-scan-pass-77e1";
 
 fn config(dir: &Path) -> String {
     let env_file = dir.join("env-seen.txt").display().to_string();
@@ -73,10 +74,18 @@ fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
 fn a_key_in_the_environment_and_a_header_reaches_no_file_and_no_stream() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("rec.toml"), config(tmp.path())).unwrap();
+    // Issue 57: the team's PostgreSQL store, its password in KNEEPOINT_STORE (a SQLite file
+    // where no PostgreSQL server is installed and none is required)
+    let cluster = kneepoint_testkit::postgres::Cluster::start().unwrap();
+    let store = match &cluster {
+        Some(c) => c.url(STORE_PASSWORD),
+        None => tmp.path().join("results.db").display().to_string(),
+    };
     let out = Command::new(BIN)
         .args(["recommend", "--config"])
         .arg(tmp.path().join("rec.toml"))
         .env("OPENAI_API_KEY", KEY)
+        .env("KNEEPOINT_STORE", &store)
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -85,7 +94,18 @@ fn a_key_in_the_environment_and_a_header_reaches_no_file_and_no_stream() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    for secret in [KEY, OTHER] {
+    assert!(stderr.contains("recorded as run"), "{stderr}");
+    // what the store keeps of the run
+    let stored = Command::new(BIN)
+        .args(["history", "--json"])
+        .env("KNEEPOINT_STORE", &store)
+        .output()
+        .unwrap();
+    assert!(stored.status.success());
+    let stored = String::from_utf8_lossy(&stored.stdout).into_owned();
+    assert!(stored.contains("recommend"), "{stored}");
+    for secret in [KEY, OTHER, STORE_PASSWORD] {
+        assert!(!stored.contains(secret), "{secret} in the store: {stored}");
         assert!(!stdout.contains(secret), "{stdout}");
         assert!(!stderr.contains(secret), "{stderr}");
         let leaks = files_holding(&tmp.path().join("out"), secret);
@@ -98,6 +118,7 @@ fn a_key_in_the_environment_and_a_header_reaches_no_file_and_no_stream() {
     let seen = std::fs::read_to_string(tmp.path().join("env-seen.txt")).unwrap();
     assert!(seen.contains("AUTH_HEADER="), "{seen}");
     assert!(!seen.contains("OPENAI_API_KEY"), "{seen}");
+    assert!(!seen.contains("KNEEPOINT_STORE"), "{seen}");
     let log =
         std::fs::read_to_string(tmp.path().join("out/candidate_printer/logs/server.log")).unwrap();
     assert!(log.contains("AUTH_HEADER=[redacted]"), "{log}");

@@ -28,8 +28,9 @@ pub(crate) fn level_dirs(root: &Path) -> Vec<(String, u32)> {
     out
 }
 
-/// The folders under `root` that hold a run of their own (a sweep's or a search's summary, or
-/// level folders): a recommendation's candidates, when it was killed before its summary.
+/// The `candidate_*` folders under `root` that hold a run of their own (a sweep's or a
+/// search's summary, or level folders): a recommendation's candidates, when it was killed
+/// before its summary. A folder of other runs is not a recommendation.
 pub(crate) fn candidate_dirs(root: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(root) else {
         return Vec::new();
@@ -39,6 +40,7 @@ pub(crate) fn candidate_dirs(root: &Path) -> Vec<String> {
         .filter(|e| e.path().is_dir())
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
+            name.strip_prefix(CANDIDATE_PREFIX)?;
             let p = e.path();
             let holds_run = [
                 kneepoint_core::folder::SWEEP_SUMMARY,
@@ -54,13 +56,19 @@ pub(crate) fn candidate_dirs(root: &Path) -> Vec<String> {
     out
 }
 
+/// How a recommendation names its candidates' folders (`kneepoint_core::folder::candidate_dir`).
+const CANDIDATE_PREFIX: &str = "candidate_";
+
 /// The summary document of a recommendation that wrote none: its candidates as found, the
 /// run marked interrupted.
 pub(crate) fn recommend_doc(root: &Path) -> Value {
     let candidates: Vec<Value> = candidate_dirs(root)
         .into_iter()
         .map(|dir| {
-            let name = dir.strip_prefix("candidate_").unwrap_or(&dir).to_owned();
+            let name = dir
+                .strip_prefix(CANDIDATE_PREFIX)
+                .unwrap_or(&dir)
+                .to_owned();
             json!({ "name": name, "artifact_dir": dir })
         })
         .collect();
