@@ -254,6 +254,11 @@ pub enum SimCommand {
         /// A slowly wandering slowdown, as noisy neighbours cause (see `sweep --sim-drift`).
         #[arg(long, value_name = "SD")]
         drift: Option<f64>,
+        /// Engines behind the one port (vLLM's --data-parallel-size): each a copy of the
+        /// engine, each request sent to the one with the fewest in flight, /metrics their
+        /// sums. With --model-config, tensor parallel × this must fit the instance's GPUs.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        data_parallel_size: usize,
         /// Serve the predicted engine of a model on an instance (replaces --profile).
         #[command(flatten)]
         engine: SimEngineArgs,

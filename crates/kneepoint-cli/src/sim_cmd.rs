@@ -27,8 +27,15 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             max_num_seqs,
             jitter,
             drift,
+            data_parallel_size,
             engine,
         } => {
+            if data_parallel_size == 0 || data_parallel_size > kneepoint_sim::MAX_DATA_PARALLEL {
+                anyhow::bail!(
+                    "--data-parallel-size must be from 1 to {}, not {data_parallel_size}",
+                    kneepoint_sim::MAX_DATA_PARALLEL
+                );
+            }
             let sigv4 = match sigv4_access_key_id {
                 Some(id) => {
                     let secret = std::env::var(&sigv4_secret_env).with_context(|| {
@@ -46,13 +53,14 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             let options = kneepoint_sim::SimOptions {
                 sigv4,
                 endpoint_name,
+                data_parallel_size,
             };
             let checks = options.sigv4.is_some();
             let mut p = match &engine.model_config {
                 Some(_) if profile != "calibrated" => anyhow::bail!(
                     "--profile {profile} and --model-config both say what to serve: give one"
                 ),
-                Some(_) => engine_profile(&engine, max_num_seqs)?,
+                Some(_) => engine_profile(&engine, max_num_seqs, data_parallel_size)?,
                 None => SimProfile::by_name(&profile)?,
             };
             if let Some(t) = time_scale {
@@ -105,6 +113,14 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
                 engine.model_config.is_some(),
                 checks,
             );
+            if data_parallel_size > 1 {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(
+                    out,
+                    "data parallel: {data_parallel_size} engines behind this port, each request to the one with the fewest in flight"
+                );
+                let _ = out.flush();
+            }
             tokio::signal::ctrl_c()
                 .await
                 .context("waiting for Ctrl-C")?;
@@ -151,6 +167,7 @@ fn announce(p: &SimProfile, base_url: &str, engine_given: bool, checks: bool) {
 fn engine_profile(
     engine: &crate::args::SimEngineArgs,
     max_num_seqs: Option<u32>,
+    data_parallel_size: usize,
 ) -> anyhow::Result<SimProfile> {
     if engine.instance.is_none() {
         anyhow::bail!(
@@ -175,5 +192,23 @@ fn engine_profile(
         inputs.settings.max_num_batched_tokens = n;
     }
     inputs.settings.validate()?;
-    Ok(kneepoint_config::predicted_profile(&inputs)?)
+    let mut profile = kneepoint_config::predicted_profile(&inputs)?;
+    if data_parallel_size > 1 {
+        // every engine a replica of the instance: tensor parallel × engines within its GPUs
+        let instance = inputs.instance.as_deref().unwrap_or_default();
+        let p = inputs.predict_on(instance, &[1])?;
+        if data_parallel_size > p.replicas as usize {
+            anyhow::bail!(
+                "--data-parallel-size {data_parallel_size} at tensor parallel {} needs {} GPUs; {instance} has room for {} such engine(s)",
+                p.tensor_parallel,
+                data_parallel_size * p.tensor_parallel as usize,
+                p.replicas
+            );
+        }
+        profile.model = format!(
+            "{} on {instance} (predicted; {data_parallel_size} engines at tensor parallel {})",
+            inputs.model.name, p.tensor_parallel
+        );
+    }
+    Ok(profile)
 }

@@ -159,6 +159,7 @@ fn a_signed_sweep_with_environment_credentials_leaks_no_secret() {
                     secret_access_key: SECRET.into(),
                 }),
                 endpoint_name: Some("my-llm".into()),
+                ..Default::default()
             },
         ))
         .unwrap();

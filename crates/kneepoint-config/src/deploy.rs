@@ -12,6 +12,7 @@ use kneepoint_deploy::{LocalDeployment, LocalSpec};
 use kneepoint_runner::CancelToken;
 
 use crate::command_line::split_line;
+pub(crate) use crate::deploy_kubernetes::{kubernetes, write_manifests};
 use crate::deploy_section::{Command, DeploySection};
 use crate::error::bail;
 pub(crate) use crate::expanded::{seconds, Expanded};
@@ -30,6 +31,7 @@ pub(crate) const MAX_LAUNCHES: usize = 256;
 pub(crate) fn expand(
     candidates: &[CandidateSection],
     objective: kneepoint_planner::Objective,
+    gpus_of: &dyn Fn(&str) -> Option<u32>,
 ) -> Result<(Vec<Expanded>, Vec<String>)> {
     let mut out = Vec::new();
     let mut proposals = Vec::new();
@@ -107,6 +109,8 @@ pub(crate) fn expand(
                     section.tensor_parallel = Some(tp);
                 }
             }
+            let gpus = section.instance_type.as_deref().and_then(gpus_of);
+            let replicas = crate::parallelism::parallelism(&section, &mut values, gpus)?;
             values.insert("name".into(), section.name.clone());
             if let Ok(exe) = std::env::current_exe() {
                 values.insert("kneepoint".into(), exe.display().to_string());
@@ -115,6 +119,7 @@ pub(crate) fn expand(
                 section,
                 values,
                 combination: combo,
+                replicas,
             };
             if let Some(d) = &e.section.deploy {
                 check(&e, d)?;
@@ -198,68 +203,6 @@ pub(crate) fn is_sagemaker(e: &Expanded) -> bool {
         .is_some_and(|d| d.kind.as_deref() == Some("sagemaker"))
 }
 
-/// Candidate `e` as Kubernetes manifests (a Deployment and a Service), when its deploy section
-/// asks for them.
-#[cfg(feature = "kubernetes")]
-pub(crate) fn kubernetes(
-    e: &Expanded,
-    d: &DeploySection,
-) -> Result<Option<Vec<serde_json::Value>>> {
-    let Some(k) = &d.kubernetes else {
-        return Ok(None);
-    };
-    let name = &e.section.name;
-    let port = k.port.unwrap_or(8000);
-    let mut values = e.values.clone();
-    values.insert("port".into(), port.to_string());
-    values.insert("host".into(), "0.0.0.0".into());
-    values.insert("kneepoint".into(), "kneepoint".into());
-    let template = match k.command.as_ref().or(d.command.as_ref()) {
-        None => bail!("candidate {name:?}: [candidates.deploy.kubernetes] needs a command"),
-        Some(Command::Argv(a)) => a.clone(),
-        Some(Command::Line(l)) => split_line(l)
-            .map_err(|why| crate::Error::Invalid(format!("candidate {name:?}: command: {why}")))?,
-    };
-    let command = template
-        .iter()
-        .map(|a| kneepoint_deploy::render(a, &values))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    let env = d
-        .env
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), kneepoint_deploy::render(v, &values)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let mut spec = kneepoint_deploy::KubeSpec::new(name.clone(), k.image.clone(), command);
-    spec.env = env;
-    spec.port = port;
-    spec.ready_path = d.ready_path.clone().unwrap_or_else(|| "/v1/models".into());
-    spec.gpus = k.gpus.unwrap_or_else(|| {
-        values
-            .get("tensor_parallel_size")
-            .and_then(|v| v.parse().ok())
-            .or(e.section.tensor_parallel)
-            .unwrap_or(0)
-    });
-    spec.replicas = e.section.instance_count.unwrap_or(1);
-    spec.namespace = k.namespace.clone();
-    Ok(Some(spec.manifests_json()?))
-}
-
-/// Without the `kubernetes` feature, a candidate that asks for manifests is refused.
-#[cfg(not(feature = "kubernetes"))]
-pub(crate) fn kubernetes(
-    e: &Expanded,
-    d: &DeploySection,
-) -> Result<Option<Vec<serde_json::Value>>> {
-    if d.kubernetes.is_some() {
-        bail!(
-            "candidate {:?}: this build writes no Kubernetes manifests: build kneepoint-config with its `kubernetes` feature",
-            e.section.name
-        );
-    }
-    Ok(None)
-}
-
 /// A launched candidate and its manifests: the server's teardown, a recipe with the
 /// manifests beside the command line.
 #[derive(Debug)]
@@ -289,24 +232,6 @@ impl kneepoint_engine::Deployment for Launched {
     async fn exited(&mut self) -> Option<String> {
         self.server.exited().await
     }
-}
-
-/// Writes the manifests as `dir/kubernetes/<kind>.json`, one object each (what `kubectl apply
-/// -f dir/kubernetes/` reads).
-pub(crate) fn write_manifests(dir: &Path, docs: &[serde_json::Value]) -> Result<()> {
-    let out = dir.join("kubernetes");
-    std::fs::create_dir_all(&out)
-        .map_err(|e| crate::Error::Invalid(format!("creating {}: {e}", out.display())))?;
-    for d in docs {
-        let kind = d["kind"].as_str().unwrap_or("object").to_ascii_lowercase();
-        let path = out.join(format!("{kind}.json"));
-        let text = serde_json::to_string_pretty(d)
-            .map_err(|e| crate::Error::Invalid(format!("serialising {kind}: {e}")))?;
-        let text = kneepoint_core::secrets::scrub(&text).into_owned();
-        std::fs::write(&path, text + "\n")
-            .map_err(|e| crate::Error::Invalid(format!("writing {}: {e}", path.display())))?;
-    }
-    Ok(())
 }
 
 /// The local launcher's settings for candidate `e`, logging under `dir/logs/`.
@@ -381,7 +306,7 @@ mod tests {
             tensor_parallel_size = [1, 2]
             "#,
         );
-        let (e, _) = expand(&c, kneepoint_planner::Objective::Throughput).unwrap();
+        let (e, _) = expand(&c, kneepoint_planner::Objective::Throughput, &|_| None).unwrap();
         let names: Vec<&str> = e.iter().map(|e| e.section.name.as_str()).collect();
         assert_eq!(
             names,
@@ -409,9 +334,13 @@ mod tests {
     #[test]
     fn unused_matrix_keys_and_runaway_launch_counts_are_refused() {
         let err = |t: &str| {
-            expand(&candidate(t), kneepoint_planner::Objective::Throughput)
-                .unwrap_err()
-                .to_string()
+            expand(
+                &candidate(t),
+                kneepoint_planner::Objective::Throughput,
+                &|_| None,
+            )
+            .unwrap_err()
+            .to_string()
         };
         let e = err(r#"
             [[candidates]]
@@ -445,7 +374,12 @@ mod tests {
             [candidates.matrix]
             backend = ["FLASH_ATTN", "XFORMERS"]
             "#;
-        assert!(expand(&candidate(ok), kneepoint_planner::Objective::Throughput).is_ok());
+        assert!(expand(
+            &candidate(ok),
+            kneepoint_planner::Objective::Throughput,
+            &|_| None
+        )
+        .is_ok());
         // Five candidates of 64 combinations each: 320 launches.
         let one = r#"
             [[candidates]]
@@ -466,9 +400,13 @@ mod tests {
     #[test]
     fn launched_candidates_are_checked_before_anything_starts() {
         let err = |t: &str| {
-            expand(&candidate(t), kneepoint_planner::Objective::Throughput)
-                .unwrap_err()
-                .to_string()
+            expand(
+                &candidate(t),
+                kneepoint_planner::Objective::Throughput,
+                &|_| None,
+            )
+            .unwrap_err()
+            .to_string()
         };
         let e = err(r#"
             [[candidates]]
@@ -525,6 +463,7 @@ mod sagemaker_tests {
         super::expand(
             &toml::from_str::<F>(toml_text).unwrap().candidates,
             kneepoint_planner::Objective::Cost,
+            &|_| None,
         )
         .map(|(e, _)| e)
     }

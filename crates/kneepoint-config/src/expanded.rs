@@ -17,6 +17,10 @@ pub(crate) struct Expanded {
     /// The matrix combination alone (matrix keys and what stage 2 proposed), in key order:
     /// what the adaptive strategy searches over.
     pub combination: Vec<(String, String)>,
+    /// Engines one instance runs (data parallelism): `data_parallel_size` when the
+    /// candidate pins it or its launch reads `{data_parallel_size}`; a local launch that does
+    /// neither runs one engine; `None` when not known (no GPU count).
+    pub replicas: Option<u32>,
 }
 
 /// `v` seconds of candidate `name`'s setting `key`: above 0, at most `max_s`.
@@ -25,4 +29,22 @@ pub(crate) fn seconds(name: &str, key: &str, v: f64, max_s: f64) -> Result<Durat
         bail!("candidate {name:?}: {key} must be above 0 and at most {max_s} seconds, not {v}");
     }
     Ok(Duration::from_secs_f64(v))
+}
+
+/// A warning naming the servers an earlier run launched and left running, when this one
+/// launches any: they would compete with its measurements.
+pub(crate) fn warn_leftovers(expanded: &[Expanded], observer: &dyn kneepoint_engine::Observer) {
+    if expanded.iter().any(|e| e.section.deploy.is_some()) {
+        let left = kneepoint_deploy::find_leftovers();
+        if !left.is_empty() {
+            observer.warning(&format!(
+            "{} server(s) launched by an earlier kneepoint run are still running and may compete with these measurements ({}): `kneepoint cleanup` stops them",
+            left.len(),
+            left.iter()
+                .map(|l| format!("{} (pid {})", l.candidate, l.pgid))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        }
+    }
 }

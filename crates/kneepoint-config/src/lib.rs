@@ -39,6 +39,7 @@ mod command_line;
 mod commands;
 mod common;
 mod deploy;
+mod deploy_kubernetes;
 #[cfg(feature = "sagemaker")]
 mod deploy_sagemaker;
 mod deploy_section;
@@ -54,6 +55,7 @@ mod limits;
 mod load;
 mod matrix_keys;
 mod options;
+mod parallelism;
 mod prepare;
 mod publish;
 mod recommend;

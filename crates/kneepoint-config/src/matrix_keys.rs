@@ -5,7 +5,28 @@ use crate::error::bail;
 use crate::Result;
 
 /// Placeholders kneepoint fills itself for every launch: a matrix key cannot vary them.
-const OWN_PLACEHOLDERS: [&str; 4] = ["port", "host", "name", "kneepoint"];
+const OWN_PLACEHOLDERS: [&str; 5] = ["port", "host", "name", "kneepoint", "gpu_ids"];
+
+/// Whether the launch (its command, its Kubernetes command, its environment or a SageMaker
+/// container's environment) reads `{key}`.
+pub(crate) fn reads_placeholder(d: &DeploySection, key: &str) -> bool {
+    let needle = format!("{{{key}}}");
+    let mut texts: Vec<&str> = Vec::new();
+    for command in [
+        d.command.as_ref(),
+        d.kubernetes.as_ref().and_then(|k| k.command.as_ref()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        match command {
+            Command::Argv(a) => texts.extend(a.iter().map(String::as_str)),
+            Command::Line(l) => texts.push(l),
+        }
+    }
+    texts.extend(d.env.values().map(String::as_str));
+    texts.iter().any(|t| t.contains(&needle))
+}
 
 /// Refuses a matrix key the launch never reads (each of its values would launch the same
 /// server under another label) or one kneepoint sets itself (`port`, `host`, `name`,

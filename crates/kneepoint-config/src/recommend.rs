@@ -313,7 +313,11 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         .as_ref()
         .and_then(|s| s.concurrency.clone())
         .unwrap_or_else(|| crate::DEFAULT_CONCURRENCY.to_vec());
-    let (expanded, proposals) = crate::deploy::expand(&file.candidates, objective)?;
+    // GPUs per instance from the catalog in use (the user's over the built-in one)
+    let builtin = kneepoint_fit::Catalog::builtin();
+    let catalog = fit.as_ref().map_or(&builtin, |f| &f.catalog);
+    let gpus_of = |t: &str| catalog.get(t).ok().map(|i| i.gpu_count);
+    let (expanded, proposals) = crate::deploy::expand(&file.candidates, objective, &gpus_of)?;
     let parallel = parallel_candidates(&file, &expanded)?;
     for why in &proposals {
         observer.note(why);
@@ -362,7 +366,7 @@ pub fn recommendation(args: &RecommendArgs, observer: Arc<dyn Observer>) -> Resu
         observer: observer.clone(),
     };
     source.check(&root)?;
-    warn_leftovers(&expanded, observer.as_ref());
+    crate::expanded::warn_leftovers(&expanded, observer.as_ref());
     let observer_note = observer.clone();
     let mut r = Recommend::builder(objective, &root, source)
         .by_search(with_slas)
@@ -447,9 +451,10 @@ fn candidate_spec(
     let mut spec = CandidateSpec::new(&c.name, instance_type, p)
         .with_instance_count(count)
         .with_gpus(gpus)
-        .with_settings(e.combination.clone());
+        .with_settings(e.combination.clone())
+        .with_parallelism(c.tensor_parallel, e.replicas);
     if let Some(fit) = fit {
-        spec = stage_one(spec, (c, &e.values), fit, levels, observer)?;
+        spec = stage_one(spec, (c, &e.values, e.replicas), fit, levels, observer)?;
     }
     // A launched engine told to run at most N sequences at once holds no more than N
     // per instance, whatever its memory would allow: the same bound as stage 1's.
@@ -458,29 +463,13 @@ fn candidate_spec(
         .get("max_num_seqs")
         .and_then(|v| v.parse::<u32>().ok())
     {
-        let engine = n.max(1).saturating_mul(count);
+        // every engine of every instance
+        let engines = e.replicas.unwrap_or(1).max(1);
+        let engine = n.max(1).saturating_mul(engines).saturating_mul(count);
         let bound = spec.max_concurrency.map_or(engine, |b| b.min(engine));
         spec = spec.with_max_concurrency(Some(bound));
     }
     Ok(spec)
-}
-
-/// A warning naming the servers an earlier run launched and left running, when this one
-/// launches any: they would compete with its measurements.
-fn warn_leftovers(expanded: &[crate::deploy::Expanded], observer: &dyn Observer) {
-    if expanded.iter().any(|e| e.section.deploy.is_some()) {
-        let left = kneepoint_deploy::find_leftovers();
-        if !left.is_empty() {
-            observer.warning(&format!(
-            "{} server(s) launched by an earlier kneepoint run are still running and may compete with these measurements ({}): `kneepoint cleanup` stops them",
-            left.len(),
-            left.iter()
-                .map(|l| format!("{} (pid {})", l.candidate, l.pgid))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        }
-    }
 }
 
 /// Stage 1 for one candidate: whether the model fits its instance type (at its tensor
@@ -490,9 +479,10 @@ fn warn_leftovers(expanded: &[crate::deploy::Expanded], observer: &dyn Observer)
 /// warning).
 fn stage_one(
     spec: CandidateSpec,
-    (c, engine): (
+    (c, engine, engines): (
         &CandidateSection,
         &std::collections::BTreeMap<String, String>,
+        Option<u32>,
     ),
     fit: &FitInputs,
     levels: &[u32],
@@ -510,19 +500,25 @@ fn stage_one(
         Ok(x) => x,
         Err(why) => return Ok(spec.unfit(why)),
     };
-    // The endpoint is `instance_count` instances: as many times the replicas. A local launch
-    // runs one engine (its command starts one server at the tensor parallelism it names),
-    // not as many replicas as the instance's GPUs could hold.
+    // The endpoint is `instance_count` instances: as many times the replicas. A launch runs
+    // the engines its command starts: `data_parallel_size` of them when it reads that
+    // placeholder or pins it, one for a local command that does neither.
     let count = spec.instance_count.max(1);
-    let local = c
-        .deploy
-        .as_ref()
-        .is_some_and(|d| d.kind.as_deref().unwrap_or("local") == "local");
     let mut one = one;
-    if local && one.replicas > 1 {
-        one.instance_max_concurrency /= one.replicas.max(1);
-        one.replicas = 1;
+    if let Some(r) = engines.filter(|r| *r != one.replicas) {
+        if r > one.replicas {
+            return Ok(spec.unfit(format!(
+                "{r} engines at tensor parallelism {} need {} GPUs; {it} has room for {}",
+                one.tensor_parallel,
+                r.saturating_mul(one.tensor_parallel),
+                one.replicas
+            )));
+        }
+        let per_engine = one.instance_max_concurrency / one.replicas.max(1);
+        one.instance_max_concurrency = per_engine.saturating_mul(r);
+        one.replicas = r;
     }
+    let spec = spec.with_parallelism(Some(one.tensor_parallel), Some(one.replicas));
     let mut endpoint = one.clone();
     endpoint.replicas = one.replicas.saturating_mul(count);
     endpoint.instance_max_concurrency = one.instance_max_concurrency.saturating_mul(count);

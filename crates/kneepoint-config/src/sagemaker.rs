@@ -84,6 +84,7 @@ pub(crate) async fn start_simulator(
     let options = kneepoint_sim::SimOptions {
         sigv4: Some(key.clone()),
         endpoint_name: Some(sm.config.endpoint_name.clone()),
+        ..Default::default()
     };
     let server = SimServer::start_with_options(profile.clone(), addr, counter, options)
         .await

@@ -34,6 +34,12 @@ pub struct CandidateSpec {
     /// Its engine settings (a matrix combination's `(name, value)` pairs), for the adaptive
     /// strategy.
     pub settings: Vec<(String, String)>,
+    /// GPUs one engine spans (tensor parallelism), when known.
+    pub tensor_parallel: Option<u32>,
+    /// Engines (replicas) one instance runs, when known: a launch at tensor parallelism t on
+    /// an instance of g GPUs runs g / t unless the candidate pins `data_parallel_size`. Cost,
+    /// capacity and fleet count the whole instance either way.
+    pub replicas_per_instance: Option<u32>,
 }
 
 impl CandidateSpec {
@@ -49,7 +55,17 @@ impl CandidateSpec {
             prediction: None,
             gpus_per_instance: None,
             settings: Vec::new(),
+            tensor_parallel: None,
+            replicas_per_instance: None,
         }
+    }
+
+    /// Tensor parallelism and engines per instance (see
+    /// [`CandidateSpec::replicas_per_instance`]).
+    pub fn with_parallelism(mut self, tensor_parallel: Option<u32>, replicas: Option<u32>) -> Self {
+        self.tensor_parallel = tensor_parallel.filter(|t| *t >= 1);
+        self.replicas_per_instance = replicas.filter(|r| *r >= 1);
+        self
     }
 
     /// GPUs per instance (see [`CandidateSpec::gpus_per_instance`]).

@@ -474,6 +474,8 @@ impl Recommend {
                         artifact_dir: dir.map(str::to_owned),
                         max_concurrency: spec.and_then(|s| s.max_concurrency),
                         prediction: spec.and_then(|s| s.prediction.clone()),
+                        tensor_parallel: spec.and_then(|s| s.tensor_parallel),
+                        replicas_per_instance: spec.and_then(|s| s.replicas_per_instance),
                         deployment: g.deployments.get(&r.name).cloned().flatten(),
                         trials: g.trials.get(&r.name).cloned().unwrap_or_default(),
                     }

@@ -60,6 +60,17 @@ fn stage_one_table(list: &[Value], out: &mut String) {
     out.push_str("</tbody></table><p>The prediction is a roofline estimate from the model's config and the instance's datasheet (docs/recommend.md), not a measurement.</p>");
 }
 
+/// `4 × TP 1` (engines per instance × tensor parallelism), or `—` when not known.
+fn engines(c: &Value) -> String {
+    let u = |k: &str| c.get(k).and_then(Value::as_u64);
+    match (u("replicas_per_instance"), u("tensor_parallel")) {
+        (Some(r), Some(t)) => format!("{r} × TP {t}"),
+        (Some(r), None) => format!("{r}"),
+        (None, Some(t)) => format!("TP {t}"),
+        (None, None) => "—".into(),
+    }
+}
+
 pub(crate) fn recommendations_table(a: &Artifact, out: &mut String) {
     let Some(list) = a.doc.get("candidates").and_then(Value::as_array) else {
         return;
@@ -74,7 +85,7 @@ pub(crate) fn recommendations_table(a: &Artifact, out: &mut String) {
     } else {
         (1.0, "ms", 1)
     };
-    let _ = write!(out, "<table><thead><tr><th>rank</th><th>candidate</th><th>instance</th><th>{currency}/instance-hour</th><th>concurrency</th><th>output tok/s</th><th>TTFT p99 ms</th><th>ITL p99 ms</th><th>latency p50 {unit}</th><th>p90 {unit}</th><th>p99 {unit}</th><th>{currency} per M output tokens</th><th>instances at peak</th><th>{currency}/month</th></tr></thead><tbody>");
+    let _ = write!(out, "<table><thead><tr><th>rank</th><th>candidate</th><th>instance</th><th>engines × GPUs each</th><th>{currency}/instance-hour</th><th>concurrency</th><th>output tok/s</th><th>TTFT p99 ms</th><th>ITL p99 ms</th><th>latency p50 {unit}</th><th>p90 {unit}</th><th>p99 {unit}</th><th>{currency} per M output tokens</th><th>instances at peak</th><th>{currency}/month</th></tr></thead><tbody>");
     let mut why = String::new();
     for c in list {
         let f = |p: &str| c.pointer(p).and_then(Value::as_f64);
@@ -93,9 +104,10 @@ pub(crate) fn recommendations_table(a: &Artifact, out: &mut String) {
         };
         let _ = write!(
             out,
-            "<tr{}><td>{rank_text}</td><td style=\"text-align:left\">{link}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr{}><td>{rank_text}</td><td style=\"text-align:left\">{link}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             if rank.is_none() { " class=\"fail\"" } else { "" },
             esc(c.get("instance_type").and_then(Value::as_str).unwrap_or("")),
+            engines(c),
             num(f("/price_per_instance_hour"), 2),
             c.pointer("/point/concurrency").and_then(Value::as_u64).map_or("—".into(), |v| v.to_string()),
             num(f("/point/output_token_throughput"), 0),

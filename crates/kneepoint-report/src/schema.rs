@@ -305,6 +305,13 @@ pub struct RankedCandidate {
     /// The first-order prediction for it, beside the measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prediction: Option<kneepoint_fit::Prediction>,
+    /// GPUs one engine spans (tensor parallelism), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_parallel: Option<u32>,
+    /// Engines one instance runs (data-parallel replicas), when known: what was measured and
+    /// priced is the whole instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas_per_instance: Option<u32>,
     /// What kneepoint launched to measure it (absent: an endpoint somebody else runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment: Option<DeploymentRecord>,

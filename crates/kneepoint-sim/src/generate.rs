@@ -96,16 +96,16 @@ pub(crate) async fn generate(
         return crate::modes::fixed_response(schedule, meta, &gen).await;
     }
     let (tx, rx) = unbounded_channel();
-    let submitted = state.engine.lock().is_ok_and(|e| {
-        e.send(Command::Submit(Submission {
+    let submitted = submit(
+        &state,
+        Submission {
             id,
             client_request_id,
             spec,
             arrival,
             tokens: tx,
-        }))
-        .is_ok()
-    });
+        },
+    );
     if !submitted {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -219,4 +219,25 @@ fn output_length(state: &State, gen: &GenRequest) -> Result<(u32, &'static str),
     };
     let n = natural.max(gen.min_tokens.unwrap_or(1)).min(max);
     Ok((n, if n == max { "length" } else { "stop" }))
+}
+
+/// Sends `s` to the engine with the fewest requests in flight (the first of equals), as
+/// vLLM's data-parallel front end does; false when the engine has stopped.
+fn submit(state: &State, s: Submission) -> bool {
+    let Some(engine) = state
+        .engines
+        .iter()
+        .min_by_key(|e| e.in_flight.load(Ordering::Acquire))
+    else {
+        return false;
+    };
+    engine.in_flight.fetch_add(1, Ordering::AcqRel);
+    let sent = engine
+        .commands
+        .lock()
+        .is_ok_and(|e| e.send(Command::Submit(s)).is_ok());
+    if !sent {
+        engine.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+    sent
 }

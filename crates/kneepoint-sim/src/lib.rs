@@ -52,5 +52,5 @@ pub use metrics::LoadSample;
 pub use predict::{predict_closed_loop, predict_closed_loop_with, Prediction};
 pub use profile::{ExpertReads, FixedTiming, SimProfile, MAX_TIME_SCALE, MIN_TIME_SCALE};
 pub use server::{default_counter, SimServer};
-pub use state::{SigV4TestKey, SimOptions};
+pub use state::{SigV4TestKey, SimOptions, MAX_DATA_PARALLEL};
 pub use truth::{ServerTiming, TruthLog};

@@ -4,6 +4,7 @@
 //! microseconds (Tokio's timer wheel rounds to milliseconds), and steps are scheduled on
 //! absolute deadlines so that sleep overshoot never accumulates.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -57,41 +58,77 @@ pub(crate) fn wall_ms(ms: f64) -> Duration {
     }
 }
 
-/// Handle to the engine thread; dropping every sender stops it.
-pub(crate) fn spawn_engine(
-    profile: SimProfile,
-    truth: Arc<Mutex<TruthLog>>,
-    clock: WallClock,
-    metrics: Arc<Mutex<EngineMetrics>>,
-) -> Result<Sender<Command>, Error> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("kneepoint-sim-engine".into())
-        .spawn(move || run(profile, rx, truth, clock, metrics))
-        .map_err(|source| Error::Thread { source })?;
-    Ok(tx)
+/// One engine thread as the server sees it: where to submit, and how many of its requests
+/// are in flight (the server sends each request to the least loaded engine, as vLLM's
+/// data-parallel front end does).
+pub(crate) struct EngineHandle {
+    pub(crate) commands: Mutex<Sender<Command>>,
+    pub(crate) in_flight: Arc<AtomicUsize>,
 }
 
-/// Records the engine's load as of `at`.
+/// What an engine thread shares with the server.
+pub(crate) struct Shared {
+    pub(crate) truth: Arc<Mutex<TruthLog>>,
+    pub(crate) clock: WallClock,
+    pub(crate) metrics: Arc<Mutex<EngineMetrics>>,
+}
+
+/// Starts engine `index`'s thread; dropping every sender stops it.
+pub(crate) fn spawn_engine(
+    profile: SimProfile,
+    index: usize,
+    shared: Shared,
+) -> Result<EngineHandle, Error> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let counted = in_flight.clone();
+    std::thread::Builder::new()
+        .name(format!("kneepoint-sim-engine-{index}"))
+        .spawn(move || run(profile, rx, index, shared, &counted))
+        .map_err(|source| Error::Thread { source })?;
+    Ok(EngineHandle {
+        commands: Mutex::new(tx),
+        in_flight,
+    })
+}
+
+/// One request of engine's fewer in flight.
+fn done(in_flight: &AtomicUsize) {
+    let _ = in_flight.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+}
+
+/// Records engine `index`'s load as of `at`.
 fn record_load(
     metrics: &Mutex<EngineMetrics>,
+    index: usize,
     engine: &EngineModel,
     clock: &WallClock,
     at: Instant,
 ) {
     let (running, waiting) = engine.load();
     if let Ok(mut m) = metrics.lock() {
-        m.load(clock.unix_ns(at), running, waiting, engine.kv_usage());
+        m.load(
+            index,
+            clock.unix_ns(at),
+            running,
+            waiting,
+            engine.kv_usage(),
+        );
     }
 }
 
 fn run(
     profile: SimProfile,
     rx: Receiver<Command>,
-    truth: Arc<Mutex<TruthLog>>,
-    clock: WallClock,
-    metrics: Arc<Mutex<EngineMetrics>>,
+    index: usize,
+    shared: Shared,
+    in_flight: &AtomicUsize,
 ) {
+    let Shared {
+        truth,
+        clock,
+        metrics,
+    } = shared;
     let scale = profile.time_scale;
     let mut engine = EngineModel::new(profile);
     let mut live: std::collections::HashMap<u64, Live> = std::collections::HashMap::new();
@@ -118,7 +155,11 @@ fn run(
             match cmd {
                 Command::Submit(s) => {
                     // Rejections are handled by the server before submitting.
-                    if engine.submit(s.id, s.spec).is_ok() {
+                    let accepted = engine.submit(s.id, s.spec).is_ok();
+                    if !accepted {
+                        done(in_flight);
+                    }
+                    if accepted {
                         live.insert(
                             s.id,
                             Live {
@@ -131,7 +172,7 @@ fn run(
                             },
                         );
                     }
-                    record_load(&metrics, &engine, &clock, Instant::now());
+                    record_load(&metrics, index, &engine, &clock, Instant::now());
                 }
             }
         }
@@ -148,7 +189,7 @@ fn run(
         }
         let emitted_at = Instant::now();
         record_step(&metrics, &live, &step, step_start, emitted_at);
-        record_load(&metrics, &engine, &clock, emitted_at);
+        record_load(&metrics, index, &engine, &clock, emitted_at);
         for e in step.emitted {
             let Some(seq) = live.get_mut(&e.id) else {
                 continue;
@@ -175,10 +216,12 @@ fn run(
             if !delivered {
                 engine.cancel(e.id);
                 live.remove(&e.id);
+                done(in_flight);
                 continue;
             }
             if e.finished {
                 live.remove(&e.id);
+                done(in_flight);
             }
         }
     }

@@ -79,6 +79,9 @@ impl Histogram {
 #[derive(Debug)]
 pub(crate) struct EngineMetrics {
     now: LoadSample,
+    /// Each engine's own (running, waiting, KV usage): the page and the history show their
+    /// sums (KV usage: their mean), as one server of several data-parallel engines.
+    engines: Vec<(usize, usize, f64)>,
     history: VecDeque<LoadSample>,
     prompt_tokens: u64,
     generation_tokens: u64,
@@ -94,8 +97,9 @@ pub(crate) struct EngineMetrics {
 const HISTORY: usize = 1 << 19;
 
 impl EngineMetrics {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(engines: usize) -> Self {
         EngineMetrics {
+            engines: vec![(0, 0, 0.0); engines.max(1)],
             now: LoadSample {
                 unix_ns: 0,
                 running: 0,
@@ -114,13 +118,24 @@ impl EngineMetrics {
         }
     }
 
-    /// Records the engine's load from `unix_ns` on (a change only).
-    pub(crate) fn load(&mut self, unix_ns: u64, running: usize, waiting: usize, kv_usage: f64) {
+    /// Records engine `engine`'s load from `unix_ns` on (a change of the server's only).
+    pub(crate) fn load(
+        &mut self,
+        engine: usize,
+        unix_ns: u64,
+        running: usize,
+        waiting: usize,
+        kv_usage: f64,
+    ) {
+        if let Some(e) = self.engines.get_mut(engine) {
+            *e = (running, waiting, kv_usage);
+        }
+        let n = self.engines.len().max(1);
         let s = LoadSample {
             unix_ns,
-            running: running as u32,
-            waiting: waiting as u32,
-            kv_usage,
+            running: self.engines.iter().map(|e| e.0).sum::<usize>() as u32,
+            waiting: self.engines.iter().map(|e| e.1).sum::<usize>() as u32,
+            kv_usage: self.engines.iter().map(|e| e.2).sum::<f64>() / n as f64,
         };
         if (s.running, s.waiting, s.kv_usage)
             == (self.now.running, self.now.waiting, self.now.kv_usage)

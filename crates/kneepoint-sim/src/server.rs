@@ -101,15 +101,37 @@ impl SimServer {
         })?;
         let truth = Arc::new(Mutex::new(TruthLog::new(1 << 20)));
         let clock = WallClock::now();
-        let metrics = Arc::new(Mutex::new(EngineMetrics::new()));
-        let engine = spawn_engine(profile.clone(), truth.clone(), clock, metrics.clone())?;
+        let engines = options.data_parallel_size.max(1);
+        if engines > crate::state::MAX_DATA_PARALLEL {
+            return Err(Error::InvalidProfile {
+                field: "data_parallel_size",
+                reason: format!(
+                    "must be at most {} engines (got {engines})",
+                    crate::state::MAX_DATA_PARALLEL
+                ),
+            });
+        }
+        let metrics = Arc::new(Mutex::new(EngineMetrics::new(engines)));
+        let engine_handles = (0..engines)
+            .map(|i| {
+                let shared = crate::live::Shared {
+                    truth: truth.clone(),
+                    clock,
+                    metrics: metrics.clone(),
+                };
+                // each engine draws its own jitter
+                let mut p = profile.clone();
+                p.seed = p.seed.wrapping_add(i as u64);
+                spawn_engine(p, i, shared)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let state = Arc::new(State {
             model_json: serde_json::Value::String(profile.model.clone()).to_string(),
             lengths: Mutex::new(StdRng::seed_from_u64(profile.seed)),
             profile,
             options,
             counter,
-            engine: Mutex::new(engine),
+            engines: engine_handles,
             next_id: AtomicU64::new(0),
             rendered: Mutex::default(),
             truth: truth.clone(),

@@ -1,14 +1,13 @@
 //! What a running simulator holds, and the options it was started with.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use kneepoint_core::TokenCounter;
 use rand::rngs::StdRng;
 
-use crate::live::Command;
+use crate::live::EngineHandle;
 use crate::metrics::EngineMetrics;
 use crate::request::Api;
 use crate::truth::{TruthLog, WallClock};
@@ -20,7 +19,8 @@ pub(crate) struct State {
     pub(crate) options: SimOptions,
     pub(crate) counter: Arc<dyn TokenCounter>,
     pub(crate) model_json: String,
-    pub(crate) engine: Mutex<Sender<Command>>,
+    /// The engines (data-parallel replicas), each request sent to the least loaded.
+    pub(crate) engines: Vec<EngineHandle>,
     pub(crate) next_id: AtomicU64,
     pub(crate) lengths: Mutex<StdRng>,
     /// Zero-latency mode: rendered bodies by (api, stream, usage, prompt and output tokens,
@@ -61,4 +61,11 @@ pub struct SimOptions {
     /// Answer only this SageMaker endpoint name (others get 400 `ValidationError`); `None`
     /// answers any name.
     pub endpoint_name: Option<String>,
+    /// Engines behind the one port, each its own copy of the profile's engine (data
+    /// parallelism, as vLLM's `--data-parallel-size`): a request goes to the engine with the
+    /// fewest in flight; `/metrics` shows their sums. 0 or 1: one engine.
+    pub data_parallel_size: usize,
 }
+
+/// The most engines one simulator runs.
+pub const MAX_DATA_PARALLEL: usize = 64;

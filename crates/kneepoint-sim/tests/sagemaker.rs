@@ -28,6 +28,7 @@ async fn server(profile: SimProfile) -> SimServer {
                 secret_access_key: SECRET.into(),
             }),
             endpoint_name: Some("my-endpoint".into()),
+            ..Default::default()
         },
     )
     .await

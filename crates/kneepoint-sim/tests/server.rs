@@ -260,3 +260,57 @@ async fn the_fixed_profile_keeps_its_latency_under_load_and_serves_its_truth() {
         }
     }
 }
+
+/// Issue 58: `data_parallel_size` engines behind one port, each request to the least loaded:
+/// four requests at once on four engines of one sequence each all run at once, where one such
+/// engine runs one and queues three; `/metrics`' load is their sum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_parallel_engines_share_the_load() {
+    // (a request submitted shows as waiting until its engine's next step, so a waiting count
+    // alone does not tell: the running count does)
+    for (engines, most_running, someone_waits) in [(4usize, 4u32, None), (1, 1, Some(true))] {
+        let mut profile = SimProfile::fast();
+        profile.max_num_seqs = 1;
+        let options = kneepoint_sim::SimOptions {
+            data_parallel_size: engines,
+            ..Default::default()
+        };
+        let server = SimServer::start_with_options(
+            profile,
+            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            kneepoint_sim::default_counter(),
+            options,
+        )
+        .await
+        .unwrap();
+        let t = OpenAiTransport::new(OpenAiConfig::new(server.base_url(), "m")).unwrap();
+        let sends = (0..4).map(|i| {
+            let t = &t;
+            async move { run(t, &request(i, 20, Some(40), true)).await }
+        });
+        for (text, ..) in futures_util::future::join_all(sends).await {
+            assert_eq!(text.split_whitespace().count(), 40);
+        }
+        let history = server.load_history();
+        let running = history.iter().map(|s| s.running).max().unwrap_or(0);
+        let waited = history.iter().any(|s| s.waiting > 0);
+        assert_eq!(running, most_running, "{engines} engines: {history:?}");
+        if let Some(w) = someone_waits {
+            assert_eq!(waited, w, "{engines} engines");
+        }
+    }
+    let too_many = kneepoint_sim::SimOptions {
+        data_parallel_size: kneepoint_sim::MAX_DATA_PARALLEL + 1,
+        ..Default::default()
+    };
+    let e = SimServer::start_with_options(
+        SimProfile::fast(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        kneepoint_sim::default_counter(),
+        too_many,
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("data_parallel_size"), "{e}");
+}
