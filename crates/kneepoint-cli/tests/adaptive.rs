@@ -1,9 +1,11 @@
 //! Issue 49's acceptance: `recommend` over gpt-oss-20b on ml.g6e.12xlarge with a matrix of
 //! tensor parallelism × max_num_seqs × KV-cache dtype, each combination launched as
 //! `kneepoint sim serve --model-config ... --instance ...` (the predicted engine of that
-//! setting), once with `search_strategy = "grid"` and once with `"adaptive"`: the adaptive
-//! winner is the grid's (or costs within 5 % of the grid's winner, as either run measured it),
-//! for at most 40 % of the grid's instance-hours, and nothing launched is left running.
+//! setting, with `--data-parallel-size {data_parallel_size}`: GPUs / TP engines), once with
+//! `search_strategy = "grid"` and once with `"adaptive"`: the adaptive winner is the grid's (or
+//! costs within 5 % of the grid's winner, as either run measured it), for at most 60 % of the
+//! grid's instance-hours (40 % before issue 58's all-reduces), and nothing launched is left
+//! running.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg(target_os = "linux")]
 
@@ -36,7 +38,7 @@ output_tokens_mean = 64
 tpot_sla_ms = 40
 ttft_sla_ms = 1500
 concurrency_min = 1
-concurrency_max = 512
+concurrency_max = 2048
 search_max_iterations = 7
 request_count = 48
 
@@ -45,7 +47,7 @@ name = "gpt-oss"
 instance_type = "ml.g6e.12xlarge"
 price_per_hour = 10.49
 [candidates.deploy]
-command = "{{kneepoint}} sim serve --port {{port}} --model-config {MODEL} --instance ml.g6e.12xlarge --tensor-parallel-size {{tensor_parallel_size}} --max-num-seqs {{max_num_seqs}} --kv-cache-dtype {{kv_cache_dtype}} --time-scale 0.2"
+command = "{{kneepoint}} sim serve --port {{port}} --model-config {MODEL} --instance ml.g6e.12xlarge --tensor-parallel-size {{tensor_parallel_size}} --data-parallel-size {{data_parallel_size}} --max-num-seqs {{max_num_seqs}} --kv-cache-dtype {{kv_cache_dtype}} --time-scale 0.2"
 ready_path = "/health"
 ready_timeout_s = 120
 [candidates.matrix]
@@ -121,8 +123,12 @@ fn the_adaptive_search_finds_the_grids_winner_for_a_fraction_of_its_launches() {
         aw == gw || ac <= gc * 1.05 || chosen <= gc * 1.05,
         "adaptive chose {aw} ({ac} as it measured it, {chosen} as the grid did) vs the grid's {gw} at {gc}"
     );
+    // Issue 49 asked for at most 40 %. Since issue 58 charges tensor parallelism's
+    // all-reduces and launches GPUs / TP engines per instance, this space's winner is TP 1 × 4
+    // engines and its rivals are closer: 8 of 18 launches, 51-52 % of the grid's hours in two
+    // runs (docs/status.md). Issue 58's bound for any one space is 60 %.
     assert!(
-        ah <= 0.4 * gh,
+        ah <= 0.6 * gh,
         "adaptive spent {ah} of the grid's {gh} instance-hours"
     );
     // each candidate says what it got, and the printed answer what was spent

@@ -31,7 +31,72 @@ pub struct InstanceType {
     /// The region the price is for (defaults to the catalog's).
     #[serde(default)]
     pub region: Option<String>,
+    /// How its GPUs exchange a tensor-parallel engine's all-reduces (absent: PCIe Gen4's
+    /// figures, [`Interconnect::pcie_gen4`]).
+    #[serde(default)]
+    pub interconnect: Option<Interconnect>,
 }
+
+/// The link between an instance's GPUs, as a ring all-reduce sees it: what a tensor-parallel
+/// step pays per all-reduce is `2(t-1)/t` of its bytes at [`Interconnect::allreduce_gb_s`]
+/// plus `2(t-1)` hops of [`Interconnect::hop_latency_us`]. Figures and their sources:
+/// docs/recommend.md, "Tensor parallelism that costs".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interconnect {
+    /// `pcie` or `nvlink`.
+    pub kind: String,
+    /// PCIe's or NVLink's generation (4 for PCIe Gen4 x16 or NVLink 4).
+    pub generation: u32,
+    /// The bandwidth an all-reduce achieves between the GPUs (NCCL's "bus bandwidth"), GB/s:
+    /// measured, well below the link's datasheet figure.
+    pub allreduce_gb_s: f64,
+    /// What each hop of a ring all-reduce adds, µs (small messages).
+    pub hop_latency_us: f64,
+}
+
+impl Interconnect {
+    const fn of(kind: &'static str, generation: u32, gb_s: f64, hop_us: f64) -> Link {
+        (kind, generation, gb_s, hop_us)
+    }
+
+    fn from_link((kind, generation, gb_s, hop_us): Link) -> Self {
+        Interconnect {
+            kind: kind.into(),
+            generation,
+            allreduce_gb_s: gb_s,
+            hop_latency_us: hop_us,
+        }
+    }
+
+    /// PCIe Gen4 x16 between GPUs (no NVLink): the figures an instance without its own take.
+    pub fn pcie_gen4() -> Self {
+        Interconnect::from_link(PCIE4)
+    }
+
+    /// Seconds one all-reduce of `bytes` takes over `t` GPUs (0 for one).
+    pub fn allreduce_s(&self, bytes: f64, t: u32) -> f64 {
+        if t <= 1 {
+            return 0.0;
+        }
+        let t = f64::from(t);
+        2.0 * (t - 1.0) / t * bytes / (self.allreduce_gb_s * 1e9)
+            + 2.0 * (t - 1.0) * self.hop_latency_us * 1e-6
+    }
+}
+
+/// (kind, generation, all-reduce GB/s, µs a hop).
+type Link = (&'static str, u32, f64, f64);
+// PCIe: NCCL bus bandwidth measured 24.7 GB/s on Gen4 x16 (5 GPUs), 28-35 GB/s on Gen5 x16;
+// small all-reduces 19-24 µs over 4 GPUs and 45 µs over 8 (about 3.3 µs a hop).
+const PCIE4: Link = Interconnect::of("pcie", 4, 24.0, 3.3);
+const PCIE5: Link = Interconnect::of("pcie", 5, 30.0, 3.3);
+// NVLink: about 200 GB/s bus bandwidth on 8 A100s (NVLink 3); NCCL ring 10 / 16.9 / 33.7 µs
+// over 2 / 4 / 8 A100s (about 2.5 µs a hop); vLLM's custom all-reduce 3.7-5.9 µs over 2-8
+// H100s (NVLink 4, under 1 µs a hop).
+const NVLINK3: Link = Interconnect::of("nvlink", 3, 200.0, 2.5);
+const NVLINK4: Link = Interconnect::of("nvlink", 4, 400.0, 0.8);
+const NVLINK5: Link = Interconnect::of("nvlink", 5, 700.0, 0.6);
 
 /// A list of instance types with the date and region of its prices.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,30 +132,31 @@ const H100: Gpu = ("NVIDIA H100 80GB", 79.6, 3350.0, 989.0);
 const H200: Gpu = ("NVIDIA H200", 140.4, 4800.0, 989.0);
 const B200: Gpu = ("NVIDIA B200", 179.0, 8000.0, 2250.0);
 
-/// (instance, GPU, count, SageMaker real-time price per hour in us-east-1 when known).
-const BUILT_IN: &[(&str, Gpu, u32, Option<f64>)] = &[
-    ("ml.g5.xlarge", A10G, 1, Some(1.408)),
-    ("ml.g5.2xlarge", A10G, 1, Some(1.515)),
-    ("ml.g5.12xlarge", A10G, 4, Some(7.09)),
-    ("ml.g5.48xlarge", A10G, 8, Some(20.36)),
-    ("ml.g6.xlarge", L4, 1, Some(1.1267)),
-    ("ml.g6.2xlarge", L4, 1, Some(1.222)),
-    ("ml.g6.12xlarge", L4, 4, Some(5.752)),
-    ("ml.g6.48xlarge", L4, 8, Some(16.688)),
-    ("ml.g6e.xlarge", L40S, 1, Some(2.61)),
-    ("ml.g6e.2xlarge", L40S, 1, Some(2.80)),
-    ("ml.g6e.12xlarge", L40S, 4, Some(13.12)),
-    ("ml.g6e.48xlarge", L40S, 8, Some(37.66)),
-    ("ml.g7e.2xlarge", RTX_PRO_6000, 1, None),
-    ("ml.g7e.12xlarge", RTX_PRO_6000, 2, None),
-    ("ml.g7e.24xlarge", RTX_PRO_6000, 4, None),
-    ("ml.g7e.48xlarge", RTX_PRO_6000, 8, None),
-    ("ml.p4d.24xlarge", A100_40, 8, Some(25.2513)),
-    ("ml.p4de.24xlarge", A100_80, 8, Some(31.5641)),
-    ("ml.p5.48xlarge", H100, 8, Some(63.296)),
-    ("ml.p5e.48xlarge", H200, 8, None),
-    ("ml.p5en.48xlarge", H200, 8, None),
-    ("ml.p6-b200.48xlarge", B200, 8, None),
+/// (instance, GPU, count, SageMaker real-time price per hour in us-east-1 when known, the
+/// GPUs' link).
+const BUILT_IN: &[(&str, Gpu, u32, Option<f64>, Link)] = &[
+    ("ml.g5.xlarge", A10G, 1, Some(1.408), PCIE4),
+    ("ml.g5.2xlarge", A10G, 1, Some(1.515), PCIE4),
+    ("ml.g5.12xlarge", A10G, 4, Some(7.09), PCIE4),
+    ("ml.g5.48xlarge", A10G, 8, Some(20.36), PCIE4),
+    ("ml.g6.xlarge", L4, 1, Some(1.1267), PCIE4),
+    ("ml.g6.2xlarge", L4, 1, Some(1.222), PCIE4),
+    ("ml.g6.12xlarge", L4, 4, Some(5.752), PCIE4),
+    ("ml.g6.48xlarge", L4, 8, Some(16.688), PCIE4),
+    ("ml.g6e.xlarge", L40S, 1, Some(2.61), PCIE4),
+    ("ml.g6e.2xlarge", L40S, 1, Some(2.80), PCIE4),
+    ("ml.g6e.12xlarge", L40S, 4, Some(13.12), PCIE4),
+    ("ml.g6e.48xlarge", L40S, 8, Some(37.66), PCIE4),
+    ("ml.g7e.2xlarge", RTX_PRO_6000, 1, None, PCIE5),
+    ("ml.g7e.12xlarge", RTX_PRO_6000, 2, None, PCIE5),
+    ("ml.g7e.24xlarge", RTX_PRO_6000, 4, None, PCIE5),
+    ("ml.g7e.48xlarge", RTX_PRO_6000, 8, None, PCIE5),
+    ("ml.p4d.24xlarge", A100_40, 8, Some(25.2513), NVLINK3),
+    ("ml.p4de.24xlarge", A100_80, 8, Some(31.5641), NVLINK3),
+    ("ml.p5.48xlarge", H100, 8, Some(63.296), NVLINK4),
+    ("ml.p5e.48xlarge", H200, 8, None, NVLINK4),
+    ("ml.p5en.48xlarge", H200, 8, None, NVLINK4),
+    ("ml.p6-b200.48xlarge", B200, 8, None, NVLINK5),
 ];
 
 impl Catalog {
@@ -110,7 +176,7 @@ impl Catalog {
             ),
             instances: BUILT_IN
                 .iter()
-                .map(|&(name, (gpu, mem, bw, tf), n, price)| InstanceType {
+                .map(|&(name, (gpu, mem, bw, tf), n, price, link)| InstanceType {
                     name: name.into(),
                     gpu: gpu.into(),
                     gpu_count: n,
@@ -120,6 +186,7 @@ impl Catalog {
                     price_per_hour: price,
                     price_as_of: None,
                     region: None,
+                    interconnect: Some(Interconnect::from_link(link)),
                 })
                 .collect(),
         }
@@ -162,6 +229,20 @@ impl Catalog {
             }
             if i.price_per_hour.is_some_and(|p| !p.is_finite() || p < 0.0) {
                 return Err(bad("price_per_hour", "must be a number ≥ 0"));
+            }
+            if let Some(l) = &i.interconnect {
+                if !matches!(l.kind.as_str(), "pcie" | "nvlink") {
+                    return Err(bad("interconnect.kind", "must be pcie or nvlink"));
+                }
+                if !(l.allreduce_gb_s.is_finite() && l.allreduce_gb_s > 0.0) {
+                    return Err(bad(
+                        "interconnect.allreduce_gb_s",
+                        "must be a number above 0",
+                    ));
+                }
+                if !(l.hop_latency_us.is_finite() && l.hop_latency_us >= 0.0) {
+                    return Err(bad("interconnect.hop_latency_us", "must be a number ≥ 0"));
+                }
             }
         }
         Ok(())

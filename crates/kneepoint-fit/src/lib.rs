@@ -43,7 +43,7 @@ mod plan;
 mod roofline;
 mod weights;
 
-pub use catalog::{Catalog, InstanceType};
+pub use catalog::{Catalog, InstanceType, Interconnect};
 pub use error::Error;
 pub use fit::{best_fit, fit, plan_fits, tensor_parallel_degrees, Fit, FitSettings};
 pub use model::{AttentionSpec, MambaSpec, MlaSpec, MlpSpec, ModelSpec, MoeSpec, MAX_DIM};

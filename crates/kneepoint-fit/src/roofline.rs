@@ -14,7 +14,7 @@
 use kneepoint_planner::{find_knee, KneeRule, LevelPoint};
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Fit, FitSettings, InstanceType, ModelSpec};
+use crate::{Error, Fit, FitSettings, InstanceType, Interconnect, ModelSpec};
 
 /// The articles' measured sweep, for checking the prediction: (concurrency, output tokens/s)
 /// of NVIDIA Nemotron-3 Nano 30B-A3B on one ml.g7e.2xlarge, ISL 1024 / OSL 256.
@@ -124,6 +124,7 @@ struct Replica<'a> {
     bandwidth: f64,
     flops: f64,
     e: Efficiency,
+    link: Interconnect,
 }
 
 impl Replica<'_> {
@@ -158,6 +159,15 @@ impl Replica<'_> {
         f / self.tp / (self.flops * self.e.compute)
     }
 
+    /// The all-reduces of a step over `tokens` tokens, s: two a transformer layer (after
+    /// attention and after the feed-forward part; one for each Mamba or attention block and
+    /// each MLP or MoE block), each of `tokens × hidden × 2` bytes, not overlapped with compute
+    /// (0 at tensor parallelism 1).
+    fn comm_s(&self, tokens: f64) -> f64 {
+        let bytes = tokens * self.model.hidden_size as f64 * ACTIVATION_BYTES;
+        all_reduces(self.model) * self.link.allreduce_s(bytes, self.tp_n)
+    }
+
     /// (step s, output tokens per step) with `b` decoding.
     fn step(&self, b: f64) -> (f64, f64) {
         let (isl, osl) = (self.s.isl as f64, self.s.osl as f64);
@@ -167,9 +177,24 @@ impl Replica<'_> {
         let prefill = per_step * isl;
         let t = self.memory_s(b).max(self.compute_s(b, 0.0))
             + self.compute_s(0.0, prefill)
+            + self.comm_s(b + prefill)
             + self.e.step_overhead_ms / 1000.0;
         (t, per_step * osl)
     }
+}
+
+/// Bytes of one activation element an all-reduce moves (bf16).
+const ACTIVATION_BYTES: f64 = 2.0;
+
+/// All-reduces one step makes: one after each attention or Mamba block, one after each MLP or
+/// MoE block.
+fn all_reduces(m: &ModelSpec) -> f64 {
+    let blocks = m.attention.full_layers
+        + m.attention.sliding_layers
+        + m.mlp.map_or(0, |x| x.layers)
+        + m.moe.map_or(0, |x| x.layers)
+        + m.mamba.map_or(0, |x| x.layers);
+    f64::from(blocks)
 }
 
 /// Predicts the instance's curve at `levels` (instance concurrency) for a fit that fits.
@@ -216,6 +241,10 @@ pub fn predict(
         bandwidth: instance.memory_bandwidth_gb_s * 1e9,
         flops: instance.bf16_tflops * 1e12,
         e,
+        link: instance
+            .interconnect
+            .clone()
+            .unwrap_or_else(Interconnect::pcie_gen4),
     };
     let cap = fit.max_concurrency.max(1);
     let replicas = f64::from(fit.replicas);
@@ -259,11 +288,15 @@ pub fn predict(
     // The step cost a simulator runs: the same terms, counted per step from its own batch.
     let bw = r.bandwidth * e.bandwidth;
     let per_layer = model.kv_bytes_per_token_layer(fit.tensor_parallel, s.kv_cache_bits);
+    // the all-reduces' latency is paid once a step, their bytes per token
+    let comm_fixed = r.comm_s(0.0);
+    let comm_token = r.comm_s(1.0) - comm_fixed;
     let step = StepModel {
-        base_ms: model.weight_bytes_read(0.0) / r.tp / bw * 1000.0 + e.step_overhead_ms,
-        per_seq_ms: 2.0 * model.mamba_state_bytes(fit.tensor_parallel) / bw * 1000.0,
+        base_ms: (model.weight_bytes_read(0.0) / r.tp / bw + comm_fixed) * 1000.0
+            + e.step_overhead_ms,
+        per_seq_ms: (2.0 * model.mamba_state_bytes(fit.tensor_parallel) / bw + comm_token) * 1000.0,
         per_context_token_us: per_layer * f64::from(model.attention.full_layers) / bw * 1e6,
-        prefill_per_token_us: r.compute_s(0.0, 1.0) * 1e6,
+        prefill_per_token_us: (r.compute_s(0.0, 1.0) + comm_token) * 1e6,
         experts: model.moe.map(|m| (m.experts, m.experts_per_token)),
         expert_read_ms: model.expert_bytes() / r.tp / bw * 1000.0,
         max_num_seqs: cap,
