@@ -20,24 +20,46 @@ use crate::measure::{measure_candidate, NOT_MEASURED};
 use crate::strategy::{Gathered, Launches};
 use crate::Error;
 
+/// The dimension the instance type is searched along, when the candidates span several.
+const INSTANCE_TYPE: &str = "instance_type";
+
+/// Each candidate's place in the search: its matrix settings, after its instance type when the
+/// candidates span several (then each type is a value of one more dimension, searched jointly
+/// with the engine's settings, each combination priced at its own type and predicted by its
+/// own stage-1 fit).
+fn keyed(specs: &[CandidateSpec]) -> Vec<Vec<(String, String)>> {
+    let types: std::collections::BTreeSet<&str> =
+        specs.iter().map(|s| s.instance_type.as_str()).collect();
+    specs
+        .iter()
+        .map(|s| {
+            let mut k = Vec::with_capacity(s.settings.len() + 1);
+            if types.len() > 1 {
+                k.push((INSTANCE_TYPE.to_owned(), s.instance_type.clone()));
+            }
+            k.extend(s.settings.iter().cloned());
+            k
+        })
+        .collect()
+}
+
 /// The matrix's dimensions from the candidates' settings (each value in first-seen order,
 /// numbers sorted), or why the candidates are not one matrix.
 fn dimensions(specs: &[CandidateSpec]) -> Result<Vec<Dimension>, Error> {
-    let keys: Vec<&str> = specs[0].settings.iter().map(|(k, _)| k.as_str()).collect();
-    let one_matrix = !keys.is_empty()
-        && specs.iter().all(|s| {
-            s.settings.len() == keys.len()
-                && s.settings.iter().zip(&keys).all(|((k, _), key)| k == key)
-        });
-    let distinct = specs
+    let keyed = keyed(specs);
+    let keys: Vec<&str> = keyed[0].iter().map(|(k, _)| k.as_str()).collect();
+    let one_matrix = keys.iter().any(|k| *k != INSTANCE_TYPE)
+        && keyed
+            .iter()
+            .all(|s| s.len() == keys.len() && s.iter().zip(&keys).all(|((k, _), key)| k == key));
+    let distinct = keyed
         .iter()
-        .map(|s| &s.settings)
         .collect::<std::collections::BTreeSet<_>>()
         .len()
         == specs.len();
     if !one_matrix || !distinct {
         return Err(Error::invalid(
-            "the adaptive strategy searches the combinations of one candidate's [candidates.matrix]: every candidate needs the same matrix keys, and no two the same values (use the grid strategy for hand-picked candidates)",
+            "the adaptive strategy searches the combinations of a [candidates.matrix] (on one instance type, or the same matrix on several): every candidate needs the same matrix keys, and no two on one instance type the same values (use the grid strategy for hand-picked candidates)",
         ));
     }
     Ok(keys
@@ -45,8 +67,8 @@ fn dimensions(specs: &[CandidateSpec]) -> Result<Vec<Dimension>, Error> {
         .enumerate()
         .map(|(d, key)| {
             let mut values: Vec<String> = Vec::new();
-            for s in specs {
-                let v = &s.settings[d].1;
+            for s in &keyed {
+                let v = &s[d].1;
                 if !values.contains(v) {
                     values.push(v.clone());
                 }
@@ -236,10 +258,11 @@ fn planner(r: &Launches<'_>, budget: Budget) -> Result<(ConfigSearch, Vec<Option
         // A coarse search stops at a lower concurrency, whose latency flatters: no screening.
         search.direct_below = usize::MAX;
     }
-    let by_settings: BTreeMap<&[(String, String)], usize> = specs
+    let keyed = keyed(specs);
+    let by_settings: BTreeMap<&[(String, String)], usize> = keyed
         .iter()
         .enumerate()
-        .map(|(i, s)| (s.settings.as_slice(), i))
+        .map(|(i, s)| (s.as_slice(), i))
         .collect();
     let of: Vec<Option<usize>> = (0..search.len())
         .map(|i| {
