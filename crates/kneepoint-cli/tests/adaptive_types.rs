@@ -3,11 +3,10 @@
 //! ml.g6.12xlarge, 4 × L4, each priced at its own rate and predicted by its own stage-1
 //! fit), each combination a launched `sim serve` of that setting: one search covers both
 //! types, for fewer launches and at most 60 % of the grid's instance-hours, and its winner is
-//! within 25 % of the grid's best on either run's reading. Not 5 %: one reading of a
-//! simulator on a busy 2-core machine moves by up to 20 % between runs (the same g6e setting
-//! read 0.0575, 0.0756 and 0.0917 per million tokens in three runs). How often the search
-//! lands within 5 % of the true best is measured where the truth is known, on 60 spaces:
-//! `cargo bench -p kneepoint-cli --bench structural` (docs/deployments.md).
+//! the grid's or within 10 % of it on either run's reading (not 5 %: one reading of a
+//! simulator on a busy 2-core machine moves between runs). How often the search lands within
+//! 5 % of the true best is measured where the truth is known, on 60 spaces: `cargo bench -p
+//! kneepoint-cli --bench structural` (docs/deployments.md).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg(target_os = "linux")]
 
@@ -55,8 +54,12 @@ prompt_input_tokens_mean = 256
 output_tokens_mean = 64
 
 [search_params]
-tpot_sla_ms = 60
-ttft_sla_ms = 2000
+# SLAs loose enough to bind neither the prior (which judges the modelled hardware's time)
+# nor the launched simulators (which run 5 times faster, --time-scale 0.2): with 60 ms the
+# prior held TP 1's steps (188 ms at 1,024) against it while the measurement (38 ms) passed,
+# and the search, certain, skipped the grid's winner.
+tpot_sla_ms = 400
+ttft_sla_ms = 10000
 concurrency_min = 1
 concurrency_max = 2048
 search_max_iterations = 7
@@ -132,7 +135,7 @@ fn the_adaptive_search_spans_two_instance_types() {
             .unwrap_or(f64::INFINITY)
     };
     assert!(
-        aw == gw || ac <= gc * 1.25 || grid_cost(&aw) <= gc * 1.25,
+        aw == gw || ac <= gc * 1.10 || grid_cost(&aw) <= gc * 1.10,
         "adaptive chose {aw} at {ac} (the grid measured {}) vs the grid's {gw} at {gc}",
         grid_cost(&aw)
     );
