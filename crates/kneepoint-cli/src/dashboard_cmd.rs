@@ -52,11 +52,17 @@ fn connection_cap() -> usize {
     usize::try_from(limit / 4).unwrap_or(1024).clamp(8, 1024)
 }
 
-/// The store, opened once for reading and reopened after an error (a restarted server).
+/// The store, opened once for reading and reopened after an error (a restarted server), at
+/// most once every [`RETRY`]: a server that hangs costs each attempt a deadline (and, on
+/// PostgreSQL, a thread left waiting on it), so requests meanwhile get 503 at once.
 struct Shared {
     location: Location,
     store: Mutex<Option<Store>>,
+    failed_at: Mutex<Option<std::time::Instant>>,
 }
+
+/// How long after a failure the store is tried again.
+const RETRY: Duration = Duration::from_secs(5);
 
 impl Shared {
     /// Runs `f` on the store, opening it when it is not open; an error closes it.
@@ -65,13 +71,37 @@ impl Shared {
         f: impl FnOnce(&mut Store) -> Result<T, kneepoint_store::Error>,
     ) -> Result<T, kneepoint_store::Error> {
         let mut guard = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        let mut failed_at = self.failed_at.lock().unwrap_or_else(|p| p.into_inner());
         let store = match guard.as_mut() {
             Some(s) => s,
-            None => guard.insert(Store::open_read(&self.location)?),
+            None => {
+                if failed_at.is_some_and(|t| t.elapsed() < RETRY) {
+                    return Err(kneepoint_store::Error::Unavailable {
+                        location: self.location.display(),
+                        retry_s: RETRY.as_secs(),
+                    });
+                }
+                match Store::open_read(&self.location) {
+                    Ok(s) => guard.insert(s),
+                    Err(e) => {
+                        // not yet made is no failure: it is served empty
+                        if !matches!(e, kneepoint_store::Error::Missing { .. }) {
+                            *failed_at = Some(std::time::Instant::now());
+                        }
+                        return Err(e);
+                    }
+                }
+            }
         };
         let out = f(store);
-        if out.is_err() {
+        // the connection's failures close it; a question's own (an ambiguous id) do not
+        use kneepoint_store::Error as E;
+        if matches!(
+            out,
+            Err(E::Postgres { .. } | E::Timeout { .. } | E::Closed { .. } | E::Sqlite { .. })
+        ) {
             *guard = None;
+            *failed_at = Some(std::time::Instant::now());
         }
         out
     }
@@ -109,6 +139,7 @@ pub async fn run(args: &DashboardArgs) -> anyhow::Result<()> {
     let shared = Arc::new(Shared {
         location: location.clone(),
         store: Mutex::new(store),
+        failed_at: Mutex::new(None),
     });
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(args.bind, args.port)).await?;
     let addr = listener.local_addr()?;

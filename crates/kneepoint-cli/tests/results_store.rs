@@ -263,7 +263,13 @@ fn check_passes_a_rerun_and_fails_a_server_twice_as_slow() {
         args.extend_from_slice(extra);
         kneepoint(&data, &args)
     };
-    let o = check(base.to_str().unwrap(), again.to_str().unwrap(), &[]);
+    // a rerun on a busy machine may read a figure 10-20 % worse, for real (the load is
+    // real): 25 % leaves that to the machine and still fails the twice-as-slow server below
+    let o = check(
+        base.to_str().unwrap(),
+        again.to_str().unwrap(),
+        &["--max-regression", "25"],
+    );
     let text =
         String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{text}");

@@ -25,6 +25,9 @@ pub(crate) fn parallelism(
         },
         None => None,
     };
+    if let Some(g) = gpus.filter(|g| tp > *g) {
+        bail!("candidate {name:?}: tensor parallelism {tp} needs {tp} GPUs; its instance has {g}");
+    }
     let dp = match (pinned, gpus) {
         (Some(n), Some(g)) if n.saturating_mul(tp) > g => bail!(
             "candidate {name:?}: {n} engines at tensor parallelism {tp} need {} GPUs; its instance has {g}",
@@ -40,7 +43,7 @@ pub(crate) fn parallelism(
         .collect();
     values.insert("gpu_ids".into(), ids.join(","));
     let Some(d) = &section.deploy else {
-        return Ok(gpus.map(|_| dp));
+        return Ok(pinned.or(gpus.map(|_| dp)));
     };
     let local = d.kind.as_deref().unwrap_or("local") == "local";
     let reads = crate::matrix_keys::reads_placeholder(d, "data_parallel_size");

@@ -196,6 +196,15 @@ impl Conn {
                     path: path.clone(),
                     source,
                 };
+                // Up to date already: no write lock, no DDL (a store one may only read and
+                // insert into is written as it is).
+                let up_to_date = conn
+                    .query_row(VERSION, [], |r| r.get::<_, i64>(0))
+                    .ok()
+                    .filter(|v| *v >= known);
+                if let Some(v) = up_to_date {
+                    return Ok(v);
+                }
                 let tx = conn
                     .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                     .map_err(fail)?;
@@ -221,6 +230,19 @@ impl Conn {
                 Ok(found)
             }
             Conn::Postgres(pg) => pg.call("migrating the schema", move |client| {
+                // Up to date already: no lock and no DDL, which PostgreSQL refuses to a role
+                // without CREATE on the schema even for a table that exists (a CI role that
+                // may only read and insert).
+                match client.query_one(VERSION, &[]) {
+                    Ok(row) => {
+                        let v: i64 = row.try_get(0)?;
+                        if v >= known {
+                            return Ok(v);
+                        }
+                    }
+                    Err(e) if e.code() == Some(&postgres::error::SqlState::UNDEFINED_TABLE) => {}
+                    Err(e) => return Err(e),
+                }
                 let mut tx = client.transaction()?;
                 // Every kneepoint opening the store queues here: the first makes the tables,
                 // the others then find them made.
@@ -257,6 +279,9 @@ impl Conn {
     }
 }
 
+/// The newest version applied.
+const VERSION: &str = "SELECT COALESCE(MAX(version), 0) FROM kneepoint_schema";
+
 /// The table of applied versions.
 const SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS kneepoint_schema (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)";
 
@@ -280,13 +305,19 @@ fn open_sqlite(path: &Path, access: Access) -> Result<Conn, Error> {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         // A write-ahead-logged file in a folder this user cannot write (no `-shm` to make)
         // cannot be read in the usual way: then it is read as immutable.
+        let cannot_open = |e: &rusqlite::Error| {
+            matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+            )
+        };
         let conn = match tables(&conn) {
-            Ok(_) => conn,
-            Err(_) => {
+            Err(e) if cannot_open(&e) => {
                 let uri = format!("file:{}?immutable=1", uri_path(path));
                 rusqlite::Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
                     .map_err(fail)?
             }
+            _ => conn,
         };
         let names = tables(&conn).map_err(fail)?;
         if !names.iter().any(|t| t == "kneepoint_schema") {

@@ -227,7 +227,8 @@ pub fn check_with(
     if figures.is_empty() {
         reasons.push("no level was measured in both runs".into());
     }
-    if !options.point_comparisons {
+    // A regression the intervals prove is a verdict whatever else could not be judged.
+    if !options.point_comparisons && !figures.iter().any(|f| f.regressed) {
         unjudged(&figures, max_regression, &mut reasons);
     }
     if !reasons.is_empty() {

@@ -80,6 +80,15 @@ pub enum Error {
         /// The server (credentials removed).
         location: String,
     },
+    /// The store failed a moment ago: not tried again yet (a server that hangs costs each
+    /// attempt a deadline, so attempts are spaced).
+    #[error("results store {location}: unavailable a moment ago; tried again after {retry_s} s")]
+    Unavailable {
+        /// The store (credentials removed).
+        location: String,
+        /// Seconds between attempts.
+        retry_s: u64,
+    },
     /// The store's thread could not be started.
     #[error("starting the store's PostgreSQL thread: {source}")]
     Thread {

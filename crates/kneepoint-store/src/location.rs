@@ -36,6 +36,14 @@ impl Location {
             return Ok(Location::Postgres(s.to_owned()));
         }
         let path = s.strip_prefix("sqlite://").unwrap_or(s);
+        if path.contains("password=") {
+            // a connection string kneepoint did not read as one: never a file name that
+            // would be printed with its password
+            return Err(Error::Location {
+                location: "[a connection string holding a password]".into(),
+                reason: "not read as a PostgreSQL connection string and not a file path: use postgres://user:pass@host/db, or libpq's key=value form starting with a known keyword (host=...)".into(),
+            });
+        }
         if path.trim().is_empty() || path == ":memory:" || path.starts_with("file::memory:") {
             return Err(Error::Location {
                 location: s.to_owned(),
@@ -103,29 +111,61 @@ impl Location {
     }
 }
 
-/// The keywords of libpq's connection strings that kneepoint recognises as starting one.
-const LIBPQ_KEYS: [&str; 12] = [
+/// The keywords of libpq's connection strings (PostgreSQL 17's list).
+const LIBPQ_KEYS: [&str; 42] = [
     "host",
     "hostaddr",
     "port",
     "dbname",
     "user",
     "password",
-    "sslmode",
-    "sslrootcert",
+    "passfile",
+    "require_auth",
+    "channel_binding",
     "connect_timeout",
-    "application_name",
+    "client_encoding",
     "options",
+    "application_name",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "gssencmode",
+    "sslmode",
+    "sslnegotiation",
+    "sslcompression",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslcertmode",
+    "sslrootcert",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "service",
     "target_session_attrs",
+    "load_balance_hosts",
+    "requiressl",
 ];
 
-/// Whether `s` is a libpq `key=value ...` connection string: its first word is
-/// `keyword=...` for a libpq keyword.
+/// Whether `s` is a libpq `key=value ...` connection string: a word of it is `keyword=...`
+/// for a libpq keyword, and it has no path separator outside a value.
 pub(crate) fn looks_like_libpq(s: &str) -> bool {
     let first = s.split_whitespace().next().unwrap_or("");
-    first
-        .split_once('=')
-        .is_some_and(|(k, _)| LIBPQ_KEYS.contains(&k.trim()))
+    let keyword = |w: &str| {
+        w.split_once('=')
+            .is_some_and(|(k, _)| LIBPQ_KEYS.contains(&k.trim()))
+    };
+    keyword(first) && !first.split_once('=').is_some_and(|(k, _)| k.contains('/'))
 }
 
 /// The `key=value` pairs of a libpq string (values may be single-quoted, `\'` and `\\`
@@ -205,7 +245,9 @@ fn redact_libpq(s: &str) -> String {
 /// authority, so a raw `@` in it stays in the password).
 fn url_password(url: &str) -> Option<String> {
     let rest = url.split_once("://")?.1;
-    let at = rest.rfind('@')?;
+    // the last `@` before the query, else (a `?` in the password) the last one of all
+    let query = rest.find(['?', '#']).unwrap_or(rest.len());
+    let at = rest[..query].rfind('@').or_else(|| rest.rfind('@'))?;
     let userinfo = &rest[..at];
     let (_, pw) = userinfo.split_once(':')?;
     (!pw.is_empty()).then(|| pw.to_owned())
@@ -250,6 +292,15 @@ mod tests {
         assert_eq!(l.secrets(), ["s3 cr'et"]);
         let u = Location::parse("postgres://bench:p@ss@db:5432/kp").unwrap();
         assert_eq!(u.secrets(), ["p@ss"]);
+        let q = Location::parse("postgres://u:pw@h/db?sslrootcert=/c/a@b.pem").unwrap();
+        assert_eq!(q.secrets(), ["pw"]);
+        // any libpq keyword starts one; a password never makes a file name
+        let k = Location::parse("service=team password=s3cretpw").unwrap();
+        assert!(matches!(k, Location::Postgres(_)), "{k:?}");
+        let e = Location::parse("myservice password=s3cretpw")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("s3cretpw"), "{e}");
         assert!(
             !u.display().contains("p@ss") && !u.display().contains("ss@"),
             "{}",

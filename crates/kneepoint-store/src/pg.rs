@@ -119,6 +119,15 @@ impl PgConn {
                 after: Duration::ZERO,
             });
         };
+        let wait = limit(self.deadlines.statement, self.deadlines.total, self.opened);
+        if wait.is_zero() {
+            // nothing left of the total: not even sent (it would commit unseen)
+            return Err(Error::Timeout {
+                location: self.location.clone(),
+                what: what.to_owned(),
+                after: self.deadlines.total.unwrap_or_default(),
+            });
+        }
         let (answer, answered) = mpsc::sync_channel(1);
         let job: Job = Box::new(move |client| {
             let _ = answer.send(f(client));
@@ -129,7 +138,6 @@ impl PgConn {
                 location: self.location.clone(),
             });
         }
-        let wait = limit(self.deadlines.statement, self.deadlines.total, self.opened);
         match answered.recv_timeout(wait) {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(source)) => Err(Error::Postgres {

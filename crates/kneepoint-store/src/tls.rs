@@ -95,7 +95,10 @@ fn split_options(conn: &str) -> (String, Vec<(String, String)>) {
     if looks_like_libpq(conn) {
         return (String::new(), libpq_pairs(conn));
     }
-    match conn.split_once('?') {
+    // the query starts at the first `?` after the user info (a password may hold one)
+    let after = conn.rfind('@').map_or(0, |at| at + 1);
+    let split = conn[after..].find('?').map(|i| after + i);
+    match split.map(|i| (&conn[..i], &conn[i + 1..])) {
         Some((base, query)) => (
             base.to_owned(),
             form_urlencoded::parse(query.as_bytes())
@@ -114,11 +117,25 @@ fn join_options(base: &str, options: &[(String, String)], libpq: bool) -> String
             .collect::<Vec<_>>()
             .join(" ");
     }
-    let mut query = form_urlencoded::Serializer::new(String::new());
-    for (k, v) in options {
-        query.append_pair(k, v);
+    // percent-encoded (a space as %20: the driver does not read `+` as one)
+    let query: Vec<String> = options
+        .iter()
+        .map(|(k, v)| format!("{}={}", percent(k), percent(v)))
+        .collect();
+    format!("{base}?{}", query.join("&"))
+}
+
+/// `text` with every byte but RFC 3986's unreserved ones percent-encoded.
+fn percent(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
     }
-    format!("{base}?{}", query.finish())
+    out
 }
 
 fn client_config(check: Check, root: Option<&str>) -> Result<rustls::ClientConfig, String> {
@@ -279,5 +296,10 @@ mod tests {
         assert!(e.contains("verify-full"), "{e}");
         let e = prepare("host=h sslcert=/c.pem").err().unwrap();
         assert!(e.contains("client certificates"), "{e}");
+        // options keep their spaces; a `?` in the password is not the query
+        let (c, _) =
+            prepare("postgres://u:p?ss@h/db?options=-c%20statement_timeout%3D5000").unwrap();
+        assert_eq!(c.get_options(), Some("-c statement_timeout=5000"));
+        assert_eq!(c.get_password(), Some(&b"p?ss"[..]));
     }
 }
