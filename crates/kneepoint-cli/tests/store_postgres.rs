@@ -12,6 +12,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use kneepoint_testkit::postgres::Cluster;
+
+mod common;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kneepoint");
@@ -209,19 +211,13 @@ fn every_store_command_works_on_postgres() {
 }
 
 fn assert_no_password(dir: &Path) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            assert_no_password(&p);
-        } else {
-            let bytes = std::fs::read(&p).unwrap();
-            assert!(
-                !bytes
-                    .windows(PASSWORD.len())
-                    .any(|w| w == PASSWORD.as_bytes()),
-                "{} holds the password",
-                p.display()
-            );
-        }
+    for (path, bytes) in common::files(dir) {
+        assert!(
+            !bytes
+                .windows(PASSWORD.len())
+                .any(|w| w == PASSWORD.as_bytes()),
+            "{} holds the password",
+            path.display()
+        );
     }
 }

@@ -125,17 +125,16 @@ fn join_options(base: &str, options: &[(String, String)], libpq: bool) -> String
     format!("{base}?{}", query.join("&"))
 }
 
-/// `text` with every byte but RFC 3986's unreserved ones percent-encoded.
+/// `text` with every byte but RFC 3986's unreserved ones (and `/`, for paths) encoded.
 fn percent(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    const KEEP: &percent_encoding::AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~')
+        .remove(b'/');
+    utf8_percent_encode(text, KEEP).to_string()
 }
 
 fn client_config(check: Check, root: Option<&str>) -> Result<rustls::ClientConfig, String> {
