@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use kneepoint_config::{FitArgs, FitInputs};
 use kneepoint_fit::Efficiency;
 use kneepoint_planner::config_search::{
-    ConfigSearch, Dimension, Fidelity, Goal, Prior, TrialOutcome,
+    prior_speeds, ConfigSearch, Dimension, Fidelity, Goal, Prior, TrialOutcome,
 };
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
@@ -45,7 +45,8 @@ struct Space {
 
 /// (truth, prior) of each combination: `None` when it does not fit; a value of `None` when
 /// no level meets the SLAs.
-type Values = Vec<Option<(Option<f64>, Option<f64>)>>;
+/// Each combination's truth and its prior at every speed (`None`: it does not fit).
+type Values = Vec<Option<(Option<f64>, Vec<(f64, Option<f64>)>)>>;
 
 fn dims(gpus: u32) -> Vec<Dimension> {
     let tps: Vec<String> = [1u32, 2, 4, 8]
@@ -60,12 +61,14 @@ fn dims(gpus: u32) -> Vec<Dimension> {
     ]
 }
 
-/// The best level under the SLAs of one combination at efficiencies `e`.
+/// The best level under the SLAs of one combination at efficiencies `e`, on hardware `speed`
+/// times as fast (every latency divided by it, every rate multiplied).
 fn value(
     inputs: &FitInputs,
     space: &Space,
     settings: &[(&str, &str)],
     e: Efficiency,
+    speed: f64,
 ) -> Option<Option<f64>> {
     let engine: BTreeMap<String, String> = settings
         .iter()
@@ -91,8 +94,8 @@ fn value(
     let best = p
         .points
         .iter()
-        .filter(|q| q.ttft_ms <= ttft && q.step_ms <= itl)
-        .map(|q| q.output_tokens_per_s)
+        .filter(|q| q.ttft_ms / speed <= ttft && q.step_ms / speed <= itl)
+        .map(|q| q.output_tokens_per_s * speed)
         .fold(None, |b: Option<f64>, t| Some(b.map_or(t, |b| b.max(t))));
     let price = inst.price_per_hour.unwrap_or(1.0);
     Some(best.map(|t| match space.goal {
@@ -118,9 +121,16 @@ fn values(space: &Space, s: &ConfigSearch) -> Option<Values> {
         (0..s.len())
             .map(|i| {
                 let set = s.settings(i);
-                let truth = value(&inputs, space, &set, truth_e)?;
-                let prior = value(&inputs, space, &set, Efficiency::default()).flatten();
-                Some((truth, prior))
+                let truth = value(&inputs, space, &set, truth_e, 1.0)?;
+                // the prior as the engine gives it: its prediction at every speed
+                let by_speed: Vec<(f64, Option<f64>)> = prior_speeds()
+                    .into_iter()
+                    .map(|sp| {
+                        let v = value(&inputs, space, &set, Efficiency::default(), sp).flatten();
+                        (sp, v)
+                    })
+                    .collect();
+                Some((truth, by_speed))
             })
             .collect(),
     )
@@ -145,28 +155,40 @@ fn run(space: &Space, seed: u64) -> Option<Row> {
     };
     let grid_best = v
         .iter()
-        .filter_map(|x| x.and_then(|(t, _)| t))
+        .filter_map(|x| x.as_ref().and_then(|(t, _)| *t))
         .fold(None, |b: Option<f64>, t| {
             Some(b.map_or(t, |b| if better(t, b) { t } else { b }))
         })?;
     let grid_launches = v.iter().filter(|x| x.is_some()).count();
     let grid_hours = grid_launches as f64 * (LOAD_H + 7.0 * PROBE_H);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    // as the engine's recommendation tunes it (crates/kneepoint-engine/src/adaptive.rs)
+    s.prior_error = 0.5;
     for (i, x) in v.iter().enumerate() {
         let off: f64 = rng.sample(StandardNormal);
+        let factor = (space.prior_noise * off).exp();
+        let by_speed: Vec<(f64, Option<f64>)> = match x {
+            Some((_, b)) if space.prior_noise >= 0.0 => b
+                .iter()
+                .map(|(sp, p)| (*sp, p.map(|p| p * factor)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let predicted = by_speed
+            .iter()
+            .find(|(sp, _)| (*sp - 1.0).abs() < 1e-9)
+            .and_then(|(_, p)| *p);
         s.set_prior(
             i,
             Prior {
                 cannot_fit: x.is_none().then(|| "the fit says no".to_owned()),
-                predicted: x
-                    .and_then(|(_, p)| p)
-                    .filter(|_| space.prior_noise >= 0.0)
-                    .map(|p| p * (space.prior_noise * off).exp()),
+                predicted,
+                by_speed,
             },
         );
     }
     while let Some(t) = s.next_trial() {
-        let truth = v[t.combination].and_then(|(t, _)| t);
+        let truth = v[t.combination].as_ref().and_then(|(t, _)| *t);
         let noise: f64 = rng.sample(StandardNormal);
         let outcome = match (t.fidelity, truth) {
             (_, None) => TrialOutcome::unusable(LOAD_H + 4.0 * PROBE_H),
@@ -186,7 +208,7 @@ fn run(space: &Space, seed: u64) -> Option<Row> {
         s.observe(t, outcome);
     }
     let a = s.answer();
-    let won = a.best.and_then(|b| v[b].and_then(|(t, _)| t))?;
+    let won = a.best.and_then(|b| v[b].as_ref().and_then(|(t, _)| *t))?;
     let gap = match space.goal {
         Goal::Maximize => 1.0 - won / grid_best,
         Goal::Minimize => won / grid_best - 1.0,

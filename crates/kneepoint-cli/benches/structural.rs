@@ -19,8 +19,10 @@
 //! per launch. Measurements and launch costs as in `config_search.rs`. The report gives, per
 //! space, the rank the prior gave the true winner.
 //!
-//! `cargo bench -p kneepoint-cli --bench structural` prints one row per space and the
-//! acceptance figures (winner within 5 % of the grid's best in ≥ 95 % of spaces; median share
+//! `cargo bench -p kneepoint-cli --bench structural` prints one row per space of the first
+//! family (`STRUCTURAL_ROWS=1`: of all; `STRUCTURAL_TRACE=1` lists each miss's combinations and
+//! why each was skipped), a line per family (the same 60 spaces under other truths and noise),
+//! and the acceptance figures pooled over the 8 families (winner within 5 % of the grid's best in ≥ 95 % of spaces; median share
 //! of the grid's instance-hours ≤ 30 %, at most 60 % in any), and exits 1 when they are
 //! missed.
 
@@ -95,6 +97,7 @@ fn value(
     space: &Space,
     settings: &[(&str, &str)],
     truth: Option<(&Truth, usize)>,
+    prior_speed: f64,
 ) -> Option<Option<f64>> {
     let get = |k: &str| settings.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
     let instance = get("instance_type").unwrap_or(space.instances[0]);
@@ -108,7 +111,7 @@ fn value(
     let mut inst: InstanceType = inputs.catalog.get(instance).ok()?.clone();
     let seqs: f64 = get("max_num_seqs")?.parse().ok()?;
     let mut e = Efficiency::default();
-    let mut speed = 1.0;
+    let mut speed = prior_speed;
     if let Some((t, i)) = truth {
         e = Efficiency {
             bandwidth: 0.6,
@@ -209,8 +212,8 @@ fn run(space: &Space) -> Option<Row> {
     let v: Vec<Option<Reading>> = (0..s.len())
         .map(|i| {
             let set = s.settings(i);
-            let t = value(&inputs, space, &set, Some((&truth, i)))?;
-            let p = value(&inputs, space, &set, None).flatten();
+            let t = value(&inputs, space, &set, Some((&truth, i)), 1.0)?;
+            let p = value(&inputs, space, &set, None, 1.0).flatten();
             Some((t, p))
         })
         .collect();
@@ -238,14 +241,18 @@ fn run(space: &Space) -> Option<Row> {
     let grid_launches = v.iter().filter(|x| x.is_some()).count();
     let grid_hours = grid_launches as f64 * (LOAD_H + 7.0 * PROBE_H);
     let mut rng = rand::rngs::StdRng::seed_from_u64(space.seed);
+    // as the engine's recommendation tunes it (crates/kneepoint-engine/src/adaptive.rs)
+    s.prior_error = 0.5;
+    if space.objective == Objective::Latency {
+        s.direct_below = usize::MAX;
+    }
     for (i, x) in v.iter().enumerate() {
-        s.set_prior(
-            i,
-            Prior {
-                cannot_fit: x.is_none().then(|| "the fit says no".to_owned()),
-                predicted: x.and_then(|(_, p)| p),
-            },
-        );
+        let set = s.settings(i);
+        let cannot_fit = x.is_none().then(|| "the fit says no".to_owned());
+        let prior = Prior::from_speeds(cannot_fit, |speed| {
+            value(&inputs, space, &set, None, speed).flatten()
+        });
+        s.set_prior(i, prior);
     }
     while let Some(t) = s.next_trial() {
         let truth = v[t.combination].and_then(|(t, _)| t);
@@ -274,6 +281,18 @@ fn run(space: &Space) -> Option<Row> {
     } else {
         won / grid_best - 1.0
     };
+    if gap > 0.05 && std::env::var_os("STRUCTURAL_TRACE").is_some() {
+        for (i, x) in v.iter().enumerate() {
+            if let Some((Some(t), p)) = *x {
+                eprintln!(
+                    "  {:?} truth {t:.3} prior {p:?} {:?}{}",
+                    s.settings(i),
+                    s.status(i),
+                    if i == true_best { "  <== best" } else { "" }
+                );
+            }
+        }
+    }
     Some(Row {
         within: gap <= 0.05,
         gap,
@@ -284,7 +303,12 @@ fn run(space: &Space) -> Option<Row> {
     })
 }
 
-fn spaces() -> Vec<Space> {
+/// How many families (other truths and noise over the same 60 spaces) the bench pools.
+const FAMILIES: u64 = 8;
+
+/// Family `family`'s spaces (family 0 is the first measurement's).
+fn spaces(family: u64) -> Vec<Space> {
+    let offset = family * 1000;
     const SETS: [&[&str]; 5] = [
         &["ml.g6e.12xlarge"],
         &["ml.g5.12xlarge"],
@@ -297,7 +321,7 @@ fn spaces() -> Vec<Space> {
         for instances in SETS {
             for slas in [(500.0, 25.0), (3000.0, 60.0)] {
                 for objective in [Objective::Cost, Objective::Throughput, Objective::Latency] {
-                    let seed = 58 + out.len() as u64;
+                    let seed = 58 + out.len() as u64 + offset;
                     out.push(Space {
                         model,
                         instances,
@@ -312,57 +336,84 @@ fn spaces() -> Vec<Space> {
     out
 }
 
-fn main() {
-    println!(
-        "{:<30} {:<34} {:>12} {:>5} {:>7} {:>9} {:>8} {:>6}",
-        "model", "instances", "SLA ttft/itl", "goal", "gap %", "launches", "hours %", "prior"
-    );
-    let mut rows = Vec::new();
-    for sp in spaces() {
-        let Some(r) = run(&sp) else {
-            println!(
-                "{} on {}: no combination meets the SLAs (left out)",
-                sp.model,
-                sp.instances.join("+")
-            );
-            continue;
-        };
-        println!(
-            "{:<30} {:<34} {:>12} {:>5} {:>7.2} {:>4}/{:<4} {:>8.1} {:>6}",
-            sp.model,
-            sp.instances.join("+"),
-            format!("{}/{}", sp.slas.0, sp.slas.1),
-            match sp.objective {
-                Objective::Cost => "cost",
-                Objective::Throughput => "tput",
-                Objective::Latency => "lat",
-            },
-            r.gap * 100.0,
-            r.launches,
-            r.grid_launches,
-            r.share * 100.0,
-            if r.prior_rank == usize::MAX {
-                "-".to_owned()
-            } else {
-                format!("#{}", r.prior_rank)
-            }
-        );
-        rows.push(r);
-    }
+/// The acceptance figures of `rows`: the share within 5 %, the median and the largest share
+/// of the grid's instance-hours, and how often the prior ranked the true winner first.
+fn figures(rows: &[Row]) -> (f64, f64, f64, usize) {
     let within = rows.iter().filter(|r| r.within).count() as f64 / rows.len().max(1) as f64;
     let mut shares: Vec<f64> = rows.iter().map(|r| r.share).collect();
     shares.sort_by(f64::total_cmp);
     let median = shares.get(shares.len() / 2).copied().unwrap_or(f64::NAN);
     let worst = shares.last().copied().unwrap_or(f64::NAN);
     let first = rows.iter().filter(|r| r.prior_rank == 1).count();
+    (within, median, worst, first)
+}
+
+fn print_row(sp: &Space, r: &Row) {
     println!(
-        "{} spaces: winner within 5 % of the grid's best in {:.0} % (target ≥ 95 %); share of the grid's instance-hours: median {:.1} % (target ≤ 30 %), most {:.1} % (target ≤ 60 %); the prior ranked the true winner first in {first}",
-        rows.len(),
+        "{:<30} {:<34} {:>12} {:>5} {:>7.2} {:>4}/{:<4} {:>8.1} {:>6}",
+        sp.model,
+        sp.instances.join("+"),
+        format!("{}/{}", sp.slas.0, sp.slas.1),
+        match sp.objective {
+            Objective::Cost => "cost",
+            Objective::Throughput => "tput",
+            Objective::Latency => "lat",
+        },
+        r.gap * 100.0,
+        r.launches,
+        r.grid_launches,
+        r.share * 100.0,
+        if r.prior_rank == usize::MAX {
+            "-".to_owned()
+        } else {
+            format!("#{}", r.prior_rank)
+        }
+    );
+}
+
+fn main() {
+    // STRUCTURAL_ROWS=1 prints every family's rows (family 0's are always printed)
+    let all_rows = std::env::var_os("STRUCTURAL_ROWS").is_some();
+    println!(
+        "{:<30} {:<34} {:>12} {:>5} {:>7} {:>9} {:>8} {:>6}",
+        "model", "instances", "SLA ttft/itl", "goal", "gap %", "launches", "hours %", "prior"
+    );
+    let mut pooled = Vec::new();
+    for family in 0..FAMILIES {
+        let mut rows = Vec::new();
+        for sp in spaces(family) {
+            let Some(r) = run(&sp) else {
+                println!(
+                    "{} on {}: no combination meets the SLAs (left out)",
+                    sp.model,
+                    sp.instances.join("+")
+                );
+                continue;
+            };
+            if family == 0 || all_rows {
+                print_row(&sp, &r);
+            }
+            rows.push(r);
+        }
+        let (within, median, worst, first) = figures(&rows);
+        println!(
+            "family {family}: {} spaces, within 5 % in {:.0} %, hours median {:.1} %, most {:.1} %, prior's first the true winner in {first}",
+            rows.len(),
+            within * 100.0,
+            median * 100.0,
+            worst * 100.0
+        );
+        pooled.extend(rows);
+    }
+    let (within, median, worst, first) = figures(&pooled);
+    println!(
+        "{} spaces in {FAMILIES} families: winner within 5 % of the grid's best in {:.1} % (target ≥ 95 %); share of the grid's instance-hours: median {:.1} % (target ≤ 30 %), most {:.1} % (target ≤ 60 %); the prior ranked the true winner first in {first}",
+        pooled.len(),
         within * 100.0,
         median * 100.0,
         worst * 100.0
     );
-    let met = rows.len() >= 24 && within >= 0.95 && median <= 0.30 && worst <= 0.60;
+    let met = pooled.len() >= 24 && within >= 0.95 && median <= 0.30 && worst <= 0.60;
     if !met {
         std::process::exit(1);
     }

@@ -244,10 +244,6 @@ pub enum SimCommand {
         /// kneepoint's default tokenizer counts, about 0.4 ms of CPU per 1k-token prompt).
         #[arg(long, default_value = "words", value_parser = ["words", "builtin"])]
         prompt_tokens: String,
-        /// The most sequences the simulated engine runs at once (the profile's
-        /// `max_num_seqs`, vLLM's `--max-num-seqs`); requests past it wait in its queue.
-        #[arg(long, value_name = "N")]
-        max_num_seqs: Option<u32>,
         /// Relative standard deviation of each engine step (the calibrated profile has 0.03).
         #[arg(long, value_name = "SD")]
         jitter: Option<f64>,
@@ -276,28 +272,13 @@ pub struct SimEngineArgs {
     /// The instance type (a name in the instance catalog).
     #[arg(long, value_name = "TYPE", requires = "model_config")]
     pub instance: Option<String>,
-    /// GPUs the engine spans (vLLM's --tensor-parallel-size; default: the degree that holds
-    /// the most sequences).
-    #[arg(
-        long,
-        value_name = "N",
-        alias = "tensor-parallel",
-        requires = "model_config"
-    )]
-    pub tensor_parallel_size: Option<u32>,
-    /// Tokens one engine step may take (vLLM's --max-num-batched-tokens, default 8192): a
-    /// smaller budget chunks long prompts, trading TTFT for steadier ITL.
-    #[arg(long, value_name = "N", requires = "model_config")]
-    pub max_num_batched_tokens: Option<u32>,
-    /// KV-cache precision: auto (16-bit) or fp8 (twice the tokens in the same memory).
-    #[arg(long, value_name = "auto|fp8", requires = "model_config")]
-    pub kv_cache_dtype: Option<String>,
-    /// Share of each GPU's memory the engine may use (default 0.9).
-    #[arg(long, value_name = "SHARE", requires = "model_config")]
-    pub gpu_memory_utilization: Option<f64>,
     /// An instance catalog (TOML or JSON) over the built-in table.
     #[arg(long, value_name = "FILE", requires = "model_config")]
     pub instance_catalog: Option<std::path::PathBuf>,
+    /// The engine's settings, one group with `plan`'s and the matrix keys (all but
+    /// --max-num-seqs need --model-config).
+    #[command(flatten)]
+    pub settings: kneepoint_config::EngineSettings,
 }
 
 /// `kneepoint k8s job`.

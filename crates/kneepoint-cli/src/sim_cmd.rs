@@ -24,7 +24,6 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             faults,
             stall_ms,
             prompt_tokens,
-            max_num_seqs,
             jitter,
             drift,
             data_parallel_size,
@@ -56,13 +55,7 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
                 data_parallel_size,
             };
             let checks = options.sigv4.is_some();
-            let mut p = match &engine.model_config {
-                Some(_) if profile != "calibrated" => anyhow::bail!(
-                    "--profile {profile} and --model-config both say what to serve: give one"
-                ),
-                Some(_) => engine_profile(&engine, max_num_seqs, data_parallel_size)?,
-                None => SimProfile::by_name(&profile)?,
-            };
+            let mut p = chosen_profile(&profile, &engine, data_parallel_size)?;
             if let Some(t) = time_scale {
                 p.time_scale = t;
             }
@@ -85,7 +78,7 @@ pub(crate) async fn run(args: SimArgs) -> anyhow::Result<()> {
             if let Some(s) = seed {
                 p.seed = s;
             }
-            if let Some(n) = max_num_seqs {
+            if let Some(n) = engine.settings.max_num_seqs {
                 p.max_num_seqs = n;
             }
             if let Some(j) = jitter {
@@ -162,11 +155,36 @@ fn announce(p: &SimProfile, base_url: &str, engine_given: bool, checks: bool) {
     drop(out);
 }
 
+/// The profile `sim serve` serves: the predicted engine of `--model-config`, or the named
+/// `--profile` (then the engine's settings other than --max-num-seqs are refused: they set a
+/// predicted engine).
+fn chosen_profile(
+    profile: &str,
+    engine: &crate::args::SimEngineArgs,
+    data_parallel_size: usize,
+) -> anyhow::Result<SimProfile> {
+    Ok(match &engine.model_config {
+        Some(_) if profile != "calibrated" => {
+            anyhow::bail!("--profile {profile} and --model-config both say what to serve: give one")
+        }
+        Some(_) => engine_profile(engine, data_parallel_size)?,
+        None => {
+            let given = engine.settings.pairs();
+            if let Some((key, _)) = given.iter().find(|(k, _)| *k != "max_num_seqs") {
+                anyhow::bail!(
+                    "--{} needs --model-config (and --instance): it sets the predicted engine",
+                    key.replace('_', "-")
+                );
+            }
+            SimProfile::by_name(profile)?
+        }
+    })
+}
+
 /// The predicted engine of `--model-config` on `--instance` with vLLM's settings: refused with
 /// the fit's reason when that combination would not start.
 fn engine_profile(
     engine: &crate::args::SimEngineArgs,
-    max_num_seqs: Option<u32>,
     data_parallel_size: usize,
 ) -> anyhow::Result<SimProfile> {
     if engine.instance.is_none() {
@@ -177,21 +195,14 @@ fn engine_profile(
     let fit = kneepoint_config::FitArgs {
         model_config: engine.model_config.clone(),
         instance: engine.instance.clone(),
-        tensor_parallel: engine.tensor_parallel_size,
-        gpu_memory_utilization: engine.gpu_memory_utilization,
-        kv_cache_dtype: engine.kv_cache_dtype.clone(),
-        max_num_seqs,
+        engine: engine.settings.clone(),
         instance_catalog: engine.instance_catalog.clone(),
         ..Default::default()
     };
     // The fit asks how long a sequence is for its bound only; the served engine's cache is in
     // tokens whatever the requests' lengths.
-    let mut inputs = kneepoint_config::FitInputs::resolve(&fit, None, None, 1024.0, 256.0)?
+    let inputs = kneepoint_config::FitInputs::resolve(&fit, None, None, 1024.0, 256.0)?
         .context("--model-config names no model")?;
-    if let Some(n) = engine.max_num_batched_tokens {
-        inputs.settings.max_num_batched_tokens = n;
-    }
-    inputs.settings.validate()?;
     let mut profile = kneepoint_config::predicted_profile(&inputs)?;
     if data_parallel_size > 1 {
         // every engine a replica of the instance: tensor parallel × engines within its GPUs

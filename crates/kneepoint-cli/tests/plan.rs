@@ -29,6 +29,8 @@ fn plan_prints_what_fits_where_with_the_reason_when_not() {
         "ml.g6e.xlarge,ml.g6e.12xlarge,ml.g7e.2xlarge",
         "--gpu-memory-utilization",
         "0.85",
+        "--max-num-batched-tokens",
+        "4096",
         "--json",
         json.to_str().unwrap(),
     ])

@@ -146,6 +146,28 @@ fn settings_the_engine_cannot_run_are_refused_naming_them() {
     assert!(!e.contains("max_num_seqs"), "{e}");
 }
 
+/// Issue 58 part 1: `sim serve`, `plan` and the matrix share one group of engine settings;
+/// a setting of the predicted engine without a model to predict is refused, naming it.
+#[test]
+fn engine_settings_without_a_model_are_refused_naming_them() {
+    let e = refusal(&["--kv-cache-dtype", "fp8"]);
+    assert!(e.contains("--kv-cache-dtype needs --model-config"), "{e}");
+    let e = refusal(&["--tensor-parallel-size", "2"]);
+    assert!(e.contains("--tensor-parallel-size needs --model-config"), "{e}");
+    // the old spelling still reads, and a bad dtype is named as in plan
+    let e = refusal(&[
+        "--model-config",
+        MODEL,
+        "--instance",
+        "ml.g6e.12xlarge",
+        "--tensor-parallel",
+        "1",
+        "--kv-cache-dtype",
+        "int3",
+    ]);
+    assert!(e.contains("--kv-cache-dtype must be auto or fp8"), "{e}");
+}
+
 /// Issue 57 item 11: `/dev/zero` as the model config or the instance catalog is refused at
 /// its 16 MiB cap, quickly (it grew to 4.2 GB in 8 s).
 #[cfg(unix)]

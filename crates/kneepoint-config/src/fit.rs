@@ -28,21 +28,14 @@ pub struct FitArgs {
     /// The instance type the model would run on (a name in the instance catalog).
     #[arg(long, value_name = "TYPE")]
     pub instance: Option<String>,
-    /// Tensor-parallel degree (default: the degree that holds the most sequences).
-    #[arg(long, value_name = "N")]
-    pub tensor_parallel: Option<u32>,
-    /// Share of each GPU's memory the engine may use (default 0.9, vLLM's).
-    #[arg(long, value_name = "SHARE")]
-    pub gpu_memory_utilization: Option<f64>,
-    /// KV-cache precision: auto (16-bit) or fp8.
-    #[arg(long, value_name = "auto|fp8")]
-    pub kv_cache_dtype: Option<String>,
+    /// The engine's settings (one group with `sim serve`'s and the matrix keys).
+    #[command(flatten)]
+    #[serde(flatten)]
+    #[merge(strategy = merge::Merge::merge)]
+    pub engine: crate::EngineSettings,
     /// The weights' format, instead of what the config says (bf16, fp8, int4, nvfp4, mxfp4).
     #[arg(long, value_name = "FORMAT")]
     pub weights: Option<String>,
-    /// The engine's limit on running sequences (vLLM's max_num_seqs; default 256).
-    #[arg(long, value_name = "N")]
-    pub max_num_seqs: Option<u32>,
     /// GiB per GPU kept from the KV cache for activations and the runtime (default: an
     /// estimate from the model).
     #[arg(long, value_name = "GIB")]
@@ -138,22 +131,8 @@ impl FitInputs {
         }
         let catalog = catalog(m.instance_catalog.as_deref())?;
         let mut s = FitSettings::new(isl.round() as u64, osl.round() as u64);
-        if let Some(u) = m.gpu_memory_utilization {
-            s.gpu_memory_utilization = u;
-        }
-        s.kv_cache_bits = match m.kv_cache_dtype.as_deref().unwrap_or("auto") {
-            "auto" | "bf16" | "fp16" => 16.0,
-            "fp8" | "fp8_e4m3" | "fp8_e5m2" => 8.0,
-            other => bail!("--kv-cache-dtype must be auto or fp8, not {other:?}"),
-        };
-        if let Some(n) = m.max_num_seqs {
-            s.max_num_seqs = n;
-        }
         s.reserve_gib = m.reserve_gib;
-        if let Some(tp) = m.tensor_parallel {
-            s.tensor_parallel = vec![tp];
-        }
-        s.validate()?;
+        m.engine.apply(&mut s)?;
         let mut e = Efficiency::default();
         if let Some(v) = m.step_overhead_ms {
             e.step_overhead_ms = v;
@@ -272,42 +251,9 @@ pub(crate) fn apply_engine_settings(
     settings: &mut FitSettings,
     engine: &std::collections::BTreeMap<String, String>,
 ) -> Result<()> {
-    let number = |key: &str, v: &str| -> Result<f64> {
-        v.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x > 0.0)
-            .ok_or_else(|| crate::Error::Invalid(format!("{key} = {v:?} is not a positive number")))
-    };
-    // A limit past what the engine's integer holds is refused as written, not saturated.
-    let limit = |key: &str, v: &str| -> Result<u32> {
-        let n = number(key, v)?;
-        if n.fract() != 0.0 || n > f64::from(u32::MAX) {
-            return Err(crate::Error::Invalid(format!(
-                "{key} = {v:?} is not a whole number from 1 to {}",
-                u32::MAX
-            )));
-        }
-        Ok(n as u32)
-    };
-    for (key, v) in engine {
-        match key.as_str() {
-            "max_num_seqs" => settings.max_num_seqs = limit(key, v)?,
-            "max_num_batched_tokens" => settings.max_num_batched_tokens = limit(key, v)?,
-            "gpu_memory_utilization" => settings.gpu_memory_utilization = number(key, v)?,
-            "kv_cache_dtype" => {
-                settings.kv_cache_bits = if v.trim().to_ascii_lowercase().starts_with("fp8") {
-                    8.0
-                } else {
-                    16.0
-                }
-            }
-            _ => {}
-        }
-    }
-    settings
-        .validate()
-        .map_err(|e| crate::Error::Invalid(format!("the engine settings for the fit: {e}")))
+    crate::EngineSettings::from_pairs(engine)?
+        .apply(settings)
+        .map_err(|e| crate::Error::Invalid(format!("for the fit: {e}")))
 }
 
 #[cfg(test)]

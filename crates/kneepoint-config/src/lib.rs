@@ -46,6 +46,7 @@ mod deploy_section;
 mod describe;
 mod endpoint;
 mod endpoint_options;
+mod engine_settings;
 mod error;
 mod expanded;
 mod file;
@@ -78,6 +79,7 @@ pub use deploy_section::{
     Command as DeployCommand, DeploySection, KubernetesSection, SageMakerDeploySection, Scalar,
 };
 pub use endpoint_options::EndpointOptions;
+pub use engine_settings::EngineSettings;
 pub use error::{Error, Result};
 pub use file::{default_level_counts, DEFAULT_LEAD_IN};
 pub use file::{

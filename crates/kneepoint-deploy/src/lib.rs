@@ -11,7 +11,8 @@
 //!   which [`Recommend`](kneepoint_engine::Recommend) tears down after each candidate's run,
 //!   whatever its outcome; dropped while running, it kills its group at once.
 //! - `KubeSpec` (feature `kubernetes`) writes a candidate as a Kubernetes Deployment and
-//!   Service from `k8s-openapi`'s structs, for `kubectl apply`.
+//!   Service from `k8s-openapi`'s structs, for `kubectl apply`; `indexed_job` (same feature)
+//!   a sweep sharded over the pods of an Indexed Job (`kneepoint k8s job`).
 //! - [`find_leftovers`] lists the tagged processes whose launching kneepoint is gone, and
 //!   [`remove_leftovers`] stops them (`kneepoint cleanup`).
 //!
@@ -67,6 +68,8 @@ mod process;
 mod sagemaker;
 #[cfg(feature = "sagemaker")]
 mod sagemaker_leftovers;
+#[cfg(feature = "kubernetes")]
+mod sharded_job;
 mod template;
 
 pub use argv_secrets::redact_argv;
@@ -83,4 +86,6 @@ pub use sagemaker::{SageMakerDeployment, SageMakerSpec, CANDIDATE_TAG, LAUNCHER_
 pub use sagemaker_leftovers::{
     find_sagemaker_leftovers, remove_sagemaker_leftovers, SageMakerLeftover,
 };
+#[cfg(feature = "kubernetes")]
+pub use sharded_job::{indexed_job, sweep_flags, ShardedJob, MAX_JOB_NAME};
 pub use template::{placeholders, render, shell_line};

@@ -278,12 +278,11 @@ fn planner(r: &Launches<'_>, budget: Budget) -> Result<(ConfigSearch, Vec<Option
         let prior = match c.map(|c| &specs[c]) {
             None => Prior {
                 cannot_fit: Some("not among the candidates".into()),
-                predicted: None,
+                ..Prior::default()
             },
-            Some(s) => Prior {
-                cannot_fit: s.unfit.clone(),
-                predicted: crate::adaptive_prior::predicted(s, r.objective, r.slas),
-            },
+            Some(s) => Prior::from_speeds(s.unfit.clone(), |speed| {
+                crate::adaptive_prior::predicted(s, r.objective, r.slas, speed)
+            }),
         };
         search.set_prior(i, prior);
     }

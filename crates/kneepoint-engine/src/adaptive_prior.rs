@@ -6,9 +6,10 @@ use kneepoint_planner::{Objective, Sla};
 
 use crate::candidate::CandidateSpec;
 
-/// Whether a predicted point meets `slas` (the latency ones the prediction has: TTFT, ITL as
-/// the step time, request latency; a statistic is read as the predicted value).
-fn meets(p: &kneepoint_fit::PredictedPoint, slas: &[Sla]) -> bool {
+/// Whether a predicted point meets `slas` on hardware `speed` times as fast as modelled (the
+/// latency ones the prediction has: TTFT, ITL as the step time, request latency; a statistic
+/// is read as the predicted value).
+fn meets(p: &kneepoint_fit::PredictedPoint, slas: &[Sla], speed: f64) -> bool {
     slas.iter().all(|s| {
         let v = match s.metric {
             Metric::TimeToFirstToken => p.ttft_ms,
@@ -16,26 +17,39 @@ fn meets(p: &kneepoint_fit::PredictedPoint, slas: &[Sla]) -> bool {
             Metric::RequestLatency => p.e2e_ms,
             _ => return true,
         };
-        s.holds(v)
+        s.holds(v / speed)
     })
 }
 
-/// The predicted value of `spec` on `objective`: from the best predicted level that meets the
-/// SLAs (the peak without SLAs); cost per million output tokens at the endpoint's price, or
-/// output tokens/s per instance. `None` without a prediction, for the latency objective (the
-/// prediction's latency is not the p99 at load a ranking reads), or when no predicted level
-/// meets the SLAs.
-pub(crate) fn predicted(spec: &CandidateSpec, objective: Objective, slas: &[Sla]) -> Option<f64> {
+/// The predicted value of `spec` on `objective` if its hardware ran `speed` times as fast as
+/// modelled (every latency divided by it, every rate multiplied: a simulator's time scale, an
+/// efficiency the model does not know): from the best predicted level that meets the SLAs (the
+/// peak without SLAs); cost per million output tokens at the endpoint's price, output tokens/s
+/// per instance, or the latency objective's end-to-end latency at that level (a mean where
+/// the ranking reads a p99: the search calibrates the gap away). `None` without a prediction,
+/// or when no predicted level meets the SLAs.
+pub(crate) fn predicted(
+    spec: &CandidateSpec,
+    objective: Objective,
+    slas: &[Sla],
+    speed: f64,
+) -> Option<f64> {
     let p = spec.prediction.as_ref()?;
-    let tput = if slas.is_empty() {
-        p.peak_output_tokens_per_s
+    let best = p
+        .points
+        .iter()
+        .filter(|q| meets(q, slas, speed))
+        .max_by(|a, b| a.output_tokens_per_s.total_cmp(&b.output_tokens_per_s));
+    let (tput, e2e) = if slas.is_empty() {
+        (
+            p.peak_output_tokens_per_s,
+            best.map_or(f64::NAN, |q| q.e2e_ms),
+        )
     } else {
-        p.points
-            .iter()
-            .filter(|q| meets(q, slas))
-            .map(|q| q.output_tokens_per_s)
-            .fold(None, |b: Option<f64>, t| Some(b.map_or(t, |b| b.max(t))))?
+        let q = best?;
+        (q.output_tokens_per_s, q.e2e_ms)
     };
+    let tput = tput * speed;
     if !(tput.is_finite() && tput > 0.0) {
         return None;
     }
@@ -45,6 +59,7 @@ pub(crate) fn predicted(spec: &CandidateSpec, objective: Objective, slas: &[Sla]
             Some(spec.price_per_instance_hour * instances / (tput * 3600.0) * 1e6)
         }
         Objective::Throughput => Some(tput / instances),
+        Objective::Latency => Some(e2e / speed).filter(|v| v.is_finite() && *v > 0.0),
         _ => None,
     }
 }

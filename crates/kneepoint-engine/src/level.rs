@@ -120,9 +120,6 @@ impl Bench {
     /// it; `warmup` sends the warm-up requests first. When `cancel` fires, in-flight requests
     /// are recorded as cancelled and the level's files are written and marked partial; the
     /// returned flag says so.
-    // Long on purpose (one of the two functions over 120 lines, issue 48): the level's
-    // phases (reset, warm-up, sinks, the loop, cancellation, the files) in the order they run,
-    // sharing the run's in-flight state; split, each part would take most of it as arguments.
     pub(crate) async fn run_once(
         &mut self,
         dir: &Path,
@@ -138,40 +135,9 @@ impl Bench {
                 .await;
         }
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
-        // Kept loaded: a lead-in for every run, and a wave of fillers at the end.
         let loaded = self.keeps_loaded();
-        let (warmup_count, filler_count) = match self.settings.lead_in {
-            Some(min) if loaded => (min.max(concurrency) as usize, concurrency as usize),
-            _ if warmup => (self.settings.warmup_requests as usize, 0),
-            _ => (0, 0),
-        };
-        let request_count = match &self.replay {
-            Some((times, next)) => {
-                let left = times.len().saturating_sub(*next);
-                if left <= warmup_count {
-                    return Err(Error::invalid(format!(
-                        "the trace has {} records and {next} were sent: none left to replay",
-                        times.len()
-                    )));
-                }
-                (request_count as usize).min(left - warmup_count) as u32
-            }
-            None => request_count,
-        };
-        let request_count = match (&self.settings.open_loop, self.rate, self.settings.duration) {
-            // An open loop for a duration: the requests whose intended start falls inside it.
-            (Some(o), Some(rate), Some(d)) => {
-                let secs = d.measure.as_secs_f64();
-                let n = (rate * secs * 1.25).ceil() as usize + 16;
-                let seed = level_seed(self.settings.seed, self.levels_run + 1);
-                let within = schedule(o.arrival, rate, n, seed)?
-                    .iter()
-                    .take_while(|t| **t < d.measure)
-                    .count();
-                within.max(1) as u32
-            }
-            _ => request_count,
-        };
+        let (warmup_count, request_count, filler_count) =
+            self.counts(concurrency, request_count, warmup)?;
         if self.settings.open_loop.is_none() && self.replay.is_none() {
             let total = warmup_count + request_count as usize + filler_count;
             let first = self.peek(total)?;
@@ -203,26 +169,7 @@ impl Bench {
             // Interrupted while the prompts were being made: nothing was sent.
             return self.interrupted_before_sending(dir, concurrency, request_count);
         };
-        // Only the listed requests' payloads are made (a seed reproduces the rest), each
-        // rendered and written before the level, one at a time: none is held in memory, and
-        // none is made while the level is measured (its CPU would count as the level's).
-        let listed = requests.len().min(self.settings.inputs_limit);
-        let mut inputs =
-            InputsWriter::create(&dir.join(folder::INPUTS), self.settings.inputs_limit)?
-                .with_seed(self.settings.seed);
-        for r in &requests[..listed] {
-            inputs.push(&render_input_entry(&InputEntry {
-                session_id: r.id.to_string(),
-                payloads: input_payload(self.transport.as_ref(), r)
-                    .into_iter()
-                    .collect(),
-            }));
-        }
-        for r in &requests[listed..] {
-            inputs.push_unlisted(unlisted(r));
-        }
-        // A full disk stops the level before it sends anything, as it always did.
-        inputs.flush()?;
+        let (mut inputs, listed) = self.write_inputs(dir, &requests)?;
         let streamed = Arc::new(Mutex::new(Streamed::new(self.settings.goodput)));
         let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(JsonlSink::in_dir(
             dir,
@@ -232,34 +179,7 @@ impl Bench {
             sinks.push(Box::new(StreamedSink(streamed.clone())));
         }
         let mut config = self.level_config(concurrency, cancel);
-        if let (Some(o), Some((times, next))) = (&self.settings.open_loop, &mut self.replay) {
-            let speedup = o.replay_speedup.unwrap_or(1.0);
-            let offsets = |ts: &[u64]| -> Vec<std::time::Duration> {
-                let t0 = ts.first().copied().unwrap_or(0);
-                ts.iter()
-                    .map(|t| {
-                        std::time::Duration::from_secs_f64(
-                            t.saturating_sub(t0) as f64 / 1000.0 / speedup,
-                        )
-                    })
-                    .collect()
-            };
-            let (w, n) = (warmup.len(), requests.len());
-            config.open_loop = Some(OpenLoop {
-                warmup_offsets: offsets(&times[*next..*next + w]),
-                offsets: offsets(&times[*next + w..*next + w + n]),
-                max_in_flight: o.max_in_flight,
-            });
-            *next += w + n;
-        } else if let (Some(o), Some(rate)) = (&self.settings.open_loop, self.rate) {
-            self.levels_run += 1;
-            let seed = level_seed(self.settings.seed, self.levels_run);
-            config.open_loop = Some(OpenLoop {
-                offsets: schedule(o.arrival, rate, requests.len(), seed)?,
-                warmup_offsets: schedule(o.arrival, rate, warmup.len(), !seed)?,
-                max_in_flight: o.max_in_flight,
-            });
-        }
+        self.schedule_level(&mut config, warmup.len(), requests.len())?;
         let total = requests.len() as u64;
         let scrape = self
             .server
@@ -310,5 +230,121 @@ impl Bench {
         }
         let level = json!({"concurrency": concurrency, "request_count": request_count});
         self.finish_level(dir, concurrency, level, &run, server, Some(&streamed))
+    }
+
+    /// How many warm-up, measured and filler requests a level of `concurrency` sends: a
+    /// lead-in and a last wave of fillers when kept loaded, else `warmup`'s warm-up; the
+    /// measured count bounded by what a trace has left, or, for an open loop run for a
+    /// duration, the requests whose intended start falls inside it.
+    fn counts(
+        &self,
+        concurrency: u32,
+        request_count: u32,
+        warmup: bool,
+    ) -> Result<(usize, u32, usize), Error> {
+        // Kept loaded: a lead-in for every run, and a wave of fillers at the end.
+        let loaded = self.keeps_loaded();
+        let (warmup_count, filler_count) = match self.settings.lead_in {
+            Some(min) if loaded => (min.max(concurrency) as usize, concurrency as usize),
+            _ if warmup => (self.settings.warmup_requests as usize, 0),
+            _ => (0, 0),
+        };
+        let request_count = match &self.replay {
+            Some((times, next)) => {
+                let left = times.len().saturating_sub(*next);
+                if left <= warmup_count {
+                    return Err(Error::invalid(format!(
+                        "the trace has {} records and {next} were sent: none left to replay",
+                        times.len()
+                    )));
+                }
+                (request_count as usize).min(left - warmup_count) as u32
+            }
+            None => request_count,
+        };
+        let request_count = match (&self.settings.open_loop, self.rate, self.settings.duration) {
+            // An open loop for a duration: the requests whose intended start falls inside it.
+            (Some(o), Some(rate), Some(d)) => {
+                let secs = d.measure.as_secs_f64();
+                let n = (rate * secs * 1.25).ceil() as usize + 16;
+                let seed = level_seed(self.settings.seed, self.levels_run + 1);
+                let within = schedule(o.arrival, rate, n, seed)?
+                    .iter()
+                    .take_while(|t| **t < d.measure)
+                    .count();
+                within.max(1) as u32
+            }
+            _ => request_count,
+        };
+        Ok((warmup_count, request_count, filler_count))
+    }
+
+    /// Opens the level's `inputs.json` and writes the listed requests' payloads into it,
+    /// returning the writer (closed once the level says which went out) and how many it lists.
+    fn write_inputs(
+        &self,
+        dir: &Path,
+        requests: &[kneepoint_core::Request],
+    ) -> Result<(InputsWriter, usize), Error> {
+        // Only the listed requests' payloads are made (a seed reproduces the rest), each
+        // rendered and written before the level, one at a time: none is held in memory, and
+        // none is made while the level is measured (its CPU would count as the level's).
+        let listed = requests.len().min(self.settings.inputs_limit);
+        let mut inputs =
+            InputsWriter::create(&dir.join(folder::INPUTS), self.settings.inputs_limit)?
+                .with_seed(self.settings.seed);
+        for r in &requests[..listed] {
+            inputs.push(&render_input_entry(&InputEntry {
+                session_id: r.id.to_string(),
+                payloads: input_payload(self.transport.as_ref(), r)
+                    .into_iter()
+                    .collect(),
+            }));
+        }
+        for r in &requests[listed..] {
+            inputs.push_unlisted(unlisted(r));
+        }
+        // A full disk stops the level before it sends anything, as it always did.
+        inputs.flush()?;
+        Ok((inputs, listed))
+    }
+
+    /// Puts the level's arrival offsets in `config`: a trace's own times (sped up), or an
+    /// open loop's schedule at the rate; nothing for a closed loop.
+    fn schedule_level(
+        &mut self,
+        config: &mut kneepoint_runner::LevelConfig,
+        warmup: usize,
+        requests: usize,
+    ) -> Result<(), Error> {
+        if let (Some(o), Some((times, next))) = (&self.settings.open_loop, &mut self.replay) {
+            let speedup = o.replay_speedup.unwrap_or(1.0);
+            let offsets = |ts: &[u64]| -> Vec<std::time::Duration> {
+                let t0 = ts.first().copied().unwrap_or(0);
+                ts.iter()
+                    .map(|t| {
+                        std::time::Duration::from_secs_f64(
+                            t.saturating_sub(t0) as f64 / 1000.0 / speedup,
+                        )
+                    })
+                    .collect()
+            };
+            let (w, n) = (warmup, requests);
+            config.open_loop = Some(OpenLoop {
+                warmup_offsets: offsets(&times[*next..*next + w]),
+                offsets: offsets(&times[*next + w..*next + w + n]),
+                max_in_flight: o.max_in_flight,
+            });
+            *next += w + n;
+        } else if let (Some(o), Some(rate)) = (&self.settings.open_loop, self.rate) {
+            self.levels_run += 1;
+            let seed = level_seed(self.settings.seed, self.levels_run);
+            config.open_loop = Some(OpenLoop {
+                offsets: schedule(o.arrival, rate, requests, seed)?,
+                warmup_offsets: schedule(o.arrival, rate, warmup, !seed)?,
+                max_in_flight: o.max_in_flight,
+            });
+        }
+        Ok(())
     }
 }

@@ -248,17 +248,9 @@ fn merge_records(
     })
 }
 
-/// Merges the sharded sweeps in `shard_dirs` into `out` (refused if it holds a run, unless
-/// `overwrite`), with plots and `report.html`, and `merge_summary.json` beside them.
-// Long on purpose (one of the two functions over 120 lines, issue 48): the checks that the
-// shards belong together and the per-level merge share the shards' documents and windows;
-// read top to bottom it is the order a reviewer checks a merge in.
-pub fn merge(
-    shard_dirs: &[PathBuf],
-    out: &Path,
-    overwrite: bool,
-    observer: Arc<dyn Observer>,
-) -> Result<MergeReport, Error> {
+/// The shards in `shard_dirs`, read and checked to make one sweep (each index once, the same
+/// settings and levels), none of them `out`.
+fn read_shards(shard_dirs: &[PathBuf], out: &Path) -> Result<Vec<ShardRun>, Error> {
     if shard_dirs.is_empty() {
         return Err(Error::invalid("give the shards' folders to merge"));
     }
@@ -304,6 +296,147 @@ pub fn merge(
             out.display()
         )));
     }
+    Ok(runs)
+}
+
+/// Writes a merged level's records into `dir` (made), compressed as the shards' were.
+fn write_records(dir: &Path, all: &[RequestRecord], compressed: bool) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+    let mut sink = JsonlSink::in_dir(dir, compressed)?;
+    for r in all {
+        sink.record(r).map_err(|e| Error::invalid(e.to_string()))?;
+    }
+    sink.flush().map_err(|e| Error::invalid(e.to_string()))
+}
+
+/// Merges level `i` of `runs` into `out`: its records on one clock, its summary, its log
+/// line; the level as `merge_summary.json` lists it, its summary and its folder's name.
+fn merge_level(
+    i: usize,
+    runs: &[ShardRun],
+    out: &Path,
+    observer: &dyn Observer,
+    log: &crate::RunLog,
+) -> Result<(MergedLevel, LevelSummary, String), Error> {
+    let n = runs[0].shard.count;
+    let parts: Vec<(&ShardRun, u32, &str)> = runs
+        .iter()
+        .map(|r| {
+            let row = &r.doc.levels[i];
+            (r, row.concurrency, row.dir.as_str())
+        })
+        .collect();
+    let total: u32 = parts.iter().map(|p| p.1).sum();
+    let planned = runs[0].doc.settings["shard"]["levels"]
+        .get(i)
+        .and_then(Value::as_u64);
+    if planned.is_some_and(|p| p != u64::from(total)) {
+        return Err(Error::invalid(format!(
+            "level {}: the shards add up to concurrency {total}, but the sweep planned {}",
+            i + 1,
+            planned.unwrap_or_default()
+        )));
+    }
+    if let Some(p) = parts.iter().find(|p| p.0.shard.share(total) != p.1) {
+        return Err(Error::invalid(format!(
+            "level {}: shard {} ran concurrency {}, not its share of {total}",
+            i + 1,
+            p.0.shard.index,
+            p.1
+        )));
+    }
+    let mut per_shard = Vec::new();
+    let mut compressed = false;
+    for (r, _, dir) in &parts {
+        let path = kneepoint_metrics::export::records_path(&r.dir.join(dir));
+        compressed |= path.extension().is_some_and(|e| e == "zst");
+        per_shard.push(read_jsonl(&path)?);
+    }
+    let name = folder::concurrency_dir(total);
+    // goodput judged against the SLOs the shards were given (the first shard whose saved
+    // summary names them: a damaged summary of one shard does not drop them)
+    let slo = parts
+        .iter()
+        .filter_map(|(r, _, dir)| saved_level_json(&r.dir.join(dir)))
+        .find_map(|v| kneepoint_metrics::export::goodput_slo_from_aiperf_json(&v))
+        .unwrap_or_default();
+    let Some(m) = merge_records(per_shard, total, &slo) else {
+        return Err(Error::invalid(format!(
+            "level {}: a record's times overflow when put on one clock (a damaged file)",
+            i + 1
+        )));
+    };
+    let origin = m.all.first().map_or(0, |r| r.origin_unix_ns);
+    let MergedRecords {
+        all,
+        summary,
+        skew_ms,
+        window_s,
+        measured_shards,
+        windowed,
+    } = m;
+    if measured_shards < parts.len() {
+        observer.warning(&format!(
+            "level {name}: {} of {} shards measured no request: the window and skew are over the others",
+            parts.len() - measured_shards,
+            parts.len()
+        ));
+    }
+    if !windowed {
+        observer.warning(&format!(
+            "level {name}: the shards never ran at the same time (no common window): throughput is over the union of their runs"
+        ));
+    }
+    observer.note(&format!(
+        "{name}: {} records from {n} shards, start skew {skew_ms:.1} ms, common window {window_s:.2} s",
+        all.len()
+    ));
+    // Only the first level starts together: later ones drift by each shard's finish.
+    if window_s > 0.0 && skew_ms / 1000.0 > 0.05 * window_s {
+        observer.warning(&format!(
+            "level {name}: the shards started {skew_ms:.0} ms apart, over 5 % of the {window_s:.2} s they ran together: its latencies mix times when not every shard was at this level (longer levels, or timed ones, drift less)"
+        ));
+    }
+    let dir = out.join(&name);
+    write_records(&dir, &all, compressed)?;
+    let mut input_config = runs[0].doc.settings.clone();
+    input_config["shard"] = serde_json::json!({"merged": n});
+    input_config["level"] = serde_json::json!({
+        "concurrency": total,
+        "merged": {"shards": n, "duration_s": summary.benchmark_duration_s},
+    });
+    let info = LevelInfo {
+        start_unix_ns: origin.saturating_add(all.iter().map(|r| r.start_ns).min().unwrap_or(0)),
+        end_unix_ns: origin.saturating_add(all.iter().map(|r| r.end_ns).max().unwrap_or(0)),
+        input_config,
+        partial: runs.iter().any(|r| !r.doc.complete),
+    };
+    kneepoint_metrics::export::write_level_summary(dir.as_ref(), &summary, &info)?;
+    log.level(&dir, &summary, info.partial);
+    let level = MergedLevel {
+        concurrency: total,
+        dir: name.clone(),
+        records: all.len(),
+        start_skew_ms: skew_ms,
+        common_window_s: window_s,
+        shard_dirs: parts
+            .iter()
+            .map(|(r, _, d)| r.dir.join(d).display().to_string())
+            .collect(),
+    };
+    Ok((level, summary, name))
+}
+
+/// Merges the sharded sweeps in `shard_dirs` into `out` (refused if it holds a run, unless
+/// `overwrite`), with plots and `report.html`, and `merge_summary.json` beside them.
+pub fn merge(
+    shard_dirs: &[PathBuf],
+    out: &Path,
+    overwrite: bool,
+    observer: Arc<dyn Observer>,
+) -> Result<MergeReport, Error> {
+    let runs = read_shards(shard_dirs, out)?;
+    let n = runs[0].shard.count;
     crate::bench::fresh_folder(out, overwrite)?;
     let log = crate::RunLog::create(out)?;
     let observer = crate::Logged::wrap(observer, log.clone());
@@ -311,117 +444,8 @@ pub fn merge(
     let mut summaries = Vec::new();
     let mut names = Vec::new();
     for i in 0..runs[0].doc.levels.len() {
-        let parts: Vec<(&ShardRun, u32, &str)> = runs
-            .iter()
-            .map(|r| {
-                let row = &r.doc.levels[i];
-                (r, row.concurrency, row.dir.as_str())
-            })
-            .collect();
-        let total: u32 = parts.iter().map(|p| p.1).sum();
-        let planned = runs[0].doc.settings["shard"]["levels"]
-            .get(i)
-            .and_then(Value::as_u64);
-        if planned.is_some_and(|p| p != u64::from(total)) {
-            return Err(Error::invalid(format!(
-                "level {}: the shards add up to concurrency {total}, but the sweep planned {}",
-                i + 1,
-                planned.unwrap_or_default()
-            )));
-        }
-        if let Some(p) = parts.iter().find(|p| p.0.shard.share(total) != p.1) {
-            return Err(Error::invalid(format!(
-                "level {}: shard {} ran concurrency {}, not its share of {total}",
-                i + 1,
-                p.0.shard.index,
-                p.1
-            )));
-        }
-        let mut per_shard = Vec::new();
-        let mut compressed = false;
-        for (r, _, dir) in &parts {
-            let path = kneepoint_metrics::export::records_path(&r.dir.join(dir));
-            compressed |= path.extension().is_some_and(|e| e == "zst");
-            per_shard.push(read_jsonl(&path)?);
-        }
-        let name = folder::concurrency_dir(total);
-        // goodput judged against the SLOs the shards were given (the first shard whose saved
-        // summary names them: a damaged summary of one shard does not drop them)
-        let slo = parts
-            .iter()
-            .filter_map(|(r, _, dir)| saved_level_json(&r.dir.join(dir)))
-            .find_map(|v| kneepoint_metrics::export::goodput_slo_from_aiperf_json(&v))
-            .unwrap_or_default();
-        let Some(m) = merge_records(per_shard, total, &slo) else {
-            return Err(Error::invalid(format!(
-                "level {}: a record's times overflow when put on one clock (a damaged file)",
-                i + 1
-            )));
-        };
-        let origin = m.all.first().map_or(0, |r| r.origin_unix_ns);
-        let MergedRecords {
-            all,
-            summary,
-            skew_ms,
-            window_s,
-            measured_shards,
-            windowed,
-        } = m;
-        if measured_shards < parts.len() {
-            observer.warning(&format!(
-                "level {name}: {} of {} shards measured no request: the window and skew are over the others",
-                parts.len() - measured_shards,
-                parts.len()
-            ));
-        }
-        if !windowed {
-            observer.warning(&format!(
-                "level {name}: the shards never ran at the same time (no common window): throughput is over the union of their runs"
-            ));
-        }
-        observer.note(&format!(
-            "{name}: {} records from {n} shards, start skew {skew_ms:.1} ms, common window {window_s:.2} s",
-            all.len()
-        ));
-        // Only the first level starts together: later ones drift by each shard's finish.
-        if window_s > 0.0 && skew_ms / 1000.0 > 0.05 * window_s {
-            observer.warning(&format!(
-                "level {name}: the shards started {skew_ms:.0} ms apart, over 5 % of the {window_s:.2} s they ran together: its latencies mix times when not every shard was at this level (longer levels, or timed ones, drift less)"
-            ));
-        }
-        let dir = out.join(&name);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
-        let mut sink = JsonlSink::in_dir(&dir, compressed)?;
-        for r in &all {
-            sink.record(r).map_err(|e| Error::invalid(e.to_string()))?;
-        }
-        sink.flush().map_err(|e| Error::invalid(e.to_string()))?;
-        drop(sink);
-        let mut input_config = runs[0].doc.settings.clone();
-        input_config["shard"] = serde_json::json!({"merged": n});
-        input_config["level"] = serde_json::json!({
-            "concurrency": total,
-            "merged": {"shards": n, "duration_s": summary.benchmark_duration_s},
-        });
-        let info = LevelInfo {
-            start_unix_ns: origin.saturating_add(all.iter().map(|r| r.start_ns).min().unwrap_or(0)),
-            end_unix_ns: origin.saturating_add(all.iter().map(|r| r.end_ns).max().unwrap_or(0)),
-            input_config,
-            partial: runs.iter().any(|r| !r.doc.complete),
-        };
-        kneepoint_metrics::export::write_level_summary(dir.as_ref(), &summary, &info)?;
-        log.level(&dir, &summary, info.partial);
-        levels.push(MergedLevel {
-            concurrency: total,
-            dir: name.clone(),
-            records: all.len(),
-            start_skew_ms: skew_ms,
-            common_window_s: window_s,
-            shard_dirs: parts
-                .iter()
-                .map(|(r, _, d)| r.dir.join(d).display().to_string())
-                .collect(),
-        });
+        let (level, summary, name) = merge_level(i, &runs, out, observer.as_ref(), &log)?;
+        levels.push(level);
         summaries.push(summary);
         names.push(name);
     }

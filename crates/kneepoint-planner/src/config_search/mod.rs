@@ -5,15 +5,20 @@
 //!
 //! The method:
 //! 1. **Skip** what cannot run or cannot win: a combination the stage-1 fit says does not fit
-//!    is never launched; one whose predicted score (a prior), calibrated on the combinations
-//!    measured so far, or whose estimate from an additive model of the screenings, is behind
-//!    the best measured by more than that estimate's error is skipped, named with the numbers.
-//!    A prediction's error is at least [`ConfigSearch::prior_error`], at least a factor of 2
-//!    until three combinations were measured, and at least twice the spread of the
-//!    measured-to-predicted gaps; the model's at least twice its residuals' spread.
+//!    is never launched; one whose calibrated prediction, or whose estimate from an additive
+//!    model of the screenings, cannot reach the best measured even at the far end of its error
+//!    is skipped, named with the numbers. Calibration (`calibration.rs`): a prior may be given
+//!    at several speeds of the hardware ([`Prior::by_speed`]); each measurement is read as the
+//!    speed at which its prediction matches it, those speeds are modelled by setting (a mean
+//!    and shrunk effects, so an instance type slower than its datasheet is learnt from its own
+//!    launches), and an untried combination may reach its prediction at its expected speed plus
+//!    2.5 times the model's leave-one-out error (at least [`ConfigSearch::prior_error`]; a
+//!    factor of 2 until three combinations were measured). The additive model's error is at
+//!    least twice its residuals' spread.
 //! 2. **Measure fully at once** the best predicted combination (the likeliest finalist) and,
 //!    once at most [`ConfigSearch::direct_below`] are left, every one.
-//! 3. **Screen** the rest cheaply (a short level, a coarse search), best predicted first, or
+//! 3. **Screen** the rest cheaply (a short level, a coarse search), the one that may reach
+//!    furthest first (before any measurement, the best predicted), or
 //!    spread over the space (each new one as far as possible from those tried, counted in
 //!    differing settings) when there are no priors.
 //! 4. **Search fully** only the screened ones that could still be the best: those whose
@@ -46,7 +51,10 @@ use statrs::distribution::{ContinuousCDF, Normal};
 
 use crate::Error;
 
+mod calibration;
 mod skip;
+
+pub use calibration::prior_speeds;
 #[cfg(test)]
 mod tests;
 
@@ -159,8 +167,13 @@ impl TrialOutcome {
 pub struct Prior {
     /// Why it cannot run (the stage-1 fit): never launched.
     pub cannot_fit: Option<String>,
-    /// Its predicted score.
+    /// Its predicted score (on the modelled hardware).
     pub predicted: Option<f64>,
+    /// Its predicted score if the hardware ran `speed` times as fast as modelled (every
+    /// latency divided by it, every rate multiplied), `None` where no level would meet the
+    /// SLAs, speeds ascending (empty: `predicted` at any speed). The search fits the speed the
+    /// measurements show ([`Prior::from_speeds`] fills it over [`prior_speeds`]).
+    pub by_speed: Vec<(f64, Option<f64>)>,
 }
 
 /// The budget of a search.
@@ -243,6 +256,10 @@ pub struct ConfigSearch {
     /// expected to cost at the least, before any launch told better. A `max_instance_hours`
     /// below it launches nothing.
     pub least_launch_hours: f64,
+    /// How far (log) one setting's value may move every prediction that has it, a priori
+    /// (default 0.4): the shrinkage of the gap model's effects (an instance type slower than
+    /// its datasheet, a KV dtype's cost the model does not know).
+    pub effect_spread: f64,
 }
 
 /// The most combinations a space may hold.
@@ -284,6 +301,7 @@ impl ConfigSearch {
             model_error: 0.15,
             direct_below: 6,
             least_launch_hours: 0.0,
+            effect_spread: 0.4,
         })
     }
 
@@ -485,9 +503,15 @@ impl ConfigSearch {
         let tried: Vec<usize> = (0..self.len())
             .filter(|i| matches!(self.status[*i], Status::Screened(..) | Status::Searched(..)))
             .collect();
+        let calibration = self.calibration();
+        // the most each may reach (an optimistic order finds a winner the prior ranks low
+        // sooner, and every launch after it skips more)
+        let expected = |i: usize| match &calibration {
+            Some(c) => self.reach(i, c).0,
+            None => self.prior_merit(i, 1.0),
+        };
         let pick = self.untried().max_by(|&a, &b| {
-            let pa = self.priors[a].predicted.and_then(|p| self.merit(p));
-            let pb = self.priors[b].predicted.and_then(|p| self.merit(p));
+            let (pa, pb) = (expected(a), expected(b));
             match (pa, pb) {
                 (Some(x), Some(y)) => x.total_cmp(&y).then(b.cmp(&a)),
                 (Some(_), None) => std::cmp::Ordering::Greater,

@@ -64,38 +64,9 @@ impl ConfigSearch {
         Some((fitted(&mine), self.model_error.max((2.0 * spread).exp_m1())))
     }
 
-    /// How predictions sit against measurements: the mean gap (log) between what was measured
-    /// and what was predicted for the same combinations, and the spread of those gaps around
-    /// it (with fewer than three pairs, as if predictions were right within a factor of 2). A first-order prediction is often off by a common factor (the
-    /// efficiencies it assumes, a simulator's time scale) while it still orders the
-    /// combinations; the skip rule compares predictions moved by that factor, with an error
-    /// at least twice the spread.
-    pub(super) fn prior_calibration(&self) -> Option<(f64, f64)> {
-        let gaps: Vec<f64> = (0..self.len())
-            .filter_map(|i| {
-                let measured = self.evidence(i)?.0;
-                let predicted = self.merit(self.priors[i].predicted?)?;
-                Some(measured - predicted)
-            })
-            .collect();
-        if gaps.is_empty() {
-            return None;
-        }
-        let n = gaps.len() as f64;
-        let mean = gaps.iter().sum::<f64>() / n;
-        // with fewer than three pairs the spread is not known: a factor of 2 (ln 2 / 2 as its
-        // "spread", doubled below) until then
-        let spread = if gaps.len() < 3 {
-            std::f64::consts::LN_2 / 2.0
-        } else {
-            (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        };
-        Some((mean, spread))
-    }
-
     pub(super) fn skip_what_cannot_win(&mut self) {
         let best = self.best_merit();
-        let calibration = self.prior_calibration();
+        let calibration = self.calibration();
         for i in 0..self.len() {
             if self.status[i] != Status::Untried {
                 continue;
@@ -105,20 +76,30 @@ impl ConfigSearch {
                 continue;
             }
             // a prediction counts once it is calibrated against a measurement
-            let prior = self.priors[i]
-                .predicted
-                .and_then(|p| self.merit(p))
-                .zip(calibration)
-                .map(|(p, (gap, spread))| (p + gap, self.prior_error.max((2.0 * spread).exp_m1())));
+            let has_prior =
+                self.priors[i].predicted.is_some() || !self.priors[i].by_speed.is_empty();
+            let prior = calibration.as_ref().filter(|_| has_prior).map(|c| {
+                let (reach, error) = self.reach(i, c);
+                (self.expected(i, c), reach, error)
+            });
             // ln(1 + error): a prediction may be this far too pessimistic
             let predicted = prior
-                .map(|(p, error)| (p, error, "predicted (calibrated on the measured)"))
+                .and_then(|(e, r, error)| {
+                    let r = r?;
+                    Some((
+                        e.unwrap_or(r),
+                        r,
+                        error,
+                        "predicted (calibrated on the measured)",
+                    ))
+                })
                 .or_else(|| {
-                    self.additive(i)
-                        .map(|(p, error)| (p, error, "estimated from the screenings"))
+                    self.additive(i).map(|(p, error)| {
+                        (p, p + error.ln_1p(), error, "estimated from the screenings")
+                    })
                 });
-            if let (Some((p, error, how)), Some(b)) = (predicted, best) {
-                if p + error.ln_1p() < b {
+            if let (Some((p, reach, error, how)), Some(b)) = (predicted, best) {
+                if reach < b {
                     self.status[i] = Status::Skipped(format!(
                         "cannot win: {how} {:.0} % behind the best measured; it would have to do {:.0} % better than that, beyond the estimate's {:.0} % error",
                         (1.0 - (p - b).exp()) * 100.0,

@@ -91,6 +91,7 @@ fn what_cannot_fit_is_never_launched_and_priors_skip_losers() {
             Prior {
                 cannot_fit: tp1_big.then(|| "KV cache too small".to_owned()),
                 predicted: Some(truth * 1.1),
+                ..Default::default()
             },
         );
     }
@@ -238,6 +239,7 @@ fn predictions_off_by_a_common_factor_are_calibrated_before_they_skip() {
                 Prior {
                     cannot_fit: None,
                     predicted: Some(truth * off),
+                    ..Default::default()
                 },
             );
         }
@@ -294,6 +296,7 @@ fn a_prior_that_misorders_widens_its_own_error() {
             Prior {
                 cannot_fit: None,
                 predicted: Some(truth * if wrong { 3.0 } else { 1.0 }),
+                ..Default::default()
             },
         );
     }
@@ -306,4 +309,62 @@ fn a_prior_that_misorders_widens_its_own_error() {
     }
     let won = score(&s, s.answer().best.unwrap(), goal);
     assert!(won >= 0.95 * best, "{won} vs {best}");
+}
+
+/// Throughput per GPU of a closed-form engine on hardware `speed` times as fast as modelled,
+/// under an ITL SLA of 15 ms: the best batch up to `seqs` whose step meets it (`None`: none).
+fn per_gpu(tp: f64, seqs: f64, speed: f64) -> Option<f64> {
+    let step = |b: f64| (20.0 / tp + 0.1 * b) / speed;
+    let mut best = None;
+    let mut b = 1.0;
+    while b <= seqs {
+        if step(b) <= 15.0 {
+            best = Some(b * 1000.0 / step(b) / tp);
+        }
+        b *= 2.0;
+    }
+    best
+}
+
+#[test]
+fn a_prior_on_slower_hardware_is_read_at_the_speed_measured() {
+    // The launched engines run 5 times as fast as the prior's hardware (a simulator at
+    // --time-scale 0.2): at the modelled speed TP 1 meets the SLA at no batch, at the measured
+    // speed it is the best per GPU. The search fits the speed and finds it.
+    let dims = vec![
+        Dimension::new("tensor_parallel_size", ["1", "2", "4"]),
+        Dimension::new("max_num_seqs", ["32", "128", "512"]),
+    ];
+    let mut s = ConfigSearch::new(dims, Goal::Maximize).unwrap();
+    let parse = |s: &ConfigSearch, i: usize| -> (f64, f64) {
+        let v = s.settings(i);
+        (v[0].1.parse().unwrap(), v[1].1.parse().unwrap())
+    };
+    for i in 0..s.len() {
+        let (tp, seqs) = parse(&s, i);
+        s.set_prior(
+            i,
+            Prior::from_speeds(None, |speed| per_gpu(tp, seqs, speed)),
+        );
+    }
+    assert_eq!(per_gpu(1.0, 512.0, 1.0), None);
+    let truth = |s: &ConfigSearch, i: usize| {
+        let (tp, seqs) = parse(s, i);
+        per_gpu(tp, seqs, 5.0)
+    };
+    let best = (0..s.len())
+        .filter_map(|i| truth(&s, i))
+        .fold(0.0, f64::max);
+    while let Some(t) = s.next_trial() {
+        let o = match truth(&s, t.combination) {
+            Some(v) => TrialOutcome::measured(v, 0.02, 1.0),
+            None => TrialOutcome::unusable(1.0),
+        };
+        s.observe(t, o);
+    }
+    let a = s.answer();
+    let won = truth(&s, a.best.unwrap()).unwrap();
+    assert!(won >= 0.95 * best, "{won} vs {best}");
+    assert_eq!(s.settings(a.best.unwrap())[0].1, "1");
+    assert!(a.launches < 9, "{} launches of 9", a.launches);
 }
