@@ -56,7 +56,8 @@ fn dims(gpus: u32) -> Vec<Dimension> {
         .collect();
     vec![
         Dimension::new("tensor_parallel_size", tps),
-        Dimension::new("max_num_seqs", ["32", "128", "512"]),
+        // monotone, as the engine marks it under the cost and throughput goals
+        Dimension::new("max_num_seqs", ["32", "128", "512"]).monotone(),
         Dimension::new("kv_cache_dtype", ["auto", "fp8"]),
     ]
 }

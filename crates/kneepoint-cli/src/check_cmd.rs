@@ -1,11 +1,10 @@
 //! `kneepoint check`: the regression gate for CI pipelines, a run against a baseline from
 //! the results store or a folder.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use clap::Args;
-use kneepoint_store::{CheckReport, RunFilter, RunRecord, Store};
+use kneepoint_store::{RunFilter, RunRecord, Store};
 
 use crate::{NotComparable, Regressed};
 
@@ -81,7 +80,7 @@ fn check(args: &CheckArgs) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", table(&report));
+        print!("{}", report.table());
     }
     let regressed: Vec<String> = report
         .regressions()
@@ -136,42 +135,4 @@ fn resolve(
             s.location()
         ),
     }
-}
-
-fn interval(i: Option<[f64; 2]>) -> String {
-    i.map_or_else(String::new, |[lo, hi]| format!(" [{lo:.1}–{hi:.1}]"))
-}
-
-/// One line per figure: both values with their 90 % intervals, the change, the verdict.
-fn table(r: &CheckReport) -> String {
-    let mut out = format!(
-        "baseline {} against run {} (fails beyond {:.1} % worse, when the intervals say it is real)\n",
-        r.baseline,
-        r.run,
-        r.max_regression * 100.0
-    );
-    let _ = writeln!(
-        out,
-        "{:<28} {:<13} {:>26} {:>26} {:>9}  verdict",
-        "level", "figure", "baseline [90 %]", "run [90 %]", "worse by"
-    );
-    for f in &r.figures {
-        let verdict = match (f.regressed, f.z) {
-            (true, _) => "REGRESSED",
-            (false, None) if r.point_comparisons => "ok (values alone)",
-            (false, None) => "not judged (no interval)",
-            (false, Some(_)) if f.worse_by > r.max_regression => "within noise",
-            _ => "ok",
-        };
-        let _ = writeln!(
-            out,
-            "{:<28} {:<13} {:>26} {:>26} {:>8.1}%  {verdict}",
-            f.level,
-            f.figure,
-            format!("{:.1}{}", f.baseline, interval(f.baseline_interval)),
-            format!("{:.1}{}", f.run, interval(f.run_interval)),
-            f.worse_by * 100.0,
-        );
-    }
-    out
 }

@@ -29,7 +29,6 @@ mod report_cmd;
 mod search_cmd;
 mod sim_cmd;
 mod store_cmd;
-mod store_table;
 mod sweep;
 
 use std::ffi::OsString;

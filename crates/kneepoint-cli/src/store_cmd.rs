@@ -209,6 +209,6 @@ pub fn history(args: &HistoryArgs) -> anyhow::Result<()> {
         println!("no runs in {} match", store.location());
         return Ok(());
     }
-    print!("{}", crate::store_table::table(&runs));
+    print!("{}", kneepoint_store::history_table(&runs));
     Ok(())
 }

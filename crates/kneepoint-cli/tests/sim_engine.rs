@@ -153,7 +153,10 @@ fn engine_settings_without_a_model_are_refused_naming_them() {
     let e = refusal(&["--kv-cache-dtype", "fp8"]);
     assert!(e.contains("--kv-cache-dtype needs --model-config"), "{e}");
     let e = refusal(&["--tensor-parallel-size", "2"]);
-    assert!(e.contains("--tensor-parallel-size needs --model-config"), "{e}");
+    assert!(
+        e.contains("--tensor-parallel-size needs --model-config"),
+        "{e}"
+    );
     // the old spelling still reads, and a bad dtype is named as in plan
     let e = refusal(&[
         "--model-config",

@@ -45,7 +45,7 @@ fn keyed(specs: &[CandidateSpec]) -> Vec<Vec<(String, String)>> {
 
 /// The matrix's dimensions from the candidates' settings (each value in first-seen order,
 /// numbers sorted), or why the candidates are not one matrix.
-fn dimensions(specs: &[CandidateSpec]) -> Result<Vec<Dimension>, Error> {
+fn dimensions(specs: &[CandidateSpec], objective: Objective) -> Result<Vec<Dimension>, Error> {
     let keyed = keyed(specs);
     let keys: Vec<&str> = keyed[0].iter().map(|(k, _)| k.as_str()).collect();
     let one_matrix = keys.iter().any(|k| *k != INSTANCE_TYPE)
@@ -79,7 +79,16 @@ fn dimensions(specs: &[CandidateSpec]) -> Result<Vec<Dimension>, Error> {
                     n(a).total_cmp(&n(b))
                 });
             }
-            Dimension::new(key, values)
+            let d = Dimension::new(key, values);
+            // a larger batch limit runs every level a smaller one does the same way, and
+            // more: under the throughput and cost goals it never scores worse (until memory
+            // binds, which the SLA search then stops below); a latency goal prefers less
+            let numeric = d.values.iter().all(|v| v.parse::<f64>().is_ok());
+            if *key == "max_num_seqs" && numeric && objective != Objective::Latency {
+                d.monotone()
+            } else {
+                d
+            }
         })
         .collect())
 }
@@ -248,7 +257,7 @@ fn planner(r: &Launches<'_>, budget: Budget) -> Result<(ConfigSearch, Vec<Option
             screen_dir(s)
         )));
     }
-    let mut search = ConfigSearch::new(dimensions(specs)?, goal)
+    let mut search = ConfigSearch::new(dimensions(specs, r.objective)?, goal)
         .map_err(|e| Error::invalid(e.to_string()))?
         .with_budget(budget);
     // A prediction of a launched engine is first-order: only one clearly behind is skipped.
@@ -278,6 +287,10 @@ fn planner(r: &Launches<'_>, budget: Budget) -> Result<(ConfigSearch, Vec<Option
         let prior = match c.map(|c| &specs[c]) {
             None => Prior {
                 cannot_fit: Some("not among the candidates".into()),
+                ..Prior::default()
+            },
+            Some(s) if s.prediction.is_none() => Prior {
+                cannot_fit: s.unfit.clone(),
                 ..Prior::default()
             },
             Some(s) => Prior::from_speeds(s.unfit.clone(), |speed| {

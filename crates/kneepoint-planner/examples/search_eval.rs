@@ -26,6 +26,9 @@ fn main() {
     if let Ok(m) = std::env::var("MAX_ITER") {
         cfg.max_iterations = m.parse().expect("a number");
     }
+    if let Ok(m) = std::env::var("NOISE_ITER") {
+        cfg.noise_iterations = m.parse().expect("a number");
+    }
     let hostile = std::env::var_os("HOSTILE").is_some();
     let cases = if hostile {
         hostile::hostile()

@@ -31,6 +31,7 @@ mod migrate;
 mod pg;
 mod query;
 mod record;
+mod tables;
 mod tls;
 
 pub use check::{check, check_with, CheckOptions, CheckReport, CheckedFigure};
@@ -45,6 +46,7 @@ pub use migrate::SCHEMA_VERSION;
 pub use pg::Deadlines;
 pub use query::RunFilter;
 pub use record::{write_labels, RunRecord, RunStatus, StoredLevel, LABELS_FILE};
+pub use tables::history_table;
 
 use backend::{Access, Conn, Param, Statement};
 

@@ -52,9 +52,11 @@ use statrs::distribution::{ContinuousCDF, Normal};
 use crate::Error;
 
 mod calibration;
+mod outcome;
 mod skip;
 
 pub use calibration::prior_speeds;
+pub use outcome::TrialOutcome;
 #[cfg(test)]
 mod tests;
 
@@ -66,6 +68,11 @@ pub struct Dimension {
     pub name: String,
     /// Its values.
     pub values: Vec<String>,
+    /// Whether a later value never scores worse, the other settings alike (a batch limit under
+    /// the throughput or cost goal: a larger limit runs every level a smaller one does the same
+    /// way, and more): a combination without a prediction is then skipped once one with later
+    /// values of these settings, and the same others, is measured.
+    pub monotone: bool,
 }
 
 impl Dimension {
@@ -74,7 +81,15 @@ impl Dimension {
         Dimension {
             name: name.to_owned(),
             values: values.into_iter().map(Into::into).collect(),
+            monotone: false,
         }
+    }
+
+    /// The dimension with later values never scoring worse ([`Dimension::monotone`]); its
+    /// values in ascending order.
+    pub fn monotone(mut self) -> Self {
+        self.monotone = true;
+        self
     }
 }
 
@@ -103,63 +118,6 @@ pub struct Trial {
     pub combination: usize,
     /// How hard to measure it.
     pub fidelity: Fidelity,
-}
-
-/// What a trial found.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TrialOutcome {
-    /// The score (`None`: nothing usable: it failed to start, or met no SLA).
-    pub score: Option<f64>,
-    /// The score's relative standard error.
-    pub spread: f64,
-    /// What the trial cost, in instance-hours.
-    pub instance_hours: f64,
-    /// Whether something was launched for it (false: nothing was started, or an earlier
-    /// launch's measurement stood for it); only launches count against `max_launches` and
-    /// the estimate of a launch's hours.
-    pub launched: bool,
-    /// Whether the launch failed to start (it never answered): it counts against the budget,
-    /// but its hours do not estimate what a measured launch costs.
-    pub failed_start: bool,
-}
-
-impl TrialOutcome {
-    /// A measured `score` with relative standard error `spread`, at `instance_hours`.
-    pub fn measured(score: f64, spread: f64, instance_hours: f64) -> Self {
-        TrialOutcome {
-            score: Some(score),
-            spread,
-            instance_hours,
-            launched: true,
-            failed_start: false,
-        }
-    }
-
-    /// Nothing usable (it started but met no SLA, or failed part way), at `instance_hours`.
-    pub fn unusable(instance_hours: f64) -> Self {
-        TrialOutcome {
-            score: None,
-            spread: 0.0,
-            instance_hours,
-            launched: true,
-            failed_start: false,
-        }
-    }
-
-    /// A launch that failed to start, after `instance_hours` (from its launch until it failed
-    /// and was taken down): nothing usable, one launch and those hours spent.
-    pub fn did_not_start(instance_hours: f64) -> Self {
-        TrialOutcome {
-            failed_start: true,
-            ..TrialOutcome::unusable(instance_hours)
-        }
-    }
-
-    /// The same outcome, not counted as a launch.
-    pub fn without_launch(mut self) -> Self {
-        self.launched = false;
-        self
-    }
 }
 
 /// What is known of a combination before any launch.
@@ -370,7 +328,8 @@ impl ConfigSearch {
 
     /// A screening made a full measurement where screening cannot pay: the first trial when
     /// there are predictions (the best predicted is the likeliest finalist, and a screening
-    /// would be followed by a second launch to search it), and every trial once at most
+    /// would be followed by a second launch to search it), without predictions a combination
+    /// at the top of its monotone settings, and every trial once at most
     /// [`ConfigSearch::direct_below`] combinations are left untried (too few to skip by what a
     /// screening teaches).
     fn direct(&self, t: Trial) -> Trial {
@@ -379,7 +338,16 @@ impl ConfigSearch {
                 .status
                 .iter()
                 .any(|s| matches!(s, Status::Searched(..) | Status::Screened(..)));
-        if first_predicted || self.untried().count() <= self.direct_below {
+        // without a prediction, the top of the monotone settings is measured fully: its
+        // measurement is what lets the combinations below it be skipped
+        let top = self.priors[t.combination].predicted.is_none()
+            && self.dims.iter().any(|d| d.monotone)
+            && self
+                .value_indices(t.combination)
+                .iter()
+                .zip(&self.dims)
+                .all(|(v, d)| !d.monotone || *v + 1 == d.values.len());
+        if first_predicted || top || self.untried().count() <= self.direct_below {
             Trial {
                 fidelity: Fidelity::Full,
                 ..t
@@ -517,8 +485,9 @@ impl ConfigSearch {
                 (Some(_), None) => std::cmp::Ordering::Greater,
                 (None, Some(_)) => std::cmp::Ordering::Less,
                 (None, None) => self
-                    .distance(a, &tried)
-                    .cmp(&self.distance(b, &tried))
+                    .monotone_rank(a)
+                    .cmp(&self.monotone_rank(b))
+                    .then(self.distance(a, &tried).cmp(&self.distance(b, &tried)))
                     .then(b.cmp(&a)),
             }
         })?;

@@ -64,6 +64,37 @@ impl ConfigSearch {
         Some((fitted(&mine), self.model_error.max((2.0 * spread).exp_m1())))
     }
 
+    /// How far up its monotone dimensions combination `i` sits (the sum of its value indices
+    /// there): without predictions the highest go first, since they may make the rest
+    /// dominated.
+    pub(super) fn monotone_rank(&self, i: usize) -> usize {
+        self.value_indices(i)
+            .iter()
+            .zip(&self.dims)
+            .filter(|(_, d)| d.monotone)
+            .map(|(v, _)| *v)
+            .sum()
+    }
+
+    /// A fully measured combination (with a score) that dominates `i`: the same values on
+    /// every dimension but the monotone ones, and on those values at least `i`'s.
+    fn dominated_by(&self, i: usize) -> Option<usize> {
+        if !self.dims.iter().any(|d| d.monotone) {
+            return None;
+        }
+        let mine = self.value_indices(i);
+        (0..self.len()).find(|&j| {
+            j != i
+                && matches!(self.status[j], Status::Searched(Some(_), _))
+                && self
+                    .value_indices(j)
+                    .iter()
+                    .zip(&mine)
+                    .zip(&self.dims)
+                    .all(|((vj, vi), d)| if d.monotone { vj >= vi } else { vj == vi })
+        })
+    }
+
     pub(super) fn skip_what_cannot_win(&mut self) {
         let best = self.best_merit();
         let calibration = self.calibration();
@@ -76,8 +107,23 @@ impl ConfigSearch {
                 continue;
             }
             // a prediction counts once it is calibrated against a measurement
-            let has_prior =
-                self.priors[i].predicted.is_some() || !self.priors[i].by_speed.is_empty();
+            let has_prior = self.priors[i].predicted.is_some()
+                || self.priors[i].by_speed.iter().any(|(_, v)| v.is_some());
+            // without one, structure: a measured combination further up its monotone settings
+            if let Some(j) = self.dominated_by(i).filter(|_| !has_prior) {
+                let up: Vec<String> = self
+                    .settings(j)
+                    .iter()
+                    .zip(&self.dims)
+                    .filter(|(_, d)| d.monotone)
+                    .map(|((k, v), _)| format!("{k} {v}"))
+                    .collect();
+                self.status[i] = Status::Skipped(format!(
+                    "cannot win: {} was measured, and a larger value does not score worse",
+                    up.join(", ")
+                ));
+                continue;
+            }
             let prior = calibration.as_ref().filter(|_| has_prior).map(|c| {
                 let (reach, error) = self.reach(i, c);
                 (self.expected(i, c), reach, error)

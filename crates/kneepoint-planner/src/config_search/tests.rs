@@ -368,3 +368,34 @@ fn a_prior_on_slower_hardware_is_read_at_the_speed_measured() {
     assert_eq!(s.settings(a.best.unwrap())[0].1, "1");
     assert!(a.launches < 9, "{} launches of 9", a.launches);
 }
+
+#[test]
+fn without_predictions_a_monotone_batch_limit_skips_what_it_dominates() {
+    // A real engine with no model to predict it: throughput grows with the batch limit (as
+    // a larger limit runs every level a smaller one does), and the block size matters apart.
+    let dims = vec![
+        Dimension::new("max_num_seqs", ["2", "8", "32"]).monotone(),
+        Dimension::new("max_num_batched_tokens", ["512", "2048"]),
+    ];
+    let mut s = ConfigSearch::new(dims, Goal::Maximize).unwrap();
+    let truth = |s: &ConfigSearch, i: usize| {
+        let v = s.settings(i);
+        let seqs: f64 = v[0].1.parse().unwrap();
+        let budget = if v[1].1 == "2048" { 1.3 } else { 1.0 };
+        100.0 * seqs.sqrt() * budget
+    };
+    let mut launched = Vec::new();
+    while let Some(t) = s.next_trial() {
+        launched.push(t.combination);
+        let v = truth(&s, t.combination);
+        s.observe(t, TrialOutcome::measured(v, 0.02, 1.0));
+    }
+    let a = s.answer();
+    assert_eq!(s.settings(a.best.unwrap())[0].1, "32");
+    assert_eq!(s.settings(a.best.unwrap())[1].1, "2048");
+    assert_eq!(launched.len(), 2, "{launched:?}");
+    let dominated = (0..s.len())
+        .filter(|i| matches!(s.status(*i), Some(Status::Skipped(w)) if w.contains("max_num_seqs 32 was measured")))
+        .count();
+    assert_eq!(dominated, 4);
+}
