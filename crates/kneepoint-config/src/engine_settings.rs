@@ -80,7 +80,11 @@ impl EngineSettings {
                 "max_num_seqs" => s.max_num_seqs = Some(limit(key, v)?),
                 "max_num_batched_tokens" => s.max_num_batched_tokens = Some(limit(key, v)?),
                 "gpu_memory_utilization" => s.gpu_memory_utilization = Some(number(key, v)?),
-                "kv_cache_dtype" => s.kv_cache_dtype = Some(v.trim().to_owned()),
+                // as vLLM names them (fp8_e4m3, fp8_inc, bfloat16...): an fp8 cache or not
+                "kv_cache_dtype" => {
+                    let fp8 = v.trim().to_ascii_lowercase().starts_with("fp8");
+                    s.kv_cache_dtype = Some(if fp8 { "fp8" } else { "auto" }.to_owned());
+                }
                 _ => {}
             }
         }
@@ -188,7 +192,24 @@ mod tests {
                 .to_string()
         };
         assert!(bad("max_num_seqs", "1e12").contains("whole number"));
-        assert!(bad("kv_cache_dtype", "int3").contains("auto or fp8"));
+        // a matrix may name any of vLLM's dtypes: fp8 or not
+        let dtype = |v: &str| {
+            let p = [("kv_cache_dtype".to_owned(), v.to_owned())]
+                .into_iter()
+                .collect();
+            EngineSettings::from_pairs(&p)
+                .unwrap()
+                .kv_cache_dtype
+                .unwrap()
+        };
+        assert_eq!(dtype("fp8_inc"), "fp8");
+        assert_eq!(dtype("bfloat16"), "auto");
+        let flag = EngineSettings {
+            kv_cache_dtype: Some("int3".into()),
+            ..Default::default()
+        };
+        let e = flag.apply(&mut FitSettings::new(1024, 256)).unwrap_err();
+        assert!(e.to_string().contains("auto or fp8"), "{e}");
         assert!(bad("gpu_memory_utilization", "-1").contains("positive"));
     }
 

@@ -270,6 +270,18 @@ mod engine_settings_tests {
 
     /// Issue 49 part 3: a matrix's engine settings reach the stage-1 fit, so a combination that
     /// cannot start is known before its launch.
+
+    #[test]
+    fn model_keys_sit_beside_the_engine_group() {
+        // and through `[model]`, whose own keys sit beside the group's
+        let m: ModelSection =
+            toml::from_str("config = \"m.json\"\ntensor_parallel = 4\nmax_num_seqs = 64").unwrap();
+        assert_eq!(m.engine.tensor_parallel_size, Some(4));
+        assert_eq!(m.engine.max_num_seqs, Some(64));
+        assert!(m.model_config.is_some());
+        let e = toml::from_str::<ModelSection>("config = \"m.json\"\nbogus = 1").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+    }
     #[test]
     fn a_combinations_engine_settings_are_fitted_before_launch() {
         let config =

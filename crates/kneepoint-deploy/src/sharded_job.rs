@@ -287,6 +287,7 @@ pub fn indexed_job(args: &ShardedJob) -> Result<Job, Error> {
         "--quiet".into(),
     ]);
     if let Some(s3) = &args.output_s3 {
+        refuse_secret(Some("--output-s3"), s3)?;
         let bucket = s3.strip_prefix("s3://").and_then(|r| r.split('/').next());
         if bucket.is_none_or(str::is_empty) {
             return Err(invalid(format!(

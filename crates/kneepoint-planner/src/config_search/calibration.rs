@@ -13,10 +13,10 @@
 
 use super::{ConfigSearch, Prior};
 
-/// The speeds (times the modelled hardware's) a prior is best given at: 1/8 to 8 in steps of a
-/// quarter octave.
+/// The speeds (times the modelled hardware's) a prior is best given at: 1/64 to 64 in steps of
+/// a quarter octave (a simulator at `--time-scale 0.1` runs 10 times as fast as it models).
 pub fn prior_speeds() -> Vec<f64> {
-    (-12..=12).map(|k| 2f64.powf(f64::from(k) / 4.0)).collect()
+    (-24..=24).map(|k| 2f64.powf(f64::from(k) / 4.0)).collect()
 }
 
 impl Prior {
@@ -97,17 +97,19 @@ impl ConfigSearch {
     }
 
     /// Measured combination `i`'s gap (log): the speed at which its prediction best matches
-    /// its merit `m` (the one nearest 1 among equals), or measured over predicted for a
-    /// prior without speeds; `None` without a prediction.
+    /// its merit `m` (the one nearest 1 among equals; a prediction that meets no SLA at a
+    /// speed counts as off by [`MISSED`] there), or measured over predicted for a prior
+    /// without speeds; `None` without a prediction at any speed.
     fn gap(&self, i: usize, m: f64) -> Option<f64> {
         let p = &self.priors[i];
         if p.by_speed.is_empty() {
             return p.predicted.and_then(|v| self.merit(v)).map(|q| m - q);
         }
+        if !p.by_speed.iter().any(|(_, v)| v.is_some()) {
+            return None;
+        }
         let misfit = |s: f64| {
-            let off = self
-                .prior_merit(i, s)
-                .map_or(MISSED, |q| (m - q).abs().min(MISSED));
+            let off = self.prior_merit(i, s).map_or(MISSED, |q| (m - q).abs());
             off * off + 1e-6 * s.ln().powi(2)
         };
         p.by_speed
@@ -170,8 +172,8 @@ impl ConfigSearch {
         }
         let (mean, effects) = self.fit_gaps(&gaps);
         let spread = if gaps.len() < 3 {
-            // with fewer than three the spread is not known: a factor of 2 (ln 2 / 2 as its
-            // "spread", doubled by the reach) until then
+            // with fewer than three the spread is not known: ln 2 / 2 until then (2.5 of it,
+            // the reach: about 2.4 times faster or slower)
             std::f64::consts::LN_2 / 2.0
         } else {
             let squares: f64 = (0..gaps.len())
@@ -254,8 +256,21 @@ impl ConfigSearch {
         let reach = if self.priors[i].by_speed.is_empty() {
             self.at_gap(i, g + width)
         } else {
-            self.prior_reach(i, g.exp(), (g + width).exp())
+            // slower as well as faster: under SLAs a faster engine's best level is a busier
+            // one, whose latency can be longer
+            self.prior_reach(i, (g - width).exp(), (g + width).exp())
         };
-        (reach, width.exp_m1())
+        // the error in value: how far above its expectation the reach lies
+        let error = match (reach, self.expected(i, c)) {
+            (Some(r), Some(e)) if r > e => (r - e).exp_m1(),
+            _ => width.exp_m1(),
+        };
+        (reach, error)
+    }
+
+    /// Whether combination `i` has a prediction (at some speed).
+    pub(super) fn has_prediction(&self, i: usize) -> bool {
+        let p = &self.priors[i];
+        p.predicted.is_some() || p.by_speed.iter().any(|(_, v)| v.is_some())
     }
 }

@@ -12,8 +12,8 @@
 //!    speed at which its prediction matches it, those speeds are modelled by setting (a mean
 //!    and shrunk effects, so an instance type slower than its datasheet is learnt from its own
 //!    launches), and an untried combination may reach its prediction at its expected speed plus
-//!    2.5 times the model's leave-one-out error (at least [`ConfigSearch::prior_error`]; a
-//!    factor of 2 until three combinations were measured). The additive model's error is at
+//!    2.5 times the model's leave-one-out error (at least [`ConfigSearch::prior_error`]; about
+//!    2.4 times faster or slower until three combinations were measured). The additive model's error is at
 //!    least twice its residuals' spread.
 //! 2. **Measure fully at once** the best predicted combination (the likeliest finalist) and,
 //!    once at most [`ConfigSearch::direct_below`] are left, every one.
@@ -333,20 +333,14 @@ impl ConfigSearch {
     /// [`ConfigSearch::direct_below`] combinations are left untried (too few to skip by what a
     /// screening teaches).
     fn direct(&self, t: Trial) -> Trial {
-        let first_predicted = self.priors[t.combination].predicted.is_some()
+        let first_predicted = self.has_prediction(t.combination)
             && !self
                 .status
                 .iter()
                 .any(|s| matches!(s, Status::Searched(..) | Status::Screened(..)));
         // without a prediction, the top of the monotone settings is measured fully: its
         // measurement is what lets the combinations below it be skipped
-        let top = self.priors[t.combination].predicted.is_none()
-            && self.dims.iter().any(|d| d.monotone)
-            && self
-                .value_indices(t.combination)
-                .iter()
-                .zip(&self.dims)
-                .all(|(v, d)| !d.monotone || *v + 1 == d.values.len());
+        let top = !self.has_prediction(t.combination) && self.monotone_top(t.combination);
         if first_predicted || top || self.untried().count() <= self.direct_below {
             Trial {
                 fidelity: Fidelity::Full,

@@ -76,22 +76,38 @@ impl ConfigSearch {
             .sum()
     }
 
+    /// Whether `j` dominates `i`: the same values on every dimension but the monotone ones,
+    /// and on those values at least `i`'s.
+    fn dominates(&self, j: usize, i: usize) -> bool {
+        j != i
+            && self
+                .value_indices(j)
+                .iter()
+                .zip(self.value_indices(i))
+                .zip(&self.dims)
+                .all(|((vj, vi), d)| if d.monotone { *vj >= vi } else { *vj == vi })
+    }
+
+    /// Whether `i` is the top of its monotone settings among what could still score: every
+    /// combination above it was skipped or scored nothing (it failed, or met no SLA).
+    pub(super) fn monotone_top(&self, i: usize) -> bool {
+        self.dims.iter().any(|d| d.monotone)
+            && (0..self.len()).filter(|&j| self.dominates(j, i)).all(|j| {
+                matches!(
+                    self.status[j],
+                    Status::Skipped(_) | Status::Searched(None, _) | Status::Screened(None, _)
+                )
+            })
+    }
+
     /// A fully measured combination (with a score) that dominates `i`: the same values on
     /// every dimension but the monotone ones, and on those values at least `i`'s.
     fn dominated_by(&self, i: usize) -> Option<usize> {
         if !self.dims.iter().any(|d| d.monotone) {
             return None;
         }
-        let mine = self.value_indices(i);
         (0..self.len()).find(|&j| {
-            j != i
-                && matches!(self.status[j], Status::Searched(Some(_), _))
-                && self
-                    .value_indices(j)
-                    .iter()
-                    .zip(&mine)
-                    .zip(&self.dims)
-                    .all(|((vj, vi), d)| if d.monotone { vj >= vi } else { vj == vi })
+            matches!(self.status[j], Status::Searched(Some(_), _)) && self.dominates(j, i)
         })
     }
 
@@ -107,8 +123,7 @@ impl ConfigSearch {
                 continue;
             }
             // a prediction counts once it is calibrated against a measurement
-            let has_prior = self.priors[i].predicted.is_some()
-                || self.priors[i].by_speed.iter().any(|(_, v)| v.is_some());
+            let has_prior = self.has_prediction(i);
             // without one, structure: a measured combination further up its monotone settings
             if let Some(j) = self.dominated_by(i).filter(|_| !has_prior) {
                 let up: Vec<String> = self
