@@ -31,10 +31,6 @@ impl Prior {
     }
 }
 
-/// A measured combination's merit read against a prediction that meets no SLA at that speed:
-/// as far off as a factor of e.
-const MISSED: f64 = 1.0;
-
 /// The spread of one gap around the model (log) that the fit's shrinkage assumes.
 const FIT_SPREAD: f64 = 0.25;
 
@@ -96,10 +92,10 @@ impl ConfigSearch {
             .max_by(f64::total_cmp)
     }
 
-    /// Measured combination `i`'s gap (log): the speed at which its prediction best matches
-    /// its merit `m` (the one nearest 1 among equals; a prediction that meets no SLA at a
-    /// speed counts as off by [`MISSED`] there), or measured over predicted for a prior
-    /// without speeds; `None` without a prediction at any speed.
+    /// Measured combination `i`'s gap (log): the speed, among those where it predicts a score,
+    /// at which its prediction best matches its merit `m` (the one nearest 1 among equals),
+    /// or measured over predicted for a prior without speeds; `None` without a prediction at
+    /// any speed.
     fn gap(&self, i: usize, m: f64) -> Option<f64> {
         let p = &self.priors[i];
         if p.by_speed.is_empty() {
@@ -108,9 +104,10 @@ impl ConfigSearch {
         if !p.by_speed.iter().any(|(_, v)| v.is_some()) {
             return None;
         }
-        let misfit = |s: f64| {
-            let off = self.prior_merit(i, s).map_or(MISSED, |q| (m - q).abs());
-            off * off + 1e-6 * s.ln().powi(2)
+        // only speeds where it predicts a score: one where it meets no SLA explains no score
+        let misfit = |s: f64| match self.prior_merit(i, s) {
+            Some(q) => (m - q).powi(2) + 1e-6 * s.ln().powi(2),
+            None => f64::INFINITY,
         };
         p.by_speed
             .iter()
