@@ -103,8 +103,9 @@ pub(crate) fn expand(
                     );
                 }
             }
-            // The stage-1 fit follows a tensor-parallel degree from the matrix.
-            for key in ["tensor_parallel_size", "tensor_parallel"] {
+            // The stage-1 fit follows a tensor-parallel degree from the matrix (vLLM's name
+            // last, so that it wins, as it does in `EngineSettings::from_pairs`).
+            for key in ["tensor_parallel", "tensor_parallel_size"] {
                 if let Some(tp) = values.get(key).and_then(|v| v.parse().ok()) {
                     section.tensor_parallel = Some(tp);
                 }
