@@ -21,7 +21,8 @@
 //!
 //! `cargo bench -p kneepoint-cli --bench structural` prints one row per space of the first
 //! family (`STRUCTURAL_ROWS=1`: of all; `STRUCTURAL_TRACE=1` lists each miss's combinations and
-//! why each was skipped; `STRUCTURAL_PROMOTE=1` prices a full search after a screening as its
+//! why each was skipped; `STRUCTURAL_REACH=Z` sets `ConfigSearch::reach_spreads`;
+//! `STRUCTURAL_PROMOTE=1` prices a full search after a screening as its
 //! extra probes on the same launch, a design not built), a line per family (the same 60 spaces under other truths and noise),
 //! and the acceptance figures pooled over the 8 families (winner within 5 % of the grid's best in ≥ 95 % of spaces; median share
 //! of the grid's instance-hours ≤ 30 %, at most 60 % in any), and exits 1 when they are
@@ -244,6 +245,13 @@ fn run(space: &Space) -> Option<Row> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(space.seed);
     // as the engine's recommendation tunes it (crates/kneepoint-engine/src/adaptive.rs)
     s.prior_error = 0.5;
+    // STRUCTURAL_REACH=Z: how many spreads an untried combination may reach (default 2.5)
+    if let Some(z) = std::env::var("STRUCTURAL_REACH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        s.reach_spreads = z;
+    }
     if space.objective == Objective::Latency {
         s.direct_below = usize::MAX;
     }

@@ -14,6 +14,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_kneepoint");
 const MODEL: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -59,35 +61,21 @@ kv_cache_dtype = ["auto", "fp8"]
 }
 
 fn recommend(dir: &Path, strategy: &str) -> (Value, String) {
-    let cfg = dir.join(format!("{strategy}.toml"));
     let out = dir.join(strategy);
-    std::fs::write(&cfg, config(&out, strategy)).unwrap();
-    let o = Command::new(BIN)
-        .args(["recommend", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{strategy}: {text}");
-    let doc: Value =
-        serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap();
-    (doc, text)
+    common::recommend_doc(
+        &dir.join(format!("{strategy}.toml")),
+        &config(&out, strategy),
+        &out,
+    )
 }
 
 /// The cheapest candidate, ranked or provisional (a full search whose capacity reached
 /// `concurrency_max` is listed, not ranked, under either strategy: TP 1 × 4 engines of 512
 /// sequences can hold the whole 2,048), by the same rule for the grid and the search.
 fn winner(doc: &Value) -> (String, f64) {
-    doc["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["rank"].is_u64() || c["provisional"].is_string())
-        .filter_map(|c| {
-            let cost = c["cost_per_million_output_tokens"].as_f64()?;
-            Some((c["name"].as_str().unwrap().to_owned(), cost))
-        })
+    let listed = |c: &Value| c["rank"].is_u64() || c["provisional"].is_string();
+    common::candidate_values(doc, "cost_per_million_output_tokens", listed)
+        .into_iter()
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .unwrap_or_else(|| panic!("nothing ranked or listed: {doc:#}"))
 }

@@ -9,11 +9,10 @@
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kneepoint");
+mod common;
 
 fn config(out: &Path, strategy: &str) -> String {
     format!(
@@ -49,31 +48,14 @@ time_scale = [0.05, 0.1]
 }
 
 fn recommend(dir: &Path, strategy: &str) -> Value {
-    let cfg = dir.join(format!("{strategy}.toml"));
     let out = dir.join(strategy);
-    std::fs::write(&cfg, config(&out, strategy)).unwrap();
-    let o = Command::new(BIN)
-        .args(["recommend", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{strategy}: {text}");
-    serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap()
+    let cfg = dir.join(format!("{strategy}.toml"));
+    common::recommend_doc(&cfg, &config(&out, strategy), &out).0
 }
 
 /// Each measured candidate's output tokens/s per instance, by name.
 fn throughputs(doc: &Value) -> Vec<(String, f64)> {
-    doc["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| {
-            let t = c["output_tokens_per_s_per_instance"].as_f64()?;
-            Some((c["name"].as_str().unwrap().to_owned(), t))
-        })
-        .collect()
+    common::candidate_values(doc, "output_tokens_per_s_per_instance", |_| true)
 }
 
 fn best(doc: &Value) -> (String, f64) {

@@ -11,11 +11,11 @@
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kneepoint");
+mod common;
+
 const MODEL: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../kneepoint-fit/configs/gpt-oss-20b.json"
@@ -71,30 +71,15 @@ request_count = 48
 }
 
 fn recommend(dir: &Path, strategy: &str) -> Value {
-    let cfg = dir.join(format!("{strategy}.toml"));
     let out = dir.join(strategy);
-    std::fs::write(&cfg, config(&out, strategy)).unwrap();
-    let o = Command::new(BIN)
-        .args(["recommend", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{strategy}: {text}");
-    serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap()
+    let cfg = dir.join(format!("{strategy}.toml"));
+    common::recommend_doc(&cfg, &config(&out, strategy), &out).0
 }
 
 /// The best ranked or provisional candidate: (name, cost).
 fn best(doc: &Value) -> (String, f64) {
-    doc["candidates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| {
-            let cost = c["cost_per_million_output_tokens"].as_f64()?;
-            Some((c["name"].as_str().unwrap().to_owned(), cost))
-        })
+    common::candidate_values(doc, "cost_per_million_output_tokens", |_| true)
+        .into_iter()
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .unwrap_or_else(|| panic!("nothing costed: {doc:#}"))
 }

@@ -39,6 +39,9 @@ fn plan_prints_what_fits_where_with_the_reason_when_not() {
         panic!("not plan")
     };
     let plan = kneepoint_cli::plan(&args).unwrap();
+    // the engine-settings group reaches stage 1 (issue 58 part 1)
+    assert_eq!(plan.settings.max_num_batched_tokens, 4096);
+    assert_eq!(plan.settings.gpu_memory_utilization, 0.85);
     let text = kneepoint_cli::plan_table(&plan);
     assert!(
         text.contains("ml.g6e.xlarge") && text.contains("does not fit: the weights need 58.8 GiB"),

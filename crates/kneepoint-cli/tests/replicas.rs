@@ -7,11 +7,11 @@
 #![cfg(target_os = "linux")]
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kneepoint");
+mod common;
+
 const MODEL: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../kneepoint-fit/configs/gpt-oss-20b.json"
@@ -58,17 +58,7 @@ fn engines_per_instance_are_measured_and_priced_as_the_whole_instance() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let cfg = tmp.path().join("rec.toml");
-    std::fs::write(&cfg, config(&out)).unwrap();
-    let o = Command::new(BIN)
-        .args(["recommend", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{text}");
-    let doc: Value =
-        serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap();
+    let (doc, _) = common::recommend_doc(&cfg, &config(&out), &out);
     let list = doc["candidates"].as_array().unwrap();
     let find = |tp: u64| {
         list.iter()

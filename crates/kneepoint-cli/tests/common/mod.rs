@@ -91,6 +91,39 @@ pub fn recommend_file(out: &Path, rest: &str) -> String {
     )
 }
 
+/// Runs `kneepoint recommend --config CFG` with `config` written to `cfg`, checks that it
+/// succeeded, and returns the `recommendations.json` it wrote under `out` and what it printed.
+pub fn recommend_doc(cfg: &Path, config: &str, out: &Path) -> (serde_json::Value, String) {
+    std::fs::write(cfg, config).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_kneepoint"))
+        .args(["recommend", "--config"])
+        .arg(cfg)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{}: {text}", cfg.display());
+    let doc =
+        serde_json::from_slice(&std::fs::read(out.join("recommendations.json")).unwrap()).unwrap();
+    (doc, text)
+}
+
+/// Each candidate of a `recommendations.json` whose `key` is a number, by name, among those
+/// that `keep` accepts.
+pub fn candidate_values(
+    doc: &serde_json::Value,
+    key: &str,
+    keep: impl Fn(&serde_json::Value) -> bool,
+) -> Vec<(String, f64)> {
+    doc["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| keep(c))
+        .filter_map(|c| Some((c["name"].as_str()?.to_owned(), c[key].as_f64()?)))
+        .collect()
+}
+
 /// Every file under `root`, by its path relative to `root`, with its bytes.
 pub fn files(root: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
     let mut out = std::collections::BTreeMap::new();

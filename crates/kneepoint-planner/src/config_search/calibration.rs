@@ -40,9 +40,6 @@ const PRIOR_WEIGHT: f64 = 8.0;
 /// The least spread of the gaps (log): measurement noise alone.
 const LEAST_SPREAD: f64 = 0.05;
 
-/// How many standard deviations above its expectation a combination may reach.
-const REACH_Z: f64 = 2.5;
-
 /// The gaps between predictions and measurements, modelled: each measured combination's gap
 /// (the log of the speed at which its prediction matches its measurement, or for a prior
 /// without speeds the log of measured over predicted) is a mean, plus one effect per
@@ -244,12 +241,12 @@ impl ConfigSearch {
     }
 
     /// The most combination `i` may reach, and the relative error that allows: its
-    /// prediction at its expected gap plus [`REACH_Z`] standard deviations (at least
+    /// prediction at its expected gap plus [`ConfigSearch::reach_spreads`] standard deviations (at least
     /// [`ConfigSearch::prior_error`]); `None` in the first when it is predicted to meet no SLA
     /// at any speed up to there.
     pub(super) fn reach(&self, i: usize, c: &Calibration) -> (Option<f64>, f64) {
         let (g, sd) = self.gap_of(i, c);
-        let width = (REACH_Z * sd).max(self.prior_error.ln_1p());
+        let width = (self.reach_spreads * sd).max(self.prior_error.ln_1p());
         let reach = if self.priors[i].by_speed.is_empty() {
             self.at_gap(i, g + width)
         } else {

@@ -218,6 +218,10 @@ pub struct ConfigSearch {
     /// (default 0.4): the shrinkage of the gap model's effects (an instance type slower than
     /// its datasheet, a KV dtype's cost the model does not know).
     pub effect_spread: f64,
+    /// How many of the calibration's spreads an untried combination may reach above its
+    /// expectation (default 2.5: on the structural family 2 gave fewer launches and fewer
+    /// winners within 5 %, 3 the reverse; `STRUCTURAL_REACH` in that bench).
+    pub reach_spreads: f64,
 }
 
 /// The most combinations a space may hold.
@@ -260,6 +264,7 @@ impl ConfigSearch {
             direct_below: 6,
             least_launch_hours: 0.0,
             effect_spread: 0.4,
+            reach_spreads: 2.5,
         })
     }
 
